@@ -1,0 +1,19 @@
+//! One file per verb. Each exposes `Args` (clap) and `run(Args) -> anyhow::Result<()>`.
+pub mod analyze;
+pub mod bound;
+pub mod campaign;
+pub mod compare;
+pub mod cyclictest;
+pub mod export;
+pub mod import;
+pub mod load;
+pub mod measure;
+pub mod pdlt;
+pub mod report;
+pub mod rhealstone;
+pub mod run;
+pub mod runs;
+pub mod sched_scale;
+pub mod show;
+pub mod taskset;
+pub mod trace;

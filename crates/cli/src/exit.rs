@@ -1,0 +1,57 @@
+//! Exit codes and the one-line error convention.
+//!
+//! 0 success · 1 the work failed (kernel refused, I/O error) · 2 bad input: nothing was started ·
+//! 3 a comparison found a regression beyond the user's threshold.
+
+pub const FAILURE: i32 = 1;
+pub const USAGE: i32 = 2;
+#[allow(dead_code)]
+pub const REGRESSION: i32 = 3;
+
+/// A bad-input error: printed as one line, exit code 2, raised before anything starts.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+/// Shorthand: `return Err(usage!("--interval: must be 1..=10000000 us, got {v}"))`.
+#[macro_export]
+macro_rules! usage {
+    ($($t:tt)*) => { anyhow::Error::new($crate::exit::UsageError(format!($($t)*))) };
+}
+
+/// An error carrying its own exit code (e.g. 3 for a regression verdict).
+#[derive(Debug)]
+pub struct ExitCode(pub i32, pub String);
+impl std::fmt::Display for ExitCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+impl std::error::Error for ExitCode {}
+
+pub fn report(r: anyhow::Result<()>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            if let Some(u) = e.downcast_ref::<UsageError>() {
+                eprintln!("rtscope: error: {u}");
+                return USAGE;
+            }
+            if let Some(c) = e.downcast_ref::<ExitCode>() {
+                if !c.1.is_empty() {
+                    eprintln!("rtscope: {}", c.1);
+                }
+                return c.0;
+            }
+            // anyhow's alternate format prints the context chain on one line.
+            eprintln!("rtscope: error: {e:#}");
+            FAILURE
+        }
+    }
+}

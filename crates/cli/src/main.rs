@@ -1,0 +1,90 @@
+//! `rtscope`: measure, explain and bound real-time latency on Linux.
+//!
+//! This binary only wires the library crates: flags are parsed (clap), resolved into a validated
+//! configuration before anything starts, then handed to the crate that does the work.
+
+mod cmd;
+mod exit;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "rtscope", version, about = "Measure, explain and bound real-time latency on Linux")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The default job: measure all online CPUs, print a summary, write JSON + histogram files.
+    Run(cmd::run::Args),
+    /// cyclictest-class latency measurement.
+    Measure(cmd::measure::Args),
+    /// Drop-in for cyclictest: accepts its common flags and prints its formats.
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Cyclictest(cmd::cyclictest::Args),
+    /// Import results from other tools (cyclictest text/JSON, rtsl databases).
+    Import(cmd::import::Args),
+    /// Run a background workload on its own (idle, cpu-cache, hackbench, disk, net, io, exec).
+    Load(cmd::load::Args),
+    /// Kernel event capture.
+    Trace(cmd::trace::Args),
+    /// Re-run per-sample attribution on a recorded .rtt trace file.
+    Analyze(cmd::analyze::Args),
+    /// Latency bound (rtsl analysis, ECRTS'20 Theorem 8).
+    Bound(cmd::bound::Args),
+    /// The Rhealstone suite.
+    Rhealstone(cmd::rhealstone::Args),
+    /// SCHED_FIFO scheduling time vs number of SCHED_OTHER load processes.
+    SchedScale(cmd::sched_scale::Args),
+    /// Preemption scan of a system call (process dispatch latency vs timer offset).
+    Pdlt(cmd::pdlt::Args),
+    /// Task sets: generate and run.
+    Taskset(cmd::taskset::Args),
+    /// Run a matrix of measurements from a TOML file.
+    Campaign(cmd::campaign::Args),
+    /// List stored runs.
+    Runs(cmd::runs::Args),
+    /// Show one stored run.
+    Show(cmd::show::Args),
+    /// Compare stored runs.
+    Compare(cmd::compare::Args),
+    /// Write an HTML report.
+    Report(cmd::report::Args),
+    /// Export a stored run.
+    Export(cmd::export::Args),
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // clap's own help/version output is not an error.
+            let code = if e.use_stderr() { exit::USAGE } else { 0 };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Run(a) => cmd::run::run(a),
+        Command::Measure(a) => cmd::measure::run(a),
+        Command::Cyclictest(a) => cmd::cyclictest::run(a),
+        Command::Import(a) => cmd::import::run(a),
+        Command::Load(a) => cmd::load::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
+        Command::Analyze(a) => cmd::analyze::run(a),
+        Command::Bound(a) => cmd::bound::run(a),
+        Command::Rhealstone(a) => cmd::rhealstone::run(a),
+        Command::SchedScale(a) => cmd::sched_scale::run(a),
+        Command::Pdlt(a) => cmd::pdlt::run(a),
+        Command::Taskset(a) => cmd::taskset::run(a),
+        Command::Campaign(a) => cmd::campaign::run(a),
+        Command::Runs(a) => cmd::runs::run(a),
+        Command::Show(a) => cmd::show::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Export(a) => cmd::export::run(a),
+    };
+    std::process::exit(exit::report(result));
+}

@@ -1,0 +1,90 @@
+//! Resolved, validated configuration of a measurement run (what `measure` was asked to do).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    Fifo,
+    Rr,
+    Other,
+    Deadline,
+}
+
+impl Policy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Fifo => "fifo",
+            Policy::Rr => "rr",
+            Policy::Other => "other",
+            Policy::Deadline => "deadline",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerMode {
+    /// clock_nanosleep(TIMER_ABSTIME): cyclictest's default and ours.
+    AbsNanosleep,
+    /// clock_nanosleep relative: drifts by each wake-up's latency, kept for comparisons.
+    RelNanosleep,
+    Timerfd,
+    /// POSIX timer (timer_create, SIGEV_THREAD_ID) + sigwait.
+    PosixTimer,
+}
+
+impl TimerMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimerMode::AbsNanosleep => "abs_nanosleep",
+            TimerMode::RelNanosleep => "rel_nanosleep",
+            TimerMode::Timerfd => "timerfd",
+            TimerMode::PosixTimer => "posix_timer",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockId {
+    Monotonic,
+    Realtime,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DeadlineParams {
+    pub runtime_ns: u64,
+    pub deadline_ns: u64,
+    pub period_ns: u64,
+    pub reset_on_fork: bool,
+    /// SCHED_FLAG_DL_OVERRUN: the kernel sends SIGXCPU on a runtime overrun.
+    pub dl_overrun: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunConfig {
+    /// The verb that produced the record (`measure`, `run`, `cyclictest`, …).
+    pub verb: String,
+    /// Exact argv.
+    pub cmdline: Vec<String>,
+    pub cpus: Vec<u32>,
+    pub policy: Policy,
+    pub priority: u32,
+    pub nice: i32,
+    pub deadline: Option<DeadlineParams>,
+    pub interval_us: u64,
+    pub distance_us: u64,
+    pub duration_s: Option<f64>,
+    pub loops: Option<u64>,
+    pub timer: TimerMode,
+    pub clock: ClockId,
+    pub hold_cpu_dma_latency: bool,
+    pub break_above_us: Option<u64>,
+    pub threshold_us: Option<u64>,
+    pub worst_n: usize,
+    pub linear_max_us: u32,
+    pub loads: Vec<String>,
+    pub trace: String,
+    pub tags: std::collections::BTreeMap<String, String>,
+}

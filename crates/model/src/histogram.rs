@@ -1,0 +1,449 @@
+//! Latency histograms.
+//!
+//! [`Histogram`] is the exact-statistics, log-bucketed record of every sample: an HDR histogram with
+//! 3 significant digits (relative error ≤ 1/1024 < 0.1 %; values below 2048 ns are exact to the ns)
+//! covering 1 ns … 100 s, plus exact count/min/max/sum/sum-of-squares so that min, max, mean and
+//! standard deviation carry no bucketing error at all. Its state is a fixed ~230 KB whatever the
+//! run length, which is what bounds rtscope's memory for a 24 h run.
+//!
+//! [`LinearHistogram`] is cyclictest's `-h` view: one counter per whole microsecond (latency
+//! truncated to µs, as cyclictest computes it), plus an overflow count. It is recorded exactly
+//! beside the HDR histogram rather than derived from it, because above 16 µs HDR buckets straddle
+//! microsecond boundaries.
+
+use serde::{Deserialize, Serialize};
+
+/// Largest value the log histogram resolves; larger samples are clamped into the top bucket
+/// (their exact value still reaches `max_ns`, and `clamped` counts them).
+pub const HIGHEST_TRACKABLE_NS: u64 = 100_000_000_000;
+const SIGFIG: u8 = 3;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum HistogramError {
+    #[error("histogram bucket value {0} ns is outside 1..={HIGHEST_TRACKABLE_NS}")]
+    OutOfRange(u64),
+    #[error("histogram summary disagrees with its buckets: {0}")]
+    Inconsistent(&'static str),
+}
+
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    hdr: hdrhistogram::Histogram<u64>,
+    count: u64,
+    min_ns: u64,
+    max_ns: u64,
+    sum_ns: u128,
+    sum_sq_ns2: u128,
+    clamped: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PartialEq for Histogram {
+    fn eq(&self, other: &Self) -> bool {
+        self.count == other.count
+            && self.min_ns == other.min_ns
+            && self.max_ns == other.max_ns
+            && self.sum_ns == other.sum_ns
+            && self.sum_sq_ns2 == other.sum_sq_ns2
+            && self.clamped == other.clamped
+            && self.buckets() == other.buckets()
+    }
+}
+
+impl Histogram {
+    pub fn new() -> Self {
+        // Bounds are constants that hdrhistogram accepts; this cannot fail.
+        let hdr = hdrhistogram::Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NS, SIGFIG)
+            .expect("constant histogram bounds are valid");
+        Histogram {
+            hdr,
+            count: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            sum_ns: 0,
+            sum_sq_ns2: 0,
+            clamped: 0,
+        }
+    }
+
+    /// Record one latency. Allocation-free; this is the probe's per-sample hot path.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        self.record_n(ns, 1);
+    }
+
+    #[inline]
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let v = ns.clamp(1, HIGHEST_TRACKABLE_NS);
+        if v != ns.max(1) {
+            self.clamped += n;
+        }
+        // `v` is inside the constant bounds, so the HDR record cannot fail.
+        let _ = self.hdr.record_n(v, n);
+        self.count += n;
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+        self.sum_ns += ns as u128 * n as u128;
+        self.sum_sq_ns2 += (ns as u128 * ns as u128) * n as u128;
+    }
+
+    pub fn merge(&mut self, other: &Histogram) {
+        if other.count == 0 {
+            return;
+        }
+        // Same constant bounds on both sides: add cannot fail.
+        let _ = self.hdr.add(&other.hdr);
+        self.count += other.count;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.sum_ns += other.sum_ns;
+        self.sum_sq_ns2 += other.sum_sq_ns2;
+        self.clamped += other.clamped;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    pub fn min_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.min_ns)
+    }
+    pub fn max_ns(&self) -> Option<u64> {
+        (self.count > 0).then_some(self.max_ns)
+    }
+    pub fn sum_ns(&self) -> u128 {
+        self.sum_ns
+    }
+    pub fn clamped(&self) -> u64 {
+        self.clamped
+    }
+    pub fn mean_ns(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_ns as f64 / self.count as f64)
+    }
+    /// Population standard deviation (exact sums; the final step is f64).
+    pub fn stddev_ns(&self) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let n = self.count as f64;
+        let mean = self.sum_ns as f64 / n;
+        let var = (self.sum_sq_ns2 as f64 / n - mean * mean).max(0.0);
+        Some(var.sqrt())
+    }
+
+    /// Nearest-rank quantile: the smallest recorded value v such that at least ⌈q·n⌉ samples are
+    /// ≤ v (q = 0 gives the minimum). Exact below 2048 ns, within 1/1024 relative above; clamped
+    /// into the exact [min, max].
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        let q = if q.is_nan() { 0.0 } else { q.clamp(0.0, 1.0) };
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        if rank == self.count {
+            return Some(self.max_ns);
+        }
+        let mut seen = 0u64;
+        for it in self.hdr.iter_recorded() {
+            seen += it.count_at_value();
+            if seen >= rank {
+                let v = self.hdr.highest_equivalent(it.value_iterated_to());
+                return Some(v.clamp(self.min_ns, self.max_ns));
+            }
+        }
+        Some(self.max_ns)
+    }
+
+    /// Non-empty buckets as (lowest value of the bucket in ns, count), ascending.
+    pub fn buckets(&self) -> Vec<(u64, u64)> {
+        self.hdr
+            .iter_recorded()
+            .map(|it| {
+                (
+                    self.hdr.lowest_equivalent(it.value_iterated_to()),
+                    it.count_at_value(),
+                )
+            })
+            .collect()
+    }
+
+    /// Number of samples ≥ `ns` (bucket resolution: exact below 2048 ns).
+    pub fn count_at_or_above(&self, ns: u64) -> u64 {
+        let lo = self.hdr.lowest_equivalent(ns.clamp(1, HIGHEST_TRACKABLE_NS));
+        self.hdr
+            .iter_recorded()
+            .filter(|it| self.hdr.lowest_equivalent(it.value_iterated_to()) >= lo)
+            .map(|it| it.count_at_value())
+            .sum()
+    }
+
+    pub fn to_data(&self) -> HistogramData {
+        HistogramData {
+            count: self.count,
+            min_ns: self.min_ns(),
+            max_ns: self.max_ns(),
+            sum_ns: self.sum_ns,
+            sum_sq_ns2: self.sum_sq_ns2,
+            clamped: self.clamped,
+            significant_digits: SIGFIG,
+            buckets: self.buckets(),
+        }
+    }
+
+    pub fn from_data(d: &HistogramData) -> Result<Self, HistogramError> {
+        let mut h = Histogram::new();
+        let mut n = 0u64;
+        for &(v, c) in &d.buckets {
+            if v == 0 || v > HIGHEST_TRACKABLE_NS {
+                return Err(HistogramError::OutOfRange(v));
+            }
+            let _ = h.hdr.record_n(v, c);
+            n = n
+                .checked_add(c)
+                .ok_or(HistogramError::Inconsistent("bucket counts overflow"))?;
+        }
+        if n != d.count {
+            return Err(HistogramError::Inconsistent("count != sum of bucket counts"));
+        }
+        if d.count > 0 && (d.min_ns.is_none() || d.max_ns.is_none()) {
+            return Err(HistogramError::Inconsistent("min_ns/max_ns missing"));
+        }
+        h.count = d.count;
+        h.min_ns = d.min_ns.unwrap_or(u64::MAX);
+        h.max_ns = d.max_ns.unwrap_or(0);
+        h.sum_ns = d.sum_ns;
+        h.sum_sq_ns2 = d.sum_sq_ns2;
+        h.clamped = d.clamped;
+        Ok(h)
+    }
+}
+
+impl Serialize for Histogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_data().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Histogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let data = HistogramData::deserialize(d)?;
+        Histogram::from_data(&data).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Serialized form of [`Histogram`]: sparse buckets plus the exact sums.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HistogramData {
+    pub count: u64,
+    pub min_ns: Option<u64>,
+    pub max_ns: Option<u64>,
+    pub sum_ns: u128,
+    pub sum_sq_ns2: u128,
+    #[serde(default)]
+    pub clamped: u64,
+    pub significant_digits: u8,
+    /// `[lowest_ns_of_bucket, count]`, ascending, non-empty buckets only.
+    pub buckets: Vec<(u64, u64)>,
+}
+
+/// cyclictest's `-h` histogram: counts per whole µs (`latency_ns / 1000`), `0..=max_us`, with
+/// everything above counted in `overflow`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinearHistogram {
+    counts: Vec<u64>,
+    overflow: u64,
+}
+
+impl LinearHistogram {
+    pub fn new(max_us: u32) -> Self {
+        LinearHistogram {
+            counts: vec![0; max_us as usize + 1],
+            overflow: 0,
+        }
+    }
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        let us = (ns / 1000) as usize;
+        match self.counts.get_mut(us) {
+            Some(c) => *c += 1,
+            None => self.overflow += 1,
+        }
+    }
+    pub fn max_us(&self) -> u32 {
+        (self.counts.len() - 1) as u32
+    }
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+    pub fn overflow(&self) -> u64 {
+        self.overflow
+    }
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum::<u64>() + self.overflow
+    }
+    pub fn merge(&mut self, other: &LinearHistogram) {
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.overflow += other.overflow;
+    }
+    /// Build from explicit counts (e.g. parsed from a cyclictest histogram file).
+    pub fn from_counts(counts: Vec<u64>, overflow: u64) -> Self {
+        let counts = if counts.is_empty() { vec![0] } else { counts };
+        LinearHistogram { counts, overflow }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinearData {
+    max_us: u32,
+    overflow: u64,
+    /// `[us, count]` for non-zero buckets.
+    buckets: Vec<(u32, u64)>,
+}
+
+impl Serialize for LinearHistogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        LinearData {
+            max_us: self.max_us(),
+            overflow: self.overflow,
+            buckets: self
+                .counts
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| c > 0)
+                .map(|(i, &c)| (i as u32, c))
+                .collect(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for LinearHistogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let data = LinearData::deserialize(d)?;
+        if data.max_us > 100_000_000 {
+            return Err(serde::de::Error::custom("linear histogram max_us above 100 s"));
+        }
+        let mut h = LinearHistogram::new(data.max_us);
+        for (us, c) in data.buckets {
+            match h.counts.get_mut(us as usize) {
+                Some(slot) => *slot += c,
+                None => {
+                    return Err(serde::de::Error::custom(format!(
+                        "linear histogram bucket {us} us above max_us {}",
+                        data.max_us
+                    )))
+                }
+            }
+        }
+        h.overflow = data.overflow;
+        Ok(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn exact_quantile(sorted: &[u64], q: f64) -> u64 {
+        let n = sorted.len() as u64;
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        sorted[(rank - 1) as usize]
+    }
+
+    proptest! {
+        #[test]
+        fn matches_brute_force(mut xs in proptest::collection::vec(1u64..20_000_000, 1..2000),
+                               q in 0.0f64..=1.0) {
+            let mut h = Histogram::new();
+            for &x in &xs { h.record(x); }
+            xs.sort_unstable();
+            prop_assert_eq!(h.count(), xs.len() as u64);
+            prop_assert_eq!(h.min_ns(), Some(xs[0]));
+            prop_assert_eq!(h.max_ns(), Some(*xs.last().unwrap()));
+            let mean = xs.iter().map(|&x| x as f64).sum::<f64>() / xs.len() as f64;
+            prop_assert!((h.mean_ns().unwrap() - mean).abs() <= mean * 1e-12);
+            let var = xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+            let sd = h.stddev_ns().unwrap();
+            prop_assert!((sd - var.sqrt()).abs() <= var.sqrt() * 1e-6 + 1e-3, "sd {} vs {}", sd, var.sqrt());
+            let exact = exact_quantile(&xs, q);
+            let got = h.quantile_ns(q).unwrap();
+            if exact < 2048 {
+                prop_assert_eq!(got, exact);
+            } else {
+                let err = (got as f64 - exact as f64).abs() / exact as f64;
+                prop_assert!(err <= 1.0 / 1024.0, "q={} exact={} got={}", q, exact, got);
+            }
+        }
+
+        #[test]
+        fn merge_equals_single(a in proptest::collection::vec(1u64..5_000_000, 0..500),
+                               b in proptest::collection::vec(1u64..5_000_000, 0..500)) {
+            let (mut ha, mut hb, mut hall) = (Histogram::new(), Histogram::new(), Histogram::new());
+            for &x in &a { ha.record(x); hall.record(x); }
+            for &x in &b { hb.record(x); hall.record(x); }
+            ha.merge(&hb);
+            prop_assert!(ha == hall);
+        }
+
+        #[test]
+        fn serde_round_trip(xs in proptest::collection::vec(1u64..HIGHEST_TRACKABLE_NS, 0..300)) {
+            let mut h = Histogram::new();
+            for &x in &xs { h.record(x); }
+            let s = serde_json::to_string(&h).unwrap();
+            let back: Histogram = serde_json::from_str(&s).unwrap();
+            prop_assert!(back == h);
+            for q in [0.0, 0.5, 0.9, 0.99, 1.0] {
+                prop_assert_eq!(back.quantile_ns(q), h.quantile_ns(q));
+            }
+        }
+
+        #[test]
+        fn linear_counts_truncate_to_us(xs in proptest::collection::vec(0u64..50_000, 0..500)) {
+            let mut l = LinearHistogram::new(20);
+            for &x in &xs { l.record(x); }
+            for us in 0..=20u64 {
+                let want = xs.iter().filter(|&&x| x / 1000 == us).count() as u64;
+                prop_assert_eq!(l.counts()[us as usize], want);
+            }
+            prop_assert_eq!(l.overflow(), xs.iter().filter(|&&x| x >= 21_000).count() as u64);
+        }
+    }
+
+    #[test]
+    fn huge_values_are_clamped_but_max_exact() {
+        let mut h = Histogram::new();
+        h.record(200_000_000_000);
+        h.record(5);
+        assert_eq!(h.max_ns(), Some(200_000_000_000));
+        assert_eq!(h.clamped(), 1);
+        assert_eq!(h.quantile_ns(1.0), Some(200_000_000_000));
+        assert_eq!(h.quantile_ns(0.5), Some(5));
+    }
+
+    #[test]
+    fn corrupt_data_is_rejected() {
+        let mut d = Histogram::new().to_data();
+        d.count = 3;
+        assert!(Histogram::from_data(&d).is_err());
+        let bad = r#"{"count":1,"min_ns":1,"max_ns":1,"sum_ns":1,"sum_sq_ns2":1,"significant_digits":3,"buckets":[[0,1]]}"#;
+        assert!(serde_json::from_str::<Histogram>(bad).is_err());
+    }
+}

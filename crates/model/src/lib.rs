@@ -1,0 +1,26 @@
+//! rtscope's plain data model. No I/O lives here: every other crate exchanges these types.
+//!
+//! Every JSON document rtscope writes carries `schema_version`; the schema is described in
+//! `docs/schema/`. Field names carry their unit (`latency_ns`, `interval_us`).
+
+pub mod attribution;
+pub mod bench;
+pub mod bound;
+pub mod config;
+pub mod event;
+pub mod histogram;
+pub mod load;
+pub mod record;
+pub mod stats;
+pub mod system;
+pub mod taskset;
+
+pub use config::*;
+pub use histogram::Histogram;
+pub use load::LoadReport;
+pub use record::*;
+pub use stats::{Percentile, Stats};
+pub use system::SystemInfo;
+
+/// Version of the RunRecord JSON schema (`docs/schema/run-record.schema.json`).
+pub const SCHEMA_VERSION: u32 = 1;

@@ -1,1 +1,2 @@
-//! See Cargo.toml description.
+//! Every output format rtscope writes lives here, one module per format.
+//! `probe` never formats; `cli` only picks which of these to call.

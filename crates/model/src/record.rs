@@ -15,6 +15,17 @@ pub struct SampleRef {
     pub latency_ns: u64,
 }
 
+/// Every sample of a thread, for traced runs and `--raw` files: planned wake-up and latency on
+/// CLOCK_MONOTONIC (so they line up with kernel event timestamps).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RawSample {
+    pub cpu: u32,
+    pub tid: u32,
+    pub cycle: u64,
+    pub expected_ns: u64,
+    pub latency_ns: u64,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
 pub struct Hygiene {
     pub mlockall: bool,

@@ -1,0 +1,439 @@
+//! The measurement loop — one loop for every admission backend and timer mode — and the
+//! thread set that runs it, one thread per selected CPU.
+
+use crate::admission::{self, Admission, Observed};
+use crate::hygiene::{self, CpuDmaLatency};
+use crate::recorder::Recorder;
+use crate::timer::Timer;
+use crate::{sys, ProbeError};
+use rtscope_model::{ClockId, Hygiene, Policy, RawSample, RunConfig, SampleRef, TimerMode};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+/// Stack touched before the loop so the loop never faults on it.
+const PREFAULT_STACK_BYTES: usize = 256 * 1024;
+const THREAD_STACK_BYTES: usize = 1024 * 1024;
+/// Cap on individually stored above-threshold samples per thread.
+pub const ABOVE_THRESHOLD_CAP: usize = 100_000;
+
+/// What the measurement threads need, already validated by the caller.
+#[derive(Clone, Debug)]
+pub struct MeasureSpec {
+    pub cpus: Vec<u32>,
+    pub policy: Policy,
+    pub priority: u32,
+    pub nice: i32,
+    pub deadline: Option<rtscope_model::DeadlineParams>,
+    pub interval_ns: u64,
+    pub distance_ns: u64,
+    pub duration_ns: Option<u64>,
+    pub loops: Option<u64>,
+    pub timer: TimerMode,
+    pub clock: ClockId,
+    pub hold_cpu_dma_latency: bool,
+    pub break_above_ns: Option<u64>,
+    pub threshold_ns: Option<u64>,
+    pub worst_n: usize,
+    pub linear_max_us: u32,
+    /// Keep every sample (traced runs, `--raw`).
+    pub keep_raw: bool,
+    pub mlock: bool,
+}
+
+impl MeasureSpec {
+    pub fn from_config(c: &RunConfig, keep_raw: bool) -> MeasureSpec {
+        MeasureSpec {
+            cpus: c.cpus.clone(),
+            policy: c.policy,
+            priority: c.priority,
+            nice: c.nice,
+            deadline: c.deadline.clone(),
+            interval_ns: c.interval_us * 1000,
+            distance_ns: c.distance_us * 1000,
+            duration_ns: c.duration_s.map(|s| (s * 1e9) as u64),
+            loops: c.loops,
+            timer: c.timer,
+            clock: c.clock,
+            hold_cpu_dma_latency: c.hold_cpu_dma_latency,
+            break_above_ns: c.break_above_us.map(|u| u * 1000),
+            threshold_ns: c.threshold_us.map(|u| u * 1000),
+            worst_n: c.worst_n,
+            linear_max_us: c.linear_max_us,
+            keep_raw,
+            mlock: true,
+        }
+    }
+}
+
+/// Live figures of one thread, written by it with relaxed stores (plain moves on x86) and read
+/// by the display. Padded so threads never share a cache line.
+#[repr(align(128))]
+#[derive(Default)]
+pub struct LiveThread {
+    pub tid: AtomicU32,
+    pub cycles: AtomicU64,
+    pub cur_ns: AtomicU64,
+    pub min_ns: AtomicU64,
+    pub max_ns: AtomicU64,
+    pub sum_ns: AtomicU64,
+    pub done: AtomicBool,
+}
+
+pub struct ThreadOutcome {
+    pub index: u32,
+    pub cpu: u32,
+    pub recorder: Recorder,
+    pub observed: Observed,
+    /// CPU the thread last ran on (differs from `cpu` for unpinned DEADLINE threads).
+    pub last_cpu: u32,
+    pub interval_ns: u64,
+    pub error: Option<String>,
+}
+
+pub struct MeasureOutcome {
+    pub threads: Vec<ThreadOutcome>,
+    pub break_sample: Option<SampleRef>,
+    pub hygiene: Hygiene,
+    pub raw: Vec<RawSample>,
+}
+
+pub struct Measurement {
+    stop: Arc<AtomicBool>,
+    pub live: Arc<Vec<LiveThread>>,
+    handles: Vec<JoinHandle<Result<ThreadOutcome, ProbeError>>>,
+    break_sample: Arc<Mutex<Option<SampleRef>>>,
+    dma: Option<CpuDmaLatency>,
+    hygiene: Hygiene,
+    /// CLOCK (the run's clock) ns at which the threads started.
+    pub start_ns: u64,
+}
+
+enum Ready {
+    Ok,
+    Err(ProbeError),
+}
+
+impl Measurement {
+    /// Start all threads. Returns only when every thread has been admitted and armed — or an
+    /// error, in which case every thread has already been stopped and released.
+    pub fn start(spec: &MeasureSpec) -> Result<Measurement, ProbeError> {
+        let mut hyg = Hygiene::default();
+        if spec.mlock {
+            hygiene::mlockall()?;
+            hyg.mlockall = true;
+        }
+        let dma = if spec.hold_cpu_dma_latency {
+            let g = CpuDmaLatency::hold(0)?;
+            hyg.cpu_dma_latency_us = Some(0);
+            if let Some(prev) = g.previous_us {
+                hyg.notes.push(format!(
+                    "/dev/cpu_dma_latency held at 0 us for the run (was {prev} us); released on exit"
+                ));
+            }
+            Some(g)
+        } else {
+            hyg.notes
+                .push("/dev/cpu_dma_latency not held (--no-dma-latency): deep C-states allowed".into());
+            None
+        };
+        if spec.policy == Policy::Other {
+            hyg.timer_slack_ns = Some(1);
+            hyg.notes.push(
+                "SCHED_OTHER threads: timer slack set to 1 ns (default 50 us would delay every wake-up; Cerqueira & Brandenburg 2013 §2.4)".into(),
+            );
+        }
+        let n = spec.cpus.len();
+        let stop = Arc::new(AtomicBool::new(false));
+        let live: Arc<Vec<LiveThread>> = Arc::new((0..n).map(|_| LiveThread::default()).collect());
+        let break_sample = Arc::new(Mutex::new(None));
+        let go = Arc::new(Gate::default());
+        let start_at = Arc::new(AtomicU64::new(0));
+        let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
+        let backend: Arc<dyn Admission> =
+            Arc::from(admission::backend(spec.policy, spec.priority, spec.nice, spec.deadline.as_ref()));
+        if !backend.may_pin() {
+            hyg.notes.push(
+                "SCHED_DEADLINE threads are not pinned: the kernel refuses a DEADLINE task whose affinity is narrower than its root domain; each thread's last CPU is reported".into(),
+            );
+        }
+        let mut handles = Vec::with_capacity(n);
+        for (idx, &cpu) in spec.cpus.iter().enumerate() {
+            let ctx = ThreadCtx {
+                idx: idx as u32,
+                cpu,
+                spec: spec.clone(),
+                stop: stop.clone(),
+                live: live.clone(),
+                break_sample: break_sample.clone(),
+                go: go.clone(),
+                start_at: start_at.clone(),
+                backend: backend.clone(),
+                ready: ready_tx.clone(),
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("rtscope-m{idx}"))
+                .stack_size(THREAD_STACK_BYTES)
+                .spawn(move || thread_main(ctx));
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // Threads already spawned are parked on the gate: open it with "stop" set,
+                    // they release their admission and end without measuring.
+                    stop.store(true, Relaxed);
+                    go.open();
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(ProbeError::Spawn(e));
+                }
+            }
+        }
+        drop(ready_tx);
+        let mut first_err = None;
+        for _ in 0..n {
+            match ready_rx.recv() {
+                Ok(Ready::Ok) => {}
+                Ok(Ready::Err(e)) => {
+                    if first_err.is_none() {
+                        first_err = Some(e)
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        if let Some(e) = first_err {
+            stop.store(true, Relaxed);
+            go.open();
+            for h in handles {
+                let _ = h.join();
+            }
+            return Err(e);
+        }
+        // Common start: a few ms ahead so every thread's first expiry is in the future.
+        let clk = sys::clock_raw(spec.clock);
+        let start_ns = sys::now_ns(clk) + 5_000_000;
+        start_at.store(start_ns, Relaxed);
+        go.open();
+        Ok(Measurement {
+            stop,
+            live,
+            handles,
+            break_sample,
+            dma,
+            hygiene: hyg,
+            start_ns,
+        })
+    }
+
+    pub fn request_stop(&self) {
+        self.stop.store(true, Relaxed);
+    }
+
+    pub fn stop_requested(&self) -> bool {
+        self.stop.load(Relaxed)
+    }
+
+    pub fn all_done(&self) -> bool {
+        self.live.iter().all(|l| l.done.load(Relaxed))
+    }
+
+    /// Wait for every thread (they stop on their own at the end, or at the next wake-up after
+    /// `request_stop`), release the cpu_dma_latency request and collect results.
+    pub fn join(mut self) -> Result<MeasureOutcome, ProbeError> {
+        let mut threads = Vec::new();
+        let mut err = None;
+        for (i, h) in std::mem::take(&mut self.handles).into_iter().enumerate() {
+            match h.join() {
+                Ok(Ok(t)) => threads.push(t),
+                Ok(Err(e)) => err = err.or(Some(e)),
+                Err(_) => err = err.or(Some(ProbeError::ThreadPanic(i as u32))),
+            }
+        }
+        self.dma.take();
+        hygiene::munlockall();
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let mut hyg = self.hygiene.clone();
+        hyg.prefaulted_stack_bytes = PREFAULT_STACK_BYTES as u64;
+        hyg.prefaulted_heap_bytes = threads.iter().map(|t| t.recorder.footprint_bytes()).sum();
+        let mut raw = Vec::new();
+        for t in threads.iter_mut() {
+            raw.extend(t.recorder.take_raw());
+        }
+        raw.sort_by_key(|s| (s.expected_ns, s.cpu));
+        let break_sample = *self.break_sample.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(MeasureOutcome {
+            threads,
+            break_sample,
+            hygiene: hyg,
+            raw,
+        })
+    }
+}
+
+/// A one-shot start signal: threads park on it after admission; the caller opens it once every
+/// thread is ready (or to abort, with `stop` already set).
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    fn open(&self) {
+        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.cv.notify_all();
+    }
+    fn wait(&self) {
+        let mut g = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        while !*g {
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+struct ThreadCtx {
+    idx: u32,
+    cpu: u32,
+    spec: MeasureSpec,
+    stop: Arc<AtomicBool>,
+    live: Arc<Vec<LiveThread>>,
+    break_sample: Arc<Mutex<Option<SampleRef>>>,
+    go: Arc<Gate>,
+    start_at: Arc<AtomicU64>,
+    backend: Arc<dyn Admission>,
+    ready: mpsc::Sender<Ready>,
+}
+
+fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {
+    let tid = sys::gettid();
+    let live = &ctx.live[ctx.idx as usize];
+    live.tid.store(tid as u32, Relaxed);
+    live.min_ns.store(u64::MAX, Relaxed);
+    let setup = (|| -> Result<(Recorder, Observed), ProbeError> {
+        if ctx.backend.may_pin() {
+            sys::set_affinity(0, &[ctx.cpu]).map_err(|e| ProbeError::Affinity {
+                cpu: ctx.cpu,
+                source: e,
+            })?;
+        }
+        hygiene::prefault_stack(PREFAULT_STACK_BYTES);
+        let s = &ctx.spec;
+        let rec = Recorder::new(
+            ctx.cpu,
+            tid as u32,
+            s.linear_max_us,
+            s.worst_n,
+            s.threshold_ns,
+            ABOVE_THRESHOLD_CAP,
+            s.keep_raw,
+        );
+        ctx.backend.admit()?;
+        let observed = admission::observe(0)?;
+        Ok((rec, observed))
+    })();
+    let (mut rec, observed) = match setup {
+        Ok(v) => {
+            let _ = ctx.ready.send(Ready::Ok);
+            v
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            let _ = ctx.ready.send(Ready::Err(e));
+            ctx.go.wait();
+            live.done.store(true, Relaxed);
+            let _ = ctx.backend.release();
+            return Err(ProbeError::Sched {
+                what: "admission",
+                source: std::io::Error::other(msg),
+            });
+        }
+    };
+    ctx.go.wait();
+    let interval_ns = ctx.spec.interval_ns + ctx.idx as u64 * ctx.spec.distance_ns;
+    let result = if ctx.stop.load(Relaxed) {
+        Ok(())
+    } else {
+        measure_loop(&ctx, &mut rec, live, interval_ns)
+    };
+    live.done.store(true, Relaxed);
+    let last_cpu = sys::current_cpu();
+    // Exit restores the thread to SCHED_OTHER whatever happened in the loop.
+    let released = ctx.backend.release();
+    let error = result.err().map(|e| e.to_string());
+    released?;
+    Ok(ThreadOutcome {
+        index: ctx.idx,
+        cpu: ctx.cpu,
+        recorder: rec,
+        observed,
+        last_cpu,
+        interval_ns,
+        error,
+    })
+}
+
+/// The one measurement loop. A sample costs: the timer wait, one clock read, a subtraction and
+/// the recorder update. Nothing here allocates or takes a lock (except on `--break-above`).
+fn measure_loop(
+    ctx: &ThreadCtx,
+    rec: &mut Recorder,
+    live: &LiveThread,
+    interval_ns: u64,
+) -> Result<(), ProbeError> {
+    let s = &ctx.spec;
+    let clk = sys::clock_raw(s.clock);
+    let start = ctx.start_at.load(Relaxed);
+    let first = start + interval_ns;
+    let end_ns = s.duration_ns.map(|d| start + d);
+    let loops = s.loops.unwrap_or(u64::MAX);
+    let break_ns = s.break_above_ns.unwrap_or(u64::MAX);
+    let mut timer = Timer::new(s.timer, clk, first, interval_ns)?;
+    let (mut min, mut max, mut sum) = (u64::MAX, 0u64, 0u64);
+    loop {
+        let wake = timer.wait()?;
+        if let Some(end) = end_ns {
+            if wake.expected_ns > end {
+                break;
+            }
+        }
+        let now = sys::now_ns(clk);
+        let lat = now.saturating_sub(wake.expected_ns);
+        rec.overruns += wake.missed;
+        rec.record(wake.expected_ns, lat);
+        min = min.min(lat);
+        max = max.max(lat);
+        sum = sum.wrapping_add(lat);
+        live.cur_ns.store(lat, Relaxed);
+        live.min_ns.store(min, Relaxed);
+        live.max_ns.store(max, Relaxed);
+        live.sum_ns.store(sum, Relaxed);
+        live.cycles.store(rec.cycles, Relaxed);
+        rec.overruns += timer.advance(now);
+        if lat > break_ns {
+            on_break(ctx, rec, wake.expected_ns, lat);
+            break;
+        }
+        if rec.cycles >= loops || ctx.stop.load(Relaxed) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[cold]
+fn on_break(ctx: &ThreadCtx, rec: &Recorder, expected_ns: u64, lat: u64) {
+    let mut b = ctx.break_sample.lock().unwrap_or_else(|p| p.into_inner());
+    if b.is_none() {
+        *b = Some(SampleRef {
+            cpu: rec.cpu,
+            tid: rec.tid,
+            cycle: rec.cycles - 1,
+            expected_ns,
+            latency_ns: lat,
+        });
+    }
+    ctx.stop.store(true, Relaxed);
+}

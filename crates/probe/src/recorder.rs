@@ -1,0 +1,179 @@
+//! Per-thread sample recording. Everything is allocated before the loop starts; recording a
+//! sample is a few integer updates (see benches/record.rs: the cost is measured, not assumed).
+
+use rtscope_model::histogram::LinearHistogram;
+use rtscope_model::{Histogram, RawSample, SampleRef};
+
+/// Raw samples are kept in fixed chunks, so a long `--raw`/traced run allocates once per
+/// `RAW_CHUNK` samples, never per sample.
+pub const RAW_CHUNK: usize = 65_536;
+
+pub struct Recorder {
+    pub cpu: u32,
+    pub tid: u32,
+    pub hist: Histogram,
+    pub linear: LinearHistogram,
+    pub cycles: u64,
+    pub overruns: u64,
+    worst: Vec<SampleRef>,
+    worst_n: usize,
+    worst_floor: u64,
+    threshold_ns: u64,
+    pub above: Vec<SampleRef>,
+    pub above_dropped: u64,
+    raw: Option<Vec<Vec<RawSample>>>,
+}
+
+impl Recorder {
+    pub fn new(
+        cpu: u32,
+        tid: u32,
+        linear_max_us: u32,
+        worst_n: usize,
+        threshold_ns: Option<u64>,
+        above_cap: usize,
+        keep_raw: bool,
+    ) -> Self {
+        Recorder {
+            cpu,
+            tid,
+            hist: Histogram::new(),
+            linear: LinearHistogram::new(linear_max_us),
+            cycles: 0,
+            overruns: 0,
+            worst: Vec::with_capacity(worst_n),
+            worst_n,
+            worst_floor: 0,
+            threshold_ns: threshold_ns.unwrap_or(u64::MAX),
+            above: Vec::with_capacity(if threshold_ns.is_some() { above_cap } else { 0 }),
+            above_dropped: 0,
+            raw: keep_raw.then(|| vec![Vec::with_capacity(RAW_CHUNK)]),
+        }
+    }
+
+    /// Bytes of buffers this recorder holds (reported as prefaulted heap).
+    pub fn footprint_bytes(&self) -> u64 {
+        (std::mem::size_of::<u64>() * (self.linear.counts().len() + 28 * 1024)
+            + std::mem::size_of::<SampleRef>() * (self.worst.capacity() + self.above.capacity())
+            + self.raw.as_ref().map_or(0, |r| {
+                r.iter().map(|c| c.capacity()).sum::<usize>() * std::mem::size_of::<RawSample>()
+            })) as u64
+    }
+
+    #[inline]
+    pub fn record(&mut self, expected_ns: u64, latency_ns: u64) {
+        let cycle = self.cycles;
+        self.cycles += 1;
+        self.hist.record(latency_ns);
+        self.linear.record(latency_ns);
+        if latency_ns > self.worst_floor || self.worst.len() < self.worst_n {
+            self.push_worst(cycle, expected_ns, latency_ns);
+        }
+        if latency_ns > self.threshold_ns {
+            self.push_above(cycle, expected_ns, latency_ns);
+        }
+        if let Some(raw) = self.raw.as_mut() {
+            push_raw(raw, self.cpu, self.tid, cycle, expected_ns, latency_ns);
+        }
+    }
+
+    #[cold]
+    fn push_worst(&mut self, cycle: u64, expected_ns: u64, latency_ns: u64) {
+        if self.worst_n == 0 {
+            return;
+        }
+        let s = self.sample(cycle, expected_ns, latency_ns);
+        if self.worst.len() < self.worst_n {
+            self.worst.push(s);
+        } else if let Some(min) = self.worst.iter_mut().min_by_key(|w| w.latency_ns) {
+            *min = s;
+        }
+        if self.worst.len() == self.worst_n {
+            self.worst_floor = self.worst.iter().map(|w| w.latency_ns).min().unwrap_or(0);
+        }
+    }
+
+    #[cold]
+    fn push_above(&mut self, cycle: u64, expected_ns: u64, latency_ns: u64) {
+        if self.above.len() < self.above.capacity() {
+            let s = self.sample(cycle, expected_ns, latency_ns);
+            self.above.push(s);
+        } else {
+            self.above_dropped += 1;
+        }
+    }
+
+    fn sample(&self, cycle: u64, expected_ns: u64, latency_ns: u64) -> SampleRef {
+        SampleRef {
+            cpu: self.cpu,
+            tid: self.tid,
+            cycle,
+            expected_ns,
+            latency_ns,
+        }
+    }
+
+    /// The worst samples, largest first.
+    pub fn worst(&self) -> Vec<SampleRef> {
+        let mut w = self.worst.clone();
+        w.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.cycle.cmp(&b.cycle)));
+        w
+    }
+
+    pub fn take_raw(&mut self) -> Vec<RawSample> {
+        self.raw
+            .take()
+            .map(|chunks| chunks.into_iter().flatten().collect())
+            .unwrap_or_default()
+    }
+}
+
+#[inline]
+fn push_raw(
+    raw: &mut Vec<Vec<RawSample>>,
+    cpu: u32,
+    tid: u32,
+    cycle: u64,
+    expected_ns: u64,
+    latency_ns: u64,
+) {
+    let s = RawSample {
+        cpu,
+        tid,
+        cycle,
+        expected_ns,
+        latency_ns,
+    };
+    match raw.last_mut() {
+        Some(c) if c.len() < c.capacity() => c.push(s),
+        _ => {
+            let mut c = Vec::with_capacity(RAW_CHUNK);
+            c.push(s);
+            raw.push(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_and_threshold_are_exact() {
+        let mut r = Recorder::new(0, 1, 100, 3, Some(50_000), 2, true);
+        let lats = [10_000u64, 70_000, 5_000, 60_000, 90_000, 20_000, 80_000];
+        for (i, &l) in lats.iter().enumerate() {
+            r.record(i as u64 * 1_000_000, l);
+        }
+        let w: Vec<u64> = r.worst().iter().map(|s| s.latency_ns).collect();
+        assert_eq!(w, vec![90_000, 80_000, 70_000]);
+        assert_eq!(r.worst()[0].cycle, 4);
+        // above 50 µs: 70, 60, 90, 80 → 2 kept (cap), 2 dropped
+        assert_eq!(r.above.len(), 2);
+        assert_eq!(r.above_dropped, 2);
+        assert_eq!(r.above[0].latency_ns, 70_000);
+        assert_eq!(r.take_raw().len(), lats.len());
+        assert_eq!(r.hist.count(), 7);
+        assert_eq!(r.linear.counts()[5], 1);
+    }
+}

@@ -1,0 +1,48 @@
+//! rtscope's own JSON: the RunRecord, versioned (`schema_version`), described by
+//! `docs/schema/run-record.schema.json`.
+
+use rtscope_model::RunRecord;
+
+pub fn run_record(rec: &RunRecord) -> String {
+    // RunRecord is plain data (no maps with non-string keys): serialisation cannot fail.
+    serde_json::to_string_pretty(rec).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("not an rtscope run record: {0}")]
+    Parse(String),
+    #[error("schema_version {found} is newer than this rtscope understands ({supported})")]
+    TooNew { found: u64, supported: u32 },
+}
+
+pub fn parse_run_record(text: &str) -> Result<RunRecord, ReadError> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ReadError::Parse(e.to_string()))?;
+    let found = v
+        .get("schema_version")
+        .and_then(|x| x.as_u64())
+        .ok_or_else(|| ReadError::Parse("no schema_version".into()))?;
+    if found > rtscope_model::SCHEMA_VERSION as u64 {
+        return Err(ReadError::TooNew {
+            found,
+            supported: rtscope_model::SCHEMA_VERSION,
+        });
+    }
+    serde_json::from_value(v).map_err(|e| ReadError::Parse(e.to_string()))
+}
+
+/// Raw samples as CSV: `cpu,tid,cycle,expected_ns,latency_ns`.
+pub fn raw_samples_csv(samples: &[rtscope_model::RawSample]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(samples.len() * 40 + 64);
+    s.push_str("cpu,tid,cycle,expected_ns,latency_ns\n");
+    for r in samples {
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{}",
+            r.cpu, r.tid, r.cycle, r.expected_ns, r.latency_ns
+        );
+    }
+    s
+}

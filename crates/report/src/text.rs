@@ -1,0 +1,179 @@
+//! The human summary printed at the end of `measure`/`run`.
+
+use rtscope_model::{RunRecord, Stats};
+use std::fmt::Write;
+
+pub fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+fn opt_us(ns: Option<u64>) -> String {
+    ns.map(us).unwrap_or_else(|| "-".into())
+}
+
+fn pct(s: &Stats, p: f64) -> String {
+    match s.percentile(p) {
+        Some(x) if x.reliable => us(x.value_ns),
+        // Too few samples above this percentile to mean anything: shown, but marked.
+        Some(x) => format!("{}*", us(x.value_ns)),
+        None => "-".into(),
+    }
+}
+
+pub fn summary(rec: &RunRecord) -> String {
+    let c = &rec.config;
+    let sys = &rec.system;
+    let mut s = String::new();
+    let policy = match c.policy {
+        rtscope_model::Policy::Fifo | rtscope_model::Policy::Rr => {
+            format!("{} prio {}", c.policy.name(), c.priority)
+        }
+        rtscope_model::Policy::Other => format!("other nice {}", c.nice),
+        rtscope_model::Policy::Deadline => {
+            let d = c.deadline.as_ref();
+            format!(
+                "deadline runtime/deadline/period {}/{}/{} us",
+                d.map_or(0, |d| d.runtime_ns / 1000),
+                d.map_or(0, |d| d.deadline_ns / 1000),
+                d.map_or(0, |d| d.period_ns / 1000)
+            )
+        }
+    };
+    let _ = writeln!(
+        s,
+        "rtscope {} — run {} — {} — interval {} us{} — timer {} on {:?} — {:.1} s{}",
+        c.verb,
+        rec.id,
+        policy,
+        c.interval_us,
+        if c.distance_us > 0 {
+            format!(" (+{} us per thread)", c.distance_us)
+        } else {
+            String::new()
+        },
+        c.timer.name(),
+        c.clock,
+        rec.wall_duration_s,
+        if rec.interrupted { " — INTERRUPTED (partial results)" } else { "" }
+    );
+    let _ = writeln!(
+        s,
+        "kernel {} (preempt {}: {}), clocksource {}, {}{}",
+        sys.kernel_release,
+        sys.preempt_model,
+        sys.preempt_model_source,
+        sys.clocksource,
+        sys.hypervisor
+            .as_deref()
+            .map(|h| format!("hypervisor {h}"))
+            .unwrap_or_else(|| "no hypervisor detected".into()),
+        if c.loads.is_empty() {
+            String::new()
+        } else {
+            format!(", load {}", c.loads.join("+"))
+        }
+    );
+    let _ = writeln!(
+        s,
+        "\n{:>4} {:>7} {:<10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9} {:>8}",
+        "CPU", "TID", "policy", "samples", "min", "avg", "median", "p99", "p99.9", "p99.99", "p99.999", "max", "overruns"
+    );
+    let row = |s: &mut String, cpu: &str, tid: &str, pol: &str, st: &Stats, ov: u64| {
+        let _ = writeln!(
+            s,
+            "{:>4} {:>7} {:<10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9} {:>8}",
+            cpu,
+            tid,
+            pol,
+            st.samples,
+            opt_us(st.min_ns),
+            st.avg_ns.map(|a| format!("{:.1}", a / 1000.0)).unwrap_or("-".into()),
+            opt_us(st.median_ns),
+            pct(st, 99.0),
+            pct(st, 99.9),
+            pct(st, 99.99),
+            pct(st, 99.999),
+            opt_us(st.max_ns),
+            ov
+        );
+    };
+    for t in &rec.threads {
+        row(
+            &mut s,
+            &t.cpu.to_string(),
+            &t.tid.to_string(),
+            &format!("{}/{}", t.observed_policy, t.observed_priority),
+            &t.stats,
+            t.overruns,
+        );
+    }
+    if rec.threads.len() > 1 {
+        row(&mut s, "all", "", "", &rec.stats, rec.overruns);
+    }
+    let _ = writeln!(s, "(latencies in us; * = fewer than 10 samples above that percentile: not reliable)");
+    if let Some(st) = rec.stats.stddev_ns {
+        let _ = writeln!(s, "stddev {:.1} us", st / 1000.0);
+    }
+    if let Some(b) = &rec.break_sample {
+        let _ = writeln!(
+            s,
+            "break: CPU {} thread {} cycle {} latency {} us > --break-above",
+            b.cpu,
+            b.tid,
+            b.cycle,
+            us(b.latency_ns)
+        );
+    }
+    let worst: Vec<_> = {
+        let mut w: Vec<_> = rec.threads.iter().flat_map(|t| t.worst.iter()).collect();
+        w.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns));
+        w.into_iter().take(5).collect()
+    };
+    if !worst.is_empty() {
+        let _ = write!(s, "worst: ");
+        let parts: Vec<String> = worst
+            .iter()
+            .map(|w| format!("{} us (CPU {} cycle {})", us(w.latency_ns), w.cpu, w.cycle))
+            .collect();
+        let _ = writeln!(s, "{}", parts.join(", "));
+    }
+    let h = &rec.hygiene;
+    let mut hy = Vec::new();
+    if h.mlockall {
+        hy.push(format!(
+            "mlockall, {} KiB stack + {} KiB buffers prefaulted",
+            h.prefaulted_stack_bytes / 1024,
+            h.prefaulted_heap_bytes / 1024
+        ));
+    } else {
+        hy.push("memory NOT locked".into());
+    }
+    match h.cpu_dma_latency_us {
+        Some(v) => hy.push(format!("/dev/cpu_dma_latency held at {v} us")),
+        None => hy.push("/dev/cpu_dma_latency not held".into()),
+    }
+    if let Some(sl) = h.timer_slack_ns {
+        hy.push(format!("timer slack {sl} ns"));
+    }
+    let _ = writeln!(s, "hygiene: {}", hy.join("; "));
+    for n in &h.notes {
+        let _ = writeln!(s, "  note: {n}");
+    }
+    for l in &rec.loads {
+        let figs: Vec<String> = l
+            .figures
+            .iter()
+            .map(|(k, v)| format!("{k}={v:.1}"))
+            .collect();
+        let _ = writeln!(s, "load {}: {}", l.kind, figs.join(" "));
+    }
+    if let Some(a) = &rec.attribution {
+        for (cpu, line) in &a.per_cpu_tail {
+            let _ = writeln!(s, "tail CPU {cpu}: {line}");
+        }
+    }
+    for w in &rec.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    s
+}

@@ -1,2 +1,8 @@
 //! Pure analysis over recorded data: no syscalls, no clocks. Every function here is tested on
 //! fixtures with hand-checked answers.
+
+pub mod attribution;
+pub mod benchstats;
+pub mod bound;
+pub mod compare;
+pub mod sched;

@@ -1,1 +1,6 @@
 //! See Cargo.toml description.
+pub mod common;
+pub mod pdlt;
+pub mod rhealstone;
+pub mod sched_scale;
+pub mod taskset;

@@ -9,7 +9,11 @@ mod exit;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "rtscope", version, about = "Measure, explain and bound real-time latency on Linux")]
+#[command(
+    name = "rtscope",
+    version,
+    about = "Measure, explain and bound real-time latency on Linux"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -61,9 +65,23 @@ fn main() {
         Ok(c) => c,
         Err(e) => {
             // clap's own help/version output is not an error.
-            let code = if e.use_stderr() { exit::USAGE } else { 0 };
-            let _ = e.print();
-            std::process::exit(code);
+            if !e.use_stderr() {
+                let _ = e.print();
+                std::process::exit(0);
+            }
+            // Bad flags: one line naming the flag (and the accepted values), exit 2.
+            let text = e.render().to_string();
+            let line: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| {
+                    !l.is_empty()
+                        && !l.starts_with("For more information")
+                        && !l.starts_with("Usage:")
+                })
+                .collect();
+            eprintln!("rtscope: {}", line.join(" "));
+            std::process::exit(exit::USAGE);
         }
     };
     let result = match cli.command {

@@ -1,28 +1,53 @@
 //! Per-run attribution summary (issue 4): which causes explain the latency tail.
-//! Owned by the trace/attribution work; extend here, keep it plain data.
+//! Produced by `rtscope_analysis::attribution`; plain data.
 
 use serde::{Deserialize, Serialize};
+
+/// Version of this summary's shape (bumped on incompatible change).
+pub const ATTRIBUTION_SCHEMA_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
 pub struct AttributionSummary {
     pub schema_version: u32,
-    /// Per cause, over the whole run.
+    /// Per cause, over the whole run, largest tail share first.
     pub causes: Vec<CauseSummary>,
     /// One line per CPU: what dominates its tail.
     pub per_cpu_tail: Vec<(u32, String)>,
+    /// Events the capture lost (all CPUs). Non-zero: attribution of some samples is incomplete.
     pub lost_events: u64,
     pub samples_attributed: u64,
     pub samples_unattributed: u64,
+    /// Latency at the 99th percentile (nearest rank) over all samples, ns.
+    #[serde(default)]
+    pub p99_latency_ns: u64,
+    /// Samples at or above `p99_latency_ns` (the "p99 tail").
+    #[serde(default)]
+    pub tail_p99_samples: u64,
+    /// The user threshold the `tail_threshold_share`s refer to, and how many samples exceed it.
+    #[serde(default)]
+    pub tail_threshold_ns: Option<u64>,
+    #[serde(default)]
+    pub tail_threshold_samples: u64,
+    /// Eventless stretches at least this long count as "no guest activity".
+    #[serde(default)]
+    pub gap_threshold_ns: u64,
+    /// Parts of every attributed sample sum to its latency within this many ns (checked).
+    #[serde(default)]
+    pub sum_tolerance_ns: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
 pub struct CauseSummary {
     pub cause: String,
+    /// Samples where this cause took > 0 ns.
     pub samples_affected: u64,
     pub total_ns: u64,
+    /// Largest contribution to one sample.
     pub max_ns: u64,
+    /// 99th percentile (nearest rank, zeros included) of this cause's per-sample contribution.
     pub p99_contribution_ns: u64,
-    /// Share of the latency of samples above p99 this cause explains (0..1).
+    /// Share of the latency of samples at/above p99 this cause explains (0..1).
     pub tail_p99_share: f64,
+    /// Same for samples above the user threshold (None without a threshold or such samples).
     pub tail_threshold_share: Option<f64>,
 }

@@ -1,10 +1,185 @@
 //! Results of the fine-grained benchmarks (rhealstone, sched-scale, pdlt) and task-set runs.
 //! Owned by the bench work; extend here, keep it plain data.
+//!
+//! Every figure carries its unit in the field name; distributions are full [`Histogram`]s with
+//! their [`Stats`], so a report can draw them and a comparison can test them.
 
+use crate::{Histogram, Stats};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+// The Taskset variant is stored inline (its owner's choice, issue 8); the bench variants are
+// boxed. A record holds one BenchResult, so the size difference costs nothing measurable.
+#[allow(clippy::large_enum_variant)]
 pub enum BenchResult {
-    Other { name: String, data: serde_json::Value },
+    Other {
+        name: String,
+        data: serde_json::Value,
+    },
+    /// A task-set run (issue 8).
+    Taskset(crate::taskset::TasksetResult),
+    /// `rtscope rhealstone` (Kar & Porter 1989; heursch-2001 §3.1).
+    Rhealstone(Box<RhealstoneResult>),
+    /// `rtscope sched-scale` (heursch-2001 §4, Table 3).
+    SchedScale(Box<SchedScaleResult>),
+    /// `rtscope pdlt` (heursch-2001 §2.5–2.7, Figs. 3–8).
+    Pdlt(Box<PdltResult>),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rhealstone
+
+/// One measured operation of the Rhealstone suite, in one implementation variant.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RhealstoneMetric {
+    /// `task_switch`, `preemption`, `intertask_message`, `semaphore_shuffle`, `deadlock_break`,
+    /// `interrupt_response`.
+    pub metric: String,
+    /// Implementation: `sched_yield`, `user_spin`, `sysv_msg`, `posix_mq`, `pipe`, `sysv_sem`,
+    /// `posix_sem`, `futex`, `pi_mutex`, `no_pi_mutex`, `hrtimer_expire`.
+    pub variant: String,
+    /// Whether this variant is the one entering the composite figure.
+    pub primary: bool,
+    pub iterations_requested: u64,
+    /// Set when the run stopped at its duration cap (or on SIGINT) before the iteration count.
+    pub stopped_early: Option<String>,
+    pub histogram: Histogram,
+    pub stats: Stats,
+    /// Why the metric could not be measured (then the histogram is empty).
+    pub unavailable: Option<String>,
+    /// What the number includes and excludes, in words.
+    pub definition: String,
+    pub notes: Vec<String>,
+}
+
+/// Kar's single figure of merit computed from the mean of each primary metric.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RhealstoneComposite {
+    /// The formula as printed in the output.
+    pub formula: String,
+    pub citation: String,
+    /// (metric, mean in ns) of the components used.
+    pub components_mean_ns: Vec<(String, f64)>,
+    /// Components that were unavailable; when non-empty the figure is partial.
+    pub missing: Vec<String>,
+    pub mean_component_ns: f64,
+    pub rhealstones_per_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RhealstoneResult {
+    pub cpu: u32,
+    /// SCHED_FIFO priority of the highest thread; the others run 10 and 20 below.
+    pub priority_high: u32,
+    pub metrics: Vec<RhealstoneMetric>,
+    pub composite: Option<RhealstoneComposite>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Least-squares line (shared by sched-scale; computed in rtscope-analysis::benchstats)
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LinearFit {
+    pub points: u32,
+    pub slope: f64,
+    pub intercept: f64,
+    pub slope_stderr: f64,
+    /// Two-sided confidence interval of the slope at `confidence` (Student t, points − 2 df).
+    pub slope_ci_low: f64,
+    pub slope_ci_high: f64,
+    pub confidence: f64,
+    pub t_critical: f64,
+    pub r_squared: f64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// sched-scale
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SchedScaleRow {
+    pub load_processes: u32,
+    pub wakeups: u64,
+    /// Programmed wake-up → first user-space instruction of the SCHED_FIFO thread (own clock).
+    pub wakeup_to_run: Histogram,
+    pub wakeup_to_run_stats: Stats,
+    /// stddev / mean of `wakeup_to_run` (Table 3's last column, as a fraction, not %).
+    pub wakeup_to_run_cv: Option<f64>,
+    /// Timer interrupt handling the wake-up (hrtimer_expire_entry `now`) → thread running: the
+    /// kernel's wake + schedule + switch + return, the nearest modern analogue of Table 3.
+    pub irq_to_run: Option<Histogram>,
+    pub irq_to_run_stats: Option<Stats>,
+    pub irq_to_run_cv: Option<f64>,
+    /// sched_waking → sched_switch (trace timestamps, µs resolution of the text trace).
+    pub waking_to_switch: Option<Histogram>,
+    pub waking_to_switch_stats: Option<Stats>,
+    /// Load processes that were actually running (R state) when the row finished.
+    pub load_running_at_end: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SchedScaleResult {
+    pub cpu: u32,
+    pub priority: u32,
+    pub sleep_us: u64,
+    pub rows: Vec<SchedScaleRow>,
+    /// Mean wake-up→run (ns) against N (load processes); slope in ns per load process.
+    pub fit_wakeup_to_run: Option<LinearFit>,
+    pub fit_irq_to_run: Option<LinearFit>,
+    /// None when kernel events were captured; otherwise why not.
+    pub trace_unavailable: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// PDLT scan
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PdltPoint {
+    /// Offset asked for (timer expiry − consumer's clock read before arming).
+    pub requested_offset_ns: u64,
+    /// Timer expiry − start of the system call (negative: the timer expired before it).
+    pub offset_ns: i64,
+    /// Timer expiry → producer running (process dispatch latency).
+    pub pdlt_ns: u64,
+    /// Duration of the system call in this iteration (includes the producer's run when the
+    /// producer preempted it).
+    pub syscall_ns: u64,
+    pub repeat: u32,
+}
+
+/// A non-preemptible region found in the scan: PDLT falls with slope ≈ −1 from `peak_pdlt_ns`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PdltTriangle {
+    pub start_offset_ns: i64,
+    pub end_offset_ns: i64,
+    pub peak_pdlt_ns: u64,
+    /// Fitted slope of PDLT against offset inside the region (−1 for a perfect triangle).
+    pub slope: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PdltScan {
+    /// Preemption model in force for this scan ("none", "voluntary", "full", "lazy", …).
+    pub preempt_model: String,
+    /// The system call alone (no timer), measured before the scan.
+    pub syscall_calibration: Stats,
+    pub points: Vec<PdltPoint>,
+    /// Median PDLT of points whose timer expired after the system call ended.
+    pub baseline_pdlt_ns: Option<u64>,
+    pub max_pdlt_ns: Option<u64>,
+    pub triangles: Vec<PdltTriangle>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PdltResult {
+    /// `read`, `munmap`, `getdents`, `mmap_populate`.
+    pub syscall: String,
+    /// Size parameter: bytes for read/munmap/mmap_populate, directory entries for getdents.
+    pub size: u64,
+    pub cpu: u32,
+    pub producer_priority: u32,
+    pub consumer_priority: u32,
+    pub step_ns: u64,
+    pub scans: Vec<PdltScan>,
+    pub notes: Vec<String>,
 }

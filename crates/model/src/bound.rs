@@ -1,12 +1,217 @@
-//! Latency-bound results (issue 5, ECRTS'20 Theorem 8). JSON field names are fixed by the issue.
-//! Owned by the bound work; extend here, keep it plain data.
+//! Latency-bound results (issue 5, ECRTS'20 Theorem 8). JSON field names are fixed by the issue:
+//! `{"schema_version", "cpus":[{"cpu", "ifl_ns", "thread":{…}, "bounds":{"no_interrupts":
+//! {"latency_ns","converged"}, …}}]}`; everything else here is additive. Schema:
+//! `docs/schema/bound.schema.json`. Plain data; the analysis lives in `rtscope-analysis::bound`.
 
 use serde::{Deserialize, Serialize};
+
+/// Version of the bound JSON (`docs/schema/bound.schema.json`).
+pub const BOUND_SCHEMA_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
 pub struct BoundReport {
     pub schema_version: u32,
-    pub cpus: Vec<serde_json::Value>,
-    /// True when thread terms were estimated (kernel lacks preemptirq tracepoints).
+    pub cpus: Vec<CpuBound>,
+    /// True when some thread terms were estimated (kernel lacks preemptirq tracepoints): the
+    /// numbers are then an **estimate, not a sound bound**.
+    #[serde(default)]
     pub estimate: bool,
+    /// Where the data came from: `json`, `rtsl-db`, `trace`.
+    #[serde(default)]
+    pub input: String,
+    /// Fixed-point iterations stop (not converged) once L exceeds this.
+    #[serde(default)]
+    pub cap_ns: u64,
+    /// Normalisations applied to the input and other things the reader should know.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// Time-to-bound series (bound and observed maximum as the run progressed), when recorded.
+    #[serde(default)]
+    pub series: Vec<BoundSeriesPoint>,
+}
+
+/// The four thread-context variables of Table 1 (maxima, ns).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct ThreadVars {
+    pub poid_ns: u64,
+    pub paie_ns: u64,
+    pub psd_ns: u64,
+    pub dst_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct CpuBound {
+    pub cpu: u32,
+    /// Interference-free latency, Lemma 7: max(D_ST, D_POID) + D_PAIE + D_PSD.
+    pub ifl_ns: u64,
+    pub thread: ThreadVars,
+    /// The thread terms are not measured per the paper (fallback): estimate, not a sound bound.
+    #[serde(default)]
+    pub thread_estimated: bool,
+    /// Largest latency observed in the same run on this CPU, when known.
+    #[serde(default)]
+    pub observed_max_latency_ns: Option<u64>,
+    #[serde(default)]
+    pub sources: Vec<SourceSummary>,
+    pub bounds: Bounds,
+}
+
+/// One interrupt source (an IRQ line, a system vector, or the NMI) on one CPU.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct SourceSummary {
+    pub source: String,
+    /// `irq` (lines and vectors) or `nmi`.
+    pub kind: String,
+    pub count: u64,
+    pub owcet_ns: u64,
+    /// Minimum gap between consecutive arrivals; None when seen once.
+    pub omiat_ns: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct Bounds {
+    pub no_interrupts: CharBound,
+    pub worst_single: CharBound,
+    pub single_of_each: CharBound,
+    pub sporadic: CharBound,
+    pub sliding_window: CharBound,
+    pub sliding_window_owcet: CharBound,
+}
+
+impl Bounds {
+    /// (name, bound) in the order of the paper (§5).
+    pub fn named(&self) -> [(&'static str, &CharBound); 6] {
+        [
+            ("no_interrupts", &self.no_interrupts),
+            ("worst_single", &self.worst_single),
+            ("single_of_each", &self.single_of_each),
+            ("sporadic", &self.sporadic),
+            ("sliding_window", &self.sliding_window),
+            ("sliding_window_owcet", &self.sliding_window_owcet),
+        ]
+    }
+}
+
+/// One interrupt characterization's result.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct CharBound {
+    /// The bound; null when not converged.
+    pub latency_ns: Option<u64>,
+    pub converged: bool,
+    #[serde(default)]
+    pub reason: Option<NonConvergence>,
+    /// The largest term of the final equation: `poid`, `dst`, `paie`, `psd`, or a source name.
+    #[serde(default)]
+    pub dominant: Option<String>,
+    #[serde(default)]
+    pub dominant_ns: Option<u64>,
+    /// Fixed-point iterations (like rtsl's text: first all contributions, then only the changed).
+    #[serde(default)]
+    pub iterations: Vec<Iteration>,
+    /// Total iterations performed (`iterations` keeps at most the first 64 and the last).
+    #[serde(default)]
+    pub iteration_count: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NonConvergence {
+    /// Sporadic model: a source's oWCET ≥ oMIAT, its demand alone never stops growing.
+    OwcetGeOmiat {
+        source: String,
+        owcet_ns: u64,
+        omiat_ns: u64,
+    },
+    /// L grew beyond the cap.
+    ExceedsCap { cap_ns: u64, last_ns: u64 },
+    /// Too many iterations (each adds at least 1 ns, so this only guards run time).
+    IterationLimit { iterations: u64, last_ns: u64 },
+}
+
+impl std::fmt::Display for NonConvergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NonConvergence::OwcetGeOmiat {
+                source,
+                owcet_ns,
+                omiat_ns,
+            } => {
+                write!(
+                    f,
+                    "source {source}: oWCET {owcet_ns} ns >= oMIAT {omiat_ns} ns"
+                )
+            }
+            NonConvergence::ExceedsCap { cap_ns, last_ns } => {
+                write!(f, "L = {last_ns} ns exceeds the cap {cap_ns} ns")
+            }
+            NonConvergence::IterationLimit {
+                iterations,
+                last_ns,
+            } => {
+                write!(
+                    f,
+                    "no fixed point after {iterations} iterations (L = {last_ns} ns)"
+                )
+            }
+        }
+    }
+}
+
+/// One step L_k -> L_{k+1} of a fixed-point iteration.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Iteration {
+    /// L_k, the window the interference was evaluated over.
+    pub window_ns: u64,
+    /// Per-source interference over the window; after the first step only sources whose
+    /// contribution changed (rtsl's "<- new!").
+    pub contributions: Vec<Contribution>,
+    /// L_{k+1} = IFL + Σ contributions.
+    pub latency_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Contribution {
+    pub source: String,
+    pub ns: u64,
+}
+
+/// One point of the time-to-bound series.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct BoundSeriesPoint {
+    /// Seconds since the start of the run.
+    pub t_s: f64,
+    pub cpu: u32,
+    pub sliding_window_ns: Option<u64>,
+    pub observed_max_ns: Option<u64>,
+}
+
+// ---------- raw inputs, as readers hand them to the analysis (before validation) ----------
+
+/// One interrupt instance as a reader found it; `row` names it in error messages (SQLite rowid,
+/// JSON array index, trace event index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawInstance {
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub row: u64,
+}
+
+/// One source's unvalidated instances; `origin` is what errors are prefixed with
+/// (e.g. `cpu0.db table irq`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RawSource {
+    pub name: String,
+    pub nmi: bool,
+    pub origin: String,
+    pub instances: Vec<RawInstance>,
+}
+
+/// One CPU's unvalidated input.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RawCpu {
+    pub cpu: u32,
+    pub thread: ThreadVars,
+    pub thread_estimated: bool,
+    pub observed_max_latency_ns: Option<u64>,
+    pub sources: Vec<RawSource>,
 }

@@ -22,27 +22,163 @@ pub enum Vector {
     CallFunction,
     CallFunctionSingle,
     IrqWork,
+    ErrorApic,
+    SpuriousApic,
+    ThermalApic,
+    X86PlatformIpi,
+    /// Any other vector, by number.
     Other(u32),
+}
+
+impl Vector {
+    /// The tracepoint stem (`local_timer` for `irq_vectors:local_timer_entry`).
+    pub fn name(self) -> String {
+        match self {
+            Vector::LocalTimer => "local_timer".into(),
+            Vector::Reschedule => "reschedule".into(),
+            Vector::CallFunction => "call_function".into(),
+            Vector::CallFunctionSingle => "call_function_single".into(),
+            Vector::IrqWork => "irq_work".into(),
+            Vector::ErrorApic => "error_apic".into(),
+            Vector::SpuriousApic => "spurious_apic".into(),
+            Vector::ThermalApic => "thermal_apic".into(),
+            Vector::X86PlatformIpi => "x86_platform_ipi".into(),
+            Vector::Other(n) => format!("vector_{n:#x}"),
+        }
+    }
+
+    /// Inverse of [`Vector::name`] for the named vectors.
+    pub fn from_name(s: &str) -> Option<Vector> {
+        Some(match s {
+            "local_timer" => Vector::LocalTimer,
+            "reschedule" => Vector::Reschedule,
+            "call_function" => Vector::CallFunction,
+            "call_function_single" => Vector::CallFunctionSingle,
+            "irq_work" => Vector::IrqWork,
+            "error_apic" => Vector::ErrorApic,
+            "spurious_apic" => Vector::SpuriousApic,
+            "thermal_apic" => Vector::ThermalApic,
+            "x86_platform_ipi" => Vector::X86PlatformIpi,
+            _ => return None,
+        })
+    }
+}
+
+/// Softirq vector names, indexed by `vec` (include/linux/interrupt.h, stable since 2.6.x).
+pub const SOFTIRQ_NAMES: [&str; 10] = [
+    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
+];
+
+/// Name of softirq `vec` (`SOFTIRQ_10` beyond the known table).
+pub fn softirq_name(vec: u32) -> String {
+    SOFTIRQ_NAMES
+        .get(vec as usize)
+        .map(|s| (*s).to_string())
+        .unwrap_or_else(|| format!("SOFTIRQ_{vec}"))
+}
+
+/// Power state value of `power:cpu_idle` meaning "leaving idle" (PWR_EVENT_EXIT = (u32)-1).
+pub const IDLE_EXIT: u32 = u32::MAX;
+
+/// Names that turn numbers in events into words: thread names by pid, IRQ action names by number.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct NameTables {
+    pub comms: std::collections::BTreeMap<u32, String>,
+    pub irqs: std::collections::BTreeMap<u32, String>,
+}
+
+impl NameTables {
+    pub fn comm(&self, pid: u32) -> String {
+        if pid == 0 {
+            return "swapper".into();
+        }
+        self.comms
+            .get(&pid)
+            .cloned()
+            .unwrap_or_else(|| format!("pid{pid}"))
+    }
+    pub fn irq(&self, irq: u32) -> String {
+        self.irqs
+            .get(&irq)
+            .cloned()
+            .unwrap_or_else(|| format!("irq{irq}"))
+    }
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
-    IrqEntry { irq: u32 },
-    IrqExit { irq: u32, handled: bool },
-    SoftirqRaise { vec: u32 },
-    SoftirqEntry { vec: u32 },
-    SoftirqExit { vec: u32 },
-    VectorEntry { vector: Vector },
-    VectorExit { vector: Vector },
+    IrqEntry {
+        irq: u32,
+    },
+    IrqExit {
+        irq: u32,
+        handled: bool,
+    },
+    SoftirqRaise {
+        vec: u32,
+    },
+    SoftirqEntry {
+        vec: u32,
+    },
+    SoftirqExit {
+        vec: u32,
+    },
+    VectorEntry {
+        vector: Vector,
+    },
+    VectorExit {
+        vector: Vector,
+    },
     /// nmi:nmi_handler fires after the handler ran: `delta_ns` is its duration.
-    Nmi { delta_ns: u64 },
-    HrtimerEntry { timer: u64, function: u64, now_ns: u64 },
-    HrtimerExit { timer: u64 },
-    Waking { pid: u32, prio: i32, target_cpu: u32 },
-    Wakeup { pid: u32, prio: i32, target_cpu: u32 },
-    Switch { prev_pid: u32, prev_prio: i32, prev_state: u64, next_pid: u32, next_prio: i32 },
-    Migrate { pid: u32, orig_cpu: u32, dest_cpu: u32 },
+    Nmi {
+        delta_ns: u64,
+    },
+    /// `now_ns` is the hrtimer core's `now` (tracefs); 0 when not captured (eBPF does not read it).
+    HrtimerEntry {
+        timer: u64,
+        function: u64,
+        now_ns: u64,
+    },
+    HrtimerExit {
+        timer: u64,
+    },
+    /// `prio` is the kernel's `task->prio` (0..99 real-time, 100..139 normal; lower is higher),
+    /// as printed by tracefs; the same for `Switch`.
+    Waking {
+        pid: u32,
+        prio: i32,
+        target_cpu: u32,
+    },
+    Wakeup {
+        pid: u32,
+        prio: i32,
+        target_cpu: u32,
+    },
+    Switch {
+        prev_pid: u32,
+        prev_prio: i32,
+        prev_state: u64,
+        next_pid: u32,
+        next_prio: i32,
+    },
+    Migrate {
+        pid: u32,
+        orig_cpu: u32,
+        dest_cpu: u32,
+    },
     /// power:cpu_idle; `state == u32::MAX` (PWR_EVENT_EXIT) is the exit from idle.
-    CpuIdle { state: u32 },
+    CpuIdle {
+        state: u32,
+    },
+    // --- Added by the bound work (issue 5), variants only, at the end. ---
+    /// preemptirq:preempt_disable (CONFIG_PREEMPTIRQ_TRACEPOINTS; fires when the preempt count
+    /// leaves 0). Absent on kernels without those tracepoints (this machine).
+    PreemptDisable,
+    /// preemptirq:preempt_enable (the preempt count returns to 0).
+    PreemptEnable,
+    /// preemptirq:irq_disable (local IRQs masked).
+    IrqDisable,
+    /// preemptirq:irq_enable (local IRQs unmasked).
+    IrqEnable,
 }

@@ -179,7 +179,9 @@ impl Histogram {
 
     /// Number of samples ≥ `ns` (bucket resolution: exact below 2048 ns).
     pub fn count_at_or_above(&self, ns: u64) -> u64 {
-        let lo = self.hdr.lowest_equivalent(ns.clamp(1, HIGHEST_TRACKABLE_NS));
+        let lo = self
+            .hdr
+            .lowest_equivalent(ns.clamp(1, HIGHEST_TRACKABLE_NS));
         self.hdr
             .iter_recorded()
             .filter(|it| self.hdr.lowest_equivalent(it.value_iterated_to()) >= lo)
@@ -213,7 +215,9 @@ impl Histogram {
                 .ok_or(HistogramError::Inconsistent("bucket counts overflow"))?;
         }
         if n != d.count {
-            return Err(HistogramError::Inconsistent("count != sum of bucket counts"));
+            return Err(HistogramError::Inconsistent(
+                "count != sum of bucket counts",
+            ));
         }
         if d.count > 0 && (d.min_ns.is_none() || d.max_ns.is_none()) {
             return Err(HistogramError::Inconsistent("min_ns/max_ns missing"));
@@ -338,7 +342,9 @@ impl<'de> Deserialize<'de> for LinearHistogram {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let data = LinearData::deserialize(d)?;
         if data.max_us > 100_000_000 {
-            return Err(serde::de::Error::custom("linear histogram max_us above 100 s"));
+            return Err(serde::de::Error::custom(
+                "linear histogram max_us above 100 s",
+            ));
         }
         let mut h = LinearHistogram::new(data.max_us);
         for (us, c) in data.buckets {

@@ -92,7 +92,7 @@ mod tests {
         assert_eq!(s.max_ns, Some(4000));
         assert_eq!(s.avg_ns, Some(2500.0));
         assert_eq!(s.median_ns, Some(2000)); // nearest rank ⌈0.5·4⌉ = 2nd
-        // population stddev of {1,2,3,4} µs = sqrt(1.25) µs
+                                             // population stddev of {1,2,3,4} µs = sqrt(1.25) µs
         assert!((s.stddev_ns.unwrap() - 1118.034).abs() < 0.01);
         assert!(!s.percentile(90.0).unwrap().reliable);
     }

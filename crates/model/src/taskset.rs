@@ -1,11 +1,217 @@
-//! Task sets (issue 8): tasks, placements, per-job outcomes. Owned by the taskset work.
+//! Task sets (issue 8): tasks, how a set was generated, schedulability verdicts and the observed
+//! outcome of a run. Plain data; generation lives in `bench::taskset::gen`, the tests in
+//! `analysis::sched`, the runner in `bench::taskset`.
 
 use serde::{Deserialize, Serialize};
 
+/// One sporadic/periodic task (Liu & Layland model with constrained deadlines D ≤ T).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Task {
     pub id: u32,
+    /// Worst-case execution time C (the work each job is calibrated to take).
+    pub wcet_ns: u64,
+    pub period_ns: u64,
+    /// Relative deadline D (≤ period).
+    pub deadline_ns: u64,
+    /// Working-set size of the job's memory work (Lelli 2014 §3.5.3); None = the run's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wss_bytes: Option<u64>,
+    /// Name (rt-app thread name), for display only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl Task {
+    pub fn utilisation(&self) -> f64 {
+        self.wcet_ns as f64 / self.period_ns as f64
+    }
+    pub fn density(&self) -> f64 {
+        self.wcet_ns as f64 / self.deadline_ns.min(self.period_ns) as f64
+    }
+}
+
+/// How a task set was produced (so a set file can be regenerated bit for bit).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GenInfo {
+    /// "randfixedsum" or "uunifast-discard".
+    pub method: String,
+    pub n: u32,
+    pub target_utilisation: f64,
+    pub seed: u64,
+    /// Index of this set in a `--count` batch (the RNG stream is seed + index).
+    pub index: u32,
+    pub tmin_ns: u64,
+    pub tmax_ns: u64,
+    /// Periods drawn from this set instead of log-uniform [tmin, tmax] (empty = log-uniform).
+    #[serde(default)]
+    pub period_set_ns: Vec<u64>,
+    pub period_granularity_ns: u64,
+    /// C_min rescaling (Lelli 2014 §3.5.1): every C ≥ this; None = off.
+    pub cmin_ns: Option<u64>,
+    /// Per-task utilisation cap.
+    pub umax: f64,
+    /// "implicit" or "constrained".
+    pub deadlines: String,
+    /// Constrained deadlines: D uniform in [C + f·(T − C), T] with f = this.
+    pub dmin_frac: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TaskSet {
+    pub schema_version: u32,
+    pub tasks: Vec<Task>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<GenInfo>,
+}
+
+impl TaskSet {
+    pub fn utilisation(&self) -> f64 {
+        self.tasks.iter().map(Task::utilisation).sum()
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Schedulable,
+    NotSchedulable,
+    /// A sufficient test failed: it says nothing either way.
+    Inconclusive,
+}
+
+/// One schedulability test applied to one scope (a CPU, a cluster, the whole set).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TestResult {
+    /// e.g. "edf-utilisation", "edf-processor-demand", "liu-layland", "hyperbolic", "rta",
+    /// "gfb", "kernel-admission".
+    pub test: String,
+    /// "all", "cpu0", "cluster0-1", …
+    pub scope: String,
+    pub verdict: Verdict,
+    /// Whether the test is exact (necessary and sufficient) for this scope and model.
+    pub exact: bool,
+    /// The arithmetic, e.g. "U = 0.812 ≤ 1".
+    pub detail: String,
+}
+
+/// Where each task runs: `cpus[i]` is the CPU list of task i (by index in the set).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Placement {
+    /// "global", "partitioned", "clustered".
+    pub kind: String,
+    /// "first-fit", "best-fit", "worst-fit" (all decreasing by utilisation), "none".
+    pub heuristic: String,
+    pub cpus: Vec<Vec<u32>>,
+}
+
+/// Per-task outcome of a run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TaskOutcome {
+    pub id: u32,
+    pub tid: u32,
+    pub cpus: Vec<u32>,
+    pub policy: String,
+    pub priority: i32,
     pub wcet_ns: u64,
     pub period_ns: u64,
     pub deadline_ns: u64,
+    /// Jobs released during the measured window.
+    pub jobs: u64,
+    pub misses: u64,
+    pub miss_pct: f64,
+    pub max_response_ns: u64,
+    pub avg_response_ns: f64,
+    /// Largest finish − absolute deadline (negative = every job early).
+    pub max_lateness_ns: i64,
+    /// Mean over jobs of (D − R)/T (Lelli 2014 Table 3.3).
+    pub avg_norm_laxity: f64,
+    pub min_norm_laxity: f64,
+    /// Start − release (the scheduling delay of each job), max and mean.
+    pub max_start_delay_ns: u64,
+    pub avg_start_delay_ns: f64,
+    /// Thread CPU time per job (CLOCK_THREAD_CPUTIME_ID), to compare with C.
+    pub max_exec_ns: u64,
+    pub avg_exec_ns: f64,
+    /// Σ job CPU time / measured window.
+    pub measured_utilisation: f64,
+    /// From /proc/<pid>/task/<tid>/sched over the measured window.
+    pub migrations: Option<u64>,
+    pub voluntary_switches: Option<u64>,
+    pub involuntary_switches: Option<u64>,
+    /// SCHED_DEADLINE runtime overruns signalled by SIGXCPU (SCHED_FLAG_DL_OVERRUN).
+    pub dl_overruns: u64,
+}
+
+/// Work-loop calibration: ns per visited 64-byte element, before and after the run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    pub wss_bytes: u64,
+    pub access: String,
+    pub ns_per_element_start: f64,
+    pub ns_per_element_end: Option<f64>,
+    /// (end − start)/start in percent.
+    pub drift_pct: Option<f64>,
+}
+
+/// What the kernel admits for SCHED_DEADLINE, and how it was found out.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AdmissionInfo {
+    /// sched_rt_runtime_us / sched_rt_period_us (1.0 when runtime is -1).
+    pub limit_per_cpu: f64,
+    pub cpus: u32,
+    /// Fair-server reservation per CPU the kernel counts against DEADLINE admission (dl_server,
+    /// Linux ≥ 6.12), as inferred by the admission probe; None when not probed.
+    pub fair_server_per_cpu: Option<f64>,
+    /// Bandwidth other DEADLINE threads on the machine already hold (sched_getattr of every tid).
+    pub other_dl_bandwidth: f64,
+    /// Largest total bandwidth the kernel admitted for new threads in the default root domain
+    /// (binary search with sleeping helper threads), None when not probed.
+    pub probed_free_bandwidth: Option<f64>,
+    /// Bandwidth missing from the probe that neither a plausible fair server (≤ 0.1/CPU) nor
+    /// a visible DEADLINE thread explains (another tenant's transient reservations, or kernel
+    /// accounting); counted against admission in the predictions.
+    #[serde(default)]
+    pub unaccounted_bandwidth: f64,
+    pub method: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TasksetRunConfig {
+    /// "deadline", "fifo", "other".
+    pub policy: String,
+    /// "rm" or "dm" for fifo.
+    pub priorities: Option<String>,
+    pub placement: Placement,
+    /// DEADLINE runtime = C × margin.
+    pub runtime_margin: f64,
+    pub duration_s: f64,
+    pub wss_bytes: u64,
+    pub access: String,
+    /// C inflation used by the predictions (overhead-aware analysis), ns added to every C.
+    pub inflate_ns: u64,
+    /// Source of the set (file path, "rt-app:<file>").
+    pub source: String,
+    /// "calibrated" (element count from the calibration) or "cputime" (run until C of CPU time).
+    #[serde(default)]
+    pub work: String,
+}
+
+/// A whole task-set run: config, predictions, observations.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TasksetResult {
+    pub config: TasksetRunConfig,
+    pub set: TaskSet,
+    pub calibration: Vec<Calibration>,
+    pub admission: AdmissionInfo,
+    pub predictions: Vec<TestResult>,
+    pub tasks: Vec<TaskOutcome>,
+    pub total_jobs: u64,
+    pub total_misses: u64,
+    pub miss_pct: f64,
+    pub total_dl_overruns: u64,
+    pub measured_utilisation: f64,
+    /// Did any job miss? (to compare with the verdicts)
+    pub any_miss: bool,
+    pub interrupted: bool,
+    pub warnings: Vec<String>,
 }

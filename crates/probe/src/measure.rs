@@ -133,8 +133,9 @@ impl Measurement {
             }
             Some(g)
         } else {
-            hyg.notes
-                .push("/dev/cpu_dma_latency not held (--no-dma-latency): deep C-states allowed".into());
+            hyg.notes.push(
+                "/dev/cpu_dma_latency not held (--no-dma-latency): deep C-states allowed".into(),
+            );
             None
         };
         if spec.policy == Policy::Other {
@@ -150,8 +151,12 @@ impl Measurement {
         let go = Arc::new(Gate::default());
         let start_at = Arc::new(AtomicU64::new(0));
         let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
-        let backend: Arc<dyn Admission> =
-            Arc::from(admission::backend(spec.policy, spec.priority, spec.nice, spec.deadline.as_ref()));
+        let backend: Arc<dyn Admission> = Arc::from(admission::backend(
+            spec.policy,
+            spec.priority,
+            spec.nice,
+            spec.deadline.as_ref(),
+        ));
         if !backend.may_pin() {
             hyg.notes.push(
                 "SCHED_DEADLINE threads are not pinned: the kernel refuses a DEADLINE task whose affinity is narrower than its root domain; each thread's last CPU is reported".into(),
@@ -307,7 +312,29 @@ struct ThreadCtx {
     ready: mpsc::Sender<Ready>,
 }
 
+/// Measurement threads block every asynchronous signal: SIGINT/SIGTERM are for the
+/// orchestrating thread, and a signal handler running on a measured CPU's thread would show up
+/// as latency.
+fn block_async_signals() {
+    // SAFETY: sigset manipulation on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        for s in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGFPE,
+            libc::SIGILL,
+            libc::SIGTRAP,
+        ] {
+            libc::sigdelset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {
+    block_async_signals();
     let tid = sys::gettid();
     let live = &ctx.live[ctx.idx as usize];
     live.tid.store(tid as u32, Relaxed);

@@ -50,7 +50,13 @@ pub fn sched_getattr(tid: i32) -> io::Result<SchedAttr> {
     let size = std::mem::size_of::<SchedAttr>() as u32;
     // SAFETY: the kernel writes at most `size` bytes into `a`.
     let rc = unsafe {
-        libc::syscall(libc::SYS_sched_getattr, tid, &mut a as *mut SchedAttr, size, 0u32)
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut a as *mut SchedAttr,
+            size,
+            0u32,
+        )
     };
     errno_result(rc).map(|_| a)
 }
@@ -97,7 +103,10 @@ pub fn clock_raw(clock: rtscope_model::ClockId) -> libc::clockid_t {
 
 #[inline]
 pub fn now_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: ts is a valid timespec; clock ids used here are always supported (vDSO).
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts_to_ns(&ts)
@@ -152,8 +161,14 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
             Some((a, b)) => (a, b),
             None => (part, part),
         };
-        let a: u32 = a.trim().parse().map_err(|_| format!("bad CPU number '{part}'"))?;
-        let b: u32 = b.trim().parse().map_err(|_| format!("bad CPU number '{part}'"))?;
+        let a: u32 = a
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad CPU number '{part}'"))?;
+        let b: u32 = b
+            .trim()
+            .parse()
+            .map_err(|_| format!("bad CPU number '{part}'"))?;
         if a > b || b >= 4096 {
             return Err(format!("bad CPU range '{part}'"));
         }
@@ -169,7 +184,10 @@ mod tests {
     use super::*;
     #[test]
     fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0-3,5,7-8").unwrap(), vec![0, 1, 2, 3, 5, 7, 8]);
+        assert_eq!(
+            parse_cpu_list("0-3,5,7-8").unwrap(),
+            vec![0, 1, 2, 3, 5, 7, 8]
+        );
         assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
         assert!(parse_cpu_list("3-1").is_err());
         assert!(parse_cpu_list("x").is_err());

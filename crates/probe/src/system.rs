@@ -15,7 +15,11 @@ fn uname() -> (String, String, String) {
         return Default::default();
     }
     let f = |b: &[libc::c_char]| {
-        let bytes: Vec<u8> = b.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        let bytes: Vec<u8> = b
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
         String::from_utf8_lossy(&bytes).into_owned()
     };
     (f(&u.nodename), f(&u.release), f(&u.version))
@@ -57,18 +61,29 @@ pub fn parse_debugfs_preempt(s: &str) -> Option<String> {
 }
 
 /// The part of [`preempt_model`] that needs no live files (tested on fixtures).
-pub fn preempt_model_offline(cmdline: &str, version: &str, config: Option<&str>) -> (String, String) {
+pub fn preempt_model_offline(
+    cmdline: &str,
+    version: &str,
+    config: Option<&str>,
+) -> (String, String) {
     let dynamic = version.contains("PREEMPT_DYNAMIC")
         || config.is_some_and(|c| c.contains("\nCONFIG_PREEMPT_DYNAMIC=y"));
-    if version.contains("PREEMPT_RT") || config.is_some_and(|c| c.contains("\nCONFIG_PREEMPT_RT=y")) {
-        return ("rt".into(), "uname -v / kernel config (CONFIG_PREEMPT_RT=y)".into());
+    if version.contains("PREEMPT_RT") || config.is_some_and(|c| c.contains("\nCONFIG_PREEMPT_RT=y"))
+    {
+        return (
+            "rt".into(),
+            "uname -v / kernel config (CONFIG_PREEMPT_RT=y)".into(),
+        );
     }
     if dynamic {
         if let Some(p) = cmdline
             .split_whitespace()
             .find_map(|w| w.strip_prefix("preempt="))
         {
-            return (p.to_string(), "kernel command line preempt= (PREEMPT_DYNAMIC)".into());
+            return (
+                p.to_string(),
+                "kernel command line preempt= (PREEMPT_DYNAMIC)".into(),
+            );
         }
     }
     if let Some(c) = config {
@@ -127,7 +142,10 @@ pub fn hypervisor() -> (Option<String>, Option<String>) {
         let flag = fs::read_to_string("/proc/cpuinfo")
             .map(|s| s.contains(" hypervisor"))
             .unwrap_or(false);
-        (flag.then(|| "unknown hypervisor".into()), Some("/proc/cpuinfo".into()))
+        (
+            flag.then(|| "unknown hypervisor".into()),
+            Some("/proc/cpuinfo".into()),
+        )
     }
 }
 
@@ -156,7 +174,8 @@ pub fn capture(measured_cpus: &[u32]) -> SystemInfo {
     let (hostname, release, version) = uname();
     let cmdline = read_trim("/proc/cmdline").unwrap_or_default();
     let config = kernel_config(&release);
-    let (preempt_model, preempt_model_source) = preempt_model(&cmdline, &version, config.as_deref());
+    let (preempt_model, preempt_model_source) =
+        preempt_model(&cmdline, &version, config.as_deref());
     let online = crate::sys::online_cpus().unwrap_or_default();
     let topology = online
         .iter()
@@ -192,10 +211,8 @@ pub fn capture(measured_cpus: &[u32]) -> SystemInfo {
         kernel_cmdline: cmdline.clone(),
         preempt_model,
         preempt_model_source,
-        clocksource: read_trim(
-            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-        )
-        .unwrap_or_default(),
+        clocksource: read_trim("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_default(),
         cpu_model,
         online_cpus: online,
         topology,
@@ -245,7 +262,8 @@ mod tests {
         let (m, src) = preempt_model_offline("quiet", "#1 SMP PREEMPT_DYNAMIC @0", Some(cfg));
         assert_eq!(m, "none");
         assert!(src.contains("CONFIG_PREEMPT_NONE"));
-        let (m, _) = preempt_model_offline("quiet preempt=full", "#1 SMP PREEMPT_DYNAMIC", Some(cfg));
+        let (m, _) =
+            preempt_model_offline("quiet preempt=full", "#1 SMP PREEMPT_DYNAMIC", Some(cfg));
         assert_eq!(m, "full");
         let (m, _) = preempt_model_offline("", "#1 SMP PREEMPT_RT", None);
         assert_eq!(m, "rt");
@@ -257,6 +275,9 @@ mod tests {
     fn steal_parse() {
         let stat = "cpu  1 2 3 4 5 6 7 8 0 0\ncpu0 1 0 0 0 0 0 0 250 0 0\ncpu1 1 0 0 0 0 0 0 5 0 0\nintr 1\n";
         // 250 ticks at USER_HZ 100 = 2.5 s
-        assert_eq!(parse_steal(stat, 100), vec![(0, 2_500_000_000), (1, 50_000_000)]);
+        assert_eq!(
+            parse_steal(stat, 100),
+            vec![(0, 2_500_000_000), (1, 50_000_000)]
+        );
     }
 }

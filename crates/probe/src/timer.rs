@@ -82,8 +82,7 @@ impl Timer {
                         return Err(timer_err("timer_create"));
                     }
                     t.posix = Some((id, set));
-                    if libc::timer_settime(id, libc::TIMER_ABSTIME, &its, std::ptr::null_mut())
-                        != 0
+                    if libc::timer_settime(id, libc::TIMER_ABSTIME, &its, std::ptr::null_mut()) != 0
                     {
                         return Err(timer_err("timer_settime"));
                     }

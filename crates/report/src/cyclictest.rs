@@ -81,7 +81,12 @@ pub fn from_record(rec: &RunRecord, hist_size: u32) -> CtResult {
             ("machine".into(), std::env::consts::ARCH.into()),
             (
                 "realtime".into(),
-                if rec.system.preempt_model == "rt" { "1" } else { "0" }.into(),
+                if rec.system.preempt_model == "rt" {
+                    "1"
+                } else {
+                    "0"
+                }
+                .into(),
             ),
         ],
         dma_latency_line: rec.hygiene.cpu_dma_latency_us.is_some(),
@@ -344,18 +349,30 @@ pub fn parse_histogram(text: &str) -> Result<CtResult, CtError> {
 pub fn write_json(r: &CtResult) -> String {
     let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
     let mut s = String::from("{\n  \"file_version\": 1,\n");
-    let _ = writeln!(s, "  \"cmdline:\": {},", q(r.cmdline.as_deref().unwrap_or("")));
-    let _ = writeln!(s, "  \"rt_test_version:\": {},", q(r.version.as_deref().unwrap_or("")));
-    let _ = writeln!(s, "  \"start_time\": {},", q(r.start_time.as_deref().unwrap_or("")));
-    let _ = writeln!(s, "  \"end_time\": {},", q(r.end_time.as_deref().unwrap_or("")));
+    let _ = writeln!(
+        s,
+        "  \"cmdline:\": {},",
+        q(r.cmdline.as_deref().unwrap_or(""))
+    );
+    let _ = writeln!(
+        s,
+        "  \"rt_test_version:\": {},",
+        q(r.version.as_deref().unwrap_or(""))
+    );
+    let _ = writeln!(
+        s,
+        "  \"start_time\": {},",
+        q(r.start_time.as_deref().unwrap_or(""))
+    );
+    let _ = writeln!(
+        s,
+        "  \"end_time\": {},",
+        q(r.end_time.as_deref().unwrap_or(""))
+    );
     let _ = writeln!(s, "  \"return_code\": {},", r.return_code.unwrap_or(0));
     s.push_str("  \"sysinfo\": {\n");
     for (i, (k, v)) in r.sysinfo.iter().enumerate() {
-        let val = if k == "realtime" {
-            v.clone()
-        } else {
-            q(v)
-        };
+        let val = if k == "realtime" { v.clone() } else { q(v) };
         let comma = if i + 1 < r.sysinfo.len() { "," } else { "" };
         let _ = writeln!(s, "    {}: {val}{comma}", q(k));
     }
@@ -414,7 +431,10 @@ pub fn parse_json(text: &str) -> Result<CtResult, CtError> {
     };
     if let Some(si) = obj.get("sysinfo").and_then(Value::as_object) {
         for (k, v) in si {
-            let val = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+            let val = v
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string());
             r.sysinfo.push((k.clone(), val));
         }
     }
@@ -432,10 +452,14 @@ pub fn parse_json(text: &str) -> Result<CtResult, CtError> {
         if let Some(h) = t.get("histogram").and_then(Value::as_object) {
             for (b, c) in h {
                 let b: usize = b.parse().map_err(|_| {
-                    CtError::Json(format!("thread {k}: histogram bucket '{b}' is not a number"))
+                    CtError::Json(format!(
+                        "thread {k}: histogram bucket '{b}' is not a number"
+                    ))
                 })?;
                 if b > 100_000_000 {
-                    return Err(CtError::Json(format!("thread {k}: bucket {b} out of range")));
+                    return Err(CtError::Json(format!(
+                        "thread {k}: bucket {b} out of range"
+                    )));
                 }
                 let c = c.as_u64().ok_or_else(|| {
                     CtError::Json(format!("thread {k}: bucket {b} count is not a number"))
@@ -514,7 +538,10 @@ mod tests {
     fn garbage_is_an_error_not_a_panic() {
         assert!(parse_histogram("hello").is_err());
         assert!(parse_histogram("# Histogram\n000000 x\n").is_err());
-        assert!(parse_histogram("# Histogram\n# Total: 1\n# Min Latencies: 1\n# Max Latencies: 1\n").is_err());
+        assert!(parse_histogram(
+            "# Histogram\n# Total: 1\n# Min Latencies: 1\n# Max Latencies: 1\n"
+        )
+        .is_err());
         assert!(parse_json("{").is_err());
         assert!(parse_json("{\"thread\":{\"0\":{\"min\":1}}}").is_err());
         assert!(parse_json("[]").is_err());

@@ -2,5 +2,8 @@
 //! `probe` never formats; `cli` only picks which of these to call.
 
 pub mod cyclictest;
+pub mod figures;
+pub mod html;
 pub mod json;
+pub mod svg;
 pub mod text;

@@ -54,7 +54,11 @@ pub fn summary(rec: &RunRecord) -> String {
         c.timer.name(),
         c.clock,
         rec.wall_duration_s,
-        if rec.interrupted { " — INTERRUPTED (partial results)" } else { "" }
+        if rec.interrupted {
+            " — INTERRUPTED (partial results)"
+        } else {
+            ""
+        }
     );
     let _ = writeln!(
         s,
@@ -76,7 +80,19 @@ pub fn summary(rec: &RunRecord) -> String {
     let _ = writeln!(
         s,
         "\n{:>4} {:>7} {:<10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9} {:>8}",
-        "CPU", "TID", "policy", "samples", "min", "avg", "median", "p99", "p99.9", "p99.99", "p99.999", "max", "overruns"
+        "CPU",
+        "TID",
+        "policy",
+        "samples",
+        "min",
+        "avg",
+        "median",
+        "p99",
+        "p99.9",
+        "p99.99",
+        "p99.999",
+        "max",
+        "overruns"
     );
     let row = |s: &mut String, cpu: &str, tid: &str, pol: &str, st: &Stats, ov: u64| {
         let _ = writeln!(
@@ -87,7 +103,9 @@ pub fn summary(rec: &RunRecord) -> String {
             pol,
             st.samples,
             opt_us(st.min_ns),
-            st.avg_ns.map(|a| format!("{:.1}", a / 1000.0)).unwrap_or("-".into()),
+            st.avg_ns
+                .map(|a| format!("{:.1}", a / 1000.0))
+                .unwrap_or("-".into()),
             opt_us(st.median_ns),
             pct(st, 99.0),
             pct(st, 99.9),
@@ -110,7 +128,10 @@ pub fn summary(rec: &RunRecord) -> String {
     if rec.threads.len() > 1 {
         row(&mut s, "all", "", "", &rec.stats, rec.overruns);
     }
-    let _ = writeln!(s, "(latencies in us; * = fewer than 10 samples above that percentile: not reliable)");
+    let _ = writeln!(
+        s,
+        "(latencies in us; * = fewer than 10 samples above that percentile: not reliable)"
+    );
     if let Some(st) = rec.stats.stddev_ns {
         let _ = writeln!(s, "stddev {:.1} us", st / 1000.0);
     }

@@ -1,1 +1,583 @@
-//! See Cargo.toml description.
+//! Persistence of [`RunRecord`]s: a SQLite file by default, PostgreSQL for labs that collect from
+//! many machines. Both backends run the same SQL and the same schema (`schema.rs`,
+//! `docs/schema/store.md`).
+//!
+//! Every run is written in one transaction: a crash or Ctrl-C leaves either the whole run or
+//! nothing. SQLite runs in WAL mode, so `rtscope runs` can read while a campaign writes.
+//! A database this crate did not create is never written to: a foreign or corrupt file is
+//! refused with an error naming it.
+
+mod backend;
+pub mod campaign;
+pub mod fallback;
+pub mod fixture;
+pub mod rtsl;
+pub mod schema;
+
+use backend::{Conn, Ty, Val};
+use rtscope_model::RunRecord;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use fallback::{save_or_fallback, save_or_fallback_in, Saved};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{location} is not an rtscope results database ({detail}); it was left untouched — pass another --db")]
+    Foreign { location: String, detail: String },
+    #[error("{location} is corrupt or not a database ({detail}); it was left untouched — pass another --db")]
+    Corrupt { location: String, detail: String },
+    #[error("{location} has schema version {found}, newer than this rtscope supports ({supported}); upgrade rtscope")]
+    TooNew {
+        location: String,
+        found: i64,
+        supported: i64,
+    },
+    #[error("results database is locked by another process (gave up after waiting {0} s)")]
+    Locked(u64),
+    #[error("cannot reach PostgreSQL at {location}: {detail}")]
+    Unreachable { location: String, detail: String },
+    #[error("no run with id '{0}' in the results database (list them with `rtscope runs`)")]
+    UnknownRun(String),
+    #[error("run id prefix '{prefix}' is ambiguous: matches {}", matches.join(", "))]
+    Ambiguous {
+        prefix: String,
+        matches: Vec<String>,
+    },
+    #[error("a run with id '{0}' is already stored")]
+    Duplicate(String),
+    #[error("stored run '{id}' cannot be decoded: {detail}")]
+    BadRecord { id: String, detail: String },
+    #[error("cannot create {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("SQLite: {0}")]
+    Sqlite(rusqlite::Error),
+    #[error("PostgreSQL: {0}")]
+    Pg(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl StoreError {
+    pub(crate) fn from_sqlite(e: rusqlite::Error) -> StoreError {
+        use rusqlite::ErrorCode;
+        if let rusqlite::Error::SqliteFailure(f, _) = &e {
+            match f.code {
+                ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
+                    return StoreError::Locked(backend::lock_wait_ms().div_ceil(1000));
+                }
+                ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt => {
+                    return StoreError::Corrupt {
+                        location: String::new(),
+                        detail: e.to_string(),
+                    }
+                }
+                ErrorCode::ConstraintViolation => {
+                    return StoreError::Duplicate(String::new());
+                }
+                _ => {}
+            }
+        }
+        StoreError::Sqlite(e)
+    }
+    pub(crate) fn from_pg(e: postgres::Error) -> StoreError {
+        if let Some(db) = e.as_db_error() {
+            if db.code() == &postgres::error::SqlState::UNIQUE_VIOLATION {
+                return StoreError::Duplicate(String::new());
+            }
+            return StoreError::Pg(format!("{}: {}", db.code().code(), db.message()));
+        }
+        StoreError::Pg(e.to_string())
+    }
+    fn with_location(self, location: &str) -> StoreError {
+        match self {
+            StoreError::Corrupt {
+                location: l,
+                detail,
+            } if l.is_empty() => StoreError::Corrupt {
+                location: location.to_string(),
+                detail,
+            },
+            e => e,
+        }
+    }
+}
+
+/// Summary columns of a run, derived from its record (what `runs` lists and filters on).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Summary {
+    pub policy: String,
+    /// Loads as run (`idle` when none), joined with `+`; a `scenario` tag overrides.
+    pub scenario: String,
+    pub samples: i64,
+    pub min_ns: Option<i64>,
+    pub max_ns: Option<i64>,
+    pub avg_ns: Option<f64>,
+}
+
+impl Summary {
+    pub fn of(rec: &RunRecord) -> Summary {
+        let scenario = if let Some(s) = all_tags(rec).get("scenario") {
+            s.clone()
+        } else if rec.config.loads.is_empty() {
+            "idle".to_string()
+        } else {
+            rec.config.loads.join("+")
+        };
+        let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        Summary {
+            policy: rec.config.policy.name().to_string(),
+            scenario,
+            samples: clamp(rec.stats.samples),
+            min_ns: rec.stats.min_ns.map(clamp),
+            max_ns: rec.stats.max_ns.map(clamp),
+            avg_ns: rec.stats.avg_ns,
+        }
+    }
+}
+
+/// One row of `rtscope runs`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RunSummary {
+    pub id: String,
+    pub started_at: String,
+    pub hostname: String,
+    pub kernel_release: String,
+    pub verb: String,
+    pub policy: String,
+    pub scenario: String,
+    pub samples: i64,
+    pub min_ns: Option<i64>,
+    pub max_ns: Option<i64>,
+    pub avg_ns: Option<f64>,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// Filters of `rtscope runs`; every set field must match.
+#[derive(Clone, Debug, Default)]
+pub struct RunFilter {
+    /// `key=value` pairs; all must be present.
+    pub tags: Vec<(String, String)>,
+    pub host: Option<String>,
+    /// Substring of the kernel release, or the exact value of a `kernel` tag.
+    pub kernel: Option<String>,
+    pub scenario: Option<String>,
+    pub policy: Option<String>,
+    /// RFC 3339 prefix (`2026-11-01` or a full timestamp): runs started at or after.
+    pub since: Option<String>,
+    /// RFC 3339 prefix: runs started at or before (a bare date includes that whole day).
+    pub until: Option<String>,
+    pub limit: Option<u64>,
+}
+
+/// Tags of a record: the run's own tags over those in its config.
+pub fn all_tags(rec: &RunRecord) -> BTreeMap<String, String> {
+    let mut t = rec.config.tags.clone();
+    t.extend(rec.tags.clone());
+    t
+}
+
+pub(crate) fn decode_record(id: &str, json: &str) -> Result<RunRecord, StoreError> {
+    serde_json::from_str(json).map_err(|e| StoreError::BadRecord {
+        id: id.to_string(),
+        detail: e.to_string(),
+    })
+}
+
+pub(crate) fn insert_tags(c: &mut Conn, id: &str, rec: &RunRecord) -> Result<(), StoreError> {
+    for (k, v) in all_tags(rec) {
+        c.exec(
+            "INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)",
+            &[Val::text(id), Val::text(k), Val::text(v)],
+        )?;
+    }
+    Ok(())
+}
+
+/// Default SQLite location: `$XDG_DATA_HOME/rtscope/results.db`, else
+/// `~/.local/share/rtscope/results.db`.
+pub fn default_db_path() -> PathBuf {
+    data_dir().join("results.db")
+}
+
+pub(crate) fn data_dir() -> PathBuf {
+    if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|x| !x.is_empty()) {
+        return PathBuf::from(x).join("rtscope");
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/root".into());
+    PathBuf::from(home).join(".local/share/rtscope")
+}
+
+pub fn is_postgres_url(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
+/// A URL for messages: the password, if any, replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        if let Some((auth, host)) = rest.split_once('@') {
+            if let Some((user, _)) = auth.split_once(':') {
+                return format!("{scheme}://{user}:***@{host}");
+            }
+        }
+    }
+    url.to_string()
+}
+
+pub struct Store {
+    conn: Conn,
+    location: String,
+}
+
+impl Store {
+    /// Open (creating if needed) the results database. `None` → the default SQLite file;
+    /// `postgres://…` → PostgreSQL; anything else is a SQLite file path.
+    pub fn open(url: Option<&str>) -> Result<Store, StoreError> {
+        match url {
+            Some(u) if is_postgres_url(u) => Self::open_postgres(u, None),
+            Some(p) => Self::open_sqlite(Path::new(p)),
+            None => Self::open_sqlite(&default_db_path()),
+        }
+    }
+
+    /// How long to wait for another process holding the SQLite write lock (default 30 s).
+    pub fn set_lock_wait(d: Duration) {
+        backend::set_lock_wait(d);
+    }
+
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    pub fn open_sqlite(path: &Path) -> Result<Store, StoreError> {
+        Self::open_sqlite_at(path, schema::CURRENT_VERSION)
+    }
+
+    /// Open and migrate only up to `version` — for building old-version databases in tests.
+    #[doc(hidden)]
+    pub fn open_sqlite_at(path: &Path, version: i64) -> Result<Store, StoreError> {
+        let location = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let c = rusqlite::Connection::open(path)
+            .map_err(|e| StoreError::from_sqlite(e).with_location(&location))?;
+        backend::install_busy_handler(&c)
+            .map_err(|e| StoreError::from_sqlite(e).with_location(&location))?;
+        let mut conn = Conn::Sqlite(c);
+        // Read before any write: a foreign or corrupt file must be left exactly as it was.
+        schema::read_version(&mut conn, &location).map_err(|e| e.with_location(&location))?;
+        conn.batch(
+            "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
+        )
+        .map_err(|e| e.with_location(&location))?;
+        schema::migrate_to(&mut conn, &location, version)
+            .map_err(|e| e.with_location(&location))?;
+        Ok(Store { conn, location })
+    }
+
+    /// PostgreSQL. `schema` (tests) puts the tables in their own schema, created if missing.
+    pub fn open_postgres(url: &str, schema: Option<&str>) -> Result<Store, StoreError> {
+        Self::open_postgres_at(url, schema, schema::CURRENT_VERSION)
+    }
+
+    #[doc(hidden)]
+    pub fn open_postgres_at(
+        url: &str,
+        schema: Option<&str>,
+        version: i64,
+    ) -> Result<Store, StoreError> {
+        let location = redact_url(url);
+        let mut cfg: postgres::Config =
+            url.parse()
+                .map_err(|e: postgres::Error| StoreError::Unreachable {
+                    location: location.clone(),
+                    detail: format!("bad URL: {e}"),
+                })?;
+        if cfg.get_connect_timeout().is_none() {
+            cfg.connect_timeout(Duration::from_secs(5));
+        }
+        let client = cfg
+            .connect(postgres::NoTls)
+            .map_err(|e| StoreError::Unreachable {
+                location: location.clone(),
+                detail: e.to_string(),
+            })?;
+        let mut conn = Conn::Pg(Box::new(client));
+        if let Some(s) = schema {
+            if !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(StoreError::Other(format!("bad schema name '{s}'")));
+            }
+            conn.batch(&format!(
+                "CREATE SCHEMA IF NOT EXISTS {s}; SET search_path TO {s};"
+            ))?;
+        }
+        schema::migrate_to(&mut conn, &location, version)?;
+        Ok(Store { conn, location })
+    }
+
+    pub fn schema_version(&mut self) -> Result<i64, StoreError> {
+        let loc = self.location.clone();
+        schema::read_version(&mut self.conn, &loc)
+    }
+
+    /// Store a run in one transaction; returns its id.
+    pub fn insert_run(&mut self, rec: &RunRecord) -> Result<String, StoreError> {
+        if rec.id.is_empty() {
+            return Err(StoreError::Other("run record has an empty id".into()));
+        }
+        let json = serde_json::to_string(rec).map_err(|e| StoreError::BadRecord {
+            id: rec.id.clone(),
+            detail: e.to_string(),
+        })?;
+        let s = Summary::of(rec);
+        let id = rec.id.clone();
+        self.conn
+            .transaction(|c| {
+                c.exec(
+                    "INSERT INTO runs (id, started_at, hostname, kernel_release, verb, record_json,
+                         policy, scenario, samples, min_ns, max_ns, avg_ns)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    &[
+                        Val::text(&rec.id),
+                        Val::text(&rec.started_at),
+                        Val::text(&rec.system.hostname),
+                        Val::text(&rec.system.kernel_release),
+                        Val::text(&rec.config.verb),
+                        Val::text(json),
+                        Val::text(s.policy),
+                        Val::text(s.scenario),
+                        Val::int(s.samples),
+                        Val::Int(s.min_ns),
+                        Val::Int(s.max_ns),
+                        Val::Real(s.avg_ns),
+                    ],
+                )?;
+                insert_tags(c, &rec.id, rec)
+            })
+            .map_err(|e| match e {
+                StoreError::Duplicate(_) => StoreError::Duplicate(id.clone()),
+                e => e.with_location(&self.location),
+            })?;
+        Ok(id)
+    }
+
+    /// Resolve a full id or a unique prefix of one.
+    pub fn resolve_id(&mut self, id_or_prefix: &str) -> Result<String, StoreError> {
+        let exact = self.conn.query(
+            "SELECT id FROM runs WHERE id = ?1",
+            &[Val::text(id_or_prefix)],
+            &[Ty::Text],
+        )?;
+        if !exact.is_empty() {
+            return Ok(id_or_prefix.to_string());
+        }
+        let rows = self.conn.query(
+            "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 6",
+            &[Val::text(id_or_prefix)],
+            &[Ty::Text],
+        )?;
+        let ids: Vec<String> = rows
+            .into_iter()
+            .filter_map(|r| r[0].as_text().map(str::to_string))
+            .collect();
+        match ids.len() {
+            0 => Err(StoreError::UnknownRun(id_or_prefix.to_string())),
+            1 => Ok(ids.into_iter().next().unwrap_or_default()),
+            _ => Err(StoreError::Ambiguous {
+                prefix: id_or_prefix.to_string(),
+                matches: ids,
+            }),
+        }
+    }
+
+    /// The whole record of a run (id or unique prefix).
+    pub fn get_run(&mut self, id_or_prefix: &str) -> Result<RunRecord, StoreError> {
+        let id = self.resolve_id(id_or_prefix)?;
+        let rows = self.conn.query(
+            "SELECT record_json FROM runs WHERE id = ?1",
+            &[Val::text(&id)],
+            &[Ty::Text],
+        )?;
+        let json = rows
+            .first()
+            .and_then(|r| r[0].as_text())
+            .ok_or_else(|| StoreError::UnknownRun(id.clone()))?;
+        decode_record(&id, json)
+    }
+
+    /// Runs matching `f`, oldest first (the last `limit` when a limit is given).
+    pub fn list_runs(&mut self, f: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        let mut sql = String::from(
+            "SELECT id, started_at, hostname, kernel_release, verb, policy, scenario, samples,
+                    min_ns, max_ns, avg_ns FROM runs WHERE 1 = 1",
+        );
+        let mut p: Vec<Val> = Vec::new();
+        fn arg(p: &mut Vec<Val>, sql: &mut String, clause: &str, v: Val) {
+            p.push(v);
+            sql.push_str(&clause.replace("?N", &format!("?{}", p.len())));
+        }
+        for (k, v) in &f.tags {
+            p.push(Val::text(k));
+            p.push(Val::text(v));
+            let (a, b) = (p.len() - 1, p.len());
+            sql.push_str(&format!(
+                " AND EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = runs.id AND t.key = ?{a} AND t.value = ?{b})"
+            ));
+        }
+        if let Some(h) = &f.host {
+            arg(&mut p, &mut sql, " AND hostname = ?N", Val::text(h));
+        }
+        if let Some(k) = &f.kernel {
+            p.push(Val::text(k));
+            let n = p.len();
+            sql.push_str(&format!(
+                " AND (instr(kernel_release, ?{n}) > 0 OR EXISTS (SELECT 1 FROM run_tags t WHERE t.run_id = runs.id AND t.key = 'kernel' AND t.value = ?{n}))"
+            ));
+        }
+        if let Some(s) = &f.scenario {
+            arg(&mut p, &mut sql, " AND scenario = ?N", Val::text(s));
+        }
+        if let Some(s) = &f.policy {
+            arg(&mut p, &mut sql, " AND policy = ?N", Val::text(s));
+        }
+        if let Some(s) = &f.since {
+            arg(&mut p, &mut sql, " AND started_at >= ?N", Val::text(s));
+        }
+        if let Some(s) = &f.until {
+            // '~' sorts after every character of an RFC 3339 timestamp: a bare date includes
+            // its whole day.
+            arg(
+                &mut p,
+                &mut sql,
+                " AND started_at <= ?N",
+                Val::text(format!("{s}~")),
+            );
+        }
+        if self.conn.is_pg() {
+            sql = sql.replace("instr(kernel_release, ", "strpos(kernel_release, ");
+        }
+        sql.push_str(" ORDER BY started_at DESC, id DESC");
+        if let Some(l) = f.limit {
+            sql.push_str(&format!(" LIMIT {l}"));
+        }
+        let rows = self.conn.query(
+            &sql,
+            &p,
+            &[
+                Ty::Text,
+                Ty::Text,
+                Ty::Text,
+                Ty::Text,
+                Ty::Text,
+                Ty::Text,
+                Ty::Text,
+                Ty::Int,
+                Ty::Int,
+                Ty::Int,
+                Ty::Real,
+            ],
+        )?;
+        let mut out: Vec<RunSummary> = rows
+            .into_iter()
+            .map(|r| RunSummary {
+                id: r[0].as_text().unwrap_or_default().to_string(),
+                started_at: r[1].as_text().unwrap_or_default().to_string(),
+                hostname: r[2].as_text().unwrap_or_default().to_string(),
+                kernel_release: r[3].as_text().unwrap_or_default().to_string(),
+                verb: r[4].as_text().unwrap_or_default().to_string(),
+                policy: r[5].as_text().unwrap_or_default().to_string(),
+                scenario: r[6].as_text().unwrap_or_default().to_string(),
+                samples: r[7].as_int().unwrap_or(0),
+                min_ns: r[8].as_int(),
+                max_ns: r[9].as_int(),
+                avg_ns: r[10].as_real(),
+                tags: BTreeMap::new(),
+            })
+            .collect();
+        out.reverse();
+        self.fill_tags(&mut out)?;
+        Ok(out)
+    }
+
+    fn fill_tags(&mut self, runs: &mut [RunSummary]) -> Result<(), StoreError> {
+        for chunk in runs.chunks_mut(200) {
+            let ph: Vec<String> = (1..=chunk.len()).map(|i| format!("?{i}")).collect();
+            let sql = format!(
+                "SELECT run_id, key, value FROM run_tags WHERE run_id IN ({})",
+                ph.join(", ")
+            );
+            let p: Vec<Val> = chunk.iter().map(|r| Val::text(&r.id)).collect();
+            let rows = self.conn.query(&sql, &p, &[Ty::Text, Ty::Text, Ty::Text])?;
+            let mut by_id: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+            for r in rows {
+                by_id
+                    .entry(r[0].as_text().unwrap_or_default().to_string())
+                    .or_default()
+                    .insert(
+                        r[1].as_text().unwrap_or_default().to_string(),
+                        r[2].as_text().unwrap_or_default().to_string(),
+                    );
+            }
+            for r in chunk.iter_mut() {
+                r.tags = by_id.remove(&r.id).unwrap_or_default();
+            }
+        }
+        Ok(())
+    }
+
+    /// Full records of every run matching `f` (oldest first).
+    pub fn load_runs(&mut self, f: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
+        let ids: Vec<String> = self.list_runs(f)?.into_iter().map(|r| r.id).collect();
+        ids.iter().map(|id| self.get_run(id)).collect()
+    }
+
+    pub fn count_runs(&mut self) -> Result<i64, StoreError> {
+        let r = self
+            .conn
+            .query("SELECT COUNT(*) FROM runs", &[], &[Ty::Int])?;
+        Ok(r.first().and_then(|r| r[0].as_int()).unwrap_or(0))
+    }
+
+    /// Insert a v1-shaped row directly (tests of migrations from version 1 only).
+    #[doc(hidden)]
+    pub fn insert_raw_v1(&mut self, rec: &RunRecord) -> Result<(), StoreError> {
+        let json = serde_json::to_string(rec).map_err(|e| StoreError::Other(e.to_string()))?;
+        self.conn.exec(
+            "INSERT INTO runs (id, started_at, hostname, kernel_release, verb, record_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            &[
+                Val::text(&rec.id),
+                Val::text(&rec.started_at),
+                Val::text(&rec.system.hostname),
+                Val::text(&rec.system.kernel_release),
+                Val::text(&rec.config.verb),
+                Val::text(json),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Insert a v2-shaped row (runs + tags, no summary columns): migration tests only.
+    #[doc(hidden)]
+    pub fn insert_raw_v2(&mut self, rec: &RunRecord) -> Result<(), StoreError> {
+        self.insert_raw_v1(rec)?;
+        insert_tags(&mut self.conn, &rec.id, rec)
+    }
+
+    /// Drop the tables of this store (tests on a shared PostgreSQL schema).
+    #[doc(hidden)]
+    pub fn drop_all(&mut self) -> Result<(), StoreError> {
+        self.conn
+            .batch("DROP TABLE IF EXISTS run_tags; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS rtscope_meta;")
+    }
+}

@@ -1,11 +1,177 @@
-//! `rtscope bound` — being built under issue 5; until it lands the verb says so and exits 1.
+//! `rtscope bound`: the ECRTS'20 latency bound (Theorem 8, six interrupt characterizations) from
+//! one of three inputs — the documented JSON (`--input`), rtsl's SQLite databases (`--rtsl-db`),
+//! or an rtscope trace (`--trace`). Text like rtsl's report, or `--json` (docs/schema/bound.schema.json).
+
+use crate::usage;
+use anyhow::{Context, Result};
+use rtscope_analysis::bound::{self, BoundInput, Options};
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// The documented interchange JSON (docs/bound.md).
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["rtsl_db", "trace"])]
+    input: Option<PathBuf>,
+    /// rtsl's per-CPU SQLite databases (tables poid, paie, psd, dst, irq, nmi).
+    #[arg(long = "rtsl-db", value_name = "PATH", num_args = 1.., conflicts_with = "trace")]
+    rtsl_db: Vec<PathBuf>,
+    /// An rtscope trace file (.rtt): interrupts from its events, thread terms from preemptirq
+    /// events or, where the kernel has none, the estimate fallback.
+    #[arg(long, value_name = "FILE.rtt")]
+    trace: Option<PathBuf>,
+    /// With --trace: the thread term (ns) to assume on CPUs that have neither preemptirq events
+    /// nor samples in the trace. The result is labelled an estimate, not a sound bound.
+    #[arg(long, value_name = "NS", requires = "trace")]
+    assume_thread_ns: Option<u64>,
+    /// With --trace: also compute the time-to-bound series at N evenly spaced instants
+    /// (1 ..= 1000): the sliding-window bound from the data seen so far vs the observed maximum.
+    #[arg(long, value_name = "N", requires = "trace")]
+    series: Option<u32>,
+    /// Print the JSON report instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Stop a fixed point (not converged) once L exceeds this: 1us ..= 1h, suffix ns/us/ms/s
+    /// (plain number = ns).
+    #[arg(long, default_value = "1s")]
+    cap: String,
+    /// Stop a fixed point (not converged) after this many iterations (1 ..= 10000000).
+    #[arg(long, default_value_t = bound::DEFAULT_MAX_ITERATIONS)]
+    max_iterations: u64,
 }
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("'bound' is not available in this build yet (issue 5)")
+/// `1s`, `500ms`, `250us`, `1000ns`, or plain ns → ns, integer only.
+fn parse_cap(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ns") {
+        (n, 1u64)
+    } else if let Some(n) = t.strip_suffix("us") {
+        (n, 1_000)
+    } else if let Some(n) = t.strip_suffix("ms") {
+        (n, 1_000_000)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1_000_000_000)
+    } else {
+        (t, 1)
+    };
+    let v: u64 = num.trim().parse().map_err(|_| {
+        usage!("--cap: '{s}' is not a duration (integer with ns, us, ms or s; plain = ns)")
+    })?;
+    let ns = v
+        .checked_mul(mult)
+        .ok_or_else(|| usage!("--cap: {s} is out of range (1us ..= 1h)"))?;
+    if !(1_000..=3_600_000_000_000).contains(&ns) {
+        return Err(usage!("--cap: {s} is out of range (1us ..= 1h)"));
+    }
+    Ok(ns)
+}
+
+fn read_json(p: &Path) -> Result<BoundInput> {
+    let text = std::fs::read_to_string(p).map_err(|e| usage!("--input {}: {e}", p.display()))?;
+    bound::json::parse(&text, &p.display().to_string()).map_err(|e| usage!("--input {e}"))
+}
+
+fn read_rtsl(paths: &[PathBuf]) -> Result<BoundInput> {
+    let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+    let raw = rtscope_store::rtsl::read_paths(&refs).map_err(|e| usage!("--rtsl-db {e}"))?;
+    bound::from_raw(raw, Vec::new()).map_err(|e| usage!("--rtsl-db {e}"))
+}
+
+type Series = Vec<rtscope_model::bound::BoundSeriesPoint>;
+
+fn read_trace(
+    p: &Path,
+    assume_thread_ns: Option<u64>,
+    series: Option<(u32, Options)>,
+) -> Result<(BoundInput, Series)> {
+    if !p.is_file() {
+        return Err(usage!("--trace {}: no such file", p.display()));
+    }
+    let f = rtscope_trace::rtt::read_rtt(p).map_err(|e| usage!("--trace {}: {e}", p.display()))?;
+    let mut input = bound::events::trace_input(&f.events, &f.samples, assume_thread_ns)
+        .map_err(|e| usage!("--trace {}: {e}", p.display()))?;
+    for (cpu, lost) in &f.meta.lost_per_cpu {
+        if *lost > 0 {
+            input.warnings.push(format!(
+                "CPU {cpu}: {lost} events lost during capture: interrupts may be missing, the bound may be low"
+            ));
+        }
+    }
+    let pts = match series {
+        Some((n, o)) => bound::events::time_series(&f.events, &f.samples, assume_thread_ns, n, &o),
+        None => Vec::new(),
+    };
+    Ok((input, pts))
+}
+
+pub fn run(a: Args) -> Result<()> {
+    // Validate everything before reading anything.
+    let cap_ns = parse_cap(&a.cap)?;
+    if let Some(t) = a.assume_thread_ns {
+        if !(1..=1_000_000_000).contains(&t) {
+            return Err(usage!(
+                "--assume-thread-ns: must be 1..=1000000000 ns, got {t}"
+            ));
+        }
+    }
+    if !(1..=10_000_000).contains(&a.max_iterations) {
+        return Err(usage!(
+            "--max-iterations: must be 1..=10000000, got {}",
+            a.max_iterations
+        ));
+    }
+    if let Some(n) = a.series {
+        if !(1..=1000).contains(&n) {
+            return Err(usage!("--series: must be 1..=1000 points, got {n}"));
+        }
+    }
+    let opts = Options {
+        cap_ns,
+        max_iterations: a.max_iterations,
+    };
+    let (input, kind, series) = match (&a.input, a.rtsl_db.is_empty(), &a.trace) {
+        (Some(p), true, None) => (read_json(p)?, "json", Vec::new()),
+        (None, false, None) => (read_rtsl(&a.rtsl_db)?, "rtsl-db", Vec::new()),
+        (None, true, Some(p)) => {
+            let (i, s) = read_trace(p, a.assume_thread_ns, a.series.map(|n| (n, opts)))?;
+            (i, "trace", s)
+        }
+        _ => {
+            return Err(usage!(
+                "give exactly one of --input FILE.json, --rtsl-db PATH…, --trace FILE.rtt"
+            ))
+        }
+    };
+    let mut report = bound::analyze(&input, &opts, kind);
+    report.series = series;
+    let out = if a.json {
+        let mut s =
+            serde_json::to_string_pretty(&report).context("serialising the bound report")?;
+        s.push('\n');
+        s
+    } else {
+        bound::render::text(&report)
+    };
+    use std::io::Write;
+    let mut so = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error worth a message.
+    match so.write_all(out.as_bytes()).and_then(|_| so.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing the report to stdout"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cap;
+
+    #[test]
+    fn cap_parsing() {
+        assert_eq!(parse_cap("1s").unwrap(), 1_000_000_000);
+        assert_eq!(parse_cap("250us").unwrap(), 250_000);
+        assert_eq!(parse_cap("5000").unwrap(), 5_000);
+        assert!(parse_cap("10ns").is_err());
+        assert!(parse_cap("2h").is_err());
+        assert!(parse_cap("-1s").is_err());
+        assert!(parse_cap("1.5s").is_err());
+    }
 }

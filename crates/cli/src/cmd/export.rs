@@ -1,11 +1,60 @@
-//! `rtscope export` — being built under issue 6; until it lands the verb says so and exits 1.
+//! `rtscope export RUN --format json|csv`: a stored run for other tools.
+//!
+//! CSV: one row per non-empty histogram bucket, `scope,cpu,latency_ns,count`; `scope` is `all`
+//! for the run's merged histogram and `thread` for each measurement thread. Buckets are exact
+//! below 2048 ns and ≤ 0.1 % wide above (the stored HDR histogram; see docs/reports.md).
+
+use super::db::{self, DbArgs};
+use anyhow::Context;
+use rtscope_model::RunRecord;
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum Format {
+    Json,
+    Csv,
+}
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    #[command(flatten)]
+    db: DbArgs,
+    /// Run id (or a unique prefix of one)
+    run: String,
+    #[arg(long, value_enum, default_value = "json")]
+    format: Format,
+    /// Write to FILE instead of stdout
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
 }
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("'export' is not available in this build yet (issue 6)")
+pub fn csv(rec: &RunRecord) -> String {
+    let mut out = String::from("scope,cpu,latency_ns,count\n");
+    for (v, c) in rec.histogram.buckets() {
+        out.push_str(&format!("all,,{v},{c}\n"));
+    }
+    for t in &rec.threads {
+        for (v, c) in t.histogram.buckets() {
+            out.push_str(&format!("thread,{},{v},{c}\n", t.cpu));
+        }
+    }
+    out
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let mut store = db::open(&a.db)?;
+    let rec = store.get_run(&a.run).map_err(db::map_err)?;
+    let text = match a.format {
+        Format::Json => rtscope_report::json::run_record(&rec) + "\n",
+        Format::Csv => csv(&rec),
+    };
+    match &a.output {
+        Some(p) => {
+            // Write beside, then rename: no half-written export.
+            let tmp = p.with_extension("rtscope-tmp");
+            std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
+            std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
+        }
+        None => db::out(&text)?,
+    }
+    Ok(())
 }

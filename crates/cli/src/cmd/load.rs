@@ -1,11 +1,278 @@
-//! `rtscope load` — being built under issue 3; until it lands the verb says so and exits 1.
+//! `rtscope load KIND[,KIND…] [-- CMD ARGS…]`: run a background workload on its own, print its
+//! intensity figures at the end (and write them as JSON). The same [`LoadFlags`] are flattened
+//! into `rtscope measure` so both verbs spell the load options identically.
+
+use anyhow::Context;
+use rtscope_load::{LoadError, LoadOptions, LoadPolicy};
+use rtscope_model::LoadReport;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Load options shared by `load` and `measure` (`#[command(flatten)]`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct LoadFlags {
+    /// cpu-cache working set per worker (e.g. 20M) [default: 2 x the largest cache in sysfs,
+    /// 20M if none]
+    #[arg(long, value_name = "SIZE")]
+    pub wss: Option<String>,
+    /// Directory for the disk load's scratch files (a private subdirectory, removed at the end)
+    #[arg(long, value_name = "DIR", default_value = "/var/tmp")]
+    pub scratch_dir: PathBuf,
+    /// Size of the disk load's sequential file; checked against free space before start
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    pub disk_size: String,
+    /// net: stream over a veth pair into a private network namespace instead of loopback
+    #[arg(long)]
+    pub net_veth: bool,
+    /// net: server port on 127.0.0.1 (0 = any free port)
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    pub net_port: u16,
+    /// Scheduling policy of the load processes: other, fifo or fifo:PRIO (fifo needs --force)
+    #[arg(long, value_name = "POLICY", default_value = "other")]
+    pub load_policy: String,
+    /// hackbench: number of groups of 20 senders and 20 receivers
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub hackbench_groups: u32,
+}
+
+impl LoadFlags {
+    /// Resolves the flags into library options; bad values are usage errors (exit 2).
+    pub fn options(
+        &self,
+        cpus: Vec<u32>,
+        force: bool,
+        exec_argv: Vec<String>,
+    ) -> anyhow::Result<LoadOptions> {
+        let wss_bytes = match &self.wss {
+            Some(w) => Some(rtscope_load::parse_size(w).map_err(|e| crate::usage!("--wss: {e}"))?),
+            None => None,
+        };
+        let disk_bytes = rtscope_load::parse_size(&self.disk_size)
+            .map_err(|e| crate::usage!("--disk-size: {e}"))?;
+        let policy: LoadPolicy = self.load_policy.parse().map_err(load_error)?;
+        Ok(LoadOptions {
+            cpus,
+            wss_bytes,
+            scratch_dir: self.scratch_dir.clone(),
+            disk_bytes,
+            net_veth: self.net_veth,
+            net_port: self.net_port,
+            policy,
+            force,
+            exec_argv,
+            hackbench_groups: self.hackbench_groups,
+            ..LoadOptions::default()
+        })
+    }
+}
+
+/// A library error as the cli reports it: validation errors exit 2, the rest exit 1.
+pub fn load_error(e: LoadError) -> anyhow::Error {
+    if e.is_bad_input() {
+        crate::usage!("{e}")
+    } else {
+        anyhow::Error::new(e)
+    }
+}
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// idle, cpu-cache, hackbench, disk, net, io (= hackbench+disk+net) or exec, comma-separated
+    #[arg(value_name = "KIND[,KIND…]")]
+    kinds: String,
+    /// How long to run (e.g. 30s, 5m, 1h; plain number = seconds) [default: until Ctrl-C]
+    #[arg(short = 'D', long, value_name = "TIME")]
+    duration: Option<String>,
+    /// CPUs the loads may use (e.g. 0-1,3) [default: all online]
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<String>,
+    /// Confirm a real-time load policy (--load-policy fifo)
+    #[arg(long)]
+    force: bool,
+    /// Also write the figures as JSON to FILE
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    flags: LoadFlags,
+    /// exec: the command and its arguments, after `--` (run without a shell)
+    #[arg(last = true, value_name = "CMD ARGS")]
+    exec: Vec<String>,
 }
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("'load' is not available in this build yet (issue 3)")
+/// Parses `-D`: `90`, `90s`, `500ms`, `5m`, `2h`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("expected a duration like 30s, 5m or 1h, got '{s}'"))?;
+    let d = match unit {
+        "" | "s" => Duration::from_secs(n),
+        "ms" => Duration::from_millis(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        "h" => Duration::from_secs(n.saturating_mul(3600)),
+        "d" => Duration::from_secs(n.saturating_mul(86400)),
+        _ => {
+            return Err(format!(
+                "unknown unit '{unit}' in '{s}' (use ms, s, m, h, d)"
+            ))
+        }
+    };
+    if d.is_zero() {
+        return Err(format!("must be > 0, got '{s}'"));
+    }
+    Ok(d)
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+#[derive(serde::Serialize)]
+struct LoadJson<'a> {
+    schema_version: u32,
+    loads: &'a [LoadReport],
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    // Everything is resolved and checked before the first process is forked.
+    let kinds = rtscope_load::parse_kinds(&a.kinds).map_err(load_error)?;
+    let duration = match &a.duration {
+        Some(d) => Some(parse_duration(d).map_err(|e| crate::usage!("--duration: {e}"))?),
+        None => None,
+    };
+    let cpus = match &a.cpus {
+        Some(l) => rtscope_load::parse_cpu_list(l)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| crate::usage!("--cpus: expected a list like 0-1,3, got '{l}'"))?,
+        None => Vec::new(),
+    };
+    if let Some(p) = &a.json {
+        check_writable(p)?;
+    }
+    let opts = a.flags.options(cpus, a.force, a.exec.clone())?;
+    rtscope_load::validate(&kinds, &opts).map_err(load_error)?;
+
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_stop_signal as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGTERM,
+            on_stop_signal as *const () as libc::sighandler_t,
+        );
+    }
+    let loads = rtscope_load::start(&kinds, &opts).map_err(load_error)?;
+    let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+    match duration {
+        Some(d) => eprintln!(
+            "rtscope: load {} running for {d:?} (Ctrl-C stops)",
+            names.join(",")
+        ),
+        None => eprintln!("rtscope: load {} running until Ctrl-C", names.join(",")),
+    }
+    let t0 = Instant::now();
+    while !STOP.load(Ordering::SeqCst) && duration.is_none_or(|d| t0.elapsed() < d) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let interrupted = STOP.load(Ordering::SeqCst);
+    let reports = loads.stop();
+    print_reports(&reports, interrupted);
+    if let Some(p) = &a.json {
+        let doc = LoadJson {
+            schema_version: rtscope_model::SCHEMA_VERSION,
+            loads: &reports,
+        };
+        write_atomically(p, &serde_json::to_vec_pretty(&doc)?)?;
+    }
+    Ok(())
+}
+
+fn check_writable(p: &std::path::Path) -> anyhow::Result<()> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(crate::usage!(
+            "--json: directory {} does not exist",
+            dir.display()
+        ));
+    }
+    if p.is_dir() {
+        return Err(crate::usage!("--json: {} is a directory", p.display()));
+    }
+    Ok(())
+}
+
+/// Writes to FILE.tmp then renames, so a crash never leaves half a JSON document.
+fn write_atomically(p: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut tmp = p.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, p).with_context(|| format!("renaming to {}", p.display()))?;
+    Ok(())
+}
+
+fn print_reports(reports: &[LoadReport], interrupted: bool) {
+    for r in reports {
+        println!(
+            "load {} ran {:.2} s{}",
+            r.kind,
+            r.duration_s,
+            if interrupted {
+                " (stopped by signal)"
+            } else {
+                ""
+            }
+        );
+        for (k, v) in &r.params {
+            println!("  {k:<34} {v}");
+        }
+        for (k, v) in r.figures.iter().filter(|(k, _)| !k.starts_with("sys_")) {
+            println!("  {k:<34} {}", fmt_figure(*v));
+        }
+        for w in &r.warnings {
+            println!("  warning: {w}");
+        }
+    }
+    // The /proc deltas are machine-wide and identical in every report: print them once.
+    if let Some(r) = reports.first() {
+        println!("machine-wide, /proc deltas over the run (all loads and everything else):");
+        for (k, v) in r.figures.iter().filter(|(k, _)| k.starts_with("sys_")) {
+            println!("  {k:<34} {}", fmt_figure(*v));
+        }
+    }
+}
+
+fn fmt_figure(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("1.5s").is_err());
+        assert!(parse_duration("5x").is_err());
+    }
 }

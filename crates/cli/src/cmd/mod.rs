@@ -2,8 +2,10 @@
 pub mod analyze;
 pub mod bound;
 pub mod campaign;
+pub mod common;
 pub mod compare;
 pub mod cyclictest;
+pub mod db;
 pub mod export;
 pub mod import;
 pub mod load;
@@ -17,3 +19,25 @@ pub mod sched_scale;
 pub mod show;
 pub mod taskset;
 pub mod trace;
+
+/// Save a run in the results database (every run of every verb is stored unless --no-store).
+/// PostgreSQL unreachable or the SQLite file unusable: the run goes to a local fallback file and
+/// the command that imports it later is printed — nothing measured is lost.
+pub fn store_record(db: Option<&str>, rec: &rtscope_model::RunRecord) -> anyhow::Result<()> {
+    match rtscope_store::save_or_fallback(db, rec)? {
+        rtscope_store::Saved::Stored { id, location } => {
+            println!("stored run {id} in {location}");
+        }
+        rtscope_store::Saved::Fallback {
+            path,
+            reason,
+            import_command,
+        } => {
+            eprintln!(
+                "rtscope: warning: the results database did not take the run ({reason}); kept in {}; store it later with: {import_command}",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,11 +1,72 @@
-//! `rtscope report` — being built under issue 6; until it lands the verb says so and exits 1.
+//! `rtscope report RUN…|--campaign NAME -o report.html [--figures DIR]`: one self-contained HTML
+//! report (inline SVG, no network, prints well); optionally every figure as SVG and PNG.
+
+use super::db::{self, DbArgs};
+use crate::usage;
+use rtscope_report::html::{build, write_figures, ReportOptions};
+use rtscope_store::RunFilter;
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    #[command(flatten)]
+    db: DbArgs,
+    /// Run ids (or unique prefixes); the first is the comparison baseline
+    runs: Vec<String>,
+    /// Every run of this campaign (in the order they were taken)
+    #[arg(long, value_name = "NAME")]
+    campaign: Option<String>,
+    /// Output HTML file
+    #[arg(short, long, value_name = "FILE", default_value = "report.html")]
+    output: PathBuf,
+    /// Also write each figure as SVG and PNG into DIR
+    #[arg(long, value_name = "DIR")]
+    figures: Option<PathBuf>,
+    /// Report title
+    #[arg(long)]
+    title: Option<String>,
 }
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("'report' is not available in this build yet (issue 6)")
+pub fn run(a: Args) -> anyhow::Result<()> {
+    if a.runs.is_empty() && a.campaign.is_none() {
+        return Err(usage!("report: give run ids or --campaign NAME"));
+    }
+    let mut store = db::open(&a.db)?;
+    let mut runs = db::load(&mut store, &a.runs)?;
+    if let Some(c) = &a.campaign {
+        let found = store
+            .load_runs(&RunFilter {
+                tags: vec![("campaign".into(), c.clone())],
+                ..Default::default()
+            })
+            .map_err(db::map_err)?;
+        if found.is_empty() {
+            return Err(usage!(
+                "--campaign: no stored runs of campaign '{c}' (see `rtscope runs --campaign {c}`)"
+            ));
+        }
+        runs.extend(found);
+    }
+    let title = a.title.clone().unwrap_or_else(|| match &a.campaign {
+        Some(c) => format!("rtscope campaign {c}"),
+        None => "rtscope latency report".into(),
+    });
+    let opts = ReportOptions {
+        title,
+        generated_at: super::common::rfc3339(std::time::SystemTime::now()),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+    };
+    let report = build(&runs, &opts);
+    super::common::write_atomic(&a.output, report.html.as_bytes())?;
+    eprintln!(
+        "report: {} ({} runs, {} figures)",
+        a.output.display(),
+        runs.len(),
+        report.figures.len()
+    );
+    if let Some(dir) = &a.figures {
+        let files = write_figures(&report.figures, dir)?;
+        eprintln!("figures: {} files in {}", files.len(), dir.display());
+    }
+    Ok(())
 }

@@ -1,11 +1,295 @@
-//! `rtscope rhealstone` — being built under issue 7; until it lands the verb says so and exits 1.
+//! `rtscope rhealstone` — the Rhealstone suite (Kar & Porter 1989; heursch-2001 §3.1): task
+//! switch, preemption, intertask message, semaphore shuffle, deadlock break and interrupt
+//! response, each pinned to one CPU under SCHED_FIFO with memory locked, with the full
+//! distribution and Kar's composite figure. Also holds the record/output helpers the other two
+//! bench verbs (sched-scale, pdlt) share.
+
+use crate::cmd::common::{check_output, new_run_id, parse_tags, rfc3339, write_atomic};
+use crate::usage;
+use anyhow::{Context, Result};
+use rtscope_bench::common::{self as bc, reaper::Reaper, BenchError};
+use rtscope_bench::rhealstone::{self, Config, METRICS};
+use rtscope_model::bench::BenchResult;
+use std::path::PathBuf;
+
+/// Output flags shared by rhealstone, sched-scale and pdlt.
+#[derive(clap::Args, Debug, Clone)]
+pub struct OutArgs {
+    /// Write the RunRecord (with its `bench` field) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Store the RunRecord in this results database (SQLite path or postgres://…).
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<String>,
+    /// Store the RunRecord in the default results database.
+    #[arg(long)]
+    pub store: bool,
+    /// key=value tag on the stored record (repeatable).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+}
+
+impl OutArgs {
+    pub fn validate(&self) -> Result<std::collections::BTreeMap<String, String>> {
+        if let Some(p) = &self.json {
+            check_output("--json", p)?;
+        }
+        parse_tags("--tag", &self.tags)
+    }
+}
+
+/// Map a bench error: bad input → exit 2, the rest → exit 1.
+pub fn bench_err(e: BenchError) -> anyhow::Error {
+    match e {
+        BenchError::Invalid(m) => usage!("{m}"),
+        e => anyhow::Error::new(e),
+    }
+}
+
+pub struct RecordInfo<'a> {
+    pub verb: &'a str,
+    pub cpu: u32,
+    pub priority: u32,
+    pub started: std::time::SystemTime,
+    pub wall_s: f64,
+    pub interrupted: bool,
+    pub warnings: Vec<String>,
+    pub tags: std::collections::BTreeMap<String, String>,
+}
+
+/// A RunRecord carrying a bench result (no probe threads: `threads` is empty).
+pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunRecord {
+    use rtscope_model::*;
+    let cpus = vec![info.cpu];
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        id: new_run_id(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: rfc3339(info.started),
+        wall_duration_s: info.wall_s,
+        end_reason: if info.interrupted { EndReason::Interrupted } else { EndReason::Completed },
+        interrupted: info.interrupted,
+        break_sample: None,
+        config: RunConfig {
+            verb: info.verb.into(),
+            cmdline: std::env::args().collect(),
+            cpus: cpus.clone(),
+            policy: Policy::Fifo,
+            priority: info.priority,
+            nice: 0,
+            deadline: None,
+            interval_us: 0,
+            distance_us: 0,
+            duration_s: None,
+            loops: None,
+            timer: TimerMode::AbsNanosleep,
+            clock: ClockId::Monotonic,
+            hold_cpu_dma_latency: false,
+            break_above_us: None,
+            threshold_us: None,
+            worst_n: 0,
+            linear_max_us: 0,
+            loads: Vec::new(),
+            trace: "tracefs-instance".into(),
+            tags: info.tags.clone(),
+        },
+        system: rtscope_probe::system::capture(&cpus),
+        hygiene: Hygiene {
+            mlockall: true,
+            prefaulted_stack_bytes: rtscope_bench::common::rt::PREFAULT_STACK_BYTES as u64,
+            notes: vec![
+                "benchmark threads pinned, SCHED_FIFO, memory locked; RT throttling left on (drivers rest 10 ms every 100 ms)".into(),
+            ],
+            ..Default::default()
+        },
+        threads: Vec::new(),
+        histogram: Histogram::new(),
+        stats: Stats::default(),
+        overruns: 0,
+        loads: Vec::new(),
+        attribution: None,
+        bound: None,
+        trace_file: None,
+        warnings: info.warnings,
+        tags: info.tags,
+        bench: Some(bench),
+    }
+}
+
+/// Write --json and store (--db/--store) as asked.
+pub fn emit(out: &OutArgs, rec: &rtscope_model::RunRecord) -> Result<()> {
+    if let Some(p) = &out.json {
+        let s = serde_json::to_string_pretty(rec).context("serialising the RunRecord")?;
+        write_atomic(p, s.as_bytes())?;
+        eprintln!("rtscope: wrote {}", p.display());
+    }
+    if out.store || out.db.is_some() {
+        let mut st = rtscope_store::Store::open(out.db.as_deref())
+            .context("opening the results database")?;
+        let id = st.insert_run(rec).context("storing the run")?;
+        eprintln!("rtscope: stored run {id} in {}", st.location());
+    }
+    Ok(())
+}
+
+pub fn us(ns: Option<f64>) -> String {
+    ns.map_or("-".into(), |v| format!("{:.2}", v / 1000.0))
+}
+pub fn us_u(ns: Option<u64>) -> String {
+    us(ns.map(|v| v as f64))
+}
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    /// CPU every benchmark thread is pinned to [default: the last online CPU]
+    #[arg(long)]
+    cpu: Option<u32>,
+    /// Highest SCHED_FIFO priority (21..=99); the medium and low threads run 10 and 20 below.
+    #[arg(long, default_value_t = 80)]
+    priority: u32,
+    /// Samples per metric (1..=100000000).
+    #[arg(long, default_value_t = 1_000_000)]
+    iterations: u64,
+    /// Cap on each metric's run time, seconds (0.1..=3600).
+    #[arg(long, default_value_t = 10.0)]
+    max_seconds: f64,
+    /// Timer period of the preemption and interrupt-response metrics, µs (10..=10000).
+    #[arg(long, default_value_t = 50)]
+    timer_interval_us: u64,
+    /// Samples for interrupt response (1..=100000; each costs trace-buffer space).
+    #[arg(long, default_value_t = 20_000)]
+    irq_iterations: u64,
+    /// Compute burst of the medium-priority thread in deadlock break, µs (1..=10000).
+    #[arg(long, default_value_t = 50)]
+    medium_burst_us: u64,
+    /// Run only these metrics (comma-separated): task_switch, preemption, intertask_message,
+    /// semaphore_shuffle, deadlock_break, interrupt_response.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Skip the secondary variants (POSIX mq, pipe, POSIX sem, futex, no-PI mutex).
+    #[arg(long)]
+    no_variants: bool,
+    #[command(flatten)]
+    out: OutArgs,
 }
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("'rhealstone' is not available in this build yet (issue 7)")
+pub fn run(a: Args) -> Result<()> {
+    // Everything is validated before a thread starts or a resource exists.
+    let secs = a.max_seconds;
+    if !secs.is_finite() || !(0.1..=3600.0).contains(&secs) {
+        return Err(usage!("--max-seconds: must be 0.1..=3600, got {secs}"));
+    }
+    for m in &a.only {
+        if !METRICS.contains(&m.as_str()) {
+            return Err(usage!(
+                "--only: unknown metric '{m}' (one of {})",
+                METRICS.join(", ")
+            ));
+        }
+    }
+    let cfg = Config {
+        cpu: a.cpu.unwrap_or_else(bc::default_cpu),
+        priority_high: a.priority,
+        iterations: a.iterations,
+        max_duration_ns: (secs * 1e9) as u64,
+        timer_interval_ns: a.timer_interval_us.saturating_mul(1000),
+        irq_iterations: a.irq_iterations,
+        medium_burst_ns: a.medium_burst_us.saturating_mul(1000),
+        only: a.only.clone(),
+        variants: !a.no_variants,
+    };
+    cfg.validate().map_err(bench_err)?;
+    let tags = a.out.validate()?;
+    if !rtscope_probe::sys::is_root()
+        && !rtscope_probe::sys::has_capability(rtscope_probe::sys::CAP_SYS_NICE)
+    {
+        return Err(anyhow::anyhow!(
+            "rhealstone needs root or CAP_SYS_NICE (SCHED_FIFO, mlockall)"
+        ));
+    }
+    bc::install_stop_handlers().map_err(anyhow::Error::new)?;
+    let reaper = Reaper::start().map_err(anyhow::Error::new)?;
+    let started = std::time::SystemTime::now();
+    let t0 = std::time::Instant::now();
+    eprintln!(
+        "rtscope rhealstone: CPU {}, SCHED_FIFO {}/{}/{}, {} iterations per metric (cap {secs} s each)",
+        cfg.cpu,
+        cfg.priority_high,
+        cfg.priority_high - 10,
+        cfg.priority_high - 20,
+        cfg.iterations
+    );
+    let res = rhealstone::run(&cfg, &reaper, |m, v| eprintln!("  {m} / {v} …"));
+    drop(reaper);
+    let res = res.map_err(bench_err)?;
+    let interrupted = bc::stop_requested();
+    print_result(&res);
+    let mut warnings = Vec::new();
+    for m in &res.metrics {
+        if let Some(s) = &m.stopped_early {
+            warnings.push(format!("{}/{}: {s}", m.metric, m.variant));
+        }
+        if let Some(u) = &m.unavailable {
+            warnings.push(format!("{}/{}: unavailable: {u}", m.metric, m.variant));
+        }
+    }
+    warnings.push("measured inside a VM: timer interrupts are injected by the hypervisor, and host stalls of several ms appear in the maxima".into());
+    let rec = bench_record(
+        RecordInfo {
+            verb: "rhealstone",
+            cpu: cfg.cpu,
+            priority: cfg.priority_high,
+            started,
+            wall_s: t0.elapsed().as_secs_f64(),
+            interrupted,
+            warnings,
+            tags,
+        },
+        BenchResult::Rhealstone(Box::new(res)),
+    );
+    emit(&a.out, &rec)
+}
+
+fn print_result(r: &rtscope_model::bench::RhealstoneResult) {
+    println!(
+        "{:<19} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "metric", "variant", "samples", "mean_us", "min_us", "median_us", "p99_us", "max_us"
+    );
+    for m in &r.metrics {
+        if let Some(u) = &m.unavailable {
+            println!("{:<19} {:<14} unavailable: {u}", m.metric, m.variant);
+            continue;
+        }
+        let s = &m.stats;
+        println!(
+            "{:<19} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}{}",
+            m.metric,
+            m.variant,
+            s.samples,
+            us(s.avg_ns),
+            us_u(s.min_ns),
+            us_u(s.median_ns),
+            us_u(s.percentile(99.0).map(|p| p.value_ns)),
+            us_u(s.max_ns),
+            if m.primary { "" } else { "  (variant)" }
+        );
+        if let Some(e) = &m.stopped_early {
+            println!("{:<34} note: {e}", "");
+        }
+    }
+    if let Some(c) = &r.composite {
+        println!();
+        println!(
+            "Rhealstone composite: {:.0} Rhealstones/s (mean component {:.2} µs){}",
+            c.rhealstones_per_s,
+            c.mean_component_ns / 1000.0,
+            if c.missing.is_empty() {
+                String::new()
+            } else {
+                format!(" — PARTIAL, missing: {}", c.missing.join(", "))
+            }
+        );
+        println!("  formula: {}", c.formula);
+        println!("  source:  {}", c.citation);
+    }
 }

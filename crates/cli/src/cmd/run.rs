@@ -1,11 +1,64 @@
-//! `rtscope run` — being built under issue 2.
+//! `rtscope run`: the default job. Measures every online CPU (FIFO 95, 1 ms, 60 s unless told
+//! otherwise), prints the summary, stores the run and writes its files into
+//! `<out>/<run-id>/`: `run.json` (RunRecord), `histogram.txt` (cyclictest -h format),
+//! `summary.txt` and `report.html` (self-contained, inline SVG).
+
+use super::common;
+use super::measure::{self, MeasureFlags};
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+
+pub const DEFAULT_DURATION_S: f64 = 60.0;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    #[command(flatten)]
+    flags: MeasureFlags,
+    /// Directory for the run's files (a sub-directory per run is created)
+    #[arg(
+        short = 'o',
+        long,
+        default_value = "rtscope-results",
+        value_name = "DIR"
+    )]
+    out: PathBuf,
 }
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("'run' is not available in this build yet (issue 2)")
+pub fn run(a: Args) -> Result<()> {
+    let r = measure::resolve(&a.flags, "run", Some(DEFAULT_DURATION_S))?;
+    let dir = a.out.join(&r.id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| crate::usage!("--out: cannot create {}: {e}", dir.display()))?;
+    common::check_output("--out", &dir.join("run.json"))?;
+    let mut display = measure::default_display(a.flags.quiet, &r.config.cpus);
+    let (rec, raw) = measure::execute(&r, display.as_mut())?;
+    let mut flags = a.flags.clone();
+    flags.json = Some(dir.join("run.json"));
+    flags.histogram_file = Some(dir.join("histogram.txt"));
+    let mut written = measure::write_outputs(&flags, &rec, &raw)?;
+    let summary = rtscope_report::text::summary(&rec);
+    common::write_atomic(&dir.join("summary.txt"), summary.as_bytes())?;
+    written.push(format!("summary: {}", dir.join("summary.txt").display()));
+    let report = rtscope_report::html::build(
+        std::slice::from_ref(&rec),
+        &rtscope_report::html::ReportOptions {
+            title: format!("rtscope run {}", rec.id),
+            generated_at: common::rfc3339(std::time::SystemTime::now()),
+            command: rec.config.cmdline.join(" "),
+        },
+    );
+    common::write_atomic(&dir.join("report.html"), report.html.as_bytes())
+        .context("writing report.html")?;
+    written.push(format!(
+        "HTML report: {}",
+        dir.join("report.html").display()
+    ));
+    print!("{summary}");
+    for w in written {
+        println!("wrote {w}");
+    }
+    if !a.flags.no_store {
+        super::store_record(a.flags.db.as_deref(), &rec)?;
+    }
+    Ok(())
 }

@@ -1,11 +1,150 @@
-//! `rtscope runs` — being built under issue 6; until it lands the verb says so and exits 1.
+//! `rtscope runs`: list stored runs, filtered, as a table or JSON.
+
+use super::db::{self, DbArgs};
+use crate::usage;
+use rtscope_store::RunFilter;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    #[command(flatten)]
+    db: DbArgs,
+    /// Only runs carrying this tag (repeatable; all must match)
+    #[arg(long, value_name = "KEY=VALUE", value_parser = db::parse_tag)]
+    tag: Vec<(String, String)>,
+    /// Only runs of this campaign (same as --tag campaign=NAME)
+    #[arg(long)]
+    campaign: Option<String>,
+    /// Only runs taken on this host
+    #[arg(long)]
+    host: Option<String>,
+    /// Kernel release substring, or the value of a `kernel` tag
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Scenario (the load, e.g. idle, cpu-cache, io)
+    #[arg(long)]
+    scenario: Option<String>,
+    /// Scheduling policy (fifo, rr, other, deadline)
+    #[arg(long)]
+    policy: Option<String>,
+    /// Runs started at or after this date/time (RFC 3339 prefix, e.g. 2026-11-01)
+    #[arg(long)]
+    since: Option<String>,
+    /// Runs started at or before this date/time (a bare date includes the whole day)
+    #[arg(long)]
+    until: Option<String>,
+    /// Only the N most recent matches
+    #[arg(long, value_name = "N")]
+    limit: Option<u64>,
+    /// JSON array instead of a table
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("'runs' is not available in this build yet (issue 6)")
+fn check_date(flag: &str, s: &Option<String>) -> anyhow::Result<()> {
+    if let Some(d) = s {
+        let b = d.as_bytes();
+        let ok = b.len() >= 4
+            && b.iter()
+                .all(|c| c.is_ascii_digit() || b"-:TZ.+".contains(c))
+            && b[..4].iter().all(u8::is_ascii_digit);
+        if !ok {
+            return Err(usage!(
+                "{flag}: '{d}' is not an RFC 3339 date/time prefix (e.g. 2026-11-01 or 2026-11-01T10:00:00Z)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    check_date("--since", &a.since)?;
+    check_date("--until", &a.until)?;
+    if let Some(p) = &a.policy {
+        if !["fifo", "rr", "other", "deadline"].contains(&p.as_str()) {
+            return Err(usage!(
+                "--policy: '{p}' is not one of fifo, rr, other, deadline"
+            ));
+        }
+    }
+    let mut tags = a.tag.clone();
+    if let Some(c) = &a.campaign {
+        tags.push(("campaign".into(), c.clone()));
+    }
+    let f = RunFilter {
+        tags,
+        host: a.host,
+        kernel: a.kernel,
+        scenario: a.scenario,
+        policy: a.policy,
+        since: a.since,
+        until: a.until,
+        limit: a.limit,
+    };
+    let mut store = db::open(&a.db)?;
+    let runs = store.list_runs(&f).map_err(db::map_err)?;
+    if a.json {
+        db::out(&(serde_json::to_string_pretty(&runs)? + "\n"))?;
+        return Ok(());
+    }
+    if runs.is_empty() {
+        eprintln!("no stored runs match (database: {})", store.location());
+        return Ok(());
+    }
+    let mut rows = vec![[
+        "ID".to_string(),
+        "STARTED".into(),
+        "HOST".into(),
+        "KERNEL".into(),
+        "VERB".into(),
+        "POLICY".into(),
+        "SCENARIO".into(),
+        "SAMPLES".into(),
+        "AVG_US".into(),
+        "MAX_US".into(),
+        "TAGS".into(),
+    ]];
+    for r in &runs {
+        rows.push([
+            r.id.clone(),
+            r.started_at.clone(),
+            r.hostname.clone(),
+            r.kernel_release.clone(),
+            r.verb.clone(),
+            r.policy.clone(),
+            r.scenario.clone(),
+            r.samples.to_string(),
+            db::us(r.avg_ns),
+            db::us(r.max_ns.map(|v| v as f64)),
+            r.tags
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ]);
+    }
+    db::out(&table(&rows))?;
+    Ok(())
+}
+
+/// Left-aligned columns separated by two spaces; control characters from stored strings are
+/// shown escaped so a hostile hostname cannot drive the terminal.
+pub fn table<const N: usize>(rows: &[[String; N]]) -> String {
+    let clean = |s: &str| s.escape_debug().to_string();
+    let mut w = [0usize; N];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(clean(c).chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{:<width$}", clean(c), width = w[i]))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
 }

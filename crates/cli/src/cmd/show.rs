@@ -1,11 +1,57 @@
-//! `rtscope show` — being built under issue 6; until it lands the verb says so and exits 1.
+//! `rtscope show RUN`: one stored run, in full (text summary or JSON).
+
+use super::db::{self, DbArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    #[command(flatten)]
+    db: DbArgs,
+    /// Run id (or a unique prefix of one)
+    run: String,
+    /// The whole RunRecord as JSON
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("'show' is not available in this build yet (issue 6)")
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let mut store = db::open(&a.db)?;
+    let rec = store.get_run(&a.run).map_err(db::map_err)?;
+    if a.json {
+        db::out(&(rtscope_report::json::run_record(&rec) + "\n"))?;
+        return Ok(());
+    }
+    let esc = |s: &str| s.escape_debug().to_string();
+    let mut o = String::new();
+    use std::fmt::Write;
+    writeln!(o, "run       {}", esc(&rec.id))?;
+    writeln!(
+        o,
+        "started   {}  ({:.1} s, {:?})",
+        esc(&rec.started_at),
+        rec.wall_duration_s,
+        rec.end_reason
+    )?;
+    writeln!(
+        o,
+        "host      {}  kernel {} ({})",
+        esc(&rec.system.hostname),
+        esc(&rec.system.kernel_release),
+        esc(&rec.system.preempt_model)
+    )?;
+    writeln!(o, "command   {}", esc(&rec.config.cmdline.join(" ")))?;
+    let tags = rtscope_store::all_tags(&rec);
+    if !tags.is_empty() {
+        let t: Vec<String> = tags
+            .iter()
+            .map(|(k, v)| format!("{}={}", esc(k), esc(v)))
+            .collect();
+        writeln!(o, "tags      {}", t.join(" "))?;
+    }
+    if let Some(t) = &rec.trace_file {
+        writeln!(o, "trace     {}", esc(t))?;
+    }
+    writeln!(o)?;
+    o.push_str(&rtscope_report::text::summary(&rec));
+    db::out(&o)?;
+    Ok(())
 }

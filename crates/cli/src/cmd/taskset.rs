@@ -1,11 +1,814 @@
-//! `rtscope taskset` — being built under issue 8; until it lands the verb says so and exits 1.
+//! `rtscope taskset gen|check|run` (issue 8): generate random task sets, predict their
+//! schedulability, run them under SCHED_DEADLINE / SCHED_FIFO / CFS and compare.
+//!
+//! Flags are resolved and validated (task set read, placement computed) before a thread is
+//! started or a cpuset created; bad input exits 2 with one line naming the option.
+
+use crate::usage;
+use anyhow::Context;
+use rtscope_analysis::sched::{Fit, PriorityOrder};
+use rtscope_bench::taskset::{
+    self as ts, gen, rtapp, work::Access, PlacementKind, PolicyKind, RunOptions, RunPlan,
+    TasksetError,
+};
+use rtscope_model::taskset::{TaskSet, TasksetResult, TestResult, Verdict};
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    #[command(subcommand)]
+    cmd: Sub,
 }
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("'taskset' is not available in this build yet (issue 8)")
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Generate random task sets (randfixedsum or UUniFast-discard, log-uniform periods).
+    Gen(GenArgs),
+    /// Print the schedulability tests for a set, policy and placement (nothing is run).
+    Check(CheckArgs),
+    /// Run a task set (or an rt-app JSON workload) and compare predicted vs observed.
+    Run(RunArgs),
+}
+
+#[derive(clap::Args)]
+struct GenArgs {
+    /// Number of tasks.
+    #[arg(short = 'n', long = "tasks", default_value_t = 6)]
+    n: u32,
+    /// Total utilisation U (e.g. 1.4 = 140 %).
+    #[arg(short = 'u', long)]
+    utilisation: f64,
+    /// randfixedsum | uunifast-discard
+    #[arg(long, default_value = "randfixedsum")]
+    method: String,
+    #[arg(long, default_value_t = 10.0)]
+    tmin_ms: f64,
+    #[arg(long, default_value_t = 100.0)]
+    tmax_ms: f64,
+    /// Draw periods from this list (ms, comma separated) instead of log-uniform [tmin, tmax].
+    #[arg(long, value_delimiter = ',')]
+    periods_ms: Vec<f64>,
+    /// Periods are rounded to this granularity (µs).
+    #[arg(long, default_value_t = 100)]
+    period_gran_us: u64,
+    /// C_min rescaling (Lelli 2014 §3.5.1): every C ≥ this many µs (e.g. 50).
+    #[arg(long)]
+    cmin_us: Option<u64>,
+    /// Per-task utilisation cap.
+    #[arg(long, default_value_t = 1.0)]
+    umax: f64,
+    /// implicit | constrained
+    #[arg(long, default_value = "implicit")]
+    deadlines: String,
+    /// Constrained deadlines: D uniform in [C + f·(T − C), T].
+    #[arg(long, default_value_t = 0.5)]
+    dmin_frac: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of sets (each its own RNG stream of the seed).
+    #[arg(long, default_value_t = 1)]
+    count: u32,
+    /// CPUs the set is meant for: U above this is rejected (default: online CPUs).
+    #[arg(long)]
+    cpus: Option<u32>,
+    /// Output file (count = 1) or directory (count > 1: set-000.json …); stdout when absent.
+    #[arg(short = 'o', long)]
+    output: Option<PathBuf>,
+    /// json | toml
+    #[arg(long, default_value = "json")]
+    format: String,
+}
+
+#[derive(clap::Args, Clone)]
+struct PlanArgs {
+    /// deadline | fifo | other
+    #[arg(long, default_value = "deadline")]
+    policy: String,
+    /// Fixed priorities for --policy fifo: rm | dm
+    #[arg(long, default_value = "rm")]
+    priorities: String,
+    /// global | partitioned | clustered
+    #[arg(long, default_value = "global")]
+    placement: String,
+    /// Bin packing for partitioned/clustered (decreasing utilisation): first | best | worst
+    #[arg(long, default_value = "worst")]
+    fit: String,
+    /// CPUs per cluster for --placement clustered.
+    #[arg(long, default_value_t = 1)]
+    cluster_size: u32,
+    /// SCHED_DEADLINE runtime = C × margin (Lelli 2014 §2.3: "slightly larger than C").
+    #[arg(long, default_value_t = 1.1)]
+    margin: f64,
+    /// Add this measured overhead bound (µs) to every C in the predictions.
+    #[arg(long, default_value_t = 0.0)]
+    inflate_us: f64,
+    /// CPUs to use (kernel list, e.g. 0-1); default: all online.
+    #[arg(long)]
+    cpus: Option<String>,
+    /// Do not bisect the kernel's free DEADLINE bandwidth (fair-server detection).
+    #[arg(long)]
+    no_probe: bool,
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// Task-set file (JSON, or TOML by extension).
+    set: PathBuf,
+    #[command(flatten)]
+    plan: PlanArgs,
+    /// Print the predictions as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Task-set file (JSON, or TOML by extension).
+    set: Option<PathBuf>,
+    /// Run an rt-app JSON workload of periodic tasks instead.
+    #[arg(long, conflicts_with = "set")]
+    rt_app: Option<PathBuf>,
+    #[command(flatten)]
+    plan: PlanArgs,
+    /// Seconds (0.5..=600; rt-app files: default their global.duration).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Working-set size per task, KiB (Lelli 2014 §3.5.3 used 16 and 256).
+    #[arg(long, default_value_t = 16)]
+    wss_kb: u64,
+    /// seq | random
+    #[arg(long, default_value = "seq")]
+    access: String,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Job work: calibrated (element count, Lelli 2014) | cputime (until C of thread CPU time).
+    #[arg(long, default_value = "calibrated")]
+    work: String,
+    /// Do not ask for SIGXCPU on DEADLINE runtime overruns.
+    #[arg(long)]
+    no_overrun_signal: bool,
+    /// Write the RunRecord (with the task-set result under "bench") to this JSON file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Do not store the run in the results database.
+    #[arg(long)]
+    no_store: bool,
+    /// Results database (SQLite path or postgres:// URL).
+    #[arg(long)]
+    db: Option<String>,
+    /// key=value tags stored with the run.
+    #[arg(long)]
+    tag: Vec<String>,
+    /// Print nothing but the summary line.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    match a.cmd {
+        Sub::Gen(g) => gen_cmd(g),
+        Sub::Check(c) => check_cmd(c),
+        Sub::Run(r) => run_cmd(r),
+    }
+}
+
+fn invalid(e: TasksetError) -> anyhow::Error {
+    match e {
+        TasksetError::Invalid(s) => usage!("{s}"),
+        other => anyhow::Error::new(other),
+    }
+}
+
+fn gen_cmd(g: GenArgs) -> anyhow::Result<()> {
+    let method = match g.method.as_str() {
+        "randfixedsum" => gen::Method::RandFixedSum,
+        "uunifast-discard" | "uunifast" => gen::Method::UUniFastDiscard,
+        m => {
+            return Err(usage!(
+                "--method: randfixedsum or uunifast-discard, got '{m}'"
+            ))
+        }
+    };
+    let constrained = match g.deadlines.as_str() {
+        "implicit" => false,
+        "constrained" => true,
+        d => return Err(usage!("--deadlines: implicit or constrained, got '{d}'")),
+    };
+    let toml_format = match g.format.as_str() {
+        "json" => false,
+        "toml" => true,
+        f => return Err(usage!("--format: json or toml, got '{f}'")),
+    };
+    let ms = |x: f64, name: &str| -> anyhow::Result<u64> {
+        if !(x > 0.0 && x <= 3_600_000.0) {
+            return Err(usage!("{name}: must be in (0, 3600000] ms, got {x}"));
+        }
+        Ok((x * 1e6).round() as u64)
+    };
+    let tmin = ms(g.tmin_ms, "--tmin-ms")?;
+    let tmax = ms(g.tmax_ms, "--tmax-ms")?;
+    let period_set = g
+        .periods_ms
+        .iter()
+        .map(|&p| ms(p, "--periods-ms"))
+        .collect::<anyhow::Result<Vec<u64>>>()?;
+    let cpus = match g.cpus {
+        Some(c) => c,
+        None => rtscope_probe::sys::online_cpus()
+            .map(|v| v.len() as u32)
+            .unwrap_or(1),
+    };
+    if g.utilisation > cpus as f64 {
+        return Err(usage!(
+            "-u: U = {} exceeds the {cpus} CPUs the set is for (--cpus): infeasible on any scheduler",
+            g.utilisation
+        ));
+    }
+    if g.count < 1 || g.count > 100_000 {
+        return Err(usage!("--count: must be 1..=100000, got {}", g.count));
+    }
+    if g.period_gran_us == 0 {
+        return Err(usage!("--period-gran-us: must be ≥ 1"));
+    }
+    let base = gen::GenParams {
+        n: g.n,
+        utilisation: g.utilisation,
+        method,
+        tmin_ns: tmin,
+        tmax_ns: tmax,
+        period_set_ns: period_set,
+        granularity_ns: g.period_gran_us * 1000,
+        cmin_ns: g.cmin_us.map(|c| c * 1000),
+        umax: g.umax,
+        constrained,
+        dmin_frac: g.dmin_frac,
+        seed: g.seed,
+        index: 0,
+    };
+    gen::validate(&base).map_err(|e| usage!("{e}"))?;
+    // Generate everything before writing anything: nothing half-written on error.
+    let sets = (0..g.count)
+        .map(|i| {
+            gen::generate(&gen::GenParams {
+                index: i,
+                ..base.clone()
+            })
+        })
+        .collect::<Result<Vec<TaskSet>, _>>()
+        .map_err(|e| usage!("{e}"))?;
+    let ext = if toml_format { "toml" } else { "json" };
+    match (&g.output, g.count) {
+        (None, 1) => println!("{}", ts::write_set(&sets[0], toml_format)?),
+        (None, _) => return Err(usage!("--count > 1 needs -o DIR")),
+        (Some(p), 1) if !p.is_dir() => {
+            std::fs::write(p, ts::write_set(&sets[0], toml_format)?)
+                .with_context(|| format!("writing {}", p.display()))?;
+        }
+        (Some(dir), _) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            for (i, s) in sets.iter().enumerate() {
+                let p = dir.join(format!("set-{i:03}.{ext}"));
+                std::fs::write(&p, ts::write_set(s, toml_format)?)
+                    .with_context(|| format!("writing {}", p.display()))?;
+            }
+            eprintln!("wrote {} sets to {}", sets.len(), dir.display());
+        }
+    }
+    Ok(())
+}
+
+fn resolve_cpus(spec: &Option<String>) -> anyhow::Result<Vec<u32>> {
+    let online = rtscope_probe::sys::online_cpus().context("reading online CPUs")?;
+    match spec {
+        None => Ok(online),
+        Some(s) => {
+            let v = rtscope_probe::sys::parse_cpu_list(s).map_err(|e| usage!("--cpus: {e}"))?;
+            if v.is_empty() {
+                return Err(usage!("--cpus: empty list"));
+            }
+            if let Some(c) = v.iter().find(|c| !online.contains(c)) {
+                return Err(usage!("--cpus: CPU {c} is not online (online: {online:?})"));
+            }
+            Ok(v)
+        }
+    }
+}
+
+fn resolve_policy(p: &PlanArgs) -> anyhow::Result<(PolicyKind, PlacementKind)> {
+    let order = match p.priorities.as_str() {
+        "rm" => PriorityOrder::RateMonotonic,
+        "dm" => PriorityOrder::DeadlineMonotonic,
+        o => return Err(usage!("--priorities: rm or dm, got '{o}'")),
+    };
+    let policy = match p.policy.as_str() {
+        "deadline" => PolicyKind::Deadline,
+        "fifo" => PolicyKind::Fifo(order),
+        "other" | "cfs" => PolicyKind::Other,
+        o => return Err(usage!("--policy: deadline, fifo or other, got '{o}'")),
+    };
+    let fit = match p.fit.as_str() {
+        "first" | "first-fit" => Fit::FirstFit,
+        "best" | "best-fit" => Fit::BestFit,
+        "worst" | "worst-fit" => Fit::WorstFit,
+        f => return Err(usage!("--fit: first, best or worst, got '{f}'")),
+    };
+    let placement = match p.placement.as_str() {
+        "global" => PlacementKind::Global,
+        "partitioned" => PlacementKind::Partitioned(fit),
+        "clustered" => PlacementKind::Clustered {
+            size: p.cluster_size,
+            fit,
+        },
+        o => {
+            return Err(usage!(
+                "--placement: global, partitioned or clustered, got '{o}'"
+            ))
+        }
+    };
+    if !(1.0..=2.0).contains(&p.margin) {
+        return Err(usage!("--margin: must be in [1, 2], got {}", p.margin));
+    }
+    if !(0.0..=100_000.0).contains(&p.inflate_us) {
+        return Err(usage!(
+            "--inflate-us: must be in [0, 100000], got {}",
+            p.inflate_us
+        ));
+    }
+    Ok((policy, placement))
+}
+
+fn check_cmd(c: CheckArgs) -> anyhow::Result<()> {
+    let set = ts::read_set(&c.set).map_err(invalid)?;
+    let (policy, placement) = resolve_policy(&c.plan)?;
+    let cpus = resolve_cpus(&c.plan.cpus)?;
+    let (adm, lim) = ts::runner::admission_info(
+        cpus.len() as u32,
+        !c.plan.no_probe && policy == PolicyKind::Deadline,
+    );
+    let plan = ts::plan(&set, policy, placement, c.plan.margin, &cpus, lim).map_err(invalid)?;
+    let preds = ts::predict(&plan, lim, (c.plan.inflate_us * 1000.0) as u64);
+    if c.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "schema_version": rtscope_model::SCHEMA_VERSION,
+                "utilisation": set.utilisation(),
+                "placement": plan.placement,
+                "admission": adm,
+                "predictions": preds,
+            }))?
+        );
+    } else {
+        println!(
+            "task set {}: {} tasks, U = {:.4}",
+            c.set.display(),
+            set.tasks.len(),
+            set.utilisation()
+        );
+        print_placement(&plan);
+        println!("admission: {}", adm.method);
+        print_predictions(&preds);
+    }
+    Ok(())
+}
+
+fn print_placement(plan: &RunPlan) {
+    if plan.placement.kind != "global" {
+        let mut by: std::collections::BTreeMap<String, (f64, Vec<u32>)> = Default::default();
+        for s in &plan.specs {
+            let e = by.entry(format!("{:?}", s.cpus)).or_default();
+            e.0 += s.task.utilisation();
+            e.1.push(s.task.id);
+        }
+        for (cpus, (u, ids)) in by {
+            println!(
+                "  {} {cpus}: U = {u:.4}, tasks {ids:?}",
+                plan.placement.heuristic
+            );
+        }
+    }
+}
+
+fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Schedulable => "schedulable",
+        Verdict::NotSchedulable => "NOT schedulable",
+        Verdict::Inconclusive => "inconclusive",
+    }
+}
+
+fn print_predictions(p: &[TestResult]) {
+    println!("predictions:");
+    for r in p {
+        println!(
+            "  {:<22} {:<8} {:<16} {}{}",
+            r.test,
+            r.scope,
+            verdict(r.verdict),
+            if r.exact { "" } else { "(sufficient) " },
+            r.detail
+        );
+    }
+}
+
+fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
+    let cpus = resolve_cpus(&r.plan.cpus)?;
+    let access = match r.access.as_str() {
+        "seq" | "sequential" => Access::Sequential,
+        "random" => Access::Random,
+        a => return Err(usage!("--access: seq or random, got '{a}'")),
+    };
+    let work_by_cputime = match r.work.as_str() {
+        "calibrated" => false,
+        "cputime" => true,
+        w => return Err(usage!("--work: calibrated or cputime, got '{w}'")),
+    };
+    if !(1..=1024 * 1024).contains(&r.wss_kb) {
+        return Err(usage!("--wss-kb: must be 1..=1048576, got {}", r.wss_kb));
+    }
+    let mut tags = std::collections::BTreeMap::new();
+    for t in &r.tag {
+        let (k, v) = t
+            .split_once('=')
+            .ok_or_else(|| usage!("--tag: expected key=value, got '{t}'"))?;
+        tags.insert(k.to_string(), v.to_string());
+    }
+    let (policy, placement) = resolve_policy(&r.plan)?;
+    let inflate_ns = (r.plan.inflate_us * 1000.0) as u64;
+    let is_dl = |p: &RunPlan| {
+        p.specs
+            .iter()
+            .any(|s| matches!(s.policy, ts::ThreadPolicy::Deadline { .. }))
+    };
+    let mut admission = None;
+    let (plan, set, source, file_duration, notes) = match (&r.set, &r.rt_app) {
+        (Some(path), None) => {
+            let set = ts::read_set(path).map_err(invalid)?;
+            // Probe only for DEADLINE (the only policy with kernel admission): the bin test of
+            // partitioned DEADLINE needs the capacity the kernel really offers per CPU.
+            let probe = !r.plan.no_probe && policy == PolicyKind::Deadline;
+            let (info, lim) = ts::runner::admission_info(cpus.len() as u32, probe);
+            let plan =
+                ts::plan(&set, policy, placement, r.plan.margin, &cpus, lim).map_err(invalid)?;
+            admission = Some((info, lim));
+            (plan, set, path.display().to_string(), None, Vec::new())
+        }
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| usage!("--rt-app: {}: {e}", path.display()))?;
+            let w = rtapp::parse(&text, &cpus)
+                .map_err(|e| usage!("--rt-app {}: {e}", path.display()))?;
+            let set = TaskSet {
+                schema_version: rtscope_model::SCHEMA_VERSION,
+                tasks: w.specs.iter().map(|s| s.task.clone()).collect(),
+                generated: None,
+            };
+            let u = set.utilisation();
+            if u > cpus.len() as f64 {
+                return Err(usage!(
+                    "--rt-app: U = {u:.4} > {} CPUs: infeasible",
+                    cpus.len()
+                ));
+            }
+            let pinned = w.specs.iter().all(|s| s.cpus.len() == 1);
+            let scopes = if pinned {
+                cpus.iter()
+                    .map(|&c| {
+                        let idx = (0..w.specs.len())
+                            .filter(|&i| w.specs[i].cpus == [c])
+                            .collect();
+                        (format!("cpu{c}"), vec![c], idx)
+                    })
+                    .collect()
+            } else {
+                vec![(
+                    "all".to_string(),
+                    cpus.clone(),
+                    (0..w.specs.len()).collect(),
+                )]
+            };
+            if pinned
+                && w.specs
+                    .iter()
+                    .any(|s| matches!(s.policy, ts::ThreadPolicy::Deadline { .. }))
+            {
+                return Err(usage!("--rt-app: SCHED_DEADLINE threads cannot be pinned to one CPU through 'cpus' (the kernel refuses affinities narrower than the root domain); drop 'cpus' or use a task-set file with --placement partitioned"));
+            }
+            let plan = RunPlan {
+                placement: rtscope_model::taskset::Placement {
+                    kind: if pinned { "partitioned" } else { "global" }.into(),
+                    heuristic: "rt-app cpus".into(),
+                    cpus: w
+                        .specs
+                        .iter()
+                        .map(|s| {
+                            if s.cpus.is_empty() {
+                                cpus.clone()
+                            } else {
+                                s.cpus.clone()
+                            }
+                        })
+                        .collect(),
+                },
+                specs: w.specs,
+                groups: Vec::new(),
+                scopes,
+                policy: "rt-app".into(),
+                priorities: None,
+                margin: 1.0,
+            };
+            (
+                plan,
+                set,
+                format!("rt-app:{}", path.display()),
+                w.duration_s,
+                w.notes,
+            )
+        }
+        _ => return Err(usage!("taskset run: give a task-set FILE or --rt-app FILE")),
+    };
+    let duration = r.duration.or(file_duration).unwrap_or(3.0);
+    if !(0.5..=600.0).contains(&duration) {
+        return Err(usage!("--duration: must be 0.5..=600 s, got {duration}"));
+    }
+    if !rtscope_probe::sys::is_root()
+        && !rtscope_probe::sys::has_capability(rtscope_probe::sys::CAP_SYS_NICE)
+    {
+        let rt = plan
+            .specs
+            .iter()
+            .any(|s| !matches!(s.policy, ts::ThreadPolicy::Other(n) if n >= 0));
+        if rt {
+            return Err(anyhow::anyhow!(
+                "real-time policies need root or CAP_SYS_NICE"
+            ));
+        }
+    }
+    for n in &notes {
+        eprintln!("rtscope: note: {n}");
+    }
+    let opts = RunOptions {
+        duration_ns: (duration * 1e9) as u64,
+        wss_bytes: r.wss_kb * 1024,
+        access,
+        seed: r.seed,
+        inflate_ns,
+        probe_admission: !r.plan.no_probe && is_dl(&plan),
+        cpus: cpus.clone(),
+        source,
+        dl_overrun_signal: !r.no_overrun_signal,
+        admission,
+        work_by_cputime,
+    };
+    let started = std::time::SystemTime::now();
+    let res = ts::run(&plan, &opts, &set).map_err(|e| match e {
+        TasksetError::Invalid(s) => usage!("{s}"),
+        other => anyhow::Error::new(other),
+    })?;
+    let wall = started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    if r.quiet {
+        println!("{}", summary_line(&res));
+    } else {
+        print_result(&res, &plan, &notes);
+    }
+    let rec = record(&res, &cpus, started, wall, tags);
+    if let Some(p) = &r.json {
+        let s = serde_json::to_string_pretty(&rec)?;
+        std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))?;
+    }
+    if !r.no_store {
+        match rtscope_store::save_or_fallback(r.db.as_deref(), &rec) {
+            Ok(rtscope_store::Saved::Stored { id, location }) => {
+                if !r.quiet {
+                    eprintln!("stored run {id} in {location}");
+                }
+            }
+            Ok(rtscope_store::Saved::Fallback {
+                path,
+                reason,
+                import_command,
+            }) => {
+                eprintln!("rtscope: warning: results database unavailable ({reason}); saved {} — later: {import_command}", path.display());
+            }
+            Err(e) => eprintln!("rtscope: warning: run not stored: {e}"),
+        }
+    }
+    if res.interrupted {
+        return Err(anyhow::Error::new(crate::exit::ExitCode(
+            130,
+            "interrupted: results are partial".into(),
+        )));
+    }
+    Ok(())
+}
+
+fn summary_line(r: &TasksetResult) -> String {
+    let pred = overall(&r.predictions);
+    format!(
+        "policy={} placement={} U={:.3} jobs={} misses={} ({:.3} %) overruns={} measuredU={:.3} predicted={}",
+        r.config.policy,
+        r.config.placement.kind,
+        r.set.utilisation(),
+        r.total_jobs,
+        r.total_misses,
+        r.miss_pct,
+        r.total_dl_overruns,
+        r.measured_utilisation,
+        pred
+    )
+}
+
+/// One word for the whole set: schedulable if an exact or sufficient timing test says so for
+/// every scope; not schedulable if any exact test fails; inconclusive otherwise.
+fn overall(p: &[TestResult]) -> &'static str {
+    let timing: Vec<&TestResult> = p.iter().filter(|r| r.test != "kernel-admission").collect();
+    let mut scopes: Vec<&str> = timing.iter().map(|r| r.scope.as_str()).collect();
+    scopes.sort_unstable();
+    scopes.dedup();
+    if timing.iter().any(|r| r.verdict == Verdict::NotSchedulable) {
+        return "not-schedulable";
+    }
+    let all_ok = scopes.iter().all(|s| {
+        timing
+            .iter()
+            .any(|r| r.scope == *s && r.verdict == Verdict::Schedulable)
+    });
+    if all_ok && !scopes.is_empty() {
+        "schedulable"
+    } else {
+        "inconclusive"
+    }
+}
+
+fn print_result(r: &TasksetResult, plan: &RunPlan, _notes: &[String]) {
+    println!(
+        "task set {}: {} tasks, U = {:.4}, policy {}{}, placement {} ({}), {:.1} s, WSS {} KiB {}",
+        r.config.source,
+        r.tasks.len(),
+        r.set.utilisation(),
+        r.config.policy,
+        r.config
+            .priorities
+            .as_deref()
+            .map(|p| format!("/{p}"))
+            .unwrap_or_default(),
+        r.config.placement.kind,
+        r.config.placement.heuristic,
+        r.config.duration_s,
+        r.config.wss_bytes / 1024,
+        r.config.access
+    );
+    print_placement(plan);
+    for c in &r.calibration {
+        println!(
+            "calibration: {:.3} ns/element at start, {} at end (drift {})",
+            c.ns_per_element_start,
+            c.ns_per_element_end
+                .map(|v| format!("{v:.3}"))
+                .unwrap_or("-".into()),
+            c.drift_pct
+                .map(|v| format!("{v:+.1} %"))
+                .unwrap_or("-".into())
+        );
+    }
+    println!(
+        "admission: limit {:.3}/CPU; {}",
+        r.admission.limit_per_cpu, r.admission.method
+    );
+    println!(
+        "{:>4} {:>8} {:>8} {:>8} {:>9} {:>5} {:>6} {:>7} {:>9} {:>9} {:>8} {:>8} {:>7} {:>5} {:>6} {:>5}",
+        "id", "C_us", "T_ms", "D_ms", "policy", "prio", "jobs", "miss%", "maxR_ms", "avgR_ms", "minLax", "avgLax", "exec/C", "migr", "csw", "ovr"
+    );
+    for t in &r.tasks {
+        println!(
+            "{:>4} {:>8.0} {:>8.1} {:>8.1} {:>9} {:>5} {:>6} {:>7.2} {:>9.3} {:>9.3} {:>8.3} {:>8.3} {:>7.2} {:>5} {:>6} {:>5}",
+            t.id,
+            t.wcet_ns as f64 / 1e3,
+            t.period_ns as f64 / 1e6,
+            t.deadline_ns as f64 / 1e6,
+            t.policy,
+            t.priority,
+            t.jobs,
+            t.miss_pct,
+            t.max_response_ns as f64 / 1e6,
+            t.avg_response_ns / 1e6,
+            t.min_norm_laxity,
+            t.avg_norm_laxity,
+            t.avg_exec_ns / t.wcet_ns.max(1) as f64,
+            t.migrations.map(|m| m.to_string()).unwrap_or("-".into()),
+            t.voluntary_switches
+                .zip(t.involuntary_switches)
+                .map(|(a, b)| (a + b).to_string())
+                .unwrap_or("-".into()),
+            t.dl_overruns
+        );
+    }
+    print_predictions(&r.predictions);
+    println!("observed: {}", summary_line(r));
+    for w in &r.warnings {
+        println!("warning: {w}");
+    }
+}
+
+fn rfc3339(t: std::time::SystemTime) -> String {
+    let s = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (s / 86_400, s % 86_400);
+    // Civil from days (H. Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn record(
+    res: &TasksetResult,
+    cpus: &[u32],
+    started: std::time::SystemTime,
+    wall: f64,
+    tags: std::collections::BTreeMap<String, String>,
+) -> rtscope_model::RunRecord {
+    use rtscope_model::*;
+    let ns = started
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let policy = match res.config.policy.as_str() {
+        "deadline" => Policy::Deadline,
+        "fifo" => Policy::Fifo,
+        _ => Policy::Other,
+    };
+    let mut warnings = res.warnings.clone();
+    warnings.sort();
+    warnings.dedup();
+    RunRecord {
+        schema_version: SCHEMA_VERSION,
+        id: format!("ts-{:x}-{:x}", ns, std::process::id()),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: rfc3339(started),
+        wall_duration_s: wall,
+        end_reason: if res.interrupted {
+            EndReason::Interrupted
+        } else {
+            EndReason::Completed
+        },
+        interrupted: res.interrupted,
+        break_sample: None,
+        config: RunConfig {
+            verb: "taskset".into(),
+            cmdline: std::env::args().collect(),
+            cpus: cpus.to_vec(),
+            policy,
+            priority: 0,
+            nice: 0,
+            deadline: None,
+            interval_us: 0,
+            distance_us: 0,
+            duration_s: Some(res.config.duration_s),
+            loops: None,
+            timer: TimerMode::AbsNanosleep,
+            clock: ClockId::Monotonic,
+            hold_cpu_dma_latency: false,
+            break_above_us: None,
+            threshold_us: None,
+            worst_n: 0,
+            linear_max_us: 0,
+            loads: Vec::new(),
+            trace: "off".into(),
+            tags: tags.clone(),
+        },
+        system: rtscope_probe::system::capture(cpus),
+        hygiene: Hygiene {
+            mlockall: true,
+            timer_slack_ns: Some(1),
+            notes: vec![
+                "task threads: timer slack 1 ns, memory locked, working sets prefaulted".into(),
+            ],
+            ..Default::default()
+        },
+        threads: Vec::new(),
+        histogram: Histogram::new(),
+        stats: Stats::default(),
+        overruns: res.total_misses,
+        loads: Vec::new(),
+        attribution: None,
+        bound: None,
+        trace_file: None,
+        warnings,
+        tags,
+        bench: Some(bench::BenchResult::Taskset(res.clone())),
+    }
 }

@@ -1,11 +1,201 @@
-//! `rtscope trace` — being built under issue 4; until it lands the verb says so and exits 1.
+//! `rtscope trace record`: capture kernel events on some CPUs for a while into a `.rtt` file
+//! (no samples: `rtscope measure --trace` adds those). Useful alone to look at what a machine's
+//! CPUs do, and to test the capture mechanisms.
+
+use anyhow::Context;
+use rtscope_trace::{Mechanism, TraceSession};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    rest: Vec<String>,
+    #[command(subcommand)]
+    cmd: Sub,
 }
 
-pub fn run(_a: Args) -> anyhow::Result<()> {
-    anyhow::bail!("'trace' is not available in this build yet (issue 4)")
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Record kernel events into a .rtt file.
+    Record(RecordArgs),
+}
+
+#[derive(clap::Args)]
+struct RecordArgs {
+    /// How long to record, e.g. 5s, 500ms, 2m (1ms..=24h).
+    #[arg(short = 'D', long = "duration", default_value = "5s")]
+    duration: String,
+    /// CPUs to trace: a list like 0,1 or 0-3 (default: all online CPUs).
+    #[arg(long = "cpus")]
+    cpus: Option<String>,
+    /// Capture mechanism: auto, bpf, tracefs.
+    #[arg(long = "mechanism", default_value = "auto")]
+    mechanism: String,
+    /// Output trace file.
+    #[arg(short = 'o', long = "output", default_value = "trace.rtt")]
+    output: PathBuf,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// SIGINT/SIGTERM set a flag; the loop below stops and tracing state is removed as on a normal end.
+pub(crate) fn install_stop_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// `5s`, `250ms`, `2m`, `1h`, `100us`; bare numbers are seconds.
+pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.parse().ok()?;
+    let mult = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    };
+    let secs = v * mult;
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    Some(Duration::from_secs_f64(secs))
+}
+
+fn online_cpus() -> Vec<u32> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    parse_cpu_list(text.trim()).unwrap_or_else(|| vec![0])
+}
+
+/// `0,2-3` → [0, 2, 3].
+pub(crate) fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
+    let mut v = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once('-') {
+            let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+            if a > b || b - a > 4096 {
+                return None;
+            }
+            v.extend(a..=b);
+        } else {
+            v.push(part.trim().parse().ok()?);
+        }
+    }
+    v.sort_unstable();
+    v.dedup();
+    (!v.is_empty()).then_some(v)
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    match a.cmd {
+        Sub::Record(r) => record(r),
+    }
+}
+
+fn record(a: RecordArgs) -> anyhow::Result<()> {
+    // Validate everything before touching the kernel.
+    let dur = parse_duration(&a.duration)
+        .filter(|d| *d >= Duration::from_millis(1) && *d <= Duration::from_secs(86_400))
+        .ok_or_else(|| {
+            crate::usage!(
+                "--duration: must be 1ms..=24h like 5s or 500ms, got '{}'",
+                a.duration
+            )
+        })?;
+    let online = online_cpus();
+    let cpus = match &a.cpus {
+        None => online.clone(),
+        Some(s) => parse_cpu_list(s)
+            .ok_or_else(|| crate::usage!("--cpus: must be a list like 0,1 or 0-3, got '{s}'"))?,
+    };
+    if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
+        return Err(crate::usage!(
+            "--cpus: cpu {c} is not online (online: {online:?})"
+        ));
+    }
+    let mech: Mechanism = a
+        .mechanism
+        .parse()
+        .map_err(|e| crate::usage!("--mechanism: {e}"))?;
+    if mech == Mechanism::Off {
+        return Err(crate::usage!(
+            "--mechanism: must be one of auto, bpf, tracefs for 'trace record'"
+        ));
+    }
+    if let Some(parent) = a.output.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            return Err(crate::usage!(
+                "--output: directory {} does not exist",
+                parent.display()
+            ));
+        }
+    }
+    let resolved =
+        rtscope_trace::check(mech).with_context(|| format!("--mechanism {}", mech.name()))?;
+    if resolved == Mechanism::Off {
+        anyhow::bail!(
+            "no capture mechanism available: {}",
+            rtscope_trace::unavailable_reasons().join("; ")
+        );
+    }
+    install_stop_handlers();
+    let session = TraceSession::start(&cpus, resolved).context("starting the capture")?;
+    eprintln!(
+        "rtscope: tracing cpus {cpus:?} with {} for {:?} (Ctrl-C stops early)",
+        resolved.name(),
+        dur
+    );
+    let t0 = Instant::now();
+    while t0.elapsed() < dur && !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(20).min(dur.saturating_sub(t0.elapsed())));
+    }
+    let interrupted = STOP.load(Ordering::SeqCst);
+    let cap = session.stop().context("stopping the capture")?;
+    let secs = (cap.end_ns.saturating_sub(cap.start_ns)) as f64 / 1e9;
+    let n = cap.events.len();
+    let lost = cap.lost_total();
+    let kbytes = cap.kernel_bytes;
+    let lost_line = cap
+        .lost_per_cpu
+        .iter()
+        .map(|(c, n)| format!("cpu{c}={n}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let notes = cap.notes.clone();
+    let file = cap.into_rtt(Vec::new());
+    let bytes = rtscope_trace::write_rtt(&a.output, &file).context("writing the trace file")?;
+    println!(
+        "{}: {n} events in {secs:.2} s ({:.0} events/s) on {} CPU(s), mechanism {}, file {bytes} bytes \
+         ({:.1} KB/s/CPU), kernel buffer {:.1} KB/s/CPU, lost {lost} ({lost_line}){}",
+        a.output.display(),
+        n as f64 / secs.max(1e-9),
+        cpus.len(),
+        resolved.name(),
+        bytes as f64 / 1024.0 / secs.max(1e-9) / cpus.len() as f64,
+        kbytes as f64 / 1024.0 / secs.max(1e-9) / cpus.len() as f64,
+        if interrupted { " [interrupted]" } else { "" }
+    );
+    if lost > 0 {
+        eprintln!("rtscope: warning: {lost} events were lost; attribution of affected samples is incomplete");
+    }
+    for n in notes {
+        eprintln!("rtscope: note: {n}");
+    }
+    Ok(())
 }

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Task-set experiments of issue 8 (Lelli 2014 thesis Tables 2.1–2.2, scaled to this machine).
+#
+#   bench/tasksets.sh experiment [OUT_DIR]   # the full experiment (long: ~45 min at the defaults)
+#   bench/tasksets.sh quick [OUT_DIR]        # 1 set per point, 2 s runs: checks the harness (~2 min)
+#   bench/tasksets.sh rtapp [OUT_DIR]        # one rt-app workload under real rt-app and rtscope
+#   bench/tasksets.sh summary OUT_DIR        # tables (miss % with 95 % CI, verdict vs observed)
+#
+# Environment: RTSCOPE (binary, default target/release/rtscope), SETS (sets per point, 10),
+# DURATION (s per run, 10), NTASKS (8), SEED (1), WORK (calibrated|cputime, calibrated).
+# Every run is bounded (--duration) and stores nothing in the DB (--no-store): results are the
+# per-run RunRecord JSON files in OUT_DIR. Needs root.
+set -euo pipefail
+
+RTSCOPE=${RTSCOPE:-target/release/rtscope}
+SETS=${SETS:-10}
+DURATION=${DURATION:-10}
+NTASKS=${NTASKS:-8}
+SEED=${SEED:-1}
+WORK=${WORK:-calibrated}
+MODE=${1:-quick}
+OUT=${2:-/tmp/rtscope-tasksets-$(date +%Y%m%d-%H%M%S)}
+
+# Partitioned: per-CPU load R on m CPUs (U = R·m); global: total loads up to the admission limit
+# ((0.95 − 0.05 fair server) × 2 CPUs = 1.8, runtime margin 1.1 → U ≤ 1.63).
+CPUS=$(nproc)
+PART_R="0.6 0.7 0.8 0.9"
+GLOBAL_U=${GLOBAL_U:-"1.2 1.3 1.4 1.5 1.6"}
+
+run_one() { # set policy placement tag…
+	local set=$1 policy=$2 placement=$3 tag=$4; shift 4
+	local out="$OUT/runs/$tag.json"
+	[ -s "$out" ] && return 0 # resumable
+	"$RTSCOPE" taskset run "$set" --policy "$policy" --placement "$placement" --fit worst \
+		--duration "$DURATION" --work "$WORK" --no-store -q --json "$out" "$@" \
+		|| echo "run failed: $tag (exit $?)" | tee -a "$OUT/failures.txt"
+}
+
+experiment() {
+	mkdir -p "$OUT/sets" "$OUT/runs"
+	{ date -u; uname -a; nproc; cat /proc/sys/kernel/sched_rt_runtime_us; "$RTSCOPE" --version; } > "$OUT/machine.txt"
+	for r in $PART_R; do
+		u=$(python3 -c "print(round($r*$CPUS, 3))")
+		"$RTSCOPE" taskset gen -n "$NTASKS" -u "$u" --umax "$r" --cmin-us 50 --seed "$SEED" \
+			--count "$SETS" -o "$OUT/sets/part-$r" >/dev/null
+		for s in "$OUT/sets/part-$r"/set-*.json; do
+			i=$(basename "$s" .json)
+			run_one "$s" deadline partitioned "part-$r-$i-deadline"
+			run_one "$s" other partitioned "part-$r-$i-other"
+			run_one "$s" fifo partitioned "part-$r-$i-fifo" --priorities rm
+		done
+	done
+	for u in $GLOBAL_U; do
+		"$RTSCOPE" taskset gen -n "$NTASKS" -u "$u" --cmin-us 50 --seed "$SEED" \
+			--count "$SETS" -o "$OUT/sets/global-$u" >/dev/null
+		for s in "$OUT/sets/global-$u"/set-*.json; do
+			i=$(basename "$s" .json)
+			run_one "$s" deadline global "global-$u-$i-deadline"
+			run_one "$s" other global "global-$u-$i-other"
+			run_one "$s" fifo global "global-$u-$i-fifo" --priorities rm
+		done
+	done
+	summary
+}
+
+summary() {
+	python3 - "$OUT" <<'PY'
+import json, math, os, sys, collections
+out = sys.argv[1]
+runs = collections.defaultdict(list)   # (kind, load, policy) -> [miss %]
+verd = collections.Counter()           # (policy, predicted, observed-miss) -> n
+tq = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
+      15: 2.13, 20: 2.09, 30: 2.04}
+def t95(df):
+    k = max(x for x in tq if x <= df) if df >= 1 else 1
+    return tq[k] if df < 30 else 1.96
+for f in sorted(os.listdir(os.path.join(out, "runs"))):
+    rec = json.load(open(os.path.join(out, "runs", f)))
+    b = rec["bench"]
+    kind, load, _, policy = f[:-5].split("-", 3)[0], f.split("-")[1], None, b["config"]["policy"]
+    runs[(kind, float(load), policy)].append(b["miss_pct"])
+    timing = [p for p in b["predictions"] if p["test"] != "kernel-admission"]
+    if any(p["verdict"] == "not_schedulable" for p in timing):
+        pred = "not-schedulable"
+    elif timing and all(any(q["scope"] == s and q["verdict"] == "schedulable" for q in timing)
+                        for s in {p["scope"] for p in timing}):
+        pred = "schedulable"
+    else:
+        pred = "inconclusive"
+    if policy == "other":
+        pred = "n/a (CFS)"
+    verd[(kind, policy, pred, "misses" if b["total_misses"] else "no miss")] += 1
+print("| kind | load | policy | sets | miss % mean | 95 % CI | max |")
+print("|---|---|---|---|---|---|---|")
+for (kind, load, policy), v in sorted(runs.items()):
+    n = len(v); m = sum(v) / n
+    sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1)) if n > 1 else float("nan")
+    ci = t95(n - 1) * sd / math.sqrt(n) if n > 1 else float("nan")
+    print(f"| {kind} | {load:g} | {policy} | {n} | {m:.3f} | ±{ci:.3f} | {max(v):.3f} |")
+print()
+print("| kind | policy | predicted | observed | sets |")
+print("|---|---|---|---|---|")
+for (kind, policy, pred, obs), n in sorted(verd.items()):
+    print(f"| {kind} | {policy} | {pred} | {obs} | {n} |")
+PY
+}
+
+rtapp() {
+	mkdir -p "$OUT/rtapp"
+	local wl="$OUT/rtapp/workload.json"
+	cat > "$wl" <<JSON
+{
+	"tasks" : {
+		"t10" : { "policy" : "SCHED_FIFO", "priority" : 50, "run" : 2000, "timer" : { "ref" : "unique", "period" : 10000 } },
+		"t25" : { "policy" : "SCHED_FIFO", "priority" : 40, "run" : 5000, "timer" : { "ref" : "unique", "period" : 25000 } },
+		"t40" : { "policy" : "SCHED_FIFO", "priority" : 30, "run" : 8000, "timer" : { "ref" : "unique", "period" : 40000 } }
+	},
+	"global" : { "duration" : 5, "calibration" : "CPU0", "default_policy" : "SCHED_OTHER", "lock_pages" : true,
+	             "logdir" : "$OUT/rtapp", "log_basename" : "rtapp" }
+}
+JSON
+	rt-app "$wl" > "$OUT/rtapp/rt-app.stdout" 2>&1
+	"$RTSCOPE" taskset run --rt-app "$wl" --no-store --json "$OUT/rtapp/rtscope.json" > "$OUT/rtapp/rtscope.txt"
+	python3 - "$OUT/rtapp" <<'PY'
+import json, glob, os, sys
+d = sys.argv[1]
+print("| task | tool | jobs | run/exec avg µs (C) | misses (slack<0 / finish>D) | wake-up/start delay avg µs | max µs |")
+print("|---|---|---|---|---|---|---|")
+rec = json.load(open(os.path.join(d, "rtscope.json")))["bench"]
+for log in sorted(glob.glob(os.path.join(d, "rtapp-*.log"))):
+    name = os.path.basename(log)[len("rtapp-"):].rsplit("-", 1)[0]
+    rows = [l.split() for l in open(log) if not l.startswith("#") and l.strip()]
+    run = [int(r[2]) for r in rows]; slack = [int(r[7]) for r in rows]; c = int(rows[0][8]); wu = [int(r[10]) for r in rows]
+    print(f"| {name} | rt-app | {len(rows)} | {sum(run)/len(run):.0f} ({c}) | {sum(1 for s in slack if s < 0)} | {sum(wu)/len(wu):.0f} | {max(wu)} |")
+    t = next(t for t in rec["tasks"] if rec["set"]["tasks"][t["id"]].get("name") == name)
+    print(f"| {name} | rtscope | {t['jobs']} | {t['avg_exec_ns']/1e3:.0f} ({t['wcet_ns']//1000}) | {t['misses']} | {t['avg_start_delay_ns']/1e3:.0f} | {t['max_start_delay_ns']//1000} |")
+PY
+}
+
+case "$MODE" in
+experiment) experiment ;;
+quick) SETS=1 DURATION=2 GLOBAL_U="1.2 1.6" PART_R="0.6 0.9" experiment ;;
+rtapp) rtapp ;;
+summary) summary ;;
+*) echo "usage: $0 experiment|quick|rtapp|summary [OUT_DIR]" >&2; exit 2 ;;
+esac
+echo "results in $OUT" >&2

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""rtscope measure vs cyclictest, interleaved in one session (issue 2's benchmark).
+
+Both run with identical settings: SCHED_FIFO 95, one pinned thread per online CPU, 1000 us
+interval, no distance, mlockall, /dev/cpu_dma_latency held at 0. Pairs alternate which tool goes
+first. For each run we take, from the tool's own JSON:
+  * min, median and average of the latencies truncated to whole microseconds (cyclictest's
+    resolution; rtscope's linear 1 us histogram holds the same view of its samples), and
+  * the process CPU time (user+sys from wait4's rusage: measurement threads + main thread).
+It prints per-pair values and the median over pairs of the ratios rtscope/cyclictest.
+
+usage: bench/vs_cyclictest.py [--pairs 5] [--seconds 30] [--rtscope target/release/rtscope]
+"""
+import argparse, json, os, resource, statistics, subprocess, sys, tempfile, time
+
+
+def lin_stats(buckets):
+    """buckets: list of (us, count) -> (min, median, avg) over whole-us values."""
+    buckets = sorted((int(u), int(c)) for u, c in buckets if int(c) > 0)
+    n = sum(c for _, c in buckets)
+    if n == 0:
+        return None
+    mn = buckets[0][0]
+    rank = (n + 1) // 2
+    seen = 0
+    med = buckets[-1][0]
+    for u, c in buckets:
+        seen += c
+        if seen >= rank:
+            med = u
+            break
+    avg = sum(u * c for u, c in buckets) / n
+    return mn, med, avg, n
+
+
+def run(cmd):
+    t0 = time.time()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    err = p.stderr.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{err}")
+    return ru.ru_utime + ru.ru_stime, time.time() - t0
+
+
+def cyclictest(secs, hist, out):
+    cpu, wall = run(["cyclictest", "-m", "-S", "-p95", "-i1000", "-d0", f"-D{secs}",
+                     "-h", str(hist), "-q", f"--json={out}"])
+    j = json.load(open(out))
+    buckets = []
+    for t in j["thread"].values():
+        buckets += list(t["histogram"].items())
+    return lin_stats(buckets), cpu, wall
+
+
+def rtscope(binary, secs, hist, out):
+    cpu, wall = run([binary, "measure", "-p", "95", "-i", "1000", "-D", f"{secs}s", "-q",
+                     "--no-store", "--linear-max", str(hist - 1), "--json", out])
+    j = json.load(open(out))
+    buckets = []
+    for t in j["threads"]:
+        buckets += [(u, c) for u, c in t["linear"]["buckets"]]
+    return lin_stats(buckets), cpu, wall
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument("--rtscope", default="target/release/rtscope")
+    ap.add_argument("--hist", type=int, default=100000, help="histogram size, us")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("needs root")
+    d = tempfile.mkdtemp(prefix="rtscope-bench-")
+    ratios = {"min": [], "median": [], "avg": [], "cpu": []}
+    print(f"# {a.pairs} pairs x {a.seconds} s, FIFO 95, all CPUs, 1000 us; values in us (truncated), cpu in s")
+    print(f"{'pair':>4} {'tool':<10} {'samples':>8} {'min':>5} {'median':>6} {'avg':>8} {'cpu_s':>7}")
+    for i in range(a.pairs):
+        order = ["ct", "rt"] if i % 2 == 0 else ["rt", "ct"]
+        res = {}
+        for tool in order:
+            if tool == "ct":
+                res[tool] = cyclictest(a.seconds, a.hist, f"{d}/ct{i}.json")
+            else:
+                res[tool] = rtscope(a.rtscope, a.seconds, a.hist, f"{d}/rt{i}.json")
+        for tool, name in (("ct", "cyclictest"), ("rt", "rtscope")):
+            (mn, med, avg, n), cpu, _ = res[tool]
+            print(f"{i:>4} {name:<10} {n:>8} {mn:>5} {med:>6} {avg:>8.2f} {cpu:>7.3f}")
+        (cmn, cmed, cavg, _), ccpu, _ = res["ct"]
+        (rmn, rmed, ravg, _), rcpu, _ = res["rt"]
+        ratios["min"].append(rmn / cmn if cmn else float("nan"))
+        ratios["median"].append(rmed / cmed if cmed else float("nan"))
+        ratios["avg"].append(ravg / cavg)
+        ratios["cpu"].append(rcpu / ccpu)
+    print("\n# median over pairs of rtscope/cyclictest")
+    for k, v in ratios.items():
+        print(f"{k:>7}: {statistics.median(v):.3f}   (per pair: {', '.join(f'{x:.3f}' for x in v)})")
+
+
+if __name__ == "__main__":
+    main()

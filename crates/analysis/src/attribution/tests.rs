@@ -1,0 +1,492 @@
+//! Hand-built event sequences whose right attribution is known. Arithmetic in comments.
+
+use super::*;
+use rtscope_model::event::{Event, EventKind as K, NameTables, Vector};
+use rtscope_model::record::RawSample;
+
+const CPU: u32 = 0;
+const TID: u32 = 42;
+
+fn ev(ts: u64, kind: K) -> Event {
+    Event {
+        ts_ns: ts,
+        cpu: CPU,
+        kind,
+    }
+}
+
+fn sw(ts: u64, prev: u32, prev_prio: i32, next: u32, next_prio: i32) -> Event {
+    ev(
+        ts,
+        K::Switch {
+            prev_pid: prev,
+            prev_prio,
+            prev_state: 0,
+            next_pid: next,
+            next_prio,
+        },
+    )
+}
+
+fn names() -> NameTables {
+    let mut n = NameTables::default();
+    n.comms.insert(TID, "rtscope-m0".into());
+    n.comms.insert(300, "kworker/0:1".into());
+    n.comms.insert(500, "stress".into());
+    n.irqs.insert(11, "virtio0".into());
+    n
+}
+
+fn sample(expected_ns: u64, latency_ns: u64) -> RawSample {
+    RawSample {
+        cpu: CPU,
+        tid: TID,
+        cycle: 0,
+        expected_ns,
+        latency_ns,
+    }
+}
+
+fn one(events: &[Event], s: RawSample) -> SampleAttribution {
+    let (v, _) = attribute_samples(
+        events,
+        &[s],
+        &names(),
+        &AttributionOptions::default(),
+        &|_| true,
+    );
+    v.into_iter().next().expect("one attribution")
+}
+
+fn part(a: &SampleAttribution, cause: &str) -> u64 {
+    a.parts
+        .iter()
+        .find(|p| p.0 == cause)
+        .map(|p| p.1)
+        .unwrap_or(0)
+}
+
+fn sums(a: &SampleAttribution) {
+    assert_eq!(
+        a.parts.iter().map(|p| p.1).sum::<u64>(),
+        a.latency_ns,
+        "parts {:?}",
+        a.parts
+    );
+    let seg: u64 = a.segments.iter().map(|s| s.end_ns - s.start_ns).sum();
+    assert_eq!(seg, a.latency_ns, "segments {:?}", a.segments);
+}
+
+/// Fixture 1: the timer IRQ is delayed by another device IRQ that was running at E.
+#[test]
+fn timer_irq_delayed_by_another_irq() {
+    let evs = vec![
+        sw(0, 0, 120, 500, 120),          // "stress" (prio 120) runs
+        ev(900, K::IrqEntry { irq: 11 }), // virtio0 IRQ from before E...
+        ev(
+            1500,
+            K::IrqExit {
+                irq: 11,
+                handled: true,
+            },
+        ), // ...until 1500
+        ev(
+            1520,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            1600,
+            K::HrtimerEntry {
+                timer: 1,
+                function: 2,
+                now_ns: 1600,
+            },
+        ),
+        ev(
+            1650,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        ev(1700, K::HrtimerExit { timer: 1 }),
+        ev(
+            1750,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        sw(1800, 500, 120, TID, 0),
+    ];
+    let a = one(&evs, sample(1000, 1000)); // R = 2000
+    assert_eq!(a.unattributed_reason, None);
+    sums(&a);
+    // [1000,1500) virtio0 = 500
+    assert_eq!(part(&a, "irq:11:virtio0"), 500);
+    // [1500,1520) nothing running but stress with the timer pending = 20
+    assert_eq!(part(&a, TIMER_IRQ_DELAY), 20);
+    // [1520,1750) = 230
+    assert_eq!(part(&a, TIMER_HANDLER), 230);
+    // [1750,1800) stress still on the CPU = 50 (prio 120 > 0: blocking)
+    assert_eq!(part(&a, "thread:stress"), 50);
+    assert_eq!(
+        a.threads,
+        vec![ThreadRan {
+            pid: 500,
+            comm: "stress".into(),
+            prio: 120,
+            ran_ns: 50,
+            relation: "blocking".into()
+        }]
+    );
+    // [1800,2000) = 200
+    assert_eq!(part(&a, RETURN_TO_USER), 200);
+    assert_eq!(a.anchors.handler, "vector:local_timer");
+    assert_eq!(a.anchors.handler_entry_ns, Some(1520));
+    assert_eq!(a.anchors.switch_in_ns, Some(1800));
+}
+
+/// Fixture 2: a lower-priority kworker holds the CPU (non-preemptible kernel section) long after
+/// the on-time timer IRQ woke the thread; a TIMER softirq runs on IRQ exit.
+#[test]
+fn lower_priority_thread_blocking() {
+    let evs = vec![
+        sw(0, 0, 120, 300, 120),
+        ev(
+            1010,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            1050,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        ev(
+            1100,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(1100, K::SoftirqEntry { vec: 1 }),
+        ev(1200, K::SoftirqExit { vec: 1 }),
+        sw(5000, 300, 120, TID, 0),
+    ];
+    let a = one(&evs, sample(1000, 4100)); // R = 5100
+    sums(&a);
+    assert_eq!(part(&a, TIMER_IRQ_DELAY), 10); // [1000,1010)
+    assert_eq!(part(&a, TIMER_HANDLER), 90); // [1010,1100)
+    assert_eq!(part(&a, "softirq:TIMER"), 100); // [1100,1200)
+    assert_eq!(part(&a, "thread:kworker/0:1"), 3800); // [1200,5000)
+    assert_eq!(part(&a, RETURN_TO_USER), 100); // [5000,5100)
+    assert_eq!(a.parts[0], ("thread:kworker/0:1".to_string(), 3800));
+    assert_eq!(a.threads[0].relation, "blocking");
+}
+
+/// Fixture 2b: a higher-priority RT thread preempts: "preempting".
+#[test]
+fn higher_priority_thread_preempting() {
+    let evs = vec![
+        sw(0, 0, 120, TID, 0),
+        sw(10, TID, 0, 0, 120), // measured thread sleeps, idle
+        ev(
+            1000,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            1010,
+            K::Waking {
+                pid: 77,
+                prio: -1,
+                target_cpu: CPU,
+            },
+        ), // a DEADLINE/prio -1 task
+        ev(
+            1020,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        ev(
+            1030,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        sw(1040, 0, 120, 77, -1),
+        sw(1540, 77, -1, TID, 0),
+    ];
+    let a = one(&evs, sample(1000, 600)); // R = 1600
+    sums(&a);
+    assert_eq!(part(&a, TIMER_HANDLER), 30); // [1000,1030)
+    assert_eq!(part(&a, SCHED_DELAY), 10); // [1030,1040) idle → switch
+    assert_eq!(part(&a, "thread:pid77"), 500); // [1040,1540)
+    assert_eq!(a.threads[0].relation, "preempting");
+    assert_eq!(part(&a, RETURN_TO_USER), 60); // [1540,1600)
+}
+
+/// Fixture 3: the CPU is idle and nothing at all happens for 2 ms after E (the host did not run
+/// the vCPU); then the timer IRQ, idle exit, switch.
+#[test]
+fn gap_with_no_events_is_no_guest_activity() {
+    let evs = vec![
+        sw(0, TID, 0, 0, 120),
+        ev(10, K::CpuIdle { state: 1 }),
+        ev(
+            2_010_000,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            2_010_050,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        ev(
+            2_010_100,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(2_010_120, K::CpuIdle { state: u32::MAX }),
+        sw(2_010_200, 0, 120, TID, 0),
+    ];
+    let a = one(&evs, sample(10_000, 2_000_300)); // R = 2_010_300
+    sums(&a);
+    // [10_000, 2_010_000) = 2_000_000 ≥ 100 µs threshold
+    assert_eq!(part(&a, NO_GUEST), 2_000_000);
+    assert_eq!(part(&a, TIMER_HANDLER), 100);
+    // [2_010_100, 2_010_200): idle exit + schedule = 100
+    assert_eq!(part(&a, SCHED_DELAY), 100);
+    assert_eq!(part(&a, RETURN_TO_USER), 100);
+    assert_eq!(part(&a, TIMER_IRQ_DELAY_IDLE), 0);
+
+    // Same, but the timer IRQ comes 30 µs late: below the threshold, so it is idle exit.
+    let evs2: Vec<Event> = evs
+        .iter()
+        .map(|e| {
+            if e.ts_ns > 1000 {
+                Event {
+                    ts_ns: e.ts_ns - 1_970_000,
+                    ..*e
+                }
+            } else {
+                *e
+            }
+        })
+        .collect();
+    let a2 = one(&evs2, sample(10_000, 30_300));
+    sums(&a2);
+    assert_eq!(part(&a2, TIMER_IRQ_DELAY_IDLE), 30_000); // [10_000, 40_000)
+    assert_eq!(part(&a2, NO_GUEST), 0);
+}
+
+/// An NMI inside the return-to-user phase is carved out by its reported duration.
+#[test]
+fn nmi_is_carved_out() {
+    let evs = vec![
+        sw(0, 0, 120, 0, 120),
+        ev(
+            1000,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            1010,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        ev(
+            1020,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        sw(1030, 0, 120, TID, 0),
+        ev(1500, K::Nmi { delta_ns: 300 }), // ran [1200,1500)
+    ];
+    let a = one(&evs, sample(1000, 1000)); // R = 2000
+    sums(&a);
+    assert_eq!(part(&a, NMI), 300);
+    // [1030,2000) minus the NMI: 970 - 300 = 670
+    assert_eq!(part(&a, RETURN_TO_USER), 670);
+}
+
+#[test]
+fn missing_wakeup_is_unattributed_not_guessed() {
+    let evs = vec![sw(0, 0, 120, 500, 120), ev(1500, K::IrqEntry { irq: 11 })];
+    let a = one(&evs, sample(1000, 1000));
+    assert!(a.unattributed_reason.is_some());
+    assert_eq!(a.parts, vec![(UNATTRIBUTED.to_string(), 1000)]);
+}
+
+/// Run-level numbers on three samples (fixtures 1, 2 and 3 on one CPU, spaced apart).
+#[test]
+fn summary_shares_and_p99() {
+    let mut evs = Vec::new();
+    // Sample A at E=1000 (fixture 1 shape, latency 1000).
+    evs.extend([
+        sw(0, 0, 120, 500, 120),
+        ev(900, K::IrqEntry { irq: 11 }),
+        ev(
+            1500,
+            K::IrqExit {
+                irq: 11,
+                handled: true,
+            },
+        ),
+        ev(
+            1520,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            1650,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        ev(
+            1750,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        sw(1800, 500, 120, TID, 0),
+        sw(2100, TID, 0, 0, 120),
+    ]);
+    // Sample B at E=1_000_000: on time, idle, latency 300 (timer 100, sched 100, return 100).
+    evs.extend([
+        ev(
+            1_000_000,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            1_000_050,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        ev(
+            1_000_100,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        sw(1_000_200, 0, 120, TID, 0),
+        sw(1_000_400, TID, 0, 0, 120),
+    ]);
+    // Sample C at E=2_000_000: 500 µs with no events, then timer 100, sched 100, return 100.
+    evs.extend([
+        ev(
+            2_500_000,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            2_500_050,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        ev(
+            2_500_100,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        sw(2_500_200, 0, 120, TID, 0),
+    ]);
+    let samples = vec![
+        sample(1000, 1000),
+        sample(1_000_000, 300),
+        sample(2_000_000, 500_300),
+    ];
+    let opts = AttributionOptions {
+        tail_threshold_ns: Some(900),
+        top_n: 2,
+        ..Default::default()
+    };
+    let r = attribute(&evs, &samples, &names(), &opts);
+    let s = &r.summary;
+    // p99 of {300, 1000, 500_300}, nearest rank ceil(2.97)=3 → 500_300; tail = {C}.
+    assert_eq!(s.p99_latency_ns, 500_300);
+    assert_eq!(s.tail_p99_samples, 1);
+    assert_eq!(s.tail_threshold_samples, 2); // A and C exceed 900
+    assert_eq!(s.samples_attributed, 3);
+    assert_eq!(r.sum_check.violations, 0);
+    let c = |name: &str| {
+        s.causes
+            .iter()
+            .find(|c| c.cause == name)
+            .cloned()
+            .expect(name)
+    };
+    let ng = c(NO_GUEST);
+    assert_eq!(ng.samples_affected, 1);
+    assert_eq!(ng.total_ns, 500_000);
+    // 500_000 / 500_300
+    assert!((ng.tail_p99_share - 500_000.0 / 500_300.0).abs() < 1e-12);
+    // Threshold tail {A, C}: latency 501_300, no-guest 500_000.
+    assert!((ng.tail_threshold_share.expect("thr") - 500_000.0 / 501_300.0).abs() < 1e-12);
+    assert_eq!(s.causes[0].cause, NO_GUEST);
+    let th = c(TIMER_HANDLER);
+    // A: 230, B: 100, C: 100 → total 430, max 230, p99 (rank 3 of [100,100,230]) = 230
+    assert_eq!(
+        (
+            th.samples_affected,
+            th.total_ns,
+            th.max_ns,
+            th.p99_contribution_ns
+        ),
+        (3, 430, 230, 230)
+    );
+    let irq = c("irq:11:virtio0");
+    // Only sample A: contributions [0, 0, 500] → p99 rank 3 = 500.
+    assert_eq!(
+        (
+            irq.samples_affected,
+            irq.p99_contribution_ns,
+            irq.tail_p99_share
+        ),
+        (1, 500, 0.0)
+    );
+    assert_eq!(r.worst.len(), 2);
+    assert_eq!(r.worst[0].latency_ns, 500_300);
+    assert!(!r.worst[0].segments.is_empty());
+    assert_eq!(s.per_cpu_tail.len(), 1);
+    assert!(
+        s.per_cpu_tail[0].1.contains("no_guest_activity 100%"),
+        "{}",
+        s.per_cpu_tail[0].1
+    );
+}

@@ -1,0 +1,498 @@
+//! rtscope's own trace events → per-CPU interrupt-source instance lists.
+//!
+//! IRQ lines: `irq:irq_handler_entry/exit` (source = the IRQ number). System vectors:
+//! `irq_vectors:*_entry/exit` (source = the vector's name). NMI: `nmi:nmi_handler` fires after the
+//! handler with its duration, so the instance is (ts − delta, delta). An entry whose exit was lost
+//! (or an exit without entry) is dropped and counted: a half-seen instance has no duration.
+
+use super::{thread, BoundError, BoundInput, CpuInput, InterruptSource, RawInstance, SourceKind};
+use rtscope_model::bound::ThreadVars;
+use rtscope_model::event::{Event, EventKind, Vector};
+use rtscope_model::record::RawSample;
+use std::collections::BTreeMap;
+
+/// Source name of an x86 system vector: the model's tracepoint stem (`local_timer`, …).
+pub fn vector_name(v: Vector) -> String {
+    v.name()
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extracted {
+    /// CPU → sources, in rtsl order.
+    pub cpus: BTreeMap<u32, Vec<InterruptSource>>,
+    /// Entries never closed plus exits never opened (lost events or trace edges).
+    pub unmatched: u64,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Irq(u32),
+    Vec(Vector),
+    Nmi,
+}
+
+impl Key {
+    fn name(self) -> (String, SourceKind) {
+        match self {
+            Key::Irq(n) => (n.to_string(), SourceKind::Irq),
+            Key::Vec(v) => (vector_name(v), SourceKind::Irq),
+            Key::Nmi => ("nmi".into(), SourceKind::Nmi),
+        }
+    }
+}
+
+/// Pure: turns an event stream (any CPU interleaving; per CPU in time order, as a trace file
+/// stores it) into per-CPU interrupt sources. `row` in errors is the event's index in `events`.
+pub fn interrupt_sources(events: &[Event]) -> Result<Extracted, BoundError> {
+    let mut open: BTreeMap<(u32, Key), (u64, u64)> = BTreeMap::new();
+    let mut inst: BTreeMap<(u32, Key), Vec<RawInstance>> = BTreeMap::new();
+    let mut unmatched = 0u64;
+    let mut cpus_seen = std::collections::BTreeSet::new();
+    for (i, e) in events.iter().enumerate() {
+        cpus_seen.insert(e.cpu);
+        let (key, entry) = match e.kind {
+            EventKind::IrqEntry { irq } => (Key::Irq(irq), true),
+            EventKind::IrqExit { irq, .. } => (Key::Irq(irq), false),
+            EventKind::VectorEntry { vector } => (Key::Vec(vector), true),
+            EventKind::VectorExit { vector } => (Key::Vec(vector), false),
+            EventKind::Nmi { delta_ns } => {
+                let start = e.ts_ns.saturating_sub(delta_ns);
+                inst.entry((e.cpu, Key::Nmi))
+                    .or_default()
+                    .push(RawInstance {
+                        start_ns: start,
+                        duration_ns: delta_ns,
+                        row: i as u64,
+                    });
+                continue;
+            }
+            _ => continue,
+        };
+        if entry {
+            if open.insert((e.cpu, key), (e.ts_ns, i as u64)).is_some() {
+                unmatched += 1;
+            }
+        } else {
+            match open.remove(&(e.cpu, key)) {
+                Some((start, _)) if e.ts_ns >= start => {
+                    inst.entry((e.cpu, key)).or_default().push(RawInstance {
+                        start_ns: start,
+                        duration_ns: e.ts_ns - start,
+                        row: i as u64,
+                    });
+                }
+                _ => unmatched += 1,
+            }
+        }
+    }
+    unmatched += open.len() as u64;
+    let mut out = Extracted {
+        unmatched,
+        ..Default::default()
+    };
+    for cpu in cpus_seen {
+        out.cpus.insert(cpu, Vec::new());
+    }
+    for ((cpu, key), raw) in inst {
+        let (name, kind) = key.name();
+        let origin = format!("trace CPU {cpu} source {name} (rows are event indices)");
+        let (s, n) = InterruptSource::build(&name, kind, raw, &origin)?;
+        if n.out_of_order > 0 {
+            out.warnings.push(format!(
+                "{origin}: {} instances out of order, sorted",
+                n.out_of_order
+            ));
+        }
+        out.cpus.entry(cpu).or_default().push(s);
+    }
+    for v in out.cpus.values_mut() {
+        let mut c = CpuInput {
+            cpu: 0,
+            thread: ThreadVars::default(),
+            thread_estimated: false,
+            observed_max_latency_ns: None,
+            sources: std::mem::take(v),
+        };
+        c.sort_sources();
+        *v = c.sources;
+    }
+    if unmatched > 0 {
+        out.warnings.push(format!(
+            "{unmatched} interrupt entry/exit events had no partner (lost events or trace edges); \
+             those instances are not counted"
+        ));
+    }
+    Ok(out)
+}
+
+/// Per CPU: (the largest non-interrupt part of a sample's latency, the largest latency).
+///
+/// The non-interrupt part of a sample is its latency minus the time interrupt handlers on its
+/// CPU ran inside [expected, expected + latency). This is the fallback for the thread terms on
+/// kernels without preemptirq tracepoints: an observed value, so an ESTIMATE, NOT A SOUND BOUND.
+/// (An NMI nested in an IRQ is subtracted twice, which can only lower the estimate slightly.)
+pub fn non_interrupt_delay(
+    samples: &[RawSample],
+    sources: &BTreeMap<u32, Vec<InterruptSource>>,
+) -> BTreeMap<u32, (u64, u64)> {
+    let mut out: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for smp in samples {
+        let from = smp.expected_ns;
+        let to = smp.expected_ns.saturating_add(smp.latency_ns);
+        let mut irq = 0u64;
+        for src in sources.get(&smp.cpu).map(|v| v.as_slice()).unwrap_or(&[]) {
+            let (a, d) = (src.starts(), src.durations());
+            // Instances of one source do not overlap, so their ends are sorted like their starts.
+            let (mut lo, mut hi) = (0usize, a.len());
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if a[mid].saturating_add(d[mid]) <= from {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            let mut i = lo;
+            while i < a.len() && a[i] < to {
+                let s = a[i].max(from);
+                let e = a[i].saturating_add(d[i]).min(to);
+                irq += e.saturating_sub(s);
+                i += 1;
+            }
+        }
+        let e = out.entry(smp.cpu).or_default();
+        e.0 = e.0.max(smp.latency_ns.saturating_sub(irq));
+        e.1 = e.1.max(smp.latency_ns);
+    }
+    out
+}
+
+/// Pure: the analysis input from an rtscope trace (events + the run's samples). Per CPU, the
+/// thread terms are measured from preemptirq events when the trace has them ([`thread::measure`]);
+/// otherwise they fall back to the largest non-interrupt part of a sample's latency
+/// ([`non_interrupt_delay`]) and the CPU is marked `thread_estimated` — an ESTIMATE, NOT A SOUND
+/// BOUND. A CPU with neither uses `assume_thread_ns` (the user's own figure for the thread term,
+/// also labelled an estimate) or is skipped with a warning.
+pub fn trace_input(
+    events: &[Event],
+    samples: &[RawSample],
+    assume_thread_ns: Option<u64>,
+) -> Result<BoundInput, BoundError> {
+    let x = interrupt_sources(events)?;
+    let measured = thread::measure(events);
+    let delays = non_interrupt_delay(samples, &x.cpus);
+    let mut warnings = x.warnings;
+    let mut cpus = Vec::new();
+    let mut all: std::collections::BTreeSet<u32> = x.cpus.keys().copied().collect();
+    all.extend(delays.keys().copied());
+    let mut srcs = x.cpus;
+    for cpu in all {
+        let m = measured.get(&cpu).filter(|m| m.preemptirq_events > 0);
+        let observed = delays.get(&cpu).map(|d| d.1);
+        let (thread, estimated) = match (m, delays.get(&cpu)) {
+            (Some(m), _) => (m.vars, false),
+            (None, Some(d)) => (thread::fallback_vars(d.0), true),
+            (None, None) if assume_thread_ns.is_some() => {
+                (thread::fallback_vars(assume_thread_ns.unwrap_or(0)), true)
+            }
+            (None, None) => {
+                warnings.push(format!(
+                    "CPU {cpu}: no preemptirq events and no samples: no thread terms, CPU skipped"
+                ));
+                continue;
+            }
+        };
+        let mut c = CpuInput {
+            cpu,
+            thread,
+            thread_estimated: estimated,
+            observed_max_latency_ns: observed,
+            sources: srcs.remove(&cpu).unwrap_or_default(),
+        };
+        c.sort_sources();
+        cpus.push(c);
+    }
+    if cpus.is_empty() {
+        return Err(BoundError::Input {
+            origin: "trace".into(),
+            message:
+                "no CPU has thread terms: the trace has no preemptirq events (this kernel lacks \
+                      them) and no latency samples (record with `rtscope measure --trace`), and no \
+                      --assume-thread-ns was given"
+                    .into(),
+        });
+    }
+    Ok(BoundInput { cpus, warnings })
+}
+
+/// Time-to-bound series (the paper's practical claim, §6): at `points` evenly spaced instants of
+/// the trace, the `sliding_window` bound computed from the data seen so far and the observed
+/// maximum latency so far, per CPU. `events` need not be sorted. Pure; O(points × n log n).
+pub fn time_series(
+    events: &[Event],
+    samples: &[RawSample],
+    assume_thread_ns: Option<u64>,
+    points: u32,
+    opts: &super::Options,
+) -> Vec<rtscope_model::bound::BoundSeriesPoint> {
+    let mut ev: Vec<Event> = events.to_vec();
+    ev.sort_by_key(|e| e.ts_ns);
+    let mut sm: Vec<RawSample> = samples.to_vec();
+    sm.sort_by_key(|s| s.expected_ns.saturating_add(s.latency_ns));
+    let first = ev
+        .first()
+        .map(|e| e.ts_ns)
+        .into_iter()
+        .chain(sm.first().map(|s| s.expected_ns))
+        .min();
+    let last = ev
+        .last()
+        .map(|e| e.ts_ns)
+        .into_iter()
+        .chain(
+            sm.last()
+                .map(|s| s.expected_ns.saturating_add(s.latency_ns)),
+        )
+        .max();
+    let (Some(t0), Some(t1)) = (first, last) else {
+        return Vec::new();
+    };
+    let points = points.max(1);
+    let mut out = Vec::new();
+    for k in 1..=u64::from(points) {
+        let tk = t0
+            + (t1 - t0) / u64::from(points) * k
+            + if k == u64::from(points) {
+                (t1 - t0) % u64::from(points)
+            } else {
+                0
+            };
+        let ne = ev.partition_point(|e| e.ts_ns <= tk);
+        let ns = sm.partition_point(|s| s.expected_ns.saturating_add(s.latency_ns) <= tk);
+        let t_s = (tk - t0) as f64 * 1e-9;
+        // A prefix can cut an IRQ between entry and exit: that instance is simply not seen yet.
+        let Ok(input) = trace_input(&ev[..ne], &sm[..ns], assume_thread_ns) else {
+            continue;
+        };
+        for c in &input.cpus {
+            let sw = super::sliding_window(&c.thread, &c.sources, opts);
+            out.push(rtscope_model::bound::BoundSeriesPoint {
+                t_s,
+                cpu: c.cpu,
+                sliding_window_ns: sw.latency_ns,
+                observed_max_ns: c.observed_max_latency_ns,
+            });
+        }
+    }
+    out
+}
+
+/// Per CPU: the first series time at which the sliding-window bound reached the run's final
+/// observed maximum (None when it never did or nothing was observed).
+pub fn time_to_bound(
+    series: &[rtscope_model::bound::BoundSeriesPoint],
+) -> BTreeMap<u32, Option<f64>> {
+    let mut final_obs: BTreeMap<u32, Option<u64>> = BTreeMap::new();
+    for p in series {
+        let e = final_obs.entry(p.cpu).or_default();
+        *e = (*e).max(p.observed_max_ns);
+    }
+    final_obs
+        .into_iter()
+        .map(|(cpu, obs)| {
+            let t = obs.and_then(|o| {
+                series
+                    .iter()
+                    .filter(|p| p.cpu == cpu)
+                    .find(|p| p.sliding_window_ns.is_some_and(|b| b >= o))
+                    .map(|p| p.t_s)
+            });
+            (cpu, t)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(ts: u64, cpu: u32, kind: EventKind) -> Event {
+        Event {
+            ts_ns: ts,
+            cpu,
+            kind,
+        }
+    }
+
+    /// Fixture: hand-written stream, two CPUs, one lost exit, an NMI nested in an IRQ.
+    fn fixture() -> Vec<Event> {
+        use EventKind::*;
+        vec![
+            ev(100, 0, IrqEntry { irq: 33 }),
+            ev(130, 0, Nmi { delta_ns: 10 }), // NMI ran 120..130, nested in IRQ 33
+            ev(
+                150,
+                0,
+                IrqExit {
+                    irq: 33,
+                    handled: true,
+                },
+            ), // IRQ 33: (100, 50)
+            ev(
+                160,
+                1,
+                VectorEntry {
+                    vector: Vector::LocalTimer,
+                },
+            ),
+            ev(
+                165,
+                1,
+                VectorExit {
+                    vector: Vector::LocalTimer,
+                },
+            ), // local_timer: (160, 5)
+            ev(400, 0, IrqEntry { irq: 33 }),
+            ev(
+                420,
+                0,
+                IrqExit {
+                    irq: 33,
+                    handled: true,
+                },
+            ), // IRQ 33: (400, 20)
+            ev(
+                500,
+                1,
+                IrqExit {
+                    irq: 9,
+                    handled: true,
+                },
+            ), // exit without entry: unmatched
+            ev(
+                600,
+                1,
+                VectorEntry {
+                    vector: Vector::Other(236),
+                },
+            ), // never closed: unmatched
+            ev(
+                700,
+                1,
+                Switch {
+                    prev_pid: 1,
+                    prev_prio: 120,
+                    prev_state: 0,
+                    next_pid: 2,
+                    next_prio: 9,
+                },
+            ),
+        ]
+    }
+
+    #[test]
+    fn extracts_per_cpu_sources() {
+        let x = interrupt_sources(&fixture()).unwrap();
+        assert_eq!(x.unmatched, 2);
+        let c0 = &x.cpus[&0];
+        assert_eq!(c0.len(), 2);
+        assert_eq!(c0[0].name, "nmi");
+        assert_eq!(c0[0].starts(), &[120]);
+        assert_eq!(c0[0].durations(), &[10]);
+        assert_eq!(c0[1].name, "33");
+        assert_eq!(c0[1].starts(), &[100, 400]);
+        assert_eq!(c0[1].durations(), &[50, 20]);
+        assert_eq!(c0[1].omiat_ns(), Some(300)); // 400 − 100
+        let c1 = &x.cpus[&1];
+        assert_eq!(c1.len(), 1);
+        assert_eq!(c1[0].name, "local_timer");
+        assert_eq!(c1[0].owcet_ns(), 5);
+        assert_eq!(vector_name(Vector::Other(0xec)), "vector_0xec");
+    }
+
+    #[test]
+    fn non_interrupt_part_of_samples() {
+        let x = interrupt_sources(&fixture()).unwrap();
+        let smp = |cpu, expected_ns, latency_ns| RawSample {
+            cpu,
+            tid: 1,
+            cycle: 0,
+            expected_ns,
+            latency_ns,
+        };
+        // CPU 0, window [90, 190): IRQ 33 (100..150) = 50 and the NMI (120..130) = 10 inside
+        // → 100 − 60 = 40. Window [410, 430): IRQ 33 (400..420) overlaps 410..420 = 10 → 20 − 10 = 10.
+        // CPU 1, [0, 30): nothing → 30.
+        let v = vec![smp(0, 90, 100), smp(0, 410, 20), smp(1, 0, 30)];
+        let m = non_interrupt_delay(&v, &x.cpus);
+        assert_eq!(m[&0], (40, 100));
+        assert_eq!(m[&1], (30, 30));
+    }
+
+    #[test]
+    fn trace_input_falls_back_and_labels() {
+        let smp = |cpu, expected_ns, latency_ns| RawSample {
+            cpu,
+            tid: 1,
+            cycle: 0,
+            expected_ns,
+            latency_ns,
+        };
+        let i = trace_input(&fixture(), &[smp(0, 90, 100), smp(1, 0, 30)], None).unwrap();
+        assert_eq!(i.cpus.len(), 2);
+        // CPU 0: no preemptirq events → fallback poid = 40 (see non_interrupt_part_of_samples).
+        assert!(i.cpus[0].thread_estimated);
+        assert_eq!(i.cpus[0].thread.poid_ns, 40);
+        assert_eq!(i.cpus[0].observed_max_latency_ns, Some(100));
+        let r = crate::bound::analyze(&i, &crate::bound::Options::default(), "trace");
+        assert!(r.estimate);
+        assert!(r
+            .warnings
+            .iter()
+            .any(|w| w.contains("ESTIMATE, NOT A SOUND BOUND")));
+        // CPU 0 single_of_each: 40 + NMI 10 + IRQ 33 50 = 100.
+        assert_eq!(r.cpus[0].bounds.single_of_each.latency_ns, Some(100));
+    }
+
+    #[test]
+    fn trace_input_without_samples() {
+        // No samples, no preemptirq: an error unless the user supplies the thread term.
+        assert!(trace_input(&fixture(), &[], None).is_err());
+        let i = trace_input(&fixture(), &[], Some(1000)).unwrap();
+        assert_eq!(i.cpus.len(), 2);
+        assert!(i
+            .cpus
+            .iter()
+            .all(|c| c.thread_estimated && c.thread.poid_ns == 1000));
+    }
+
+    #[test]
+    fn series_and_time_to_bound() {
+        let smp = |cpu, expected_ns, latency_ns| RawSample {
+            cpu,
+            tid: 1,
+            cycle: 0,
+            expected_ns,
+            latency_ns,
+        };
+        // Trace spans 90..700 (first event 100, first sample expected 90; last event 700).
+        // Two points: t = 90 + 305 = 395 and t = 700.
+        // At 395: CPU 0 has sample (90, +100) → non-irq 40 (see non_interrupt_part_of_samples);
+        //   sources up to 395: IRQ 33 (100, 50) and NMI (120, 10) → sliding window
+        //   L0 = 40, B_33(40) = 50, B_nmi = 10 → 100; at 100 the same → 100. Observed max 100.
+        // At 700: the sample (410, +20) adds no larger delay; IRQ 33 (400, 20) joins:
+        //   L0 = 40 → 33's windows of 40 hold one instance (50) → 100; at 100 still one
+        //   (arrivals 300 apart) → 100.
+        let v = vec![smp(0, 90, 100), smp(0, 410, 20)];
+        let s = time_series(&fixture(), &v, None, 2, &crate::bound::Options::default());
+        let cpu0: Vec<_> = s.iter().filter(|p| p.cpu == 0).collect();
+        assert_eq!(cpu0.len(), 2);
+        assert!((cpu0[0].t_s - 305e-9).abs() < 1e-12);
+        assert_eq!(cpu0[0].sliding_window_ns, Some(100));
+        assert_eq!(cpu0[0].observed_max_ns, Some(100));
+        assert_eq!(cpu0[1].sliding_window_ns, Some(100));
+        let ttb = time_to_bound(&s);
+        assert_eq!(ttb[&0], Some(cpu0[0].t_s));
+    }
+}

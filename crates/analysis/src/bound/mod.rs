@@ -1,0 +1,439 @@
+//! The scheduling-latency bound of de Oliveira et al., "Demystifying the Real-Time Linux
+//! Scheduling Latency", ECRTS'20 (seed `de-oliveira-2020-…`), §4–§5.
+//!
+//! Theorem 8: the latency is bounded by the least positive L with
+//! `L = max(D_ST, D_POID) + D_PAIE + D_PSD + I_NMI(L) + I_IRQ(L)`,
+//! and §5 lists six characterizations of the interrupt interference `I(L)`. Everything here is
+//! pure integer-nanosecond arithmetic over validated inputs; readers live in [`json`] (the
+//! documented interchange form), `rtscope-store::rtsl` (rtsl's SQLite databases) and [`events`]
+//! (rtscope's own traces).
+
+pub mod events;
+pub mod json;
+pub mod render;
+pub mod source;
+pub mod thread;
+pub mod window;
+
+use rtscope_model::bound::{
+    BoundReport, Bounds, CharBound, Contribution, CpuBound, Iteration, NonConvergence, RawCpu,
+    SourceSummary, ThreadVars, BOUND_SCHEMA_VERSION,
+};
+pub use source::{InterruptSource, Normalisation, RawInstance, SourceKind};
+
+/// Default cap on L: 1 s (the issue's default; a bound beyond it is useless for RT work).
+pub const DEFAULT_CAP_NS: u64 = 1_000_000_000;
+/// Default guard on fixed-point steps; each step adds ≥ 1 ns and costs O(n).
+pub const DEFAULT_MAX_ITERATIONS: u64 = 10_000;
+/// Iterations kept in the output (the first ones, plus always the last).
+const KEPT_ITERATIONS: usize = 64;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BoundError {
+    /// Bad input; `origin` names the file/table, `message` the row and the problem.
+    #[error("{origin}: {message}")]
+    Input { origin: String, message: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub cap_ns: u64,
+    pub max_iterations: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cap_ns: DEFAULT_CAP_NS,
+            max_iterations: DEFAULT_MAX_ITERATIONS,
+        }
+    }
+}
+
+/// One CPU's analysis input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuInput {
+    pub cpu: u32,
+    pub thread: ThreadVars,
+    /// Thread terms come from the fallback, not from preemptirq measurement.
+    pub thread_estimated: bool,
+    pub observed_max_latency_ns: Option<u64>,
+    pub sources: Vec<InterruptSource>,
+}
+
+/// A whole input: CPUs sorted by number, plus the normalisations the reader applied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BoundInput {
+    pub cpus: Vec<CpuInput>,
+    pub warnings: Vec<String>,
+}
+
+impl CpuInput {
+    /// Sorts sources the way rtsl prints them: NMI first, then IRQs by number, then by name.
+    pub fn sort_sources(&mut self) {
+        self.sources
+            .sort_by(|a, b| source_order(&a.name, a.kind).cmp(&source_order(&b.name, b.kind)));
+    }
+}
+
+fn source_order(name: &str, kind: SourceKind) -> (u8, u64, String) {
+    let k = if kind == SourceKind::Nmi { 0 } else { 1 };
+    match name.parse::<u64>() {
+        Ok(n) => (k, n, String::new()),
+        Err(_) => (k, u64::MAX, name.to_string()),
+    }
+}
+
+/// Validates readers' raw per-CPU data into an analysis input (sorting arrivals, a stated
+/// normalisation reported in `warnings`; overlapping or duplicate arrivals are errors).
+pub fn from_raw(cpus: Vec<RawCpu>, mut warnings: Vec<String>) -> Result<BoundInput, BoundError> {
+    let mut out = Vec::with_capacity(cpus.len());
+    for rc in cpus {
+        let mut sources = Vec::with_capacity(rc.sources.len());
+        for rs in rc.sources {
+            let kind = if rs.nmi {
+                SourceKind::Nmi
+            } else {
+                SourceKind::Irq
+            };
+            let (s, n) = InterruptSource::build(&rs.name, kind, rs.instances, &rs.origin)?;
+            if n.out_of_order > 0 {
+                warnings.push(format!(
+                    "{}: CPU {} source {}: {} arrivals out of order, sorted",
+                    rs.origin, rc.cpu, rs.name, n.out_of_order
+                ));
+            }
+            sources.push(s);
+        }
+        let mut c = CpuInput {
+            cpu: rc.cpu,
+            thread: rc.thread,
+            thread_estimated: rc.thread_estimated,
+            observed_max_latency_ns: rc.observed_max_latency_ns,
+            sources,
+        };
+        c.sort_sources();
+        out.push(c);
+    }
+    out.sort_by_key(|c| c.cpu);
+    Ok(BoundInput {
+        cpus: out,
+        warnings,
+    })
+}
+
+/// Lemma 7: `L_IF ≤ max(D_ST, D_POID) + D_PAIE + D_PSD` (saturating: a sum beyond u64 is
+/// beyond any cap anyway).
+pub fn ifl_ns(t: &ThreadVars) -> u64 {
+    t.dst_ns
+        .max(t.poid_ns)
+        .saturating_add(t.paie_ns)
+        .saturating_add(t.psd_ns)
+}
+
+/// The thread terms of the equation as (name, ns), for the dominant-term search.
+fn thread_terms(t: &ThreadVars) -> [(&'static str, u64); 3] {
+    let first = if t.dst_ns > t.poid_ns {
+        ("dst", t.dst_ns)
+    } else {
+        ("poid", t.poid_ns)
+    };
+    [first, ("paie", t.paie_ns), ("psd", t.psd_ns)]
+}
+
+fn dominant(t: &ThreadVars, contribs: &[(String, u64)]) -> (String, u64) {
+    let mut best: (String, u64) = (String::new(), 0);
+    for (n, v) in thread_terms(t) {
+        if v > best.1 || best.0.is_empty() {
+            best = (n.to_string(), v);
+        }
+    }
+    for (n, v) in contribs {
+        if *v > best.1 {
+            best = (n.clone(), *v);
+        }
+    }
+    best
+}
+
+/// A closed-form characterization: `IFL + Σ contributions`.
+fn closed_form(t: &ThreadVars, contribs: Vec<(String, u64)>, cap_ns: u64) -> CharBound {
+    let ifl = ifl_ns(t);
+    let total = contribs
+        .iter()
+        .fold(ifl, |acc, (_, v)| acc.saturating_add(*v));
+    let (dom, dom_ns) = dominant(t, &contribs);
+    let it = Iteration {
+        window_ns: ifl,
+        contributions: contribs
+            .into_iter()
+            .map(|(source, ns)| Contribution { source, ns })
+            .collect(),
+        latency_ns: total,
+    };
+    let (latency_ns, converged, reason) = if total > cap_ns {
+        (
+            None,
+            false,
+            Some(NonConvergence::ExceedsCap {
+                cap_ns,
+                last_ns: total,
+            }),
+        )
+    } else {
+        (Some(total), true, None)
+    };
+    CharBound {
+        latency_ns,
+        converged,
+        reason,
+        dominant: Some(dom),
+        dominant_ns: Some(dom_ns),
+        iterations: vec![it],
+        iteration_count: 1,
+    }
+}
+
+/// The least fixed point of `L = IFL + Σ_s f(s, L)` for a non-decreasing `f`, iterated from
+/// `max(IFL, 1)`: Theorem 8 asks for the least *positive* L, and over an empty window [t, t)
+/// nothing can arrive. Monotone and bounded by the cap, so either it converges or it is cut off.
+fn fixed_point(
+    t: &ThreadVars,
+    sources: &[InterruptSource],
+    opts: &Options,
+    f: impl Fn(&InterruptSource, u64) -> u64,
+) -> CharBound {
+    let ifl = ifl_ns(t);
+    let mut l = ifl.max(1);
+    let mut prev: Vec<u64> = vec![u64::MAX; sources.len()];
+    let mut kept: Vec<Iteration> = Vec::new();
+    let mut last: Option<Iteration> = None;
+    let mut count = 0u64;
+    let mut contribs: Vec<(String, u64)>;
+    let reason;
+    loop {
+        count += 1;
+        let vals: Vec<u64> = sources.iter().map(|s| f(s, l)).collect();
+        let next = vals.iter().fold(ifl, |acc, v| acc.saturating_add(*v));
+        let changed: Vec<Contribution> = sources
+            .iter()
+            .zip(vals.iter())
+            .zip(prev.iter())
+            .filter(|((_, v), p)| *v != *p)
+            .map(|((s, v), _)| Contribution {
+                source: s.name.clone(),
+                ns: *v,
+            })
+            .collect();
+        let it = Iteration {
+            window_ns: l,
+            contributions: changed,
+            latency_ns: next,
+        };
+        if kept.len() < KEPT_ITERATIONS {
+            kept.push(it);
+        } else {
+            last = Some(it);
+        }
+        contribs = sources
+            .iter()
+            .zip(vals.iter())
+            .map(|(s, v)| (s.name.clone(), *v))
+            .collect();
+        prev = vals;
+        if next == l {
+            reason = None;
+            break;
+        }
+        if next > opts.cap_ns {
+            reason = Some(NonConvergence::ExceedsCap {
+                cap_ns: opts.cap_ns,
+                last_ns: next,
+            });
+            break;
+        }
+        if count >= opts.max_iterations {
+            reason = Some(NonConvergence::IterationLimit {
+                iterations: count,
+                last_ns: next,
+            });
+            break;
+        }
+        l = next;
+    }
+    if let Some(it) = last {
+        kept.push(it);
+    }
+    let (dom, dom_ns) = dominant(t, &contribs);
+    let converged = reason.is_none();
+    CharBound {
+        latency_ns: if converged { Some(l) } else { None },
+        converged,
+        reason,
+        dominant: Some(dom),
+        dominant_ns: Some(dom_ns),
+        iterations: kept,
+        iteration_count: count,
+    }
+}
+
+/// 1. No interrupts: L = IFL.
+pub fn no_interrupts(t: &ThreadVars, opts: &Options) -> CharBound {
+    closed_form(t, Vec::new(), opts.cap_ns)
+}
+
+/// 2. Worst single interrupt: IFL + the largest IRQ oWCET + the NMI oWCET (if any NMI).
+pub fn worst_single(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
+    let mut c = Vec::new();
+    if let Some(nmi) = sources
+        .iter()
+        .filter(|s| s.kind == SourceKind::Nmi)
+        .max_by_key(|s| s.owcet_ns())
+    {
+        c.push((nmi.name.clone(), nmi.owcet_ns()));
+    }
+    // Ties go to the first source in rtsl order, so the output is deterministic.
+    let mut worst: Option<&InterruptSource> = None;
+    for s in sources.iter().filter(|s| s.kind == SourceKind::Irq) {
+        if worst.map_or(true, |w| s.owcet_ns() > w.owcet_ns()) {
+            worst = Some(s);
+        }
+    }
+    if let Some(w) = worst {
+        c.push((w.name.clone(), w.owcet_ns()));
+    }
+    closed_form(t, c, opts.cap_ns)
+}
+
+/// 3. Single (worst) of each interrupt: IFL + Σ_s oWCET_s.
+pub fn single_of_each(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
+    let c = sources
+        .iter()
+        .map(|s| (s.name.clone(), s.owcet_ns()))
+        .collect();
+    closed_form(t, c, opts.cap_ns)
+}
+
+/// 4. Sporadic: L = IFL + Σ_s ⌈L / oMIAT_s⌉·oWCET_s; a source seen once counts once. Does not
+/// converge when some source has oWCET ≥ oMIAT (its demand grows at least as fast as L).
+pub fn sporadic(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
+    if let Some(s) = sources
+        .iter()
+        .find(|s| s.omiat_ns().is_some_and(|m| s.owcet_ns() >= m))
+    {
+        let omiat_ns = s.omiat_ns().unwrap_or(0);
+        let mut r = fixed_point(
+            t,
+            sources,
+            &Options {
+                max_iterations: 1,
+                ..*opts
+            },
+            sporadic_demand,
+        );
+        r.latency_ns = None;
+        r.converged = false;
+        r.reason = Some(NonConvergence::OwcetGeOmiat {
+            source: s.name.clone(),
+            owcet_ns: s.owcet_ns(),
+            omiat_ns,
+        });
+        r.dominant = Some(s.name.clone());
+        r.dominant_ns = None;
+        return r;
+    }
+    fixed_point(t, sources, opts, sporadic_demand)
+}
+
+fn sporadic_demand(s: &InterruptSource, l: u64) -> u64 {
+    match s.omiat_ns() {
+        None => {
+            if s.is_empty() {
+                0
+            } else {
+                s.owcet_ns()
+            }
+        }
+        Some(m) => l.div_ceil(m).saturating_mul(s.owcet_ns()),
+    }
+}
+
+/// 5. Sliding window: L = IFL + Σ_s B_s(L), B_s(Δ) the largest sum of durations of the source's
+/// instances arriving in one window [t, t+Δ) — the worst observed arrival pattern with each
+/// instance's own execution time.
+pub fn sliding_window(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
+    fixed_point(t, sources, opts, window::max_demand_ns)
+}
+
+/// 6. Sliding window with oWCET: B_s(Δ) = oWCET_s × the largest number of arrivals in a window.
+pub fn sliding_window_owcet(
+    t: &ThreadVars,
+    sources: &[InterruptSource],
+    opts: &Options,
+) -> CharBound {
+    fixed_point(t, sources, opts, |s, l| {
+        window::max_arrivals(s, l).saturating_mul(s.owcet_ns())
+    })
+}
+
+pub fn summarize_sources(sources: &[InterruptSource]) -> Vec<SourceSummary> {
+    sources
+        .iter()
+        .map(|s| SourceSummary {
+            source: s.name.clone(),
+            kind: s.kind.as_str().to_string(),
+            count: s.len() as u64,
+            owcet_ns: s.owcet_ns(),
+            omiat_ns: s.omiat_ns(),
+        })
+        .collect()
+}
+
+/// All six characterizations for one CPU.
+pub fn analyze_cpu(c: &CpuInput, opts: &Options) -> CpuBound {
+    let t = &c.thread;
+    CpuBound {
+        cpu: c.cpu,
+        ifl_ns: ifl_ns(t),
+        thread: *t,
+        thread_estimated: c.thread_estimated,
+        observed_max_latency_ns: c.observed_max_latency_ns,
+        sources: summarize_sources(&c.sources),
+        bounds: Bounds {
+            no_interrupts: no_interrupts(t, opts),
+            worst_single: worst_single(t, &c.sources, opts),
+            single_of_each: single_of_each(t, &c.sources, opts),
+            sporadic: sporadic(t, &c.sources, opts),
+            sliding_window: sliding_window(t, &c.sources, opts),
+            sliding_window_owcet: sliding_window_owcet(t, &c.sources, opts),
+        },
+    }
+}
+
+/// The whole report. `input` names the kind of input (`json`, `rtsl-db`, `trace`).
+pub fn analyze(input: &BoundInput, opts: &Options, input_kind: &str) -> BoundReport {
+    let cpus: Vec<CpuBound> = input.cpus.iter().map(|c| analyze_cpu(c, opts)).collect();
+    let estimate = cpus.iter().any(|c| c.thread_estimated);
+    let mut warnings = input.warnings.clone();
+    if estimate {
+        warnings.push(
+            "thread terms (POID/PAIE/PSD/DST) were not measured with preemptirq tracepoints: \
+             every bound is an ESTIMATE, NOT A SOUND BOUND"
+                .to_string(),
+        );
+    }
+    BoundReport {
+        schema_version: BOUND_SCHEMA_VERSION,
+        cpus,
+        estimate,
+        input: input_kind.to_string(),
+        cap_ns: opts.cap_ns,
+        warnings,
+        series: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod props;
+#[cfg(test)]
+mod tests;

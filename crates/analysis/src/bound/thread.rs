@@ -1,0 +1,324 @@
+//! The thread-context variables of Table 1 (ECRTS'20 §4.2, measured as §5's latency parser
+//! does) from an event stream with `preemptirq` tracepoints, and the fallback when a kernel has
+//! none (this machine: no CONFIG_PREEMPTIRQ_TRACEPOINTS).
+//!
+//! Mainline's preemptirq events do not say *why* preemption was disabled (the paper's patched
+//! kernel had `preempt_disable_sched`), so a preempt-disabled section is classified by what
+//! happens inside it: one that contains a context switch (`sched_switch`) is the scheduler's
+//! (EV1…EV7), any other postpones the scheduler. Per CPU:
+//! - D_PSD: longest preempt-disabled section containing a switch (EV1 → EV7).
+//! - D_ST: from the last IRQ disable before the switch in that section (EV3) to its preempt
+//!   enable (EV7).
+//! - D_POID: longest interval in which preemption (not to schedule) or IRQs are disabled — the
+//!   union of both, cut where a scheduler section begins (that part is D_PSD's).
+//! - D_PAIE: longest interval with both preemption and IRQs enabled while a wake-up on this CPU
+//!   is pending (the pe_ie state of Fig. 21 between set_need_resched and the scheduler), ended by
+//!   the next disable of either. Mainline has no set_need_resched event; `sched_wakeup` with this
+//!   CPU as target stands for it, cleared by the next switch.
+//!
+//! As in §5, the execution time of interrupts (IRQ handlers, vectors, NMIs) that ran inside an
+//! interval is discounted from it: it is counted as interference, not as thread delay.
+
+use rtscope_model::bound::ThreadVars;
+use rtscope_model::event::{Event, EventKind};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuThreadMeasure {
+    pub vars: ThreadVars,
+    /// Number of preemptirq events seen on the CPU: 0 means the kernel does not have them.
+    pub preemptirq_events: u64,
+    pub sched_sections: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum HKey {
+    Irq(u32),
+    Vec(rtscope_model::event::Vector),
+}
+
+#[derive(Default)]
+struct St {
+    m: CpuThreadMeasure,
+    /// Cumulative interrupt execution time seen on this CPU so far.
+    irq_time: u64,
+    open_handlers: BTreeMap<HKey, u64>,
+    preempt_off: Option<(u64, u64)>, // (ts, irq_time at ts)
+    irq_off: Option<(u64, u64)>,
+    union_start: Option<(u64, u64)>,
+    switch_in_section: bool,
+    last_irq_disable: Option<(u64, u64)>,
+    ev3: Option<(u64, u64)>,
+    /// Start of the scheduler section inside the current union, once known.
+    sched_start_in_union: Option<(u64, u64)>,
+    wakeup_pending: bool,
+    paie_start: Option<(u64, u64)>,
+}
+
+fn span(from: (u64, u64), to_ts: u64, to_irq: u64) -> u64 {
+    to_ts
+        .saturating_sub(from.0)
+        .saturating_sub(to_irq.saturating_sub(from.1))
+}
+
+impl St {
+    fn disable_begins(&mut self, ts: u64) {
+        if let Some(p) = self.paie_start.take() {
+            let d = span(p, ts, self.irq_time);
+            self.m.vars.paie_ns = self.m.vars.paie_ns.max(d);
+        }
+        if self.union_start.is_none() {
+            self.union_start = Some((ts, self.irq_time));
+            self.sched_start_in_union = None;
+        }
+    }
+
+    fn maybe_close_union(&mut self, ts: u64) {
+        if self.preempt_off.is_some() || self.irq_off.is_some() {
+            return;
+        }
+        if let Some(u) = self.union_start.take() {
+            // The part before a scheduler section postponed the scheduler (or masked IRQs).
+            let d = match self.sched_start_in_union.take() {
+                Some(s) => span(u, s.0, s.1),
+                None => span(u, ts, self.irq_time),
+            };
+            self.m.vars.poid_ns = self.m.vars.poid_ns.max(d);
+        }
+        if self.wakeup_pending {
+            self.paie_start = Some((ts, self.irq_time));
+        }
+    }
+
+    fn step(&mut self, e: &Event) {
+        let ts = e.ts_ns;
+        match e.kind {
+            EventKind::PreemptDisable => {
+                self.m.preemptirq_events += 1;
+                self.disable_begins(ts);
+                self.preempt_off = Some((ts, self.irq_time));
+                self.switch_in_section = false;
+                self.ev3 = None;
+                self.last_irq_disable = None;
+            }
+            EventKind::PreemptEnable => {
+                self.m.preemptirq_events += 1;
+                if let Some(p) = self.preempt_off.take() {
+                    if self.switch_in_section {
+                        self.m.sched_sections += 1;
+                        let psd = span(p, ts, self.irq_time);
+                        self.m.vars.psd_ns = self.m.vars.psd_ns.max(psd);
+                        if let Some(e3) = self.ev3 {
+                            self.m.vars.dst_ns =
+                                self.m.vars.dst_ns.max(span(e3, ts, self.irq_time));
+                        }
+                        if self.sched_start_in_union.is_none() {
+                            self.sched_start_in_union = Some(p);
+                        }
+                    }
+                }
+                self.switch_in_section = false;
+                self.maybe_close_union(ts);
+            }
+            EventKind::IrqDisable => {
+                self.m.preemptirq_events += 1;
+                self.disable_begins(ts);
+                self.irq_off = Some((ts, self.irq_time));
+                if self.preempt_off.is_some() {
+                    self.last_irq_disable = Some((ts, self.irq_time));
+                }
+            }
+            EventKind::IrqEnable => {
+                self.m.preemptirq_events += 1;
+                self.irq_off = None;
+                self.maybe_close_union(ts);
+            }
+            EventKind::Switch { .. } => {
+                if self.preempt_off.is_some() {
+                    self.switch_in_section = true;
+                    self.ev3 = self.last_irq_disable;
+                }
+                self.wakeup_pending = false;
+                self.paie_start = None;
+            }
+            EventKind::Wakeup { target_cpu, .. } if target_cpu == e.cpu => {
+                self.wakeup_pending = true;
+            }
+            EventKind::IrqEntry { irq } => self.handler_open(HKey::Irq(irq), ts),
+            EventKind::IrqExit { irq, .. } => self.handler_close(HKey::Irq(irq), ts),
+            EventKind::VectorEntry { vector } => self.handler_open(HKey::Vec(vector), ts),
+            EventKind::VectorExit { vector } => self.handler_close(HKey::Vec(vector), ts),
+            EventKind::Nmi { delta_ns } => self.irq_time = self.irq_time.saturating_add(delta_ns),
+            _ => {}
+        }
+    }
+
+    fn handler_open(&mut self, key: HKey, ts: u64) {
+        self.open_handlers.insert(key, ts);
+    }
+    fn handler_close(&mut self, key: HKey, ts: u64) {
+        if let Some(s) = self.open_handlers.remove(&key) {
+            self.irq_time = self.irq_time.saturating_add(ts.saturating_sub(s));
+        }
+    }
+}
+
+/// Pure: per-CPU thread variables from an event stream (per CPU in time order).
+pub fn measure(events: &[Event]) -> BTreeMap<u32, CpuThreadMeasure> {
+    let mut st: BTreeMap<u32, St> = BTreeMap::new();
+    for e in events {
+        st.entry(e.cpu).or_default().step(e);
+    }
+    st.into_iter().map(|(c, s)| (c, s.m)).collect()
+}
+
+/// The fallback on kernels without preemptirq tracepoints: the observed maximum of the
+/// non-interrupt part of the scheduling delay (from attribution) stands in for the whole
+/// thread term. It is put in D_POID (so IFL equals it); the result is an ESTIMATE, NOT A SOUND
+/// BOUND — observation can only under-estimate these maxima.
+pub fn fallback_vars(max_non_interrupt_delay_ns: u64) -> ThreadVars {
+    ThreadVars {
+        poid_ns: max_non_interrupt_delay_ns,
+        paie_ns: 0,
+        psd_ns: 0,
+        dst_ns: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_model::event::Vector;
+    use EventKind::*;
+
+    fn ev(ts: u64, kind: EventKind) -> Event {
+        Event {
+            ts_ns: ts,
+            cpu: 0,
+            kind,
+        }
+    }
+
+    /// Hand-written fixture on CPU 0 (times in ns):
+    /// 0–100: a thread disables preemption (not to schedule); IRQ 5 runs 40–50 inside it
+    ///        → POID = 100 − 10 = 90.
+    /// 100: both enabled; a wake-up for CPU 0 is pending since 95 → pe_ie starts.
+    /// 130: preempt disable to schedule → PAIE = 30. IRQs disabled at 150 (EV3), switch at 170,
+    ///      IRQs enabled 180, preempt enabled 200 (EV7) → PSD = 200 − 130 = 70, DST = 200 − 150 = 50.
+    /// 300–340: IRQs disabled, local_timer runs 310–315 inside → POID candidate 40 − 5 = 35.
+    fn fixture() -> Vec<Event> {
+        vec![
+            ev(0, PreemptDisable),
+            ev(40, IrqEntry { irq: 5 }),
+            ev(
+                50,
+                IrqExit {
+                    irq: 5,
+                    handled: true,
+                },
+            ),
+            ev(
+                95,
+                Wakeup {
+                    pid: 7,
+                    prio: 9,
+                    target_cpu: 0,
+                },
+            ),
+            ev(100, PreemptEnable),
+            ev(130, PreemptDisable),
+            ev(150, IrqDisable),
+            ev(
+                170,
+                Switch {
+                    prev_pid: 1,
+                    prev_prio: 120,
+                    prev_state: 0,
+                    next_pid: 7,
+                    next_prio: 9,
+                },
+            ),
+            ev(180, IrqEnable),
+            ev(200, PreemptEnable),
+            ev(300, IrqDisable),
+            ev(
+                310,
+                VectorEntry {
+                    vector: Vector::LocalTimer,
+                },
+            ),
+            ev(
+                315,
+                VectorExit {
+                    vector: Vector::LocalTimer,
+                },
+            ),
+            ev(340, IrqEnable),
+        ]
+    }
+
+    #[test]
+    fn measures_table_1_variables() {
+        let m = measure(&fixture());
+        let c = &m[&0];
+        assert_eq!(
+            c.vars,
+            ThreadVars {
+                poid_ns: 90,
+                paie_ns: 30,
+                psd_ns: 70,
+                dst_ns: 50
+            }
+        );
+        assert_eq!(c.sched_sections, 1);
+        assert_eq!(c.preemptirq_events, 8); // 0,100,130,150,180,200,300,340
+    }
+
+    #[test]
+    fn irq_return_preemption_splits_poid_and_psd() {
+        // IRQs off from 0 (IRQ return path), preempt disabled to schedule at 30, switch at 40,
+        // IRQs on at 45, preempt on at 60: POID = 30 (0→30), PSD = 30 (30→60), no EV3 inside the
+        // section (IRQs were already off) → DST 0.
+        let v = vec![
+            ev(0, IrqDisable),
+            ev(30, PreemptDisable),
+            ev(
+                40,
+                Switch {
+                    prev_pid: 1,
+                    prev_prio: 120,
+                    prev_state: 0,
+                    next_pid: 2,
+                    next_prio: 9,
+                },
+            ),
+            ev(45, IrqEnable),
+            ev(60, PreemptEnable),
+        ];
+        let c = &measure(&v)[&0];
+        assert_eq!(
+            c.vars,
+            ThreadVars {
+                poid_ns: 30,
+                paie_ns: 0,
+                psd_ns: 30,
+                dst_ns: 0
+            }
+        );
+    }
+
+    #[test]
+    fn no_preemptirq_means_zero_events() {
+        let v = vec![
+            ev(0, IrqEntry { irq: 1 }),
+            ev(
+                5,
+                IrqExit {
+                    irq: 1,
+                    handled: true,
+                },
+            ),
+        ];
+        assert_eq!(measure(&v)[&0].preemptirq_events, 0);
+    }
+}

@@ -1,0 +1,731 @@
+//! The PDLT scan: heursch-2001's "software monitor" (§2.5–2.7, Figs. 2–8) without a driver.
+//!
+//! A low-priority SCHED_FIFO *consumer* issues one long system call again and again. Before
+//! each call it arms a timerfd to expire `offset` after the call's start; a high-priority
+//! SCHED_FIFO *producer* blocked on that timerfd is woken by the timer interrupt and records
+//! when it runs. PDLT (process dispatch latency) = timer expiry → producer running. While the
+//! consumer is inside a non-preemptible stretch of the call the producer waits for its end, so
+//! each such stretch shows up as a triangle: highest when the timer fires at its start, falling
+//! with slope −1 to the baseline (the plain preemption time) at its end (§2.6). The offset is
+//! swept in `step` increments; the call's duration is marked on the x axis.
+//!
+//! The PCI timer card of the paper is replaced by an hrtimer (timerfd). Its own delivery
+//! latency adds to every point equally (the baseline) and does not change the triangles.
+
+use crate::common::reaper::{Reaper, Resource, PREEMPT_FILE};
+use crate::common::rt::{self, Pacer};
+use crate::common::{mono_ns, stop_requested, BenchError, Result};
+use rtscope_analysis::benchstats::{pdlt_baseline, pdlt_triangles};
+use rtscope_model::bench::{PdltPoint, PdltResult, PdltScan};
+use rtscope_model::{Histogram, Stats};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syscall {
+    /// pread() of a page-cached file of `size` bytes into a locked buffer.
+    Read,
+    /// munmap() of a populated anonymous mapping of `size` bytes.
+    Munmap,
+    /// One getdents64() over a directory of `size` entries.
+    Getdents,
+    /// mmap(MAP_POPULATE) of `size` anonymous bytes (page allocation and zeroing).
+    MmapPopulate,
+}
+
+pub const SYSCALLS: [(&str, Syscall); 4] = [
+    ("read", Syscall::Read),
+    ("munmap", Syscall::Munmap),
+    ("getdents", Syscall::Getdents),
+    ("mmap_populate", Syscall::MmapPopulate),
+];
+
+impl Syscall {
+    pub fn parse(s: &str) -> std::result::Result<Syscall, String> {
+        SYSCALLS
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, k)| *k)
+            .ok_or_else(|| {
+                format!(
+                    "--syscall: unknown '{s}' (one of {})",
+                    SYSCALLS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })
+    }
+    pub fn name(self) -> &'static str {
+        SYSCALLS
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("?", |(n, _)| n)
+    }
+    /// Default size: a call of a few hundred µs on current hardware.
+    pub fn default_size(self) -> u64 {
+        match self {
+            Syscall::Read => 8 << 20,
+            Syscall::Munmap | Syscall::MmapPopulate => 16 << 20,
+            Syscall::Getdents => 20_000,
+        }
+    }
+    fn size_range(self) -> (u64, u64) {
+        match self {
+            Syscall::Getdents => (1, 1_000_000),
+            _ => (4096, 1 << 30),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub cpu: u32,
+    pub producer_priority: u32,
+    pub consumer_priority: u32,
+    pub syscall: Syscall,
+    pub size: u64,
+    pub step_ns: u64,
+    /// Offsets [start, end] in ns; None = from −2 µs to 1.25 × the calibrated call duration.
+    pub range_ns: Option<(i64, i64)>,
+    pub repeats: u32,
+    pub scratch_dir: PathBuf,
+    pub compare_preempt: bool,
+    pub max_duration_ns: u64,
+}
+
+/// At most this many points per scan (offsets × repeats).
+pub const MAX_POINTS: u64 = 2_000_000;
+
+impl Config {
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(BenchError::Invalid(m));
+        if !(2..=99).contains(&self.producer_priority)
+            || self.consumer_priority == 0
+            || self.consumer_priority >= self.producer_priority
+        {
+            return bad(format!(
+                "--priority/--consumer-priority: need 1 <= consumer < producer <= 99, got consumer {} producer {}",
+                self.consumer_priority, self.producer_priority
+            ));
+        }
+        let (lo, hi) = self.syscall.size_range();
+        if !(lo..=hi).contains(&self.size) {
+            return bad(format!(
+                "--size: {} accepts {lo}..={hi}, got {}",
+                self.syscall.name(),
+                self.size
+            ));
+        }
+        if !(10..=1_000_000_000).contains(&self.step_ns) {
+            return bad(format!(
+                "--step-us: must be 0.01..=1000000 µs, got {} ns",
+                self.step_ns
+            ));
+        }
+        if !(1..=10_000).contains(&self.repeats) {
+            return bad(format!(
+                "--repeats: must be 1..=10000, got {}",
+                self.repeats
+            ));
+        }
+        if let Some((a, b)) = self.range_ns {
+            if a > b || a < -1_000_000_000 || b > 10_000_000_000 {
+                return bad("--offsets-us: need START <= END within -1000000..=10000000 µs".into());
+            }
+            let points = ((b - a) as u64 / self.step_ns + 1) * self.repeats as u64;
+            if points > MAX_POINTS {
+                return bad(format!("--offsets-us/--step-us/--repeats: {points} points exceed the limit of {MAX_POINTS}"));
+            }
+        }
+        if !self.scratch_dir.is_dir() {
+            return bad(format!(
+                "--scratch-dir: {} is not a directory",
+                self.scratch_dir.display()
+            ));
+        }
+        if !(100_000_000..=86_400_000_000_000).contains(&self.max_duration_ns) {
+            return bad("--max-seconds: must be 0.1..=86400".into());
+        }
+        crate::common::check_cpu(self.cpu)
+    }
+}
+
+/// Read the live preemption model from debugfs: ("full", ["none","voluntary","full","lazy"]).
+pub fn read_preempt_models() -> std::io::Result<(String, Vec<String>)> {
+    let s = std::fs::read_to_string(PREEMPT_FILE)?;
+    let all: Vec<String> = s
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
+        .collect();
+    let cur = rtscope_probe::system::parse_debugfs_preempt(&s).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("unexpected content of {PREEMPT_FILE}: {s}"),
+        )
+    })?;
+    Ok((cur, all))
+}
+
+/// Whether `--compare-preempt` can work here; the error says why not (checked before anything
+/// starts).
+pub fn check_compare_preempt() -> Result<(String, Vec<String>)> {
+    let (cur, all) = read_preempt_models().map_err(|e| {
+        BenchError::Unavailable(format!(
+            "--compare-preempt: the preemption model cannot be switched on this machine: reading {PREEMPT_FILE} failed ({e}); \
+             it needs a PREEMPT_DYNAMIC kernel with debugfs mounted and writable (kernel lockdown blocks debugfs writes); no scan was run"
+        ))
+    })?;
+    // Writing the current value back is a no-op that proves we may write.
+    std::fs::write(PREEMPT_FILE, &cur).map_err(|e| {
+        BenchError::Unavailable(format!(
+            "--compare-preempt: the preemption model cannot be switched on this machine: writing {PREEMPT_FILE} failed ({e}; \
+             kernel lockdown blocks debugfs writes); no scan was run"
+        ))
+    })?;
+    Ok((cur, all))
+}
+
+/// The prepared system call and its scratch resources.
+struct Prepared {
+    kind: Syscall,
+    size: usize,
+    file: Option<std::fs::File>,
+    buf: Vec<u8>,
+    dir_fd: Option<std::fs::File>,
+    map: *mut libc::c_void,
+}
+
+// SAFETY: the raw mapping pointer is only used by the consumer thread; the struct is moved to it.
+unsafe impl Send for Prepared {}
+
+fn populate_map(size: usize) -> *mut libc::c_void {
+    // SAFETY: anonymous private mapping; checked for MAP_FAILED by callers.
+    unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    }
+}
+
+impl Prepared {
+    fn new(cfg: &Config, dir: &Path) -> Result<Prepared> {
+        let size = cfg.size as usize;
+        let mut p = Prepared {
+            kind: cfg.syscall,
+            size,
+            file: None,
+            buf: Vec::new(),
+            dir_fd: None,
+            map: std::ptr::null_mut(),
+        };
+        match cfg.syscall {
+            Syscall::Read => {
+                let path = dir.join("data");
+                {
+                    use std::io::Write;
+                    let mut f = std::fs::File::create(&path)
+                        .map_err(|e| BenchError::io(format!("creating {}", path.display()), e))?;
+                    let chunk = vec![0x5au8; 1 << 20];
+                    let mut left = size;
+                    while left > 0 {
+                        let n = left.min(chunk.len());
+                        f.write_all(&chunk[..n]).map_err(|e| {
+                            BenchError::io(format!("writing {}", path.display()), e)
+                        })?;
+                        left -= n;
+                    }
+                }
+                p.file = Some(
+                    std::fs::File::open(&path)
+                        .map_err(|e| BenchError::io(format!("opening {}", path.display()), e))?,
+                );
+                p.buf = vec![1u8; size];
+            }
+            Syscall::Getdents => {
+                let d = dir.join("entries");
+                std::fs::create_dir(&d)
+                    .map_err(|e| BenchError::io(format!("creating {}", d.display()), e))?;
+                for i in 0..cfg.size {
+                    if stop_requested() {
+                        return Err(BenchError::Unavailable(
+                            "interrupted while creating the directory".into(),
+                        ));
+                    }
+                    std::fs::File::create(d.join(format!("e{i:07}")))
+                        .map_err(|e| BenchError::io("creating directory entries", e))?;
+                }
+                p.dir_fd = Some(
+                    std::fs::File::open(&d)
+                        .map_err(|e| BenchError::io(format!("opening {}", d.display()), e))?,
+                );
+                // ~24 bytes of header + name per entry; room for all in one call.
+                p.buf = vec![0u8; (cfg.size as usize * 48).clamp(64 << 10, 256 << 20)];
+            }
+            Syscall::Munmap | Syscall::MmapPopulate => {}
+        }
+        Ok(p)
+    }
+
+    /// Work outside the timed region before the call.
+    #[inline]
+    fn before(&mut self) -> Result<()> {
+        match self.kind {
+            Syscall::Munmap => {
+                let m = populate_map(self.size);
+                if m == libc::MAP_FAILED {
+                    return Err(BenchError::last_os("mmap (preparing munmap)"));
+                }
+                self.map = m;
+            }
+            Syscall::Getdents => {
+                if let Some(d) = &self.dir_fd {
+                    // SAFETY: rewinding our own directory fd.
+                    unsafe { libc::lseek(d.as_raw_fd(), 0, libc::SEEK_SET) };
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The measured system call.
+    #[inline]
+    fn call(&mut self) -> Result<()> {
+        match self.kind {
+            Syscall::Read => {
+                let fd = self.file.as_ref().map_or(-1, |f| f.as_raw_fd());
+                // SAFETY: buf has `size` bytes.
+                let n = unsafe {
+                    libc::pread(fd, self.buf.as_mut_ptr() as *mut libc::c_void, self.size, 0)
+                };
+                if n < 0 {
+                    return Err(BenchError::last_os("pread"));
+                }
+            }
+            Syscall::Munmap => {
+                // SAFETY: unmapping the mapping made in `before`.
+                if unsafe { libc::munmap(self.map, self.size) } != 0 {
+                    return Err(BenchError::last_os("munmap"));
+                }
+                self.map = std::ptr::null_mut();
+            }
+            Syscall::Getdents => {
+                let fd = self.dir_fd.as_ref().map_or(-1, |f| f.as_raw_fd());
+                // SAFETY: buf is a valid writable buffer of the given length.
+                let n = unsafe {
+                    libc::syscall(
+                        libc::SYS_getdents64,
+                        fd,
+                        self.buf.as_mut_ptr(),
+                        self.buf.len(),
+                    )
+                };
+                if n < 0 {
+                    return Err(BenchError::last_os("getdents64"));
+                }
+            }
+            Syscall::MmapPopulate => {
+                let m = populate_map(self.size);
+                if m == libc::MAP_FAILED {
+                    return Err(BenchError::last_os("mmap(MAP_POPULATE)"));
+                }
+                self.map = m;
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn after(&mut self) {
+        if self.kind == Syscall::MmapPopulate && !self.map.is_null() {
+            // SAFETY: unmapping the mapping the call made.
+            unsafe { libc::munmap(self.map, self.size) };
+            self.map = std::ptr::null_mut();
+        }
+    }
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if !self.map.is_null() {
+            // SAFETY: a mapping of `size` bytes we still own.
+            unsafe { libc::munmap(self.map, self.size) };
+        }
+    }
+}
+
+/// Offsets of one sweep: monotone non-decreasing, `step` apart.
+pub fn sweep(start_ns: i64, end_ns: i64, step_ns: u64) -> Vec<i64> {
+    let mut v = Vec::new();
+    let mut o = start_ns;
+    while o <= end_ns {
+        v.push(o);
+        o += step_ns as i64;
+    }
+    v
+}
+
+fn arm(tfd: i32, at_ns: u64) -> Result<()> {
+    let its = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: rtscope_probe::sys::ns_to_ts(at_ns),
+    };
+    // SAFETY: valid itimerspec; old value not requested.
+    if unsafe { libc::timerfd_settime(tfd, libc::TFD_TIMER_ABSTIME, &its, std::ptr::null_mut()) }
+        != 0
+    {
+        return Err(BenchError::last_os("timerfd_settime"));
+    }
+    Ok(())
+}
+
+/// One scan under the current preemption model.
+fn scan(cfg: &Config, prep: &mut Prepared, model: &str) -> Result<PdltScan> {
+    // SAFETY: plain syscall.
+    let tfd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+    if tfd < 0 {
+        return Err(BenchError::last_os("timerfd_create"));
+    }
+    // SAFETY: tfd is a new fd we own; OwnedFd closes it on every path.
+    let _tfd_guard = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(tfd) };
+    let p_run = AtomicU64::new(0);
+    let p_seq = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let barrier = std::sync::Barrier::new(2);
+    let res = std::thread::scope(|s| {
+        let producer = s.spawn(|| -> Result<()> {
+            rt::become_fifo(cfg.cpu, cfg.producer_priority)?;
+            barrier.wait();
+            let mut buf = [0u8; 8];
+            loop {
+                // SAFETY: reading the 8-byte expiration count into buf.
+                let n = unsafe { libc::read(tfd, buf.as_mut_ptr() as *mut libc::c_void, 8) };
+                let now = mono_ns();
+                if done.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                if n == 8 {
+                    p_run.store(now, Ordering::Relaxed);
+                    p_seq.fetch_add(1, Ordering::Release);
+                }
+            }
+        });
+        let consumer = s.spawn(|| -> Result<(Stats, Vec<PdltPoint>)> {
+            let r = (|| {
+                rt::become_fifo(cfg.cpu, cfg.consumer_priority)?;
+                barrier.wait();
+                // Calibrate: the call alone, no timer.
+                let mut cal = Histogram::new();
+                for _ in 0..20 {
+                    prep.before()?;
+                    let t1 = mono_ns();
+                    prep.call()?;
+                    let t2 = mono_ns();
+                    prep.after();
+                    cal.record((t2 - t1).max(1));
+                }
+                let cal_stats = Stats::from_histogram(&cal);
+                let dur = cal_stats.median_ns.unwrap_or(0) as i64;
+                let (a, b) = cfg.range_ns.unwrap_or((-2_000, dur + dur / 4 + 2_000));
+                let offsets = sweep(a, b, cfg.step_ns);
+                let total = offsets.len() * cfg.repeats as usize;
+                if total as u64 > MAX_POINTS {
+                    return Err(BenchError::Invalid(format!(
+                        "the default sweep for a {} µs call at this step is {total} points (> {MAX_POINTS}): raise --step-us or set --offsets-us",
+                        dur / 1000
+                    )));
+                }
+                let mut points = Vec::with_capacity(total);
+                let mut pacer = Pacer::new(cfg.max_duration_ns);
+                'outer: for rep in 0..cfg.repeats {
+                    for &o in &offsets {
+                        let now = mono_ns();
+                        if pacer.expired(now) {
+                            break 'outer;
+                        }
+                        pacer.rest_if_due(now);
+                        prep.before()?;
+                        let seq = p_seq.load(Ordering::Acquire);
+                        let t0 = mono_ns();
+                        let expiry = (t0 as i64 + o).max(1) as u64;
+                        arm(tfd, expiry)?;
+                        let t1 = mono_ns();
+                        prep.call()?;
+                        let t2 = mono_ns();
+                        // Wait in user space (bounded) for the producer: if the timer is still
+                        // pending, this is the user-space preemption the baseline measures.
+                        let give_up = expiry.max(t2) + 50_000_000;
+                        while p_seq.load(Ordering::Acquire) == seq {
+                            if mono_ns() > give_up {
+                                return Err(BenchError::Invalid("the producer did not run within 50 ms of its timer".into()));
+                            }
+                            std::hint::spin_loop();
+                        }
+                        let run = p_run.load(Ordering::Relaxed);
+                        prep.after();
+                        points.push(PdltPoint {
+                            requested_offset_ns: o.max(0) as u64,
+                            offset_ns: expiry as i64 - t1 as i64,
+                            pdlt_ns: run.saturating_sub(expiry),
+                            syscall_ns: t2 - t1,
+                            repeat: rep,
+                        });
+                    }
+                }
+                Ok((cal_stats, points))
+            })();
+            // Release the producer: arm the timer for "now".
+            done.store(true, Ordering::Release);
+            let _ = arm(tfd, mono_ns().max(1));
+            r
+        });
+        let c = rt::join(consumer, "pdlt consumer");
+        let p = rt::join(producer, "pdlt producer");
+        (c, p)
+    });
+    let (c, p) = res;
+    p?;
+    let (cal, points) = c?;
+    let baseline = pdlt_baseline(&points);
+    let triangles = match baseline {
+        // A triangle is at least 2 µs (or 20 % of the baseline) above it and 3 points long.
+        Some(b) => pdlt_triangles(&points, b, (b / 5).max(2_000), 3),
+        None => Vec::new(),
+    };
+    Ok(PdltScan {
+        preempt_model: model.to_string(),
+        syscall_calibration: cal,
+        max_pdlt_ns: points.iter().map(|p| p.pdlt_ns).max(),
+        baseline_pdlt_ns: baseline,
+        triangles,
+        points,
+    })
+}
+
+/// `progress` is told the preemption model as each scan starts.
+pub fn run(cfg: &Config, reaper: &Reaper, mut progress: impl FnMut(&str)) -> Result<PdltResult> {
+    cfg.validate()?;
+    let models = if cfg.compare_preempt {
+        Some(check_compare_preempt()?)
+    } else {
+        None
+    };
+    rt::lock_memory()?;
+    let dir = cfg
+        .scratch_dir
+        .join(format!("rtscope-pdlt-{}", std::process::id()));
+    reaper.register(&Resource::Path(dir.clone()));
+    let out = (|| {
+        std::fs::create_dir(&dir)
+            .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
+        let mut prep = Prepared::new(cfg, &dir)?;
+        // Warm the page cache and the buffer.
+        prep.before()?;
+        prep.call()?;
+        prep.after();
+        let mut scans = Vec::new();
+        let mut notes = Vec::new();
+        match &models {
+            None => {
+                let sys = rtscope_probe::system::capture(&[cfg.cpu]);
+                notes.push(format!(
+                    "preemption model {} (from {})",
+                    sys.preempt_model, sys.preempt_model_source
+                ));
+                progress(&sys.preempt_model);
+                scans.push(scan(cfg, &mut prep, &sys.preempt_model)?);
+            }
+            Some((orig, all)) => {
+                reaper.register(&Resource::PreemptModel(orig.clone()));
+                let r = (|| {
+                    for m in all {
+                        if stop_requested() {
+                            break;
+                        }
+                        std::fs::write(PREEMPT_FILE, m).map_err(|e| {
+                            BenchError::io(format!("writing {m} to {PREEMPT_FILE}"), e)
+                        })?;
+                        progress(m);
+                        scans.push(scan(cfg, &mut prep, m)?);
+                    }
+                    Ok::<(), BenchError>(())
+                })();
+                reaper.release(&Resource::PreemptModel(orig.clone()));
+                notes.push(format!("preemption model restored to {orig}"));
+                r?;
+            }
+        }
+        Ok(PdltResult {
+            syscall: cfg.syscall.name().to_string(),
+            size: cfg.size,
+            cpu: cfg.cpu,
+            producer_priority: cfg.producer_priority,
+            consumer_priority: cfg.consumer_priority,
+            step_ns: cfg.step_ns,
+            scans,
+            notes,
+        })
+    })();
+    reaper.release(&Resource::Path(dir));
+    out
+}
+
+/// CSV of every point of every scan.
+pub fn to_csv(r: &PdltResult) -> String {
+    let mut s =
+        String::from("preempt_model,repeat,requested_offset_ns,offset_ns,pdlt_ns,syscall_ns\n");
+    for sc in &r.scans {
+        for p in &sc.points {
+            s.push_str(&format!(
+                "{},{},{},{},{},{}\n",
+                sc.preempt_model,
+                p.repeat,
+                p.requested_offset_ns,
+                p.offset_ns,
+                p.pdlt_ns,
+                p.syscall_ns
+            ));
+        }
+    }
+    s
+}
+
+/// Figure: PDLT vs offset (µs), the call's median duration as a thick bar on the x axis.
+pub fn to_svg(r: &PdltResult) -> String {
+    use crate::common::svg::{Plot, Series};
+    let colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+    let series = r
+        .scans
+        .iter()
+        .enumerate()
+        .map(|(i, sc)| Series {
+            label: format!("preempt={}", sc.preempt_model),
+            color: colors[i % colors.len()],
+            points: sc
+                .points
+                .iter()
+                .map(|p| (p.offset_ns as f64 / 1000.0, p.pdlt_ns as f64 / 1000.0))
+                .collect(),
+            line: false,
+        })
+        .collect();
+    let x_bars = r
+        .scans
+        .first()
+        .and_then(|sc| sc.syscall_calibration.median_ns)
+        .map(|d| {
+            vec![(
+                0.0,
+                d as f64 / 1000.0,
+                format!("{} duration (median)", r.syscall),
+            )]
+        })
+        .unwrap_or_default();
+    Plot {
+        title: format!(
+            "PDLT scan of {} ({} {}), CPU {}",
+            r.syscall,
+            r.size,
+            if r.syscall == "getdents" {
+                "entries"
+            } else {
+                "bytes"
+            },
+            r.cpu
+        ),
+        x_label: "timer expiry − system call start [µs]".into(),
+        y_label: "PDLT: expiry → producer running [µs]".into(),
+        series,
+        x_bars,
+    }
+    .render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_is_monotone_and_stepped() {
+        let v = sweep(-2000, 3000, 1000);
+        assert_eq!(v, vec![-2000, -1000, 0, 1000, 2000, 3000]);
+        assert!(sweep(5, 4, 1).is_empty());
+    }
+
+    #[test]
+    fn syscall_names() {
+        for (n, k) in SYSCALLS {
+            assert_eq!(Syscall::parse(n).unwrap(), k);
+            assert_eq!(k.name(), n);
+        }
+        assert!(Syscall::parse("fsync")
+            .unwrap_err()
+            .contains("read, munmap"));
+    }
+
+    #[test]
+    fn validation() {
+        let c = Config {
+            cpu: 0,
+            producer_priority: 80,
+            consumer_priority: 70,
+            syscall: Syscall::Read,
+            size: 1 << 20,
+            step_ns: 1000,
+            range_ns: None,
+            repeats: 1,
+            scratch_dir: std::env::temp_dir(),
+            compare_preempt: false,
+            max_duration_ns: 1_000_000_000,
+        };
+        assert!(c.validate().is_ok());
+        assert!(Config {
+            consumer_priority: 80,
+            ..c.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(Config {
+            size: 10,
+            ..c.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(Config {
+            step_ns: 0,
+            ..c.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(Config {
+            range_ns: Some((10, 0)),
+            ..c.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(Config {
+            range_ns: Some((0, 9_000_000_000)),
+            step_ns: 10,
+            ..c.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(Config {
+            scratch_dir: "/nonexistent/x".into(),
+            ..c
+        }
+        .validate()
+        .is_err());
+    }
+}

@@ -1,0 +1,433 @@
+//! sched-scale: SCHED_FIFO scheduling time against the number of runnable SCHED_OTHER
+//! processes (heursch-2001 §4, Table 3: 1.0 µs at 0 load processes to 52.1 µs at 200 on Linux
+//! 2.4, whose schedule() walked the whole run queue computing goodness()).
+//!
+//! One SCHED_FIFO thread sleeps `sleep` (1 s in the paper) and wakes, `wakeups` times per load
+//! level, on a CPU where N CPU-bound SCHED_OTHER processes spin. Per wake-up we record
+//! - wake-up → run on our own clock: programmed expiry T → first user-space clock read;
+//! - from trace events when tracefs works: the timer interrupt's clock read (hrtimer_expire_entry
+//!   `now`, ns) → our first clock read — the kernel's wake + schedule + switch + return, the
+//!   nearest analogue of the paper's schedule() timing — and sched_waking → sched_switch
+//!   (line timestamps, µs resolution).
+
+use crate::common::reaper::Reaper;
+use crate::common::rt;
+use crate::common::tracefs::{parse_line, Instance};
+use crate::common::{mono_ns, sleep_until, stop_requested, BenchError, Result};
+use rtscope_analysis::benchstats::fit_line;
+use rtscope_model::bench::{SchedScaleResult, SchedScaleRow};
+use rtscope_model::{Histogram, Stats};
+use std::collections::HashMap;
+
+pub const DEFAULT_LOADS: [u32; 9] = [0, 10, 20, 30, 40, 50, 100, 150, 200];
+pub const MAX_LOADS: u32 = 1000;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub cpu: u32,
+    pub priority: u32,
+    pub loads: Vec<u32>,
+    pub wakeups: u64,
+    pub sleep_ns: u64,
+    /// Capture kernel events (tracefs instance) when available.
+    pub trace: bool,
+}
+
+impl Config {
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(BenchError::Invalid(m));
+        if !(1..=99).contains(&self.priority) {
+            return bad(format!("--priority: must be 1..=99, got {}", self.priority));
+        }
+        if self.loads.is_empty() {
+            return bad("--loads: needs at least one number of load processes".into());
+        }
+        if let Some(n) = self.loads.iter().find(|n| **n > MAX_LOADS) {
+            return bad(format!(
+                "--loads: each value must be 0..={MAX_LOADS}, got {n}"
+            ));
+        }
+        let mut s = self.loads.clone();
+        s.sort_unstable();
+        s.dedup();
+        if s.len() != self.loads.len() {
+            return bad("--loads: values must be distinct".into());
+        }
+        if !(2..=100_000).contains(&self.wakeups) {
+            return bad(format!(
+                "--wakeups: must be 2..=100000, got {}",
+                self.wakeups
+            ));
+        }
+        if !(100_000..=10_000_000_000).contains(&self.sleep_ns) {
+            return bad(format!(
+                "--sleep-ms: must be 0.1..=10000 ms, got {} ms",
+                self.sleep_ns as f64 / 1e6
+            ));
+        }
+        crate::common::check_cpu(self.cpu)
+    }
+}
+
+/// Parse "0,10,20" into distinct values (validated by `Config::validate`).
+pub fn parse_loads(s: &str) -> std::result::Result<Vec<u32>, String> {
+    s.split(',')
+        .map(|p| {
+            p.trim().parse::<u32>().map_err(|_| {
+                format!("--loads: '{p}' is not a whole number (expected a list like 0,10,20)")
+            })
+        })
+        .collect()
+}
+
+/// N CPU-bound SCHED_OTHER processes on one CPU. Each child dies with us (PR_SET_PDEATHSIG,
+/// SIGKILL) and exits by itself at `until_ns` anyway; drop kills and reaps them.
+pub struct Loads {
+    pids: Vec<libc::pid_t>,
+}
+
+impl Loads {
+    pub fn spawn(n: u32, cpu: u32, until_ns: u64) -> Result<Loads> {
+        // Everything the child needs is prepared before fork: it then calls only
+        // async-signal-safe syscalls (prctl, getppid, sched_setaffinity, clock_gettime, _exit).
+        // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: cpu was validated against the online CPUs (< CPU_SETSIZE).
+        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+        // SAFETY: no arguments.
+        let parent = unsafe { libc::getpid() };
+        let mut loads = Loads {
+            pids: Vec::with_capacity(n as usize),
+        };
+        for _ in 0..n {
+            // SAFETY: the child runs only `load_child`, which never returns.
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                return Err(BenchError::last_os("fork (load process)"));
+            }
+            if pid == 0 {
+                load_child(parent, &set, until_ns);
+            }
+            loads.pids.push(pid);
+        }
+        Ok(loads)
+    }
+
+    pub fn pids(&self) -> &[libc::pid_t] {
+        &self.pids
+    }
+
+    /// How many are in state R right now (/proc/<pid>/stat).
+    pub fn running(&self) -> u32 {
+        self.pids
+            .iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .ok()
+                    .and_then(|s| {
+                        s.rsplit_once(')')
+                            .map(|(_, r)| r.trim_start().starts_with('R'))
+                    })
+                    .unwrap_or(false)
+            })
+            .count() as u32
+    }
+}
+
+impl Drop for Loads {
+    fn drop(&mut self) {
+        for &p in &self.pids {
+            // SAFETY: signalling and reaping our own children.
+            unsafe { libc::kill(p, libc::SIGKILL) };
+        }
+        for &p in &self.pids {
+            let mut st = 0;
+            // SAFETY: as above.
+            unsafe { libc::waitpid(p, &mut st, 0) };
+        }
+    }
+}
+
+fn load_child(parent: libc::pid_t, set: &libc::cpu_set_t, until_ns: u64) -> ! {
+    // SAFETY: async-signal-safe calls only; the loop is bounded by `until_ns`.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        if libc::getppid() != parent {
+            libc::_exit(0);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
+        // heursch-2001 §4's load: `while(1) { result = sqrt(400); }`.
+        let mut x = 400.0f64;
+        loop {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(std::hint::black_box(x).sqrt() * 20.0);
+            }
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+            if (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64 >= until_ns {
+                libc::_exit(0);
+            }
+        }
+    }
+}
+
+/// Per-wake-up kernel figures from the trace: (irq→run ns, waking→switch ns).
+pub fn kernel_times(text: &str, tid: u32, wakes: &[(u64, u64)]) -> (Histogram, Histogram) {
+    let run_of: HashMap<u64, u64> = wakes.iter().copied().collect();
+    let mut pending: HashMap<&str, u64> = HashMap::new();
+    let mut irq_to_run = Histogram::new();
+    let mut waking_to_switch = Histogram::new();
+    let mut waking_ts: Option<u64> = None;
+    let tid_s = tid.to_string();
+    for l in text.lines().filter_map(parse_line) {
+        match l.event {
+            "hrtimer_start" if l.pid == tid => {
+                if let (Some(p), Some(e)) = (l.field("hrtimer"), l.field_u64("expires")) {
+                    if run_of.contains_key(&e) {
+                        pending.insert(p, e);
+                    }
+                }
+            }
+            "hrtimer_expire_entry" => {
+                if let (Some(p), Some(now)) = (l.field("hrtimer"), l.field_u64("now")) {
+                    if let Some(e) = pending.remove(p) {
+                        if let Some(&run) = run_of.get(&e) {
+                            if run >= now {
+                                irq_to_run.record(run - now);
+                            }
+                        }
+                    }
+                }
+            }
+            "sched_waking" if l.field("pid") == Some(tid_s.as_str()) => waking_ts = Some(l.ts_ns),
+            "sched_switch" if l.field("next_pid") == Some(tid_s.as_str()) => {
+                if let Some(w) = waking_ts.take() {
+                    // µs-resolution line timestamps: a 0 difference is recorded as 1 ns so the
+                    // histogram (1 ns … 100 s) keeps the sample.
+                    waking_to_switch.record(l.ts_ns.saturating_sub(w).max(1));
+                }
+            }
+            _ => {}
+        }
+    }
+    (irq_to_run, waking_to_switch)
+}
+
+fn cv(s: &Stats) -> Option<f64> {
+    match (s.avg_ns, s.stddev_ns) {
+        (Some(m), Some(d)) if m > 0.0 => Some(d / m),
+        _ => None,
+    }
+}
+
+pub fn run(
+    cfg: &Config,
+    reaper: &Reaper,
+    mut progress: impl FnMut(u32),
+) -> Result<SchedScaleResult> {
+    cfg.validate()?;
+    rt::lock_memory()?;
+    let mut rows = Vec::new();
+    let mut trace_unavailable = if cfg.trace {
+        None
+    } else {
+        Some("disabled with --no-trace".to_string())
+    };
+    let inst = if cfg.trace {
+        match Instance::create(
+            reaper,
+            &format!("rtscope-bench-sched-{}", std::process::id()),
+            cfg.cpu,
+            4096,
+            &[
+                ("timer/hrtimer_start", None),
+                ("timer/hrtimer_expire_entry", None),
+                ("sched/sched_waking", None),
+                ("sched/sched_switch", None),
+            ],
+        ) {
+            Ok(i) => Some(i),
+            Err(e) => {
+                trace_unavailable = Some(e.to_string());
+                None
+            }
+        }
+    } else {
+        None
+    };
+    for &n in &cfg.loads {
+        if stop_requested() {
+            break;
+        }
+        progress(n);
+        // Settle time lets every load process become runnable before the first sample.
+        let settle_ns = 100_000_000 + n as u64 * 1_000_000;
+        let until = mono_ns() + settle_ns + cfg.wakeups * cfg.sleep_ns + 5_000_000_000;
+        let loads = Loads::spawn(n, cfg.cpu, until)?;
+        sleep_until(mono_ns() + settle_ns);
+        let res = std::thread::scope(|s| {
+            let t = s.spawn(|| -> Result<(u32, Vec<(u64, u64)>)> {
+                rt::become_fifo(cfg.cpu, cfg.priority)?;
+                let tid = rtscope_probe::sys::gettid() as u32;
+                let mut wakes = Vec::with_capacity(cfg.wakeups as usize);
+                if let Some(i) = &inst {
+                    i.on()?;
+                }
+                for _ in 0..cfg.wakeups {
+                    if stop_requested() {
+                        break;
+                    }
+                    let t = mono_ns() + cfg.sleep_ns;
+                    sleep_until(t);
+                    let run = mono_ns();
+                    wakes.push((t, run));
+                    // The paper's FIFO process computes a little after each wake-up.
+                    let mut k = 0.0f64;
+                    for _ in 0..50 {
+                        k = std::hint::black_box(std::hint::black_box(2.0f64).sqrt() + k);
+                    }
+                }
+                if let Some(i) = &inst {
+                    i.off()?;
+                }
+                Ok((tid, wakes))
+            });
+            rt::join(t, "sched-scale")
+        });
+        let running = loads.running();
+        drop(loads);
+        let (tid, wakes) = res?;
+        let mut own = Histogram::new();
+        for (t, r) in &wakes {
+            own.record(r.saturating_sub(*t));
+        }
+        let own_stats = Stats::from_histogram(&own);
+        let (mut irq, mut wts) = (None, None);
+        if let Some(i) = &inst {
+            let (text, lost) = i.read()?;
+            let (h1, h2) = kernel_times(&text, tid, &wakes);
+            if lost > 0 {
+                trace_unavailable
+                    .get_or_insert(format!("trace ring buffer dropped {lost} events at N={n}"));
+            }
+            irq = Some(h1);
+            wts = Some(h2);
+        }
+        let irq_stats = irq.as_ref().map(Stats::from_histogram);
+        let wts_stats = wts.as_ref().map(Stats::from_histogram);
+        rows.push(SchedScaleRow {
+            load_processes: n,
+            wakeups: wakes.len() as u64,
+            wakeup_to_run_cv: cv(&own_stats),
+            wakeup_to_run: own,
+            wakeup_to_run_stats: own_stats,
+            irq_to_run_cv: irq_stats.as_ref().and_then(cv),
+            irq_to_run: irq,
+            irq_to_run_stats: irq_stats,
+            waking_to_switch: wts,
+            waking_to_switch_stats: wts_stats,
+            load_running_at_end: running,
+        });
+    }
+    if let Some(i) = inst {
+        i.remove(reaper);
+    }
+    let xs: Vec<f64> = rows.iter().map(|r| r.load_processes as f64).collect();
+    let own_means: Vec<f64> = rows
+        .iter()
+        .map(|r| r.wakeup_to_run_stats.avg_ns.unwrap_or(f64::NAN))
+        .collect();
+    let irq_means: Option<Vec<f64>> = rows
+        .iter()
+        .map(|r| r.irq_to_run_stats.as_ref().and_then(|s| s.avg_ns))
+        .collect();
+    Ok(SchedScaleResult {
+        cpu: cfg.cpu,
+        priority: cfg.priority,
+        sleep_us: cfg.sleep_ns / 1000,
+        fit_wakeup_to_run: fit_line(&xs, &own_means, 0.95),
+        fit_irq_to_run: irq_means.and_then(|m| fit_line(&xs, &m, 0.95)),
+        rows,
+        trace_unavailable,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_parse() {
+        assert_eq!(parse_loads("0, 10,200").unwrap(), vec![0, 10, 200]);
+        assert!(parse_loads("1,x").is_err());
+        assert!(parse_loads("-1").is_err());
+    }
+
+    #[test]
+    fn kernel_times_hand_checked() {
+        // One wake-up: T = 5000000, expiry handled at now = 5000800, thread ran at 5002000:
+        // irq→run = 1200 ns. waking at 10.000003 s, switch at 10.000005 s (line clock): 2000 ns.
+        let t = "\
+ ss-9 [001] d..1. 10.000000: hrtimer_start: hrtimer=0000000011 function=hrtimer_wakeup expires=5000000 softexpires=5000000 mode=ABS was_armed=0
+ load-3 [001] d.h1. 10.000003: hrtimer_expire_entry: hrtimer=0000000011 function=hrtimer_wakeup now=5000800
+ load-3 [001] d.h3. 10.000003: sched_waking: comm=ss pid=9 prio=89 target_cpu=001
+ load-3 [001] d..2. 10.000005: sched_switch: prev_comm=load prev_pid=3 prev_prio=120 prev_state=R ==> next_comm=ss next_pid=9 next_prio=89
+";
+        let (irq, wts) = kernel_times(t, 9, &[(5_000_000, 5_002_000)]);
+        assert_eq!((irq.count(), irq.min_ns()), (1, Some(1200)));
+        assert_eq!((wts.count(), wts.min_ns()), (1, Some(2000)));
+    }
+
+    #[test]
+    fn validation() {
+        let c = Config {
+            cpu: 0,
+            priority: 80,
+            loads: vec![0, 10],
+            wakeups: 10,
+            sleep_ns: 1_000_000,
+            trace: false,
+        };
+        assert!(c.validate().is_ok());
+        assert!(Config {
+            loads: vec![],
+            ..c.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(Config {
+            loads: vec![1, 1],
+            ..c.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(Config {
+            loads: vec![5000],
+            ..c.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(Config {
+            wakeups: 1,
+            ..c.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(Config {
+            priority: 0,
+            ..c.clone()
+        }
+        .validate()
+        .is_err());
+        assert!(Config { sleep_ns: 10, ..c }.validate().is_err());
+    }
+}

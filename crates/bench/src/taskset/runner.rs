@@ -1,0 +1,726 @@
+//! The runner: one thread per task, released periodically on absolute CLOCK_MONOTONIC times
+//! (synchronous release at t0, the critical instant), each job doing its calibrated work; per job
+//! release/start/finish and CPU time are kept in preallocated memory and summarised at the end.
+//!
+//! Exit paths: every thread returns to SCHED_OTHER before it exits; SIGINT/SIGTERM set a stop
+//! flag that each thread checks before each job (jobs are ≤ one period), after which the
+//! coordinator removes the cpusets (Drop). Durations are bounded by the caller; RT throttling is
+//! never touched.
+
+use super::cpuset::{self, Cpusets};
+use super::kernel::{self, SchedCounters};
+use super::plan::{RunPlan, Segment, ThreadPolicy};
+use super::work::{self, Access, WorkingSet};
+use super::TasksetError;
+use rtscope_analysis::sched::KernelLimits;
+use rtscope_model::taskset::{
+    AdmissionInfo, Calibration, TaskOutcome, TaskSet, TasksetResult, TasksetRunConfig,
+};
+use rtscope_probe::sys;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{mpsc, Barrier};
+
+/// Most tasks a run may have (bounded SIGXCPU table; the machine has 2 CPUs anyway).
+pub const MAX_TASKS: usize = 256;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static SLOT_TID: [AtomicI32; MAX_TASKS] = [const { AtomicI32::new(0) }; MAX_TASKS];
+static SLOT_XCPU: [AtomicU64; MAX_TASKS] = [const { AtomicU64::new(0) }; MAX_TASKS];
+static XCPU_UNMATCHED: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// SIGXCPU from SCHED_FLAG_DL_OVERRUN: the kernel sends it to the thread group, normally handled
+/// by the overrunning thread itself; attribute it by gettid (async-signal-safe), else count it
+/// as unattributed.
+extern "C" fn on_xcpu(_: libc::c_int) {
+    let tid = sys::gettid();
+    for i in 0..MAX_TASKS {
+        if SLOT_TID[i].load(Ordering::Relaxed) == tid {
+            SLOT_XCPU[i].fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    }
+    XCPU_UNMATCHED.fetch_add(1, Ordering::Relaxed);
+}
+
+struct SigGuard {
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SigGuard {
+    fn install() -> SigGuard {
+        let mut old = Vec::new();
+        for (sig, h) in [
+            (libc::SIGINT, on_stop as extern "C" fn(libc::c_int)),
+            (libc::SIGTERM, on_stop),
+            (libc::SIGXCPU, on_xcpu),
+        ] {
+            // SAFETY: plain sigaction with a handler that only touches atomics.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = h as usize;
+                libc::sigemptyset(&mut sa.sa_mask);
+                sa.sa_flags = libc::SA_RESTART;
+                let mut prev: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &sa, &mut prev) == 0 {
+                    old.push((sig, prev));
+                }
+            }
+        }
+        SigGuard { old }
+    }
+}
+
+impl Drop for SigGuard {
+    fn drop(&mut self) {
+        for (sig, prev) in &self.old {
+            // SAFETY: restoring the disposition saved above.
+            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// Whether a stop was requested (SIGINT/SIGTERM) during the last run.
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOptions {
+    pub duration_ns: u64,
+    pub wss_bytes: u64,
+    pub access: Access,
+    pub seed: u64,
+    pub inflate_ns: u64,
+    /// Bisect the kernel's free DEADLINE bandwidth before the run (fair-server detection).
+    pub probe_admission: bool,
+    /// CPUs of the run (all online by default).
+    pub cpus: Vec<u32>,
+    pub source: String,
+    /// Ask the kernel for SIGXCPU on DEADLINE runtime overruns.
+    pub dl_overrun_signal: bool,
+    /// Job work by calibrated element count (Lelli 2014, the default) or until the thread has
+    /// used C of CPU time (immune to calibration drift; hides cache effects on execution time).
+    pub work_by_cputime: bool,
+    /// Admission facts already gathered (e.g. for planning); probed again when None.
+    pub admission: Option<(AdmissionInfo, KernelLimits)>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Job {
+    release: u64,
+    start: u64,
+    finish: u64,
+    exec: u64,
+}
+
+struct ThreadOut {
+    tid: i32,
+    jobs: Vec<Job>,
+    c0: SchedCounters,
+    c1: SchedCounters,
+    error: Option<String>,
+    ebusy: bool,
+    observed_policy: String,
+    observed_priority: i32,
+}
+
+/// Admission facts for predictions and the report.
+pub fn admission_info(cpus: u32, probe: bool) -> (AdmissionInfo, KernelLimits) {
+    let limit = kernel::rt_limit().unwrap_or(0.95);
+    let other = kernel::other_dl_bandwidth();
+    let mut unaccounted = 0.0;
+    let (fs, probed, method) = if let Some(fs) = kernel::fair_server_debugfs() {
+        (
+            Some(fs),
+            None,
+            "fair server read from /sys/kernel/debug/sched/fair_server/cpu0".to_string(),
+        )
+    } else if probe {
+        match kernel::probe_free_bandwidth(cpus) {
+            Some(free) => {
+                let missing = ((limit * cpus as f64 - other - free) / cpus as f64).max(0.0);
+                // Bisection resolution is cpus/2^14 in total; the kernel's default fair server
+                // is 50 ms / 1 s = 0.05 per CPU. More than 0.1/CPU missing is not a fair server.
+                let missing = if missing < 1e-3 { 0.0 } else { (missing * 1000.0).round() / 1000.0 };
+                if missing <= 0.1 {
+                    (
+                        Some(missing),
+                        Some(free),
+                        format!(
+                            "debugfs unreadable; bisected free DEADLINE bandwidth with sleeping helper threads: {free:.4} of {limit:.3} × {cpus} CPUs, others hold {other:.4} → fair server ≈ {missing:.3}/CPU"
+                        ),
+                    )
+                } else {
+                    unaccounted = missing * cpus as f64;
+                    (
+                        None,
+                        Some(free),
+                        format!(
+                            "debugfs unreadable; bisected free DEADLINE bandwidth: only {free:.4} of {limit:.3} × {cpus} CPUs, no visible DEADLINE thread holds the missing {unaccounted:.4} (another tenant's transient reservations, or leaked kernel accounting); fair server not determined"
+                        ),
+                    )
+                }
+            }
+            None => (None, None, "debugfs unreadable and the admission probe was refused; fair server unknown (assumed 0)".into()),
+        }
+    } else {
+        (
+            None,
+            None,
+            "not probed (--no-probe); fair server assumed 0".into(),
+        )
+    };
+    let info = AdmissionInfo {
+        limit_per_cpu: limit,
+        cpus,
+        fair_server_per_cpu: fs,
+        other_dl_bandwidth: other,
+        probed_free_bandwidth: probed,
+        unaccounted_bandwidth: unaccounted,
+        method,
+    };
+    let lim = KernelLimits {
+        limit_per_cpu: limit,
+        fair_server_per_cpu: fs.unwrap_or(0.0),
+        // Unaccounted bandwidth is reported, not predicted with: it came and went within
+        // seconds on our shared test machine.
+        other_bandwidth: other,
+    };
+    (info, lim)
+}
+
+fn admit(p: &ThreadPolicy, overrun: bool) -> std::io::Result<()> {
+    let attr = match *p {
+        ThreadPolicy::Deadline {
+            runtime_ns,
+            deadline_ns,
+            period_ns,
+        } => sys::SchedAttr {
+            sched_policy: sys::SCHED_DEADLINE,
+            sched_flags: sys::SCHED_FLAG_RESET_ON_FORK
+                | if overrun {
+                    sys::SCHED_FLAG_DL_OVERRUN
+                } else {
+                    0
+                },
+            sched_runtime: runtime_ns,
+            sched_deadline: deadline_ns,
+            sched_period: period_ns,
+            ..Default::default()
+        },
+        ThreadPolicy::Fifo(prio) | ThreadPolicy::Rr(prio) => sys::SchedAttr {
+            sched_policy: if matches!(p, ThreadPolicy::Fifo(_)) {
+                sys::SCHED_FIFO
+            } else {
+                sys::SCHED_RR
+            },
+            sched_flags: sys::SCHED_FLAG_RESET_ON_FORK,
+            sched_priority: prio,
+            ..Default::default()
+        },
+        ThreadPolicy::Other(nice) => sys::SchedAttr {
+            sched_policy: sys::SCHED_OTHER,
+            sched_nice: nice,
+            ..Default::default()
+        },
+    };
+    sys::sched_setattr(0, &attr)
+}
+
+fn to_other() {
+    let _ = sys::sched_setattr(
+        0,
+        &sys::SchedAttr {
+            sched_policy: sys::SCHED_OTHER,
+            ..Default::default()
+        },
+    );
+}
+
+/// Absolute sleep on CLOCK_MONOTONIC, restarted on EINTR unless a stop is requested.
+fn sleep_until(t: u64) {
+    let ts = sys::ns_to_ts(t);
+    loop {
+        // SAFETY: valid timespec, no remainder needed for TIMER_ABSTIME.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != libc::EINTR || STOP.load(Ordering::Relaxed) {
+            return;
+        }
+    }
+}
+
+fn now() -> u64 {
+    sys::now_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Run the plan. Validation of user input happens before this is called; errors here are
+/// kernel refusals or I/O.
+pub fn run(
+    plan: &RunPlan,
+    opts: &RunOptions,
+    set: &TaskSet,
+) -> Result<TasksetResult, TasksetError> {
+    if plan.specs.len() > MAX_TASKS {
+        return Err(TasksetError::Invalid(format!(
+            "task set: at most {MAX_TASKS} tasks, got {}",
+            plan.specs.len()
+        )));
+    }
+    STOP.store(false, Ordering::SeqCst);
+    let mut warnings = Vec::new();
+    for s in cpuset::remove_stale() {
+        warnings.push(s);
+    }
+    let has_dl = plan
+        .specs
+        .iter()
+        .any(|s| matches!(s.policy, ThreadPolicy::Deadline { .. }));
+    let has_rt = plan
+        .specs
+        .iter()
+        .any(|s| matches!(s.policy, ThreadPolicy::Fifo(_) | ThreadPolicy::Rr(_)));
+    if (has_dl || has_rt) && !kernel::rt_throttling_on() {
+        warnings.push("RT throttling is off (sched_rt_runtime_us = -1): a FIFO overload can starve the machine until the run ends".into());
+    }
+    let (admission, limits) = match &opts.admission {
+        Some(a) => a.clone(),
+        None => admission_info(opts.cpus.len() as u32, opts.probe_admission && has_dl),
+    };
+    if admission.unaccounted_bandwidth > 0.0 {
+        warnings.push(format!(
+            "the kernel refused {:.3} of DEADLINE bandwidth that no visible DEADLINE thread holds when probed; admission may fail",
+            admission.unaccounted_bandwidth
+        ));
+    }
+    let predictions = super::plan::predict(plan, limits, opts.inflate_ns);
+    let _sig = SigGuard::install();
+    let hyg = rtscope_probe::hygiene::mlockall();
+    if let Err(e) = &hyg {
+        warnings.push(format!("{e}: page faults may disturb the jobs"));
+    }
+    for (i, s) in SLOT_TID.iter().enumerate() {
+        s.store(0, Ordering::Relaxed);
+        SLOT_XCPU[i].store(0, Ordering::Relaxed);
+    }
+    XCPU_UNMATCHED.store(0, Ordering::Relaxed);
+
+    // Calibration per distinct working-set size, in the coordinator's own CPU time.
+    let mut cal: BTreeMap<u64, f64> = BTreeMap::new();
+    let wss_of = |s: &super::plan::TaskSpec| s.task.wss_bytes.unwrap_or(opts.wss_bytes);
+    for s in &plan.specs {
+        let w = wss_of(s);
+        if let std::collections::btree_map::Entry::Vacant(e) = cal.entry(w) {
+            let mut ws = WorkingSet::new(w, opts.access, opts.seed);
+            e.insert(work::calibrate(&mut ws, 1_000_000, 15));
+        }
+    }
+
+    let cpusets = if plan.groups.is_empty() {
+        None
+    } else {
+        Some(Cpusets::create(&plan.groups)?)
+    };
+    if let Some(c) = &cpusets {
+        warnings.extend(c.notes.iter().cloned());
+    }
+
+    let n = plan.specs.len();
+    let barrier = Barrier::new(n + 1);
+    let abort = AtomicBool::new(false);
+    let t0 = AtomicU64::new(0);
+    let end = AtomicU64::new(0);
+    let (ready_tx, ready_rx) = mpsc::channel::<(usize, Option<String>)>();
+    let overrun = opts.dl_overrun_signal;
+
+    let outs: Vec<ThreadOut> = std::thread::scope(|sc| {
+        let mut handles = Vec::with_capacity(n);
+        for (i, spec) in plan.specs.iter().enumerate() {
+            let (barrier, abort, t0, end, cpusets, cal) =
+                (&barrier, &abort, &t0, &end, &cpusets, &cal);
+            let tx = ready_tx.clone();
+            let w = wss_of(spec);
+            let h = std::thread::Builder::new()
+                .name(format!("rtscope-task{}", spec.task.id))
+                .stack_size(256 * 1024)
+                .spawn_scoped(sc, move || {
+                    let tid = sys::gettid();
+                    SLOT_TID[i].store(tid, Ordering::SeqCst);
+                    // SAFETY: prctl with integer arguments; 1 ns slack so SCHED_OTHER wake-ups
+                    // are not deferred by the default 50 µs (same treatment for every policy).
+                    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
+                    let ns_per = cal.get(&w).copied().unwrap_or(1.0);
+                    let mut ws = WorkingSet::new(w, opts.access, opts.seed.wrapping_add(i as u64));
+                    ws.warm();
+                    let period = spec.task.period_ns;
+                    let cap = (opts.duration_ns / period + 2) as usize;
+                    let mut jobs: Vec<Job> = Vec::with_capacity(cap);
+                    jobs.resize(cap, Job::default());
+                    jobs.clear();
+                    let mut ebusy = false;
+                    let setup: Result<(), String> = (|| {
+                        let is_dl = matches!(spec.policy, ThreadPolicy::Deadline { .. });
+                        if let (Some(g), Some(c)) = (spec.group, cpusets.as_ref()) {
+                            c.attach(g, tid).map_err(|e| e.to_string())?;
+                        } else if !spec.cpus.is_empty() && !is_dl {
+                            sys::set_affinity(tid, &spec.cpus)
+                                .map_err(|e| format!("pinning to CPUs {:?}: {e}", spec.cpus))?;
+                        }
+                        admit(&spec.policy, overrun).map_err(|e| {
+                            ebusy = e.raw_os_error() == Some(libc::EBUSY);
+                            format!("sched_setattr({}): {e}", spec.policy.name())
+                        })
+                    })();
+                    let _ = tx.send((i, setup.as_ref().err().cloned()));
+                    barrier.wait();
+                    let observed = rtscope_probe::admission::observe(tid).ok();
+                    let mut out = ThreadOut {
+                        tid,
+                        jobs: Vec::new(),
+                        c0: SchedCounters::default(),
+                        c1: SchedCounters::default(),
+                        error: setup.err(),
+                        ebusy,
+                        observed_policy: observed
+                            .as_ref()
+                            .map(|o| o.policy.clone())
+                            .unwrap_or_default(),
+                        observed_priority: observed.as_ref().map(|o| o.priority).unwrap_or(0),
+                    };
+                    if out.error.is_some() || abort.load(Ordering::SeqCst) {
+                        to_other();
+                        return out;
+                    }
+                    let start_t = t0.load(Ordering::SeqCst);
+                    let end_t = end.load(Ordering::SeqCst);
+                    out.c0 = kernel::sched_counters(tid);
+                    let mut k: u64 = 0;
+                    loop {
+                        let release = start_t + spec.offset_ns + k * period;
+                        if release >= end_t
+                            || STOP.load(Ordering::Relaxed)
+                            || jobs.len() == cap
+                            || spec.max_jobs.is_some_and(|m| k >= m)
+                        {
+                            break;
+                        }
+                        sleep_until(release);
+                        if STOP.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let start = now();
+                        let c0 = work::thread_cpu_ns();
+                        for seg in &spec.segments {
+                            match *seg {
+                                Segment::Run(ns) if opts.work_by_cputime => {
+                                    let c_start = work::thread_cpu_ns();
+                                    while work::thread_cpu_ns().saturating_sub(c_start) < ns {
+                                        ws.visit(256);
+                                    }
+                                }
+                                Segment::Run(ns) => ws.visit((ns as f64 / ns_per).round() as u64),
+                                Segment::Busy(ns) => {
+                                    let until = now() + ns;
+                                    while now() < until {
+                                        ws.visit(64);
+                                    }
+                                }
+                                Segment::Sleep(ns) => sleep_until(now() + ns),
+                            }
+                        }
+                        let finish = now();
+                        let exec = work::thread_cpu_ns().saturating_sub(c0);
+                        jobs.push(Job {
+                            release,
+                            start,
+                            finish,
+                            exec,
+                        });
+                        k += 1;
+                    }
+                    out.c1 = kernel::sched_counters(tid);
+                    to_other();
+                    out.jobs = jobs;
+                    out
+                });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // Threads already started wait at the barrier: release them with abort set.
+                    abort.store(true, Ordering::SeqCst);
+                    let _ = ready_tx.send((usize::MAX, Some(format!("spawning thread: {e}"))));
+                    break;
+                }
+            }
+        }
+        drop(ready_tx);
+        let mut errors = Vec::new();
+        for _ in 0..handles.len() {
+            match ready_rx.recv() {
+                Ok((_, Some(e))) => {
+                    errors.push(e);
+                    abort.store(true, Ordering::SeqCst);
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        if let Ok((_, Some(e))) = ready_rx.try_recv() {
+            errors.push(e);
+            abort.store(true, Ordering::SeqCst);
+        }
+        if handles.len() < n {
+            abort.store(true, Ordering::SeqCst);
+            // The barrier expects n + 1 parties: stand in for the threads never started.
+            let missing = n - handles.len();
+            for _ in 0..missing {
+                let b = &barrier;
+                sc.spawn(move || {
+                    b.wait();
+                });
+            }
+        }
+        let start = now() + 50_000_000;
+        t0.store(start, Ordering::SeqCst);
+        end.store(start + opts.duration_ns, Ordering::SeqCst);
+        barrier.wait();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+
+    let interrupted = STOP.load(Ordering::SeqCst);
+    // Recalibrate: drift shows whether the work loop still costs what it did (frequency, cache,
+    // interference from other tenants of the machine).
+    let calibration: Vec<Calibration> = cal
+        .iter()
+        .map(|(&w, &c0)| {
+            let mut ws = WorkingSet::new(w, opts.access, opts.seed);
+            let c1 = work::calibrate(&mut ws, 1_000_000, 15);
+            Calibration {
+                wss_bytes: w,
+                access: opts.access.name().into(),
+                ns_per_element_start: c0,
+                ns_per_element_end: Some(c1),
+                drift_pct: Some((c1 - c0) / c0 * 100.0),
+            }
+        })
+        .collect();
+    drop(cpusets);
+    if hyg.is_ok() {
+        rtscope_probe::hygiene::munlockall();
+    }
+
+    let errs: Vec<&ThreadOut> = outs.iter().filter(|o| o.error.is_some()).collect();
+    if !errs.is_empty() {
+        if let Some(o) = errs.iter().find(|o| o.ebusy) {
+            let i = outs.iter().position(|x| std::ptr::eq(x, *o)).unwrap_or(0);
+            return Err(TasksetError::Admission(explain_ebusy(
+                plan, i, &admission, limits,
+            )));
+        }
+        let msgs: Vec<String> = errs
+            .iter()
+            .filter_map(|o| o.error.as_ref().map(|e| format!("tid {}: {e}", o.tid)))
+            .collect();
+        return Err(TasksetError::Sys {
+            what: format!("setting up task threads ({} failed)", msgs.len()),
+            source: std::io::Error::other(msgs.join("; ")),
+        });
+    }
+
+    let dur = opts.duration_ns as f64;
+    let mut tasks = Vec::with_capacity(n);
+    for (i, (spec, o)) in plan.specs.iter().zip(&outs).enumerate() {
+        let t = &spec.task;
+        let jobs = &o.jobs;
+        let nj = jobs.len() as u64;
+        let mut misses = 0;
+        let mut max_r = 0u64;
+        let mut sum_r = 0f64;
+        let mut max_late = i64::MIN;
+        let mut sum_lax = 0f64;
+        let mut min_lax = f64::INFINITY;
+        let mut max_sd = 0u64;
+        let mut sum_sd = 0f64;
+        let mut max_e = 0u64;
+        let mut sum_e = 0f64;
+        for j in jobs {
+            let r = j.finish.saturating_sub(j.release);
+            let late = j.finish as i64 - (j.release + t.deadline_ns) as i64;
+            if late > 0 {
+                misses += 1;
+            }
+            max_r = max_r.max(r);
+            sum_r += r as f64;
+            max_late = max_late.max(late);
+            let lax = (t.deadline_ns as f64 - r as f64) / t.period_ns as f64;
+            sum_lax += lax;
+            min_lax = min_lax.min(lax);
+            let sd = j.start.saturating_sub(j.release);
+            max_sd = max_sd.max(sd);
+            sum_sd += sd as f64;
+            max_e = max_e.max(j.exec);
+            sum_e += j.exec as f64;
+        }
+        let d = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| b.saturating_sub(a));
+        let avg = |s: f64| if nj > 0 { s / nj as f64 } else { 0.0 };
+        tasks.push(TaskOutcome {
+            id: t.id,
+            tid: o.tid.max(0) as u32,
+            cpus: spec.cpus.clone(),
+            policy: o.observed_policy.clone(),
+            priority: o.observed_priority,
+            wcet_ns: t.wcet_ns,
+            period_ns: t.period_ns,
+            deadline_ns: t.deadline_ns,
+            jobs: nj,
+            misses,
+            miss_pct: if nj > 0 {
+                misses as f64 * 100.0 / nj as f64
+            } else {
+                0.0
+            },
+            max_response_ns: max_r,
+            avg_response_ns: avg(sum_r),
+            max_lateness_ns: if nj > 0 { max_late } else { 0 },
+            avg_norm_laxity: avg(sum_lax),
+            min_norm_laxity: if nj > 0 { min_lax } else { 0.0 },
+            max_start_delay_ns: max_sd,
+            avg_start_delay_ns: avg(sum_sd),
+            max_exec_ns: max_e,
+            avg_exec_ns: avg(sum_e),
+            measured_utilisation: sum_e / dur,
+            migrations: d(o.c0.migrations, o.c1.migrations),
+            voluntary_switches: d(o.c0.voluntary, o.c1.voluntary),
+            involuntary_switches: d(o.c0.involuntary, o.c1.involuntary),
+            dl_overruns: SLOT_XCPU[i].load(Ordering::Relaxed),
+        });
+    }
+    let total_jobs: u64 = tasks.iter().map(|t| t.jobs).sum();
+    let total_misses: u64 = tasks.iter().map(|t| t.misses).sum();
+    let unmatched = XCPU_UNMATCHED.load(Ordering::Relaxed);
+    if unmatched > 0 {
+        warnings.push(format!("{unmatched} SIGXCPU were delivered to a thread other than the overrunning one (counted in the total only)"));
+    }
+    for c in &calibration {
+        if let Some(dp) = c.drift_pct {
+            if dp.abs() > 10.0 {
+                warnings.push(format!("calibration drifted {dp:+.1} % during the run (WSS {} B): job lengths differ from C", c.wss_bytes));
+            }
+        }
+    }
+    for t in &tasks {
+        if t.jobs > 0 && t.avg_exec_ns > t.wcet_ns as f64 * 1.1 {
+            warnings.push(format!(
+                "task {}: jobs took {:.0} µs CPU on average for C = {:.0} µs (cold caches after preemption/migration, or interference)",
+                t.id,
+                t.avg_exec_ns / 1e3,
+                t.wcet_ns as f64 / 1e3
+            ));
+        }
+    }
+    if std::fs::read_to_string("/sys/class/dmi/id/sys_vendor")
+        .map(|s| !s.trim().is_empty())
+        .unwrap_or(false)
+        || std::fs::read_to_string("/proc/cpuinfo")
+            .map(|s| s.contains(" hypervisor"))
+            .unwrap_or(false)
+    {
+        warnings.push("running under a hypervisor: host stalls (vCPU preemption) show up as misses no scheduler can prevent".into());
+    }
+    let total_ovr: u64 = tasks.iter().map(|t| t.dl_overruns).sum::<u64>() + unmatched;
+    let mu: f64 = tasks.iter().map(|t| t.measured_utilisation).sum();
+    Ok(TasksetResult {
+        config: TasksetRunConfig {
+            policy: plan.policy.clone(),
+            priorities: plan.priorities.clone(),
+            placement: plan.placement.clone(),
+            runtime_margin: plan.margin,
+            duration_s: opts.duration_ns as f64 / 1e9,
+            wss_bytes: opts.wss_bytes,
+            access: opts.access.name().into(),
+            inflate_ns: opts.inflate_ns,
+            source: opts.source.clone(),
+            work: if opts.work_by_cputime {
+                "cputime"
+            } else {
+                "calibrated"
+            }
+            .into(),
+        },
+        set: set.clone(),
+        calibration,
+        admission,
+        predictions,
+        tasks,
+        total_jobs,
+        total_misses,
+        miss_pct: if total_jobs > 0 {
+            total_misses as f64 * 100.0 / total_jobs as f64
+        } else {
+            0.0
+        },
+        total_dl_overruns: total_ovr,
+        measured_utilisation: mu,
+        any_miss: total_misses > 0,
+        interrupted,
+        warnings,
+    })
+}
+
+/// EBUSY from sched_setattr(SCHED_DEADLINE), explained with the bandwidth arithmetic of the root
+/// domain the task was going into.
+pub fn explain_ebusy(plan: &RunPlan, i: usize, adm: &AdmissionInfo, lim: KernelLimits) -> String {
+    let spec = &plan.specs[i];
+    let (q, p) = match spec.policy {
+        ThreadPolicy::Deadline {
+            runtime_ns,
+            period_ns,
+            ..
+        } => (runtime_ns, period_ns),
+        _ => (0, 1),
+    };
+    let scope = plan.scopes.iter().find(|(_, _, idx)| idx.contains(&i));
+    let (name, m, asked) = match scope {
+        Some((name, cpus, idx)) => {
+            let asked: f64 = idx
+                .iter()
+                .filter_map(|&j| match plan.specs[j].policy {
+                    ThreadPolicy::Deadline {
+                        runtime_ns,
+                        period_ns,
+                        ..
+                    } => Some(runtime_ns as f64 / period_ns as f64),
+                    _ => None,
+                })
+                .sum();
+            (name.clone(), cpus.len() as u32, asked)
+        }
+        None => ("all".into(), adm.cpus, 0.0),
+    };
+    let others = if plan.groups.is_empty() {
+        lim.other_bandwidth
+    } else {
+        0.0
+    };
+    let cap = (lim.limit_per_cpu - lim.fair_server_per_cpu) * m as f64 - others;
+    format!(
+        "SCHED_DEADLINE admission refused (EBUSY) for task {} (runtime {:.3} ms / period {:.3} ms = {:.4}) in root domain {name}: this run asks Σ Q/P = {asked:.4} there; the kernel admits ({:.3} sched_rt_runtime/period − {:.3} fair server) × {m} CPU − {others:.4} held by other DEADLINE threads or unaccounted = {cap:.4}. Lower --margin, the utilisation, or raise /proc/sys/kernel/sched_rt_runtime_us",
+        spec.task.id,
+        q as f64 / 1e6,
+        p as f64 / 1e6,
+        q as f64 / p as f64,
+        lim.limit_per_cpu,
+        lim.fair_server_per_cpu,
+    )
+}

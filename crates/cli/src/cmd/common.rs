@@ -1,0 +1,245 @@
+//! Shared pieces of the verbs: value parsers that name the flag and its range, signals, atomic
+//! file writes, timestamps and run ids.
+
+use crate::usage;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+/// Parse `30s`, `5m`, `1h`, `1d`, `250ms`, or plain seconds. Range 1 ms ..= 30 days.
+pub fn parse_duration(flag: &str, s: &str) -> Result<f64> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else if let Some(n) = t.strip_suffix('d') {
+        (n, 86400.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| {
+        usage!("{flag}: '{s}' is not a duration (use e.g. 30s, 5m, 1h, 1d, 250ms or plain seconds)")
+    })?;
+    let secs = v * mult;
+    if !secs.is_finite() || !(0.001..=30.0 * 86400.0).contains(&secs) {
+        return Err(usage!("{flag}: {s} is out of range (1ms ..= 30d)"));
+    }
+    Ok(secs)
+}
+
+/// Resolve a CPU list against the online CPUs; every listed CPU must be online.
+pub fn resolve_cpus(flag: &str, spec: Option<&str>) -> Result<Vec<u32>> {
+    let online =
+        rtscope_probe::sys::online_cpus().context("reading /sys/devices/system/cpu/online")?;
+    let Some(spec) = spec else {
+        return Ok(online);
+    };
+    let cpus = rtscope_probe::sys::parse_cpu_list(spec)
+        .map_err(|e| usage!("{flag}: {e} (expected a list like 0,2-3)"))?;
+    if cpus.is_empty() {
+        return Err(usage!("{flag}: empty CPU list"));
+    }
+    for c in &cpus {
+        if !online.contains(c) {
+            return Err(usage!(
+                "{flag}: CPU {c} is not online (online CPUs: {})",
+                fmt_cpus(&online)
+            ));
+        }
+    }
+    Ok(cpus)
+}
+
+pub fn fmt_cpus(c: &[u32]) -> String {
+    c.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+pub fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
+    flag: &str,
+    v: T,
+    lo: T,
+    hi: T,
+    unit: &str,
+) -> Result<T> {
+    if v < lo || v > hi {
+        return Err(usage!("{flag}: {v} is out of range ({lo}..={hi}{unit})"));
+    }
+    Ok(v)
+}
+
+/// An output file's directory must exist and be writable before anything starts.
+pub fn check_output(flag: &str, p: &Path) -> Result<()> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(usage!("{flag}: directory {} does not exist", dir.display()));
+    }
+    if p.is_dir() {
+        return Err(usage!("{flag}: {} is a directory", p.display()));
+    }
+    let probe = dir.join(format!(".rtscope-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| usage!("{flag}: cannot write in {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Write a file atomically (temp file + rename): a reader never sees half a file.
+pub fn write_atomic(p: &Path, data: &[u8]) -> Result<()> {
+    let tmp = p.with_extension(format!(
+        "{}.tmp{}",
+        p.extension().and_then(|e| e.to_str()).unwrap_or(""),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, data).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, p).with_context(|| format!("renaming to {}", p.display()))?;
+    Ok(())
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNAL.store(sig, Ordering::SeqCst);
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// SIGINT/SIGTERM/SIGHUP set a flag the orchestration loop polls; the run then ends cleanly,
+/// writes its (partial) results and restores every knob. Measurement threads block these
+/// signals so that delivery never lands on them.
+pub fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to atomics (async-signal-safe).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+pub fn stop_signal() -> i32 {
+    SIGNAL.load(Ordering::SeqCst)
+}
+
+/// RFC 3339 UTC timestamp of a SystemTime (civil-from-days; no timezone database needed).
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = if month <= 2 { y + 1 } else { y };
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
+/// A run id: UTC time plus 32 random bits, sortable and unique across machines.
+pub fn new_run_id() -> String {
+    let now = std::time::SystemTime::now();
+    let mut rnd = [0u8; 4];
+    // SAFETY: getrandom writes at most the buffer's length.
+    let n = unsafe { libc::getrandom(rnd.as_mut_ptr() as *mut _, 4, 0) };
+    if n != 4 {
+        let ns = now
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .subsec_nanos();
+        rnd = (ns ^ std::process::id()).to_le_bytes();
+    }
+    let ts: String = rfc3339(now)
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .collect();
+    format!("{}-{}", &ts[2..14], hex(&rnd))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// `key=value` tags.
+pub fn parse_tags(
+    flag: &str,
+    tags: &[String],
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let mut m = std::collections::BTreeMap::new();
+    for t in tags {
+        let (k, v) = t
+            .split_once('=')
+            .ok_or_else(|| usage!("{flag}: '{t}' is not key=value"))?;
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+        {
+            return Err(usage!("{flag}: key '{k}' must be [A-Za-z0-9_.-]+"));
+        }
+        m.insert(k.to_string(), v.to_string());
+    }
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("-D", "30s").unwrap(), 30.0);
+        assert_eq!(parse_duration("-D", "5m").unwrap(), 300.0);
+        assert_eq!(parse_duration("-D", "1h").unwrap(), 3600.0);
+        assert_eq!(parse_duration("-D", "250ms").unwrap(), 0.25);
+        assert_eq!(parse_duration("-D", "2").unwrap(), 2.0);
+        assert!(parse_duration("-D", "abc").is_err());
+        assert!(parse_duration("-D", "-5s").is_err());
+        assert!(parse_duration("-D", "0").is_err());
+        assert!(parse_duration("-D", "31d").is_err());
+        assert!(parse_duration("-D", "nan").is_err());
+    }
+
+    #[test]
+    fn timestamps() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        assert_eq!(rfc3339(t), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339(std::time::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let id = new_run_id();
+        assert_eq!(id.len(), 12 + 1 + 8);
+    }
+
+    #[test]
+    fn tags() {
+        let m = parse_tags("--tag", &["kernel=6.18".into(), "a=".into()]).unwrap();
+        assert_eq!(m["kernel"], "6.18");
+        assert!(parse_tags("--tag", &["novalue".into()]).is_err());
+        assert!(parse_tags("--tag", &["sp ace=1".into()]).is_err());
+    }
+}

@@ -1,0 +1,510 @@
+//! Real-kernel tests of `rtscope measure` and `rtscope cyclictest` (root, a few seconds each).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rtscope")
+}
+
+fn is_root() -> bool {
+    // SAFETY: no arguments.
+    unsafe { libc::geteuid() == 0 }
+}
+
+macro_rules! need_root {
+    () => {
+        if !is_root() {
+            println!("SKIPPED: needs root (SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency)");
+            return;
+        }
+    };
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+fn read_json(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).expect("json written")).expect("valid json")
+}
+
+fn schema() -> jsonschema::JSONSchema {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/run-record.schema.json");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root).expect("schema file"))
+            .expect("schema json");
+    jsonschema::JSONSchema::options()
+        .compile(&s)
+        .expect("schema compiles")
+}
+
+fn validate(v: &serde_json::Value) {
+    let s = schema();
+    if let Err(errs) = s.validate(v) {
+        let msgs: Vec<String> = errs
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        panic!("run record does not match docs/schema: {msgs:?}");
+    }
+}
+
+/// Scheduling policy and RT priority of every measurement thread of `pid`, from
+/// /proc/<pid>/task/*/stat (fields 41 policy, 40 rt_priority) — read by an outside observer.
+fn observe_threads(pid: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in rd.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("rtscope-m") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+        let f: Vec<&str> = after.split_whitespace().collect();
+        // after ") " field index 0 is field 3 (state): field N is f[N-3]
+        if f.len() > 38 {
+            let prio: u32 = f[40 - 3].parse().unwrap_or(0);
+            let policy: u32 = f[41 - 3].parse().unwrap_or(99);
+            out.push((policy, prio));
+        }
+    }
+    out
+}
+
+fn run_policy(policy: &str, extra: &[&str], want_policy: u32, want_prio: u32) {
+    let d = tmp();
+    let json = d.path().join("r.json");
+    let mut args = vec![
+        "measure",
+        "-D",
+        "2s",
+        "-q",
+        "--no-store",
+        "--policy",
+        policy,
+        "--json",
+    ];
+    let js = json.to_str().unwrap().to_string();
+    args.push(&js);
+    args.extend_from_slice(extra);
+    let mut child = Command::new(bin())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rtscope");
+    std::thread::sleep(Duration::from_millis(1000));
+    let seen = observe_threads(child.id());
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        out.status.success(),
+        "rtscope measure --policy {policy} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ncpu = rtscope_cpus();
+    assert_eq!(
+        seen.len(),
+        ncpu,
+        "one measurement thread per CPU seen in /proc"
+    );
+    for (p, prio) in &seen {
+        assert_eq!(*p, want_policy, "policy seen from /proc during the run");
+        assert_eq!(
+            *prio, want_prio,
+            "rt priority seen from /proc during the run"
+        );
+    }
+    let v = read_json(&json);
+    validate(&v);
+    let threads = v["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), ncpu);
+    for t in threads {
+        let cycles = t["cycles"].as_u64().unwrap();
+        let overruns = t["overruns"].as_u64().unwrap();
+        // 2 s at 1000 µs = 2000 periods, ±2 %; a missed period is counted, not sampled.
+        let periods = cycles + overruns;
+        assert!(
+            (1960..=2040).contains(&periods),
+            "{policy}: {cycles} samples + {overruns} overruns for 2 s at 1 ms"
+        );
+        assert!(
+            t["stats"]["min_ns"].as_u64().unwrap() > 0,
+            "every latency > 0"
+        );
+        assert_eq!(t["observed_policy"], policy);
+    }
+    // The thread went back to SCHED_OTHER: the process has exited, nothing else to check there;
+    // /dev/cpu_dma_latency must be released.
+}
+
+fn rtscope_cpus() -> usize {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let mut n = 0;
+    for part in s.trim().split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => n += b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => n += 1,
+        }
+    }
+    n
+}
+
+#[test]
+fn fifo_two_seconds() {
+    need_root!();
+    run_policy("fifo", &[], 1, 95);
+}
+
+#[test]
+fn rr_two_seconds() {
+    need_root!();
+    run_policy("rr", &["-p", "80"], 2, 80);
+}
+
+#[test]
+fn other_two_seconds() {
+    need_root!();
+    run_policy("other", &["--nice", "-5"], 0, 0);
+}
+
+#[test]
+fn deadline_two_seconds() {
+    need_root!();
+    run_policy("deadline", &[], 6, 0);
+}
+
+#[test]
+fn timer_modes_and_loops() {
+    need_root!();
+    for timer in ["rel", "timerfd", "posix"] {
+        let d = tmp();
+        let json = d.path().join("r.json");
+        let out = Command::new(bin())
+            .args([
+                "measure",
+                "-l",
+                "300",
+                "-i",
+                "500",
+                "-q",
+                "--no-store",
+                "--timer",
+                timer,
+                "--cpus",
+                "0",
+            ])
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{timer}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = read_json(&json);
+        validate(&v);
+        assert_eq!(v["threads"][0]["cycles"], 300, "{timer}: loop count");
+        assert_eq!(
+            v["config"]["timer"],
+            match timer {
+                "rel" => "rel_nanosleep",
+                "timerfd" => "timerfd",
+                _ => "posix_timer",
+            }
+        );
+    }
+}
+
+#[test]
+fn sigint_keeps_partial_results_and_restores_knobs() {
+    need_root!();
+    let before = std::fs::read("/dev/cpu_dma_latency").ok();
+    let d = tmp();
+    let json = d.path().join("r.json");
+    let child = Command::new(bin())
+        .args(["measure", "-D", "60s", "-q", "--no-store", "--json"])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    // While running, cpu_dma_latency is held at 0.
+    let during = std::fs::read("/dev/cpu_dma_latency").unwrap();
+    assert_eq!(i32::from_ne_bytes(during[..4].try_into().unwrap()), 0);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5), "stops promptly");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&json);
+    validate(&v);
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["end_reason"], "interrupted");
+    assert!(v["stats"]["samples"].as_u64().unwrap() > 500);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("INTERRUPTED"), "summary says so: {stdout}");
+    if let Some(b) = before {
+        let after = std::fs::read("/dev/cpu_dma_latency").unwrap();
+        assert_eq!(after, b, "/dev/cpu_dma_latency restored");
+    }
+}
+
+#[test]
+fn break_above_names_thread_and_cycle() {
+    need_root!();
+    let d = tmp();
+    let json = d.path().join("r.json");
+    let out = Command::new(bin())
+        .args([
+            "measure",
+            "-D",
+            "20s",
+            "-q",
+            "--no-store",
+            "--break-above",
+            "1",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v = read_json(&json);
+    assert_eq!(v["end_reason"], "break_above");
+    assert!(v["break_sample"]["latency_ns"].as_u64().unwrap() > 1000);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("break: CPU"));
+}
+
+#[test]
+fn output_files_in_every_format() {
+    need_root!();
+    let d = tmp();
+    let p = |n: &str| d.path().join(n);
+    let out = Command::new(bin())
+        .args([
+            "measure",
+            "-l",
+            "500",
+            "-q",
+            "--no-store",
+            "--threshold",
+            "1",
+            "--linear-max",
+            "200",
+        ])
+        .arg("--json")
+        .arg(p("r.json"))
+        .arg("--histogram-file")
+        .arg(p("h.txt"))
+        .arg("--cyclictest-json")
+        .arg(p("c.json"))
+        .arg("--raw")
+        .arg(p("raw.csv"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let raw = std::fs::read_to_string(p("raw.csv")).unwrap();
+    assert_eq!(raw.lines().count(), 1 + 500 * rtscope_cpus());
+    let h = std::fs::read_to_string(p("h.txt")).unwrap();
+    assert!(h.contains("# Histogram\n") && h.contains("# Total:"));
+    // Our own importer reads back what we wrote, and so must the totals.
+    let imp = Command::new(bin())
+        .args(["import", "cyclictest", "--no-store", "--json"])
+        .arg(p("imp.json"))
+        .arg(p("h.txt"))
+        .output()
+        .unwrap();
+    assert!(
+        imp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imp.stderr)
+    );
+    let v = read_json(&p("imp.json"));
+    validate(&v);
+    assert_eq!(
+        v["stats"]["samples"].as_u64().unwrap(),
+        500 * rtscope_cpus() as u64
+    );
+    let imp = Command::new(bin())
+        .args(["import", "cyclictest", "--no-store"])
+        .arg(p("c.json"))
+        .output()
+        .unwrap();
+    assert!(
+        imp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imp.stderr)
+    );
+}
+
+#[test]
+fn real_cyclictest_outputs_are_imported() {
+    need_root!();
+    if Command::new("cyclictest").arg("--help").output().is_err() {
+        println!("SKIPPED: cyclictest (rt-tests) not installed; scripts/setup.sh installs it");
+        return;
+    }
+    let d = tmp();
+    let txt = d.path().join("ct.txt");
+    let js = d.path().join("ct.json");
+    let out = Command::new("cyclictest")
+        .args(["-m", "-S", "-p95", "-i1000", "-h", "400", "-D", "2", "-q"])
+        .arg(format!("--json={}", js.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&txt, &out.stdout).unwrap();
+    for f in [&txt, &js] {
+        let o = d.path().join("o.json");
+        let imp = Command::new(bin())
+            .args(["import", "cyclictest", "--no-store", "--json"])
+            .arg(&o)
+            .arg(f)
+            .output()
+            .unwrap();
+        assert!(
+            imp.status.success(),
+            "{}: {}",
+            f.display(),
+            String::from_utf8_lossy(&imp.stderr)
+        );
+        let v = read_json(&o);
+        validate(&v);
+        let n = v["stats"]["samples"].as_u64().unwrap();
+        assert!(
+            (3800..=4100).contains(&n),
+            "{}: {n} samples for 2 s on 2 threads",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn cyclictest_drop_in_prints_cyclictest_formats() {
+    need_root!();
+    let d = tmp();
+    let js = d.path().join("ct.json");
+    let out = Command::new(bin())
+        .args([
+            "cyclictest",
+            "-m",
+            "-S",
+            "-p95",
+            "-i1000",
+            "-h",
+            "300",
+            "-D",
+            "1",
+            "-q",
+        ])
+        .arg(format!("--json={}", js.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows = text
+        .lines()
+        .filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .count();
+    assert_eq!(rows, 300, "one row per µs bucket");
+    assert!(text.contains("# Max Latencies:"));
+    let v = read_json(&js);
+    assert_eq!(v["num_threads"].as_u64().unwrap() as usize, rtscope_cpus());
+    assert!(v["cmdline:"].as_str().unwrap().starts_with("cyclictest"));
+    // Thread 1 runs at interval + 500 µs (cyclictest's default distance under -S).
+    let c1 = v["thread"]["1"]["cycles"].as_u64().unwrap_or(666);
+    assert!((600..=700).contains(&c1), "thread 1 cycles {c1}");
+    // Quiet without -h: final T: lines.
+    let out = Command::new(bin())
+        .args(["cyclictest", "-m", "-t1", "-p80", "-l", "200", "-q"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("T: 0 (") && text.contains("C:    200"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_input_table() {
+    let d = tmp();
+    let json = d.path().join("never.json");
+    let cases: &[(&[&str], &str)] = &[
+        (&["measure", "-i", "0"], "--interval"),
+        (&["measure", "-i", "5"], "--interval"),
+        (&["measure", "-p", "100"], "--priority"),
+        (&["measure", "-p", "0"], "--priority"),
+        (&["measure", "--cpus", "4095"], "--cpus"),
+        (&["measure", "--cpus", "x"], "--cpus"),
+        (
+            &[
+                "measure",
+                "--policy",
+                "deadline",
+                "--dl-runtime",
+                "900",
+                "--dl-period",
+                "500",
+            ],
+            "--dl-",
+        ),
+        (&["measure", "--policy", "bogus"], "--policy"),
+        (&["measure", "-D", "garbage"], "--duration"),
+        (&["measure", "-D", "-3s"], "--duration"),
+        (&["measure", "--policy", "other", "-p", "50"], "--priority"),
+        (&["measure", "--nice", "5"], "--nice"),
+        (&["measure", "--nice", "30", "--policy", "other"], "--nice"),
+        (&["measure", "--json", "/nonexistent/dir/r.json"], "--json"),
+        (&["measure", "-l", "0"], "--loops"),
+        (&["measure", "--tag", "nokv"], "--tag"),
+        (&["cyclictest", "-p", "120"], "-p"),
+        (&["cyclictest", "--bogus"], "--bogus"),
+        (&["cyclictest", "-t", "64"], "-t"),
+    ];
+    for (args, flag) in cases {
+        let t0 = Instant::now();
+        let out = Command::new(bin())
+            .args(*args)
+            .env("RTSCOPE_TEST_JSON", &json)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: exit code; stderr: {err}"
+        );
+        assert!(err.contains(flag), "{args:?}: error names {flag}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(
+            err.lines().filter(|l| !l.trim().is_empty()).count() <= 3,
+            "{args:?}: short error: {err}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "{args:?}: failed fast, nothing started"
+        );
+        assert!(!json.exists());
+    }
+}

@@ -1,0 +1,122 @@
+//! `disk`: a bonnie++-like loop on a scratch file: sequential write, sequential read and random
+//! 4 KiB reads with O_DIRECT (paper §3.3 item 2: direct I/O bypasses the page cache, so every
+//! access is a disk request and a completion interrupt), then create/stat/unlink of small files.
+//! Where O_DIRECT is refused (EINVAL, e.g. some tmpfs), buffered I/O plus
+//! POSIX_FADV_DONTNEED is used and the report says so.
+
+use crate::shm::Slot;
+use std::convert::Infallible;
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+pub(crate) const C_WRITE_BYTES: usize = 0;
+pub(crate) const C_READ_BYTES: usize = 1;
+pub(crate) const C_RANDOM_READS: usize = 2;
+pub(crate) const C_FILE_OPS: usize = 3;
+/// 1 when O_DIRECT was refused and buffered I/O is used.
+pub(crate) const C_BUFFERED: usize = 4;
+
+const CHUNK: usize = 1 << 20;
+const ALIGN: usize = 4096;
+const RANDOM_READS_PER_PASS: u64 = 2048;
+const SMALL_FILES_PER_PASS: usize = 256;
+
+fn die(code: i32) -> Infallible {
+    // SAFETY: leaving the worker process.
+    unsafe { libc::_exit(code) }
+}
+
+fn open(path: &Path, direct: bool) -> std::io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600);
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path)
+}
+
+pub(crate) fn run(slot: &Slot, dir: &Path, disk_bytes: u64) -> Infallible {
+    let path = dir.join("seq.dat");
+    let (file, direct) = match open(&path, true) {
+        Ok(f) => (f, true),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => match open(&path, false) {
+            Ok(f) => (f, false),
+            Err(_) => return die(2),
+        },
+        Err(_) => return die(2),
+    };
+    slot.set(C_BUFFERED, u64::from(!direct));
+    // O_DIRECT needs the buffer, offset and length aligned to the logical block size; 4 KiB
+    // covers 512-byte and 4K-sector devices.
+    let mut raw = vec![0xa5u8; CHUNK + ALIGN];
+    let off = raw.as_ptr().align_offset(ALIGN);
+    let buf = &mut raw[off..off + CHUNK];
+    let size = (disk_bytes / ALIGN as u64).max(1) * ALIGN as u64;
+    let fd = file.as_raw_fd();
+    let drop_cache = || {
+        if !direct {
+            // SAFETY: advisory call on our own fd.
+            unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
+    };
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D ^ crate::sys::getpid() as u64;
+    loop {
+        // Sequential write, then make it reach the device.
+        let mut pos = 0u64;
+        while pos < size {
+            let n = CHUNK.min((size - pos) as usize);
+            if file.write_all_at(&buf[..n], pos).is_err() {
+                return die(3);
+            }
+            pos += n as u64;
+            slot.add(C_WRITE_BYTES, n as u64);
+        }
+        if file.sync_data().is_err() {
+            return die(3);
+        }
+        drop_cache();
+        // Sequential read.
+        pos = 0;
+        while pos < size {
+            let n = CHUNK.min((size - pos) as usize);
+            if file.read_exact_at(&mut buf[..n], pos).is_err() {
+                return die(4);
+            }
+            pos += n as u64;
+            slot.add(C_READ_BYTES, n as u64);
+        }
+        drop_cache();
+        // Random 4 KiB reads (bonnie++'s seeks).
+        let blocks = size / ALIGN as u64;
+        for _ in 0..RANDOM_READS_PER_PASS {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let b = ((x as u128 * blocks as u128) >> 64) as u64;
+            if file
+                .read_exact_at(&mut buf[..ALIGN], b * ALIGN as u64)
+                .is_err()
+            {
+                return die(4);
+            }
+            slot.add(C_RANDOM_READS, 1);
+        }
+        // Metadata: create, stat, unlink (bonnie++'s small-file phase).
+        for i in 0..SMALL_FILES_PER_PASS {
+            let p = dir.join(format!("f{i:04}"));
+            if File::create(&p).is_err() || std::fs::metadata(&p).is_err() {
+                return die(5);
+            }
+            if std::fs::remove_file(&p).is_err() {
+                return die(5);
+            }
+            slot.add(C_FILE_OPS, 3);
+        }
+    }
+}

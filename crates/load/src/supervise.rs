@@ -1,0 +1,557 @@
+//! Starting, supervising and stopping the load processes.
+//!
+//! ```text
+//! rtscope ──fork──▶ supervisor (own pgid, PDEATHSIG=SIGTERM, SCHED_OTHER)
+//!                      ├─fork─▶ worker (own pgid, PDEATHSIG=SIGKILL, policy, affinity)
+//!                      └─ …
+//! ```
+//! The supervisor waits in `sigtimedwait` for SIGTERM/SIGINT/SIGHUP (rtscope's stop, or its death
+//! via PDEATHSIG) and SIGCHLD; on stop it records each worker's CPU time and context switches,
+//! SIGKILLs every worker's process group, reaps them and removes the scratch directory. If the
+//! supervisor itself does not answer within 1.5 s, rtscope kills the workers by the pids they
+//! wrote into shared memory.
+
+use crate::plan::{plan, Resolved, Role, Unit};
+use crate::procstat::Snapshot;
+use crate::shm::{self, Shared, NCOUNTERS};
+use crate::{cpu_cache, disk, exec, hackbench, net, report, sys};
+use crate::{LoadError, LoadKind, LoadOptions};
+use rtscope_model::LoadReport;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Counter indexes written by the supervisor at stop, for every worker.
+pub(crate) const C_CPU_NS: usize = 5;
+pub(crate) const C_CTX_SWITCHES: usize = 6;
+
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+const STOP_GRACE: Duration = Duration::from_millis(1500);
+
+/// Handle on running loads. [`RunningLoads::stop`] returns the figures; dropping the handle also
+/// stops everything and cleans up (without figures).
+pub struct RunningLoads {
+    kinds: Vec<LoadKind>,
+    opts: LoadOptions,
+    resolved: Resolved,
+    units: Vec<Unit>,
+    shm: Shared,
+    supervisor: libc::pid_t,
+    started: Instant,
+    before: Snapshot,
+    base_counters: Vec<[u64; NCOUNTERS]>,
+    scratch: Option<PathBuf>,
+    net_port: Option<u16>,
+    warnings: Vec<String>,
+    stopped: bool,
+}
+
+/// What the supervisor needs; built in rtscope before the fork and inherited by it.
+struct Ctx<'a> {
+    units: &'a [Unit],
+    shm: &'a Shared,
+    resolved: &'a Resolved,
+    opts: &'a LoadOptions,
+    scratch: Option<&'a Path>,
+    listener: Option<&'a OwnedFd>,
+    parent: libc::pid_t,
+}
+
+fn block_supervisor_signals() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a local; pthread_sigmask changes only the calling thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGCHLD] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        old
+    }
+}
+
+fn restore_mask(old: &libc::sigset_t) {
+    // SAFETY: restoring a mask obtained from pthread_sigmask.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut());
+    }
+}
+
+pub(crate) fn start(
+    kinds: &[LoadKind],
+    opts: &LoadOptions,
+    resolved: Resolved,
+) -> Result<RunningLoads, LoadError> {
+    let units = plan(kinds, opts, &resolved);
+    let nslots = units.last().map_or(0, |u| u.first_slot + u.nslots);
+    let shm = Shared::new(nslots)?;
+    let (before, missing) = Snapshot::read();
+    let mut rl = RunningLoads {
+        kinds: kinds.to_vec(),
+        opts: opts.clone(),
+        resolved,
+        units,
+        shm,
+        supervisor: 0,
+        started: Instant::now(),
+        before,
+        base_counters: Vec::new(),
+        scratch: None,
+        net_port: None,
+        warnings: missing,
+        stopped: false,
+    };
+    if rl.units.is_empty() {
+        return Ok(rl); // idle: nothing to run, the /proc figures still describe the machine.
+    }
+
+    if rl.units.iter().any(|u| u.role == Role::Disk) {
+        // Unique per run so two rtscope instances never share (or delete) each other's files.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = opts
+            .scratch_dir
+            .join(format!("rtscope-load-{}-{nanos:09}", sys::getpid()));
+        std::fs::create_dir(&dir)
+            .map_err(|e| LoadError::os(format!("creating {}", dir.display()), e))?;
+        rl.scratch = Some(dir);
+    }
+
+    let listener = if rl
+        .units
+        .iter()
+        .any(|u| matches!(u.role, Role::Net { veth: false, .. }))
+    {
+        let l = std::net::TcpListener::bind(("127.0.0.1", opts.net_port)).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                LoadError::PortInUse {
+                    port: opts.net_port,
+                }
+            } else {
+                LoadError::os("binding the net load's server socket", e)
+            }
+        })?;
+        rl.net_port = l.local_addr().ok().map(|a| a.port());
+        Some(OwnedFd::from(l))
+    } else {
+        None
+    };
+
+    let parent = sys::getpid();
+    // Blocked before the fork so a stop request can never kill the supervisor before it has
+    // set up its signal wait; restored in rtscope right after.
+    let old_mask = block_supervisor_signals();
+    // SAFETY: the child only runs `supervisor_main`, which never returns (it _exits), and uses
+    // only fork-safe operations (glibc's malloc is reinitialised in the child).
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let ctx = Ctx {
+            units: &rl.units,
+            shm: &rl.shm,
+            resolved: &rl.resolved,
+            opts: &rl.opts,
+            scratch: rl.scratch.as_deref(),
+            listener: listener.as_ref(),
+            parent,
+        };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| supervisor_main(&ctx)));
+        // SAFETY: leaving the forked child without running rtscope's destructors.
+        unsafe { libc::_exit(101) };
+    }
+    restore_mask(&old_mask);
+    if pid < 0 {
+        return Err(LoadError::last_os("fork of the load supervisor"));
+    }
+    rl.supervisor = pid;
+    drop(listener); // the supervisor and the servers hold it now
+
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        match rl.shm.header().state.load(Ordering::Acquire) {
+            shm::STATE_READY => break,
+            shm::STATE_FAILED => {
+                let errno = rl.shm.header().errno.load(Ordering::Relaxed) as i32;
+                return Err(LoadError::os(
+                    "starting the load workers",
+                    std::io::Error::from_raw_os_error(errno),
+                ));
+            }
+            _ if Instant::now() > deadline || !sys::process_running(pid) => {
+                return Err(LoadError::os(
+                    "starting the load workers",
+                    std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the supervisor did not report ready",
+                    ),
+                ));
+            }
+            _ => sys::sleep_ms(2),
+        }
+    }
+    // Rates are counted from here: forking hundreds of processes is not the load.
+    rl.base_counters = rl.read_counters();
+    let (before, _) = Snapshot::read();
+    rl.before = before;
+    rl.started = Instant::now();
+    Ok(rl)
+}
+
+impl RunningLoads {
+    /// Stops every load, cleans up, and returns one report per requested kind.
+    pub fn stop(mut self) -> Vec<LoadReport> {
+        let (after, missing) = Snapshot::read();
+        let elapsed_s = self.started.elapsed().as_secs_f64();
+        let counters_at_end = self.read_counters();
+        self.shutdown();
+        self.warnings.extend(missing);
+        // CPU time and context switches are written by the supervisor during its stop.
+        let final_counters = self.read_counters();
+        let mut counters = Vec::with_capacity(counters_at_end.len());
+        for (i, (end, fin)) in counters_at_end.iter().zip(&final_counters).enumerate() {
+            let base = self.base_counters.get(i).copied().unwrap_or([0; NCOUNTERS]);
+            let mut c = [0u64; NCOUNTERS];
+            for k in 0..NCOUNTERS {
+                c[k] = if k == C_CPU_NS || k == C_CTX_SWITCHES {
+                    fin[k]
+                } else {
+                    end[k].saturating_sub(base[k])
+                };
+            }
+            counters.push(c);
+        }
+        let early = self.shm.header().early_exits.load(Ordering::Relaxed);
+        report::build(&report::Inputs {
+            kinds: &self.kinds,
+            opts: &self.opts,
+            resolved: &self.resolved,
+            units: &self.units,
+            counters: &counters,
+            totals: &final_counters,
+            before: &self.before,
+            after: &after,
+            elapsed_s,
+            early_exits: early,
+            net_port: self.net_port,
+            warnings: &self.warnings,
+        })
+    }
+
+    /// The supervisor's pid (0 for `idle`).
+    pub fn supervisor_pid(&self) -> i32 {
+        self.supervisor
+    }
+
+    /// Pids of every load process as they wrote them into shared memory.
+    pub fn worker_pids(&self) -> Vec<i32> {
+        (0..self.shm.nslots())
+            .map(|i| self.shm.slot(i).pid() as i32)
+            .filter(|&p| p > 0)
+            .collect()
+    }
+
+    /// The scratch directory of `disk` (removed at stop).
+    pub fn scratch_path(&self) -> Option<&Path> {
+        self.scratch.as_deref()
+    }
+
+    /// The loopback port the `net` server listens on.
+    pub fn net_port(&self) -> Option<u16> {
+        self.net_port
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    fn read_counters(&self) -> Vec<[u64; NCOUNTERS]> {
+        (0..self.shm.nslots())
+            .map(|i| {
+                let s = self.shm.slot(i);
+                std::array::from_fn(|k| s.get(k))
+            })
+            .collect()
+    }
+
+    fn shutdown(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        if self.supervisor > 0 {
+            let pid = self.supervisor;
+            // SAFETY: signalling and reaping our own child.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let deadline = Instant::now() + STOP_GRACE;
+            let mut reaped = false;
+            while Instant::now() < deadline {
+                let mut st = 0;
+                // SAFETY: as above.
+                let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
+                if r == pid || r < 0 {
+                    reaped = true;
+                    break;
+                }
+                sys::sleep_ms(5);
+            }
+            if !reaped {
+                self.warnings.push(
+                    "load supervisor did not stop within 1.5 s; its workers were killed directly"
+                        .into(),
+                );
+                // SAFETY: as above.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            // Whatever the supervisor managed, make sure no worker survives it.
+            for p in self.worker_pids() {
+                sys::kill_tree(p);
+            }
+            if !reaped {
+                let mut st = 0;
+                // SAFETY: reaping our own SIGKILLed child.
+                unsafe { libc::waitpid(pid, &mut st, 0) };
+            }
+        }
+        if let Some(dir) = &self.scratch {
+            if dir.exists() {
+                // The supervisor normally removed it; a worker SIGKILLed mid-write may not have
+                // been reaped yet when it tried, so try again.
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+}
+
+impl Drop for RunningLoads {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The supervisor process. Never returns.
+fn supervisor_main(ctx: &Ctx) -> ! {
+    let me = sys::getpid();
+    // SAFETY: setpgid on ourselves; a new group keeps the terminal's Ctrl-C (sent to rtscope's
+    // foreground group) away from the loads: rtscope decides when they stop.
+    unsafe { libc::setpgid(0, 0) };
+    // SIGTERM, not SIGKILL: on rtscope's death we still kill the workers and remove files.
+    sys::die_with_parent(libc::SIGTERM, ctx.parent);
+    let _ = sys::set_policy(crate::LoadPolicy::Other);
+    let _ = sys::set_affinity(&ctx.resolved.cpus);
+    let hdr = ctx.shm.header();
+    hdr.supervisor_pid.store(me as i64, Ordering::Relaxed);
+
+    let mut workers: Vec<(libc::pid_t, usize)> = Vec::new();
+    for u in ctx.units {
+        if let Err(e) = spawn_unit(ctx, u, &mut workers) {
+            hdr.errno.store(
+                e.raw_os_error().unwrap_or(libc::EIO) as u64,
+                Ordering::Relaxed,
+            );
+            stop_workers(ctx, &workers);
+            if let Some(d) = ctx.scratch {
+                let _ = std::fs::remove_dir_all(d);
+            }
+            hdr.state.store(shm::STATE_FAILED, Ordering::Release);
+            // SAFETY: leaving the forked supervisor.
+            unsafe { libc::_exit(1) };
+        }
+    }
+    let started = Instant::now();
+    hdr.state.store(shm::STATE_READY, Ordering::Release);
+
+    // SAFETY: sigset on a local, sigtimedwait on signals blocked since before the fork.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGCHLD] {
+            libc::sigaddset(&mut set, s);
+        }
+    }
+    let timeout = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 500_000_000,
+    };
+    loop {
+        // SAFETY: valid pointers to locals.
+        let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout) };
+        if sig == libc::SIGCHLD {
+            reap_early(ctx, &mut workers, started);
+        } else if sig == libc::SIGTERM || sig == libc::SIGINT || sig == libc::SIGHUP {
+            break;
+        } else if unsafe { libc::getppid() } != ctx.parent {
+            break; // belt and braces: PDEATHSIG missed (e.g. the forking thread still lives)
+        }
+    }
+    stop_workers(ctx, &workers);
+    if let Some(d) = ctx.scratch {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    hdr.state.store(shm::STATE_STOPPED, Ordering::Release);
+    // SAFETY: leaving the forked supervisor.
+    unsafe { libc::_exit(0) }
+}
+
+/// Reaps workers that ended on their own (crash, refused setup, an exec command finishing).
+fn reap_early(ctx: &Ctx, workers: &mut Vec<(libc::pid_t, usize)>, started: Instant) {
+    loop {
+        let mut st = 0;
+        // SAFETY: reaping our own children.
+        let pid = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) };
+        if pid <= 0 {
+            return;
+        }
+        if let Some(i) = workers.iter().position(|&(p, _)| p == pid) {
+            let (_, slot) = workers.swap_remove(i);
+            ctx.shm.header().early_exits.fetch_add(1, Ordering::Relaxed);
+            let s = ctx.shm.slot(slot);
+            // Raw wait status + 1 so 0 still means "running"; time of exit in ms.
+            s.set(exec::C_EXIT_STATUS, st as u64 + 1);
+            s.set(exec::C_EXIT_MS, started.elapsed().as_millis() as u64);
+        }
+    }
+}
+
+/// Per-worker CPU time (/proc/PID/schedstat, ns) and context switches (/proc/PID/status),
+/// recorded just before the kill: the load's own proof of activity, per kind.
+fn record_proc_stats(ctx: &Ctx) {
+    for i in 0..ctx.shm.nslots() {
+        let s = ctx.shm.slot(i);
+        let pid = s.pid();
+        if pid <= 0 {
+            continue;
+        }
+        if let Ok(t) = std::fs::read_to_string(format!("/proc/{pid}/schedstat")) {
+            if let Some(ns) = t.split_whitespace().next().and_then(|v| v.parse().ok()) {
+                s.set(C_CPU_NS, ns);
+            }
+        }
+        if let Ok(t) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            let n: u64 = t
+                .lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .sum();
+            s.set(C_CTX_SWITCHES, n);
+        }
+    }
+}
+
+fn stop_workers(ctx: &Ctx, workers: &[(libc::pid_t, usize)]) {
+    // Nobody will read the figures if rtscope is gone: kill first, fast.
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } == ctx.parent {
+        record_proc_stats(ctx);
+    }
+    for &(pid, _) in workers {
+        sys::kill_tree(pid);
+    }
+    // Grandchildren (the veth server's senders) wrote their own pids.
+    for i in 0..ctx.shm.nslots() {
+        sys::kill_tree(ctx.shm.slot(i).pid() as libc::pid_t);
+    }
+    loop {
+        let mut st = 0;
+        // SAFETY: reaping our own children; returns -1/ECHILD when none is left.
+        if unsafe { libc::waitpid(-1, &mut st, 0) } < 0 {
+            break;
+        }
+    }
+}
+
+fn spawn_unit(ctx: &Ctx, u: &Unit, workers: &mut Vec<(libc::pid_t, usize)>) -> std::io::Result<()> {
+    let all = &ctx.resolved.cpus;
+    match &u.role {
+        Role::CpuCache { cpu } => {
+            let wss = ctx.resolved.wss_bytes;
+            let slot = u.first_slot;
+            let pid = spawn_worker(ctx, slot, &[*cpu], move |s| cpu_cache::run(s, wss))?;
+            workers.push((pid, slot));
+        }
+        Role::HackGroup { fds } => hackbench::spawn_group(ctx_spawner(ctx), u, *fds, workers)?,
+        Role::Disk => {
+            let dir = ctx.scratch.map(Path::to_path_buf).unwrap_or_default();
+            let bytes = ctx.opts.disk_bytes;
+            let pid = spawn_worker(ctx, u.first_slot, all, move |s| disk::run(s, &dir, bytes))?;
+            workers.push((pid, u.first_slot));
+        }
+        Role::Net { clients, veth } => {
+            net::spawn(ctx_spawner(ctx), u, *clients, *veth, ctx.listener, workers)?
+        }
+        Role::Exec => {
+            let path = ctx.resolved.exec_path.clone().unwrap_or_default();
+            let argv = ctx.resolved.exec_argv.clone();
+            let pid = spawn_worker(ctx, u.first_slot, all, move |_| exec::run(&path, &argv))?;
+            workers.push((pid, u.first_slot));
+        }
+    }
+    Ok(())
+}
+
+/// What the per-kind spawners need from the supervisor.
+pub(crate) struct Spawner<'a> {
+    ctx: &'a Ctx<'a>,
+}
+
+fn ctx_spawner<'a>(ctx: &'a Ctx<'a>) -> Spawner<'a> {
+    Spawner { ctx }
+}
+
+impl Spawner<'_> {
+    pub fn cpus(&self) -> &[u32] {
+        &self.ctx.resolved.cpus
+    }
+    pub fn spawn(
+        &self,
+        slot: usize,
+        cpus: &[u32],
+        body: impl FnOnce(&shm::Slot) -> std::convert::Infallible,
+    ) -> std::io::Result<libc::pid_t> {
+        spawn_worker(self.ctx, slot, cpus, body)
+    }
+    pub fn shm(&self) -> &Shared {
+        self.ctx.shm
+    }
+}
+
+/// Forks one worker: own process group, dies with the supervisor, signals reset, pinned to
+/// `cpus`, the requested policy, then `body` (which never returns).
+fn spawn_worker(
+    ctx: &Ctx,
+    slot: usize,
+    cpus: &[u32],
+    body: impl FnOnce(&shm::Slot) -> std::convert::Infallible,
+) -> std::io::Result<libc::pid_t> {
+    let sup = sys::getpid();
+    let s = ctx.shm.slot(slot);
+    // SAFETY: the child runs `body` and then _exits; it never returns into the supervisor loop.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: setpgid on ourselves.
+        unsafe { libc::setpgid(0, 0) };
+        sys::die_with_parent(libc::SIGKILL, sup);
+        sys::reset_signals();
+        s.pid.store(sys::getpid() as i64, Ordering::Relaxed);
+        let code = if sys::set_affinity(cpus).is_err() {
+            120
+        } else if sys::set_policy(ctx.opts.policy).is_err() {
+            121
+        } else {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(s)));
+            101
+        };
+        // SAFETY: leaving the forked worker.
+        unsafe { libc::_exit(code) };
+    }
+    // Also set from this side so a kill of the group can never race the child's own setpgid,
+    // and so the pid is in shared memory before we report ready.
+    // SAFETY: setpgid on our child.
+    unsafe { libc::setpgid(pid, pid) };
+    s.pid.store(pid as i64, Ordering::Relaxed);
+    Ok(pid)
+}

@@ -1,0 +1,308 @@
+//! Every check happens here, before a single process is forked; nothing here changes the machine
+//! (the port check binds and immediately closes a listening socket, which leaves no trace).
+
+use crate::options::FALLBACK_WSS_BYTES as FALLBACK_WSS;
+use crate::plan::Resolved;
+use crate::{sys, LoadError, LoadKind, LoadOptions, LoadPolicy};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+const MIN_WSS: u64 = 4 << 10;
+const MAX_WSS: u64 = 64 << 30;
+const MIN_DISK: u64 = 1 << 20;
+const MAX_DISK: u64 = 1 << 40;
+/// Room left on the scratch file system beyond the sequential file (small files, metadata).
+pub(crate) const DISK_MARGIN: u64 = 64 << 20;
+
+fn human(b: u64) -> String {
+    if b >= 1 << 30 && b.is_multiple_of(1 << 30) {
+        format!("{} GiB", b >> 30)
+    } else if b >= 1 << 20 {
+        format!("{:.1} MiB", b as f64 / 1048576.0)
+    } else {
+        format!("{b} B")
+    }
+}
+
+pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolved, LoadError> {
+    if kinds.is_empty() {
+        return Err(LoadError::invalid("--load", "no load kind given"));
+    }
+    let has = |k: LoadKind| kinds.iter().any(|x| x.parts().contains(&k));
+
+    let online = sys::online_cpus();
+    let cpus = if opts.cpus.is_empty() {
+        online.clone()
+    } else {
+        let mut seen = Vec::new();
+        for &c in &opts.cpus {
+            if !online.contains(&c) {
+                return Err(LoadError::invalid(
+                    "--cpus",
+                    format!("CPU {c} is not online (online: {online:?})"),
+                ));
+            }
+            if seen.contains(&c) {
+                return Err(LoadError::invalid(
+                    "--cpus",
+                    format!("CPU {c} listed twice"),
+                ));
+            }
+            seen.push(c);
+        }
+        seen
+    };
+
+    if let LoadPolicy::Fifo(_) = opts.policy {
+        if !opts.force {
+            return Err(LoadError::invalid(
+                "--load-policy",
+                "a SCHED_FIFO load can starve the machine; add --force to confirm",
+            ));
+        }
+        // RT throttling (sched_rt_runtime_us < sched_rt_period_us) is what still leaves the
+        // machine some time; we never turn it off and refuse to run when someone else did.
+        let rt = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").map_err(|e| {
+            LoadError::invalid(
+                "--load-policy",
+                format!("cannot read /proc/sys/kernel/sched_rt_runtime_us: {e}"),
+            )
+        })?;
+        if rt.trim() == "-1" {
+            return Err(LoadError::invalid(
+                "--load-policy",
+                "fifo needs RT throttling on, but sched_rt_runtime_us is -1",
+            ));
+        }
+    }
+
+    if has(LoadKind::Hackbench) {
+        if !(1..=100).contains(&opts.hackbench_groups) {
+            return Err(LoadError::invalid(
+                "--hackbench-groups",
+                format!("must be 1..=100, got {}", opts.hackbench_groups),
+            ));
+        }
+        if !(1..=100).contains(&opts.hackbench_fds) {
+            return Err(LoadError::invalid(
+                "--hackbench-fds",
+                format!("must be 1..=100, got {}", opts.hackbench_fds),
+            ));
+        }
+    }
+
+    let (wss_bytes, wss_source) = match opts.wss_bytes {
+        Some(w) => (w, "--wss".to_string()),
+        None => match largest_cache_bytes() {
+            Some((c, name)) => (2 * c, format!("2 x {name} ({} from sysfs)", human(c))),
+            None => (
+                FALLBACK_WSS,
+                "fallback (no cache size in sysfs)".to_string(),
+            ),
+        },
+    };
+    if has(LoadKind::CpuCache) {
+        if !(MIN_WSS..=MAX_WSS).contains(&wss_bytes) {
+            return Err(LoadError::invalid(
+                "--wss",
+                format!("must be 4K..=64G bytes, got {wss_bytes}"),
+            ));
+        }
+        if let Some(avail) = mem_available_bytes() {
+            let total = wss_bytes.saturating_mul(cpus.len() as u64);
+            if total > avail / 2 {
+                return Err(LoadError::invalid(
+                    "--wss",
+                    format!(
+                        "{} x {} workers = {} exceeds half of MemAvailable ({})",
+                        human(wss_bytes),
+                        cpus.len(),
+                        human(total),
+                        human(avail)
+                    ),
+                ));
+            }
+        }
+    }
+
+    if has(LoadKind::Disk) {
+        check_scratch(&opts.scratch_dir, opts.disk_bytes)?;
+    }
+
+    if has(LoadKind::Net) {
+        if opts.net_veth {
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } != 0 {
+                return Err(LoadError::invalid(
+                    "--net-veth",
+                    "needs root (CAP_NET_ADMIN)",
+                ));
+            }
+            if ip_command().is_none() {
+                return Err(LoadError::invalid(
+                    "--net-veth",
+                    "the 'ip' command (iproute2) was not found",
+                ));
+            }
+        } else if opts.net_port != 0 {
+            check_port_free(opts.net_port)?;
+        }
+    }
+
+    let (mut exec_path, mut exec_argv) = (None, Vec::new());
+    if has(LoadKind::Exec) {
+        let Some(prog) = opts.exec_argv.first() else {
+            return Err(LoadError::invalid(
+                "exec",
+                "needs a command: rtscope load exec -- CMD ARGS…",
+            ));
+        };
+        let path = find_program(prog).ok_or_else(|| {
+            LoadError::invalid(
+                "exec",
+                format!("command '{prog}' not found or not executable"),
+            )
+        })?;
+        let cstr = |s: &str| {
+            CString::new(s)
+                .map_err(|_| LoadError::invalid("exec", format!("argument {s:?} contains NUL")))
+        };
+        exec_path = Some(cstr(&path.to_string_lossy())?);
+        for a in &opts.exec_argv {
+            exec_argv.push(cstr(a)?);
+        }
+    } else if !opts.exec_argv.is_empty() {
+        return Err(LoadError::invalid(
+            "exec",
+            "a command was given after -- but no 'exec' load was asked for",
+        ));
+    }
+
+    Ok(Resolved {
+        cpus,
+        wss_bytes,
+        wss_source,
+        exec_path,
+        exec_argv,
+    })
+}
+
+fn check_scratch(dir: &Path, disk_bytes: u64) -> Result<(), LoadError> {
+    const F: &str = "--scratch-dir";
+    if !(MIN_DISK..=MAX_DISK).contains(&disk_bytes) {
+        return Err(LoadError::invalid(
+            "--disk-size",
+            format!("must be 1M..=1T bytes, got {disk_bytes}"),
+        ));
+    }
+    let md = std::fs::metadata(dir)
+        .map_err(|e| LoadError::invalid(F, format!("{}: {e}", dir.display())))?;
+    if !md.is_dir() {
+        return Err(LoadError::invalid(
+            F,
+            format!("{} is not a directory", dir.display()),
+        ));
+    }
+    let c = CString::new(dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| LoadError::invalid(F, "path contains NUL"))?;
+    // SAFETY: valid NUL-terminated path; statvfs is plain data filled by the kernel.
+    let (rc_access, rc_statvfs, st) = unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        let a = libc::access(c.as_ptr(), libc::W_OK | libc::X_OK);
+        let s = libc::statvfs(c.as_ptr(), &mut st);
+        (a, s, st)
+    };
+    if rc_access != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(LoadError::invalid(
+            F,
+            format!("{} is not writable: {e}", dir.display()),
+        ));
+    }
+    if rc_statvfs != 0 || st.f_flag & libc::ST_RDONLY != 0 {
+        return Err(LoadError::invalid(
+            F,
+            format!("{} is on a read-only file system", dir.display()),
+        ));
+    }
+    // Both are u64 on Linux x86_64/aarch64 but c_ulong-sized elsewhere.
+    #[allow(clippy::unnecessary_cast)]
+    let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
+    let need = disk_bytes + DISK_MARGIN;
+    if free < need {
+        return Err(LoadError::invalid(
+            F,
+            format!(
+                "{} has {} free; --disk-size {} needs {} (file + 64 MiB margin)",
+                dir.display(),
+                human(free),
+                human(disk_bytes),
+                human(need)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_port_free(port: u16) -> Result<(), LoadError> {
+    match std::net::TcpListener::bind(("127.0.0.1", port)) {
+        Ok(l) => {
+            drop(l);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(LoadError::PortInUse { port }),
+        Err(e) => Err(LoadError::invalid(
+            "--net-port",
+            format!("cannot bind {port}: {e}"),
+        )),
+    }
+}
+
+/// Largest cache of CPU 0 (caches are symmetric on the machines we target), with its name.
+fn largest_cache_bytes() -> Option<(u64, String)> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    let mut best: Option<(u64, String)> = None;
+    for e in dir.filter_map(|e| e.ok()) {
+        let p = e.path();
+        let size = std::fs::read_to_string(p.join("size")).ok();
+        let level = std::fs::read_to_string(p.join("level")).ok();
+        if let (Some(size), Some(level)) = (size, level) {
+            if let Ok(b) = crate::parse_size(size.trim()) {
+                if best.as_ref().is_none_or(|(x, _)| b > *x) {
+                    best = Some((b, format!("L{}", level.trim())));
+                }
+            }
+        }
+    }
+    best.filter(|(b, _)| *b > 0)
+}
+
+fn mem_available_bytes() -> Option<u64> {
+    let t = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = t.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn find_program(prog: &str) -> Option<PathBuf> {
+    if prog.contains('/') {
+        let p = PathBuf::from(prog);
+        return is_executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| is_executable(p))
+}
+
+pub(crate) fn ip_command() -> Option<PathBuf> {
+    ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| is_executable(p))
+}

@@ -1,0 +1,143 @@
+//! The HTML report on synthetic records (rtscope_store::fixture): structure, escaping,
+//! self-containment, figure export.
+
+use rtscope_model::Policy;
+use rtscope_report::html::{build, write_figures, ReportOptions};
+use rtscope_store::fixture::{self, Spec};
+
+fn campaign_like() -> Vec<rtscope_model::RunRecord> {
+    let mut out = Vec::new();
+    let mut seed = 1;
+    for policy in [Policy::Fifo, Policy::Deadline] {
+        for load in ["idle", "cpu-cache", "io"] {
+            let mut s = Spec::new(&format!("{}-{load}-{seed:04}", policy.name()), seed);
+            s.policy = policy;
+            if load != "idle" {
+                s.loads = vec![load.into()];
+                s.spread_ns += 800;
+            }
+            s.tags.insert("kernel".into(), "6.18-none".into());
+            s.with_analysis = seed == 1;
+            out.push(fixture::record(&s));
+            seed += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn report_has_every_section_and_figure() {
+    let runs = campaign_like();
+    let r = build(
+        &runs,
+        &ReportOptions {
+            title: "t".into(),
+            ..Default::default()
+        },
+    );
+    // 2 matrix charts + CCDF + attribution + 6 histograms + bound + bound series (run 1).
+    assert_eq!(
+        r.figures.len(),
+        2 + 1 + 1 + 6 + 2,
+        "{:?}",
+        r.figures.iter().map(|f| &f.id).collect::<Vec<_>>()
+    );
+    for f in &r.figures {
+        assert!(
+            r.html.contains(&format!("id=\"{}\"", f.id)),
+            "{} not inlined",
+            f.id
+        );
+        assert!(f.svg.starts_with("<svg") && f.svg.ends_with("</svg>"));
+    }
+    for needle in [
+        "Comparison",
+        "Verdicts against baseline",
+        "Per CPU",
+        "Load intensity",
+        "Tail causes",
+        "Bound vs observed",
+        "min=",
+        "stdev=",
+        "samples=",
+    ] {
+        assert!(r.html.contains(needle), "missing {needle}");
+    }
+    // The matrix: 2 rows (kernel / policy) × 3 columns.
+    assert!(
+        r.html.contains("<th>6.18-none / fifo</th>")
+            && r.html.contains("<th>6.18-none / deadline</th>")
+    );
+    // Paper-style caption of run 0, from its exact stats.
+    let s = &runs[0].stats;
+    assert!(r.html.contains(&format!("samples={}", s.samples)));
+    assert!(r
+        .html
+        .contains(&format!("max={:.1}", s.max_ns.unwrap() as f64 / 1000.0)));
+}
+
+#[test]
+fn self_contained_and_scriptless() {
+    let r = build(&campaign_like(), &ReportOptions::default());
+    assert!(
+        !r.html.to_lowercase().contains("<script"),
+        "the report carries no script"
+    );
+    // The only URL is the SVG namespace.
+    let urls = r.html.matches("http://").count() + r.html.matches("https://").count();
+    let ns = r.html.matches("http://www.w3.org/2000/svg").count();
+    assert_eq!(urls, ns, "a network reference crept in");
+    assert!(r.html.contains("Content-Security-Policy"));
+    assert!(r.html.contains("@media print"));
+}
+
+#[test]
+fn system_and_trace_strings_are_escaped() {
+    let runs = vec![
+        fixture::hostile("evil-1"),
+        fixture::record(&Spec::new("plain-2", 2)),
+    ];
+    let r = build(&runs, &ReportOptions::default());
+    assert!(!r.html.contains("<script>alert(1)</script>"));
+    assert!(!r.html.contains("<img src=x"));
+    assert!(
+        r.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "thread name shown as text"
+    );
+    assert!(r
+        .html
+        .contains("thread:&lt;script&gt;alert(1)&lt;/script&gt;"));
+    for f in &r.figures {
+        assert!(!f.svg.contains("<script"), "figure {}", f.id);
+    }
+}
+
+#[test]
+fn figures_export_as_svg_and_png() {
+    let runs = campaign_like();
+    let r = build(&runs[..2], &ReportOptions::default());
+    let d = tempfile::tempdir().unwrap();
+    let files = write_figures(&r.figures, d.path()).unwrap();
+    assert_eq!(files.len(), 2 * r.figures.len());
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        if f.extension().is_some_and(|e| e == "png") {
+            assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{}", f.display());
+            // Width from the IHDR chunk: 2× the SVG width (640 → 1280 for the histogram).
+            let w = u32::from_be_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
+            assert!(w >= 840, "{} is {w} px wide", f.display());
+        } else {
+            assert!(bytes.starts_with(b"<svg"));
+        }
+    }
+}
+
+#[test]
+fn single_run_report() {
+    let r = build(
+        &[fixture::record(&Spec::new("only", 3))],
+        &ReportOptions::default(),
+    );
+    assert!(!r.html.contains("Verdicts"));
+    assert_eq!(r.figures.len(), 2, "CCDF + histogram");
+}

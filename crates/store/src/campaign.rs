@@ -1,0 +1,338 @@
+//! Campaign files: a matrix of measurements (policies × loads × intervals × durations ×
+//! repetitions, plus free tags) read from TOML. Errors point at the file, line and column.
+//!
+//! ```toml
+//! name = "fifo-vs-deadline"
+//! policies = ["fifo", "deadline"]
+//! loads = ["idle", "cpu-cache", "io"]
+//! intervals_us = [1000]
+//! durations = ["2m"]
+//! repetitions = 3
+//! extra_args = ["--cpus", "0,1"]   # optional, passed to every `rtscope measure`
+//! [tags]
+//! kernel = "6.18-none"
+//! ```
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+pub const POLICIES: &[&str] = &["fifo", "rr", "other", "deadline"];
+pub const LOADS: &[&str] = &[
+    "idle",
+    "cpu-cache",
+    "hackbench",
+    "disk",
+    "net",
+    "io",
+    "exec",
+];
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct CampaignError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    name: Spanned<String>,
+    policies: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    loads: Option<Spanned<Vec<Spanned<String>>>>,
+    intervals_us: Spanned<Vec<Spanned<i64>>>,
+    durations: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    repetitions: Option<Spanned<i64>>,
+    #[serde(default)]
+    extra_args: Vec<String>,
+    #[serde(default)]
+    tags: BTreeMap<String, Spanned<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Campaign {
+    pub name: String,
+    pub policies: Vec<String>,
+    pub loads: Vec<String>,
+    pub intervals_us: Vec<u64>,
+    /// As written (passed to `measure -D`), with the parsed seconds.
+    pub durations: Vec<(String, f64)>,
+    pub repetitions: u32,
+    pub extra_args: Vec<String>,
+    pub tags: BTreeMap<String, String>,
+}
+
+/// One run of the matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    /// Stable id, stored as tag `cell=`: `<policy>-<load>-i<us>-<duration>-r<rep>`.
+    pub id: String,
+    pub policy: String,
+    pub load: String,
+    pub interval_us: u64,
+    pub duration: String,
+    pub duration_s: f64,
+    pub repetition: u32,
+}
+
+/// `30s`, `2m`, `1h`, `1d`, or bare seconds.
+pub fn parse_duration_s(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        's' => (&s[..s.len() - 1], 1.0),
+        'm' => (&s[..s.len() - 1], 60.0),
+        'h' => (&s[..s.len() - 1], 3600.0),
+        'd' => (&s[..s.len() - 1], 86400.0),
+        _ => (s, 1.0),
+    };
+    let v: f64 = num.parse().ok()?;
+    (v.is_finite() && v > 0.0).then_some(v * mult)
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+impl Campaign {
+    pub fn parse(file: &str, text: &str) -> Result<Campaign, CampaignError> {
+        let err_at = |span: std::ops::Range<usize>, message: String| {
+            let (line, column) = line_col(text, span.start);
+            CampaignError {
+                file: file.to_string(),
+                line,
+                column,
+                message,
+            }
+        };
+        let raw: Raw = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            err_at(span, e.message().trim().replace('\n', "; "))
+        })?;
+        let name = raw.name.get_ref().trim().to_string();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(err_at(
+                raw.name.span(),
+                "name: must be non-empty and use only letters, digits, '-', '_', '.'".into(),
+            ));
+        }
+        let nonempty = |span: std::ops::Range<usize>, len: usize, field: &str| {
+            if len == 0 {
+                Err(err_at(
+                    span,
+                    format!("{field}: must list at least one value"),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        nonempty(
+            raw.policies.span(),
+            raw.policies.get_ref().len(),
+            "policies",
+        )?;
+        let mut policies = Vec::new();
+        for p in raw.policies.get_ref() {
+            if !POLICIES.contains(&p.get_ref().as_str()) {
+                return Err(err_at(
+                    p.span(),
+                    format!(
+                        "policies: unknown policy '{}' (accepted: {})",
+                        p.get_ref(),
+                        POLICIES.join(", ")
+                    ),
+                ));
+            }
+            policies.push(p.get_ref().clone());
+        }
+        let mut loads = Vec::new();
+        match &raw.loads {
+            None => loads.push("idle".to_string()),
+            Some(ls) => {
+                nonempty(ls.span(), ls.get_ref().len(), "loads")?;
+                for l in ls.get_ref() {
+                    for part in l.get_ref().split('+') {
+                        if !LOADS.contains(&part) {
+                            return Err(err_at(
+                                l.span(),
+                                format!(
+                                    "loads: unknown load '{part}' (accepted: {}; combine with '+')",
+                                    LOADS.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                    loads.push(l.get_ref().clone());
+                }
+            }
+        }
+        nonempty(
+            raw.intervals_us.span(),
+            raw.intervals_us.get_ref().len(),
+            "intervals_us",
+        )?;
+        let mut intervals_us = Vec::new();
+        for i in raw.intervals_us.get_ref() {
+            let v = *i.get_ref();
+            if !(1..=10_000_000).contains(&v) {
+                return Err(err_at(
+                    i.span(),
+                    format!("intervals_us: must be 1..=10000000 us, got {v}"),
+                ));
+            }
+            intervals_us.push(v as u64);
+        }
+        nonempty(
+            raw.durations.span(),
+            raw.durations.get_ref().len(),
+            "durations",
+        )?;
+        let mut durations = Vec::new();
+        for d in raw.durations.get_ref() {
+            let s = parse_duration_s(d.get_ref()).ok_or_else(|| {
+                err_at(
+                    d.span(),
+                    format!(
+                        "durations: '{}' is not a duration (e.g. 30s, 2m, 1h, 1d; > 0)",
+                        d.get_ref()
+                    ),
+                )
+            })?;
+            durations.push((d.get_ref().clone(), s));
+        }
+        let repetitions = match &raw.repetitions {
+            None => 1,
+            Some(r) => {
+                let v = *r.get_ref();
+                if !(1..=10_000).contains(&v) {
+                    return Err(err_at(
+                        r.span(),
+                        format!("repetitions: must be 1..=10000, got {v}"),
+                    ));
+                }
+                v as u32
+            }
+        };
+        let mut tags = BTreeMap::new();
+        for (k, v) in raw.tags {
+            if k == "campaign" || k == "cell" {
+                return Err(err_at(
+                    v.span(),
+                    format!("tags: '{k}' is set by rtscope itself"),
+                ));
+            }
+            tags.insert(k, v.into_inner());
+        }
+        Ok(Campaign {
+            name,
+            policies,
+            loads,
+            intervals_us,
+            durations,
+            repetitions,
+            extra_args: raw.extra_args,
+            tags,
+        })
+    }
+
+    /// Cells in execution order. Repetitions are the outer loop, so slow drift of the machine
+    /// (thermal, host load) spreads over every configuration instead of biasing one.
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut out = Vec::new();
+        for rep in 1..=self.repetitions {
+            for p in &self.policies {
+                for l in &self.loads {
+                    for &i in &self.intervals_us {
+                        for (d, ds) in &self.durations {
+                            out.push(Cell {
+                                id: format!("{p}-{l}-i{i}-{d}-r{rep}"),
+                                policy: p.clone(),
+                                load: l.clone(),
+                                interval_us: i,
+                                duration: d.clone(),
+                                duration_s: *ds,
+                                repetition: rep,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"name = "fifo-vs-dl"
+policies = ["fifo", "deadline"]
+loads = ["idle", "cpu-cache", "io"]
+intervals_us = [1000]
+durations = ["2m"]
+repetitions = 3
+[tags]
+kernel = "6.18-none"
+"#;
+
+    #[test]
+    fn matrix_size_and_order() {
+        let c = Campaign::parse("c.toml", GOOD).unwrap();
+        let cells = c.cells();
+        // 2 policies × 3 loads × 1 interval × 1 duration × 3 repetitions = 18
+        assert_eq!(cells.len(), 18);
+        assert_eq!(cells[0].id, "fifo-idle-i1000-2m-r1");
+        assert_eq!(cells[5].id, "deadline-io-i1000-2m-r1");
+        assert_eq!(cells[6].id, "fifo-idle-i1000-2m-r2");
+        assert_eq!(cells[0].duration_s, 120.0);
+        assert_eq!(c.tags["kernel"], "6.18-none");
+    }
+
+    #[test]
+    fn errors_have_line_and_column() {
+        let bad = GOOD.replace("\"deadline\"", "\"edf\"");
+        let e = Campaign::parse("c.toml", &bad).unwrap_err();
+        // line 2 `policies = ["fifo", "edf"]`: the "edf" string starts at column 21.
+        assert_eq!((e.line, e.column), (2, 21), "{e}");
+        assert!(e.message.contains("unknown policy 'edf'"), "{e}");
+
+        let e = Campaign::parse("c.toml", &GOOD.replace("2m", "2 minutes")).unwrap_err();
+        assert_eq!(e.line, 5);
+        assert!(e.message.contains("durations"));
+
+        let e = Campaign::parse("c.toml", &format!("bogus = 1\n{GOOD}")).unwrap_err();
+        assert!(e.message.contains("bogus"), "{e}");
+
+        // Unterminated array: reported where the parser ran out, line 3 column 1.
+        let e = Campaign::parse("c.toml", "name = \"x\"\npolicies = [\"fifo\"\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 1), "{e}");
+        assert!(!e.to_string().contains('\n'));
+
+        let e = Campaign::parse("c.toml", &GOOD.replace("[1000]", "[0]")).unwrap_err();
+        assert_eq!((e.line, e.column), (4, 17));
+        assert_eq!(
+            e.to_string(),
+            "c.toml:4:17: intervals_us: must be 1..=10000000 us, got 0"
+        );
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_s("90"), Some(90.0));
+        assert_eq!(parse_duration_s("1.5h"), Some(5400.0));
+        assert_eq!(parse_duration_s("0s"), None);
+        assert_eq!(parse_duration_s("m"), None);
+    }
+}

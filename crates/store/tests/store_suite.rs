@@ -1,0 +1,452 @@
+//! The store test-suite, run against every backend: SQLite always, PostgreSQL when
+//! RTSCOPE_TEST_PG_URL is set (CI: `eval "$(scripts/ci-postgres.sh start)"`). Every PostgreSQL
+//! test works in its own schema, created fresh.
+
+use rtscope_model::{Policy, RunRecord};
+use rtscope_store::fixture::{self, Spec};
+use rtscope_store::{RunFilter, Saved, Store, StoreError};
+use std::path::PathBuf;
+
+enum Backend {
+    Sqlite(tempfile::TempDir),
+    Pg { url: String, schema: String },
+}
+
+impl Backend {
+    fn name(&self) -> &'static str {
+        match self {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Pg { .. } => "postgres",
+        }
+    }
+    fn open_at(&self, version: i64) -> Result<Store, StoreError> {
+        match self {
+            Backend::Sqlite(d) => Store::open_sqlite_at(&d.path().join("results.db"), version),
+            Backend::Pg { url, schema } => Store::open_postgres_at(url, Some(schema), version),
+        }
+    }
+    fn open(&self) -> Store {
+        self.open_at(rtscope_store::schema::CURRENT_VERSION)
+            .unwrap_or_else(|e| panic!("{}: open: {e}", self.name()))
+    }
+}
+
+fn backends(test: &str) -> Vec<Backend> {
+    let mut v = vec![Backend::Sqlite(tempfile::tempdir().expect("tempdir"))];
+    match std::env::var("RTSCOPE_TEST_PG_URL") {
+        Ok(url) if !url.is_empty() => {
+            let schema = format!("t_{test}");
+            let mut c = postgres::Client::connect(&url, postgres::NoTls)
+                .unwrap_or_else(|e| panic!("RTSCOPE_TEST_PG_URL={url} unreachable: {e}"));
+            c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+                .expect("drop schema");
+            v.push(Backend::Pg { url, schema });
+        }
+        _ => println!("SKIPPED: PostgreSQL backend of {test}: RTSCOPE_TEST_PG_URL is unset"),
+    }
+    v
+}
+
+fn rec(id: &str, seed: u64) -> RunRecord {
+    fixture::record(&Spec::new(id, seed))
+}
+
+#[test]
+fn round_trip_is_exact() {
+    for b in backends("round_trip") {
+        let mut s = b.open();
+        let mut spec = Spec::new("run-aaaa1111", 1);
+        spec.with_analysis = true;
+        spec.loads = vec!["cpu-cache".into()];
+        let r = fixture::record(&spec);
+        assert_eq!(s.insert_run(&r).unwrap(), "run-aaaa1111");
+        let back = s.get_run("run-aaaa1111").unwrap();
+        // Histograms compare bucket by bucket and on the exact sums.
+        assert_eq!(back, r, "{}", b.name());
+        assert_eq!(
+            back.histogram.quantile_ns(0.9999),
+            r.histogram.quantile_ns(0.9999)
+        );
+        // Reopening sees it too (committed, not just cached).
+        drop(s);
+        let mut s = b.open();
+        assert_eq!(s.count_runs().unwrap(), 1);
+        let l = s.list_runs(&RunFilter::default()).unwrap();
+        assert_eq!(l[0].scenario, "cpu-cache");
+        assert_eq!(l[0].samples, 10_000);
+        assert_eq!(l[0].max_ns, r.stats.max_ns.map(|v| v as i64));
+    }
+}
+
+#[test]
+fn ids_prefixes_and_unknown() {
+    for b in backends("ids") {
+        let mut s = b.open();
+        s.insert_run(&rec("abc123", 1)).unwrap();
+        s.insert_run(&rec("abd456", 2)).unwrap();
+        assert_eq!(s.resolve_id("abc").unwrap(), "abc123");
+        assert!(matches!(
+            s.resolve_id("ab"),
+            Err(StoreError::Ambiguous { .. })
+        ));
+        let e = s.get_run("zzz").unwrap_err();
+        assert!(matches!(e, StoreError::UnknownRun(_)), "{e}");
+        assert!(e.to_string().contains("no run with id 'zzz'"));
+        // Duplicate: refused, nothing changed.
+        assert!(matches!(
+            s.insert_run(&rec("abc123", 9)),
+            Err(StoreError::Duplicate(_))
+        ));
+        assert_eq!(s.count_runs().unwrap(), 2);
+        assert_eq!(s.get_run("abc123").unwrap(), rec("abc123", 1));
+    }
+}
+
+#[test]
+fn filters() {
+    for b in backends("filters") {
+        let mut s = b.open();
+        let mut a = Spec::new("r1", 1);
+        a.started_at = "2026-11-01T10:00:00Z".into();
+        a.tags.insert("kernel".into(), "rt-label".into());
+        a.tags.insert("campaign".into(), "c1".into());
+        let mut b2 = Spec::new("r2", 2);
+        b2.started_at = "2026-11-02T10:00:00Z".into();
+        b2.hostname = "other-host".into();
+        b2.kernel_release = "6.6.0-rt12".into();
+        b2.policy = Policy::Deadline;
+        b2.loads = vec!["io".into()];
+        b2.tags.insert("campaign".into(), "c1".into());
+        let mut c = Spec::new("r3", 3);
+        c.started_at = "2026-11-03T23:59:59Z".into();
+        for sp in [&a, &b2, &c] {
+            s.insert_run(&fixture::record(sp)).unwrap();
+        }
+        let ids = |s: &mut Store, f: RunFilter| -> Vec<String> {
+            s.list_runs(&f).unwrap().into_iter().map(|r| r.id).collect()
+        };
+        assert_eq!(ids(&mut s, RunFilter::default()), ["r1", "r2", "r3"]);
+        let tag = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        assert_eq!(
+            ids(
+                &mut s,
+                RunFilter {
+                    tags: tag("campaign", "c1"),
+                    ..Default::default()
+                }
+            ),
+            ["r1", "r2"]
+        );
+        assert_eq!(
+            ids(
+                &mut s,
+                RunFilter {
+                    host: Some("other-host".into()),
+                    ..Default::default()
+                }
+            ),
+            ["r2"]
+        );
+        assert_eq!(
+            ids(
+                &mut s,
+                RunFilter {
+                    kernel: Some("rt12".into()),
+                    ..Default::default()
+                }
+            ),
+            ["r2"]
+        );
+        assert_eq!(
+            ids(
+                &mut s,
+                RunFilter {
+                    kernel: Some("rt-label".into()),
+                    ..Default::default()
+                }
+            ),
+            ["r1"]
+        );
+        assert_eq!(
+            ids(
+                &mut s,
+                RunFilter {
+                    scenario: Some("io".into()),
+                    ..Default::default()
+                }
+            ),
+            ["r2"]
+        );
+        assert_eq!(
+            ids(
+                &mut s,
+                RunFilter {
+                    policy: Some("fifo".into()),
+                    ..Default::default()
+                }
+            ),
+            ["r1", "r3"]
+        );
+        assert_eq!(
+            ids(
+                &mut s,
+                RunFilter {
+                    since: Some("2026-11-02".into()),
+                    ..Default::default()
+                }
+            ),
+            ["r2", "r3"]
+        );
+        // A bare date includes the whole day (r3 at 23:59:59).
+        assert_eq!(
+            ids(
+                &mut s,
+                RunFilter {
+                    until: Some("2026-11-03".into()),
+                    since: Some("2026-11-02".into()),
+                    ..Default::default()
+                }
+            ),
+            ["r2", "r3"]
+        );
+        assert_eq!(
+            ids(
+                &mut s,
+                RunFilter {
+                    limit: Some(2),
+                    ..Default::default()
+                }
+            ),
+            ["r2", "r3"]
+        );
+        let l = s
+            .list_runs(&RunFilter {
+                tags: tag("kernel", "rt-label"),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(l[0].tags["campaign"], "c1");
+    }
+}
+
+#[test]
+fn migrations_from_every_earlier_version() {
+    let current = rtscope_store::schema::CURRENT_VERSION;
+    for from in 0..current {
+        for b in backends(&format!("migrate_from_{from}")) {
+            {
+                let mut old = b.open_at(from).unwrap();
+                assert_eq!(old.schema_version().unwrap(), from);
+                let mut sp = Spec::new("old-run", 4);
+                sp.loads = vec!["io".into()];
+                sp.tags.insert("campaign".into(), "legacy".into());
+                let r = fixture::record(&sp);
+                match from {
+                    0 => {}
+                    1 => old.insert_raw_v1(&r).unwrap(),
+                    2 => old.insert_raw_v2(&r).unwrap(),
+                    v => panic!("add a raw insert for schema version {v}"),
+                }
+            }
+            let mut s = b.open();
+            assert_eq!(
+                s.schema_version().unwrap(),
+                current,
+                "{} from v{from}",
+                b.name()
+            );
+            if from > 0 {
+                // Back-filled tags and summary columns answer the new queries.
+                let l = s
+                    .list_runs(&RunFilter {
+                        tags: vec![("campaign".into(), "legacy".into())],
+                        scenario: Some("io".into()),
+                        ..Default::default()
+                    })
+                    .unwrap();
+                assert_eq!(l.len(), 1, "{} from v{from}", b.name());
+                assert_eq!(l[0].samples, 10_000);
+                assert_eq!(l[0].policy, "fifo");
+            }
+            s.insert_run(&rec("new-run", 5)).unwrap();
+            assert_eq!(s.count_runs().unwrap(), if from > 0 { 2 } else { 1 });
+        }
+    }
+}
+
+#[test]
+fn newer_schema_is_refused() {
+    for b in backends("too_new") {
+        let mut s = b.open();
+        s.insert_run(&rec("x1", 1)).unwrap();
+        drop(s);
+        bump_version(&b, 99);
+        match b.open_at(rtscope_store::schema::CURRENT_VERSION) {
+            Err(StoreError::TooNew { found: 99, .. }) => {}
+            Err(e) => panic!("{}: wrong error {e}", b.name()),
+            Ok(_) => panic!("{}: opened a newer schema", b.name()),
+        }
+    }
+}
+
+fn bump_version(b: &Backend, v: i64) {
+    let sql = format!("UPDATE rtscope_meta SET value = '{v}' WHERE key = 'schema_version'");
+    match b {
+        Backend::Sqlite(d) => {
+            let c = rusqlite::Connection::open(d.path().join("results.db")).unwrap();
+            c.execute_batch(&sql).unwrap();
+        }
+        Backend::Pg { url, schema } => {
+            let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            c.batch_execute(&format!("SET search_path TO {schema}; {sql}"))
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn foreign_database_is_refused_untouched() {
+    for b in backends("foreign") {
+        match &b {
+            Backend::Sqlite(d) => {
+                let p = d.path().join("results.db");
+                let c = rusqlite::Connection::open(&p).unwrap();
+                c.execute_batch(
+                    "CREATE TABLE customers (name TEXT); INSERT INTO customers VALUES ('x');",
+                )
+                .unwrap();
+                drop(c);
+                let before = std::fs::read(&p).unwrap();
+                let e = Store::open(Some(p.to_str().unwrap()))
+                    .err()
+                    .expect("must refuse");
+                assert!(matches!(e, StoreError::Foreign { .. }), "{e}");
+                assert!(
+                    e.to_string().contains("not an rtscope results database"),
+                    "{e}"
+                );
+                assert_eq!(std::fs::read(&p).unwrap(), before, "foreign file modified");
+                assert!(
+                    !d.path().join("results.db-wal").exists()
+                        || std::fs::metadata(d.path().join("results.db-wal"))
+                            .unwrap()
+                            .len()
+                            == 0
+                );
+            }
+            Backend::Pg { url, schema } => {
+                let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+                c.batch_execute(&format!(
+                    "CREATE SCHEMA {schema}; CREATE TABLE {schema}.runs (x INT); INSERT INTO {schema}.runs VALUES (7);"
+                ))
+                .unwrap();
+                let e = b
+                    .open_at(rtscope_store::schema::CURRENT_VERSION)
+                    .err()
+                    .expect("must refuse");
+                assert!(matches!(e, StoreError::Foreign { .. }), "{e}");
+                let n: i64 = c
+                    .query_one(&format!("SELECT COUNT(*) FROM {schema}.runs"), &[])
+                    .unwrap()
+                    .get(0);
+                assert_eq!(n, 1);
+            }
+        }
+    }
+}
+
+#[test]
+fn corrupt_sqlite_file_is_refused_untouched() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("results.db");
+    let junk: Vec<u8> = (0..8192u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&p, &junk).unwrap();
+    let e = Store::open(Some(p.to_str().unwrap()))
+        .err()
+        .expect("must refuse");
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+    assert!(e.to_string().contains(p.to_str().unwrap()), "{e}");
+    assert_eq!(std::fs::read(&p).unwrap(), junk);
+}
+
+#[test]
+fn a_failed_run_insert_leaves_nothing() {
+    // Make the tags insert fail half-way through a run: the runs row must roll back too.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("results.db");
+    let mut s = Store::open_sqlite(&p).unwrap();
+    let c = rusqlite::Connection::open(&p).unwrap();
+    c.execute_batch(
+        "CREATE TRIGGER boom BEFORE INSERT ON run_tags WHEN NEW.key = 'boom'
+         BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
+    )
+    .unwrap();
+    let mut sp = Spec::new("half", 1);
+    sp.tags.insert("aaa".into(), "first".into());
+    sp.tags.insert("boom".into(), "1".into());
+    assert!(s.insert_run(&fixture::record(&sp)).is_err());
+    assert_eq!(s.count_runs().unwrap(), 0);
+    let tags: i64 = c
+        .query_row("SELECT COUNT(*) FROM run_tags", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tags, 0);
+}
+
+#[test]
+fn locked_database_waits_then_fails_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("results.db");
+    let mut s = Store::open_sqlite(&p).unwrap();
+    let holder = rusqlite::Connection::open(&p).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    Store::set_lock_wait(std::time::Duration::from_millis(300));
+    let t0 = std::time::Instant::now();
+    let e = s.insert_run(&rec("waits", 1)).unwrap_err();
+    assert!(matches!(e, StoreError::Locked(_)), "{e}");
+    assert!(t0.elapsed() >= std::time::Duration::from_millis(300));
+    assert!(e.to_string().contains("locked by another process"));
+    holder.execute_batch("COMMIT").unwrap();
+    Store::set_lock_wait(std::time::Duration::from_secs(30));
+    s.insert_run(&rec("waits", 1)).unwrap();
+}
+
+#[test]
+fn unreachable_postgres_falls_back_to_a_local_file() {
+    let d = tempfile::tempdir().unwrap();
+    let r = rec("fallback-run", 3);
+    // Port 1 on loopback: connection refused at once.
+    let url = "postgres://rtscope:secret@127.0.0.1:1/results";
+    match rtscope_store::save_or_fallback_in(Some(url), &r, d.path()).unwrap() {
+        Saved::Fallback {
+            path,
+            reason,
+            import_command,
+        } => {
+            assert!(reason.contains("cannot reach PostgreSQL"), "{reason}");
+            assert!(!reason.contains("secret") && !import_command.contains("secret"));
+            assert!(import_command.contains(path.to_str().unwrap()));
+            assert!(import_command
+                .starts_with("rtscope import --db 'postgres://rtscope:***@127.0.0.1:1/results'"));
+            let back = rtscope_store::fallback::read_record_file(&path).unwrap();
+            assert_eq!(back, r);
+        }
+        other => panic!("expected fallback, got {other:?}"),
+    }
+}
+
+#[test]
+fn sqlite_is_in_wal_mode() {
+    let d = tempfile::tempdir().unwrap();
+    let p: PathBuf = d.path().join("sub/dir/results.db");
+    let mut s = Store::open_sqlite(&p).unwrap();
+    s.insert_run(&rec("w", 1)).unwrap();
+    let c = rusqlite::Connection::open(&p).unwrap();
+    let mode: String = c
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let app: i32 = c
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(app, rtscope_store::schema::SQLITE_APPLICATION_ID);
+}

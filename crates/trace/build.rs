@@ -1,0 +1,51 @@
+//! Builds the eBPF object and its Rust skeleton.
+//!
+//! `vmlinux.h` (kernel type definitions for CO-RE) is generated from the build machine's BTF with
+//! `bpftool btf dump file /sys/kernel/btf/vmlinux format c`, unless `RTSCOPE_VMLINUX_H` names a
+//! pre-generated header (for building on a machine without kernel BTF). CO-RE relocations make the
+//! object portable to other kernels that have BTF.
+//! Needs: clang (>= 11), bpftool, libelf-dev, zlib1g-dev, pkg-config.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+const SRC: &str = "src/bpf/rtscope.bpf.c";
+
+fn main() {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
+    let vmlinux = out.join("vmlinux.h");
+    println!("cargo:rerun-if-changed={SRC}");
+    println!("cargo:rerun-if-env-changed=RTSCOPE_VMLINUX_H");
+    if let Some(h) = env::var_os("RTSCOPE_VMLINUX_H") {
+        std::fs::copy(&h, &vmlinux).unwrap_or_else(|e| {
+            panic!(
+                "RTSCOPE_VMLINUX_H={}: cannot copy: {e}",
+                PathBuf::from(&h).display()
+            )
+        });
+    } else {
+        let btf = "/sys/kernel/btf/vmlinux";
+        let o = Command::new("bpftool")
+            .args(["btf", "dump", "file", btf, "format", "c"])
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("running bpftool (apt install bpftool) to generate vmlinux.h: {e}")
+            });
+        if !o.status.success() {
+            panic!(
+                "bpftool btf dump file {btf} failed ({}): {}; set RTSCOPE_VMLINUX_H to a \
+                 pre-generated vmlinux.h",
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        std::fs::write(&vmlinux, &o.stdout).expect("writing vmlinux.h to OUT_DIR");
+    }
+    let skel = out.join("rtscope.skel.rs");
+    libbpf_cargo::SkeletonBuilder::new()
+        .source(SRC)
+        .clang_args(["-I", out.to_str().expect("OUT_DIR is UTF-8"), "-O2", "-g"])
+        .build_and_generate(&skel)
+        .expect("building src/bpf/rtscope.bpf.c (needs clang and libbpf headers from libbpf-sys)");
+}

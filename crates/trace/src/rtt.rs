@@ -1,0 +1,868 @@
+//! The `.rtt` trace file: kernel events + samples + name tables + per-CPU loss + metadata, so
+//! `rtscope analyze` can redo attribution offline on any machine. Format: docs/trace-format.md.
+//!
+//! Layout (all integers little-endian):
+//! ```text
+//! header  : magic "RTSTRACE" (8) | version u16 | flags u16 (0) | reserved u32 (0)
+//! section*: tag [u8;4] | payload length u64 | payload | crc32(payload) u32
+//!   "META" JSON RttMeta            (exactly one, first)
+//!   "NAME" JSON NameTables         (exactly one)
+//!   "EVTS" one per CPU: cpu varint | count varint | events (delta-coded, see encode_event)
+//!   "SMPL" count varint | samples (delta-coded)
+//!   "END\0" empty: the file is complete (a missing END means truncation)
+//! ```
+//! Varints are LEB128; signed values are zigzag-coded. Timestamps are deltas from the previous
+//! record of the same section (first one from 0), so a typical event costs 4–8 bytes.
+
+use rtscope_model::event::{Event, EventKind, NameTables, Vector};
+use rtscope_model::record::RawSample;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub const MAGIC: &[u8; 8] = b"RTSTRACE";
+pub const VERSION: u16 = 1;
+const HEADER_LEN: usize = 16;
+
+/// Everything about the capture that is not an event or a sample.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct RttMeta {
+    pub tool_version: String,
+    /// "bpf" or "tracefs".
+    pub mechanism: String,
+    pub cpus: Vec<u32>,
+    /// CLOCK_MONOTONIC ns when capture started / stopped.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub kernel: String,
+    pub hostname: String,
+    /// Events the kernel could not hand us, per CPU (ring buffer full).
+    pub lost_per_cpu: BTreeMap<u32, u64>,
+    /// Steal time per CPU over the capture (from /proc/stat, ns; USER_HZ resolution).
+    pub steal_ns_per_cpu: BTreeMap<u32, u64>,
+    /// Bytes the kernel produced for us (ring buffer records incl. headers, or tracefs pages).
+    pub kernel_bytes: u64,
+    /// Free-form notes (events not available on this kernel, ...).
+    pub notes: Vec<String>,
+}
+
+/// A whole trace file in memory.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct RttFile {
+    pub meta: RttMeta,
+    pub names: NameTables,
+    /// Sorted by (ts_ns, cpu) within each CPU; across CPUs merged by time.
+    pub events: Vec<Event>,
+    pub samples: Vec<RawSample>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RttError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("byte {offset}: {what}")]
+    Corrupt { offset: u64, what: String },
+}
+
+fn corrupt(offset: usize, what: impl Into<String>) -> RttError {
+    RttError::Corrupt {
+        offset: offset as u64,
+        what: what.into(),
+    }
+}
+
+// ---------- primitives ----------
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// CRC-32 (IEEE, reflected 0xEDB88320), bitwise table built once. Public for the fuzz test,
+/// which repairs checksums so mutations reach the section parsers.
+pub fn crc32(data: &[u8]) -> u32 {
+    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
+    let t = TABLE.get_or_init(|| {
+        let mut t = [0u32; 256];
+        for (i, e) in t.iter_mut().enumerate() {
+            let mut c = i as u32;
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+            *e = c;
+        }
+        t
+    });
+    let mut c = !0u32;
+    for &b in data {
+        c = t[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+/// A bounds-checked reader over a byte slice that reports absolute file offsets.
+struct Cur<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    /// Absolute offset of buf[0] in the file.
+    base: usize,
+}
+
+impl<'a> Cur<'a> {
+    fn off(&self) -> usize {
+        self.base + self.pos
+    }
+    fn varint(&mut self, what: &str) -> Result<u64, RttError> {
+        let start = self.off();
+        let mut v: u64 = 0;
+        let mut shift = 0u32;
+        loop {
+            let b = *self
+                .buf
+                .get(self.pos)
+                .ok_or_else(|| corrupt(start, format!("truncated varint ({what})")))?;
+            self.pos += 1;
+            if shift == 63 && b > 1 {
+                return Err(corrupt(start, format!("varint overflows 64 bits ({what})")));
+            }
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err(corrupt(
+                    start,
+                    format!("varint longer than 10 bytes ({what})"),
+                ));
+            }
+        }
+    }
+    fn u32v(&mut self, what: &str) -> Result<u32, RttError> {
+        let at = self.off();
+        let v = self.varint(what)?;
+        u32::try_from(v).map_err(|_| corrupt(at, format!("{what} = {v} does not fit in 32 bits")))
+    }
+    fn i32v(&mut self, what: &str) -> Result<i32, RttError> {
+        let at = self.off();
+        let v = unzigzag(self.varint(what)?);
+        i32::try_from(v).map_err(|_| corrupt(at, format!("{what} = {v} does not fit in 32 bits")))
+    }
+    fn byte(&mut self, what: &str) -> Result<u8, RttError> {
+        let b = *self
+            .buf
+            .get(self.pos)
+            .ok_or_else(|| corrupt(self.off(), format!("truncated ({what})")))?;
+        self.pos += 1;
+        Ok(b)
+    }
+    fn done(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+}
+
+// ---------- events ----------
+
+// Kind bytes; never renumber (that is a format change).
+const E_IRQ_ENTRY: u8 = 1;
+const E_IRQ_EXIT: u8 = 2;
+const E_SOFTIRQ_RAISE: u8 = 3;
+const E_SOFTIRQ_ENTRY: u8 = 4;
+const E_SOFTIRQ_EXIT: u8 = 5;
+const E_VEC_ENTRY: u8 = 6;
+const E_VEC_EXIT: u8 = 7;
+const E_NMI: u8 = 8;
+const E_HRT_ENTRY: u8 = 9;
+const E_HRT_EXIT: u8 = 10;
+const E_WAKING: u8 = 11;
+const E_WAKEUP: u8 = 12;
+const E_SWITCH: u8 = 13;
+const E_MIGRATE: u8 = 14;
+const E_IDLE: u8 = 15;
+const E_PREEMPT_DISABLE: u8 = 16;
+const E_PREEMPT_ENABLE: u8 = 17;
+const E_IRQ_DISABLE: u8 = 18;
+const E_IRQ_ENABLE: u8 = 19;
+
+fn vector_code(v: Vector) -> u64 {
+    match v {
+        Vector::LocalTimer => 0,
+        Vector::Reschedule => 1,
+        Vector::CallFunction => 2,
+        Vector::CallFunctionSingle => 3,
+        Vector::IrqWork => 4,
+        Vector::ErrorApic => 5,
+        Vector::SpuriousApic => 6,
+        Vector::ThermalApic => 7,
+        Vector::X86PlatformIpi => 8,
+        Vector::Other(n) => 16 + n as u64,
+    }
+}
+
+fn vector_decode(c: &mut Cur, what: &str) -> Result<Vector, RttError> {
+    let at = c.off();
+    let v = c.varint(what)?;
+    Ok(match v {
+        0 => Vector::LocalTimer,
+        1 => Vector::Reschedule,
+        2 => Vector::CallFunction,
+        3 => Vector::CallFunctionSingle,
+        4 => Vector::IrqWork,
+        5 => Vector::ErrorApic,
+        6 => Vector::SpuriousApic,
+        7 => Vector::ThermalApic,
+        8 => Vector::X86PlatformIpi,
+        16..=0x1_0000_000f => Vector::Other((v - 16) as u32),
+        _ => return Err(corrupt(at, format!("unknown vector code {v}"))),
+    })
+}
+
+fn encode_event(out: &mut Vec<u8>, k: &EventKind) {
+    match *k {
+        EventKind::IrqEntry { irq } => {
+            out.push(E_IRQ_ENTRY);
+            put_varint(out, irq as u64);
+        }
+        EventKind::IrqExit { irq, handled } => {
+            out.push(E_IRQ_EXIT);
+            put_varint(out, irq as u64);
+            out.push(handled as u8);
+        }
+        EventKind::SoftirqRaise { vec } => {
+            out.push(E_SOFTIRQ_RAISE);
+            put_varint(out, vec as u64);
+        }
+        EventKind::SoftirqEntry { vec } => {
+            out.push(E_SOFTIRQ_ENTRY);
+            put_varint(out, vec as u64);
+        }
+        EventKind::SoftirqExit { vec } => {
+            out.push(E_SOFTIRQ_EXIT);
+            put_varint(out, vec as u64);
+        }
+        EventKind::VectorEntry { vector } => {
+            out.push(E_VEC_ENTRY);
+            put_varint(out, vector_code(vector));
+        }
+        EventKind::VectorExit { vector } => {
+            out.push(E_VEC_EXIT);
+            put_varint(out, vector_code(vector));
+        }
+        EventKind::Nmi { delta_ns } => {
+            out.push(E_NMI);
+            put_varint(out, delta_ns);
+        }
+        EventKind::HrtimerEntry {
+            timer,
+            function,
+            now_ns,
+        } => {
+            out.push(E_HRT_ENTRY);
+            put_varint(out, timer);
+            put_varint(out, function);
+            put_varint(out, now_ns);
+        }
+        EventKind::HrtimerExit { timer } => {
+            out.push(E_HRT_EXIT);
+            put_varint(out, timer);
+        }
+        EventKind::Waking {
+            pid,
+            prio,
+            target_cpu,
+        } => {
+            out.push(E_WAKING);
+            put_varint(out, pid as u64);
+            put_varint(out, zigzag(prio as i64));
+            put_varint(out, target_cpu as u64);
+        }
+        EventKind::Wakeup {
+            pid,
+            prio,
+            target_cpu,
+        } => {
+            out.push(E_WAKEUP);
+            put_varint(out, pid as u64);
+            put_varint(out, zigzag(prio as i64));
+            put_varint(out, target_cpu as u64);
+        }
+        EventKind::Switch {
+            prev_pid,
+            prev_prio,
+            prev_state,
+            next_pid,
+            next_prio,
+        } => {
+            out.push(E_SWITCH);
+            put_varint(out, prev_pid as u64);
+            put_varint(out, zigzag(prev_prio as i64));
+            put_varint(out, prev_state);
+            put_varint(out, next_pid as u64);
+            put_varint(out, zigzag(next_prio as i64));
+        }
+        EventKind::Migrate {
+            pid,
+            orig_cpu,
+            dest_cpu,
+        } => {
+            out.push(E_MIGRATE);
+            put_varint(out, pid as u64);
+            put_varint(out, orig_cpu as u64);
+            put_varint(out, dest_cpu as u64);
+        }
+        EventKind::CpuIdle { state } => {
+            out.push(E_IDLE);
+            put_varint(out, state as u64);
+        }
+        EventKind::PreemptDisable => out.push(E_PREEMPT_DISABLE),
+        EventKind::PreemptEnable => out.push(E_PREEMPT_ENABLE),
+        EventKind::IrqDisable => out.push(E_IRQ_DISABLE),
+        EventKind::IrqEnable => out.push(E_IRQ_ENABLE),
+    }
+}
+
+fn decode_event(c: &mut Cur) -> Result<EventKind, RttError> {
+    let at = c.off();
+    let k = c.byte("event kind")?;
+    Ok(match k {
+        E_IRQ_ENTRY => EventKind::IrqEntry {
+            irq: c.u32v("irq")?,
+        },
+        E_IRQ_EXIT => {
+            let irq = c.u32v("irq")?;
+            let hat = c.off();
+            let handled = match c.byte("handled")? {
+                0 => false,
+                1 => true,
+                b => {
+                    return Err(corrupt(
+                        hat,
+                        format!("handled flag must be 0 or 1, got {b}"),
+                    ))
+                }
+            };
+            EventKind::IrqExit { irq, handled }
+        }
+        E_SOFTIRQ_RAISE => EventKind::SoftirqRaise {
+            vec: c.u32v("vec")?,
+        },
+        E_SOFTIRQ_ENTRY => EventKind::SoftirqEntry {
+            vec: c.u32v("vec")?,
+        },
+        E_SOFTIRQ_EXIT => EventKind::SoftirqExit {
+            vec: c.u32v("vec")?,
+        },
+        E_VEC_ENTRY => EventKind::VectorEntry {
+            vector: vector_decode(c, "vector")?,
+        },
+        E_VEC_EXIT => EventKind::VectorExit {
+            vector: vector_decode(c, "vector")?,
+        },
+        E_NMI => EventKind::Nmi {
+            delta_ns: c.varint("delta_ns")?,
+        },
+        E_HRT_ENTRY => EventKind::HrtimerEntry {
+            timer: c.varint("timer")?,
+            function: c.varint("function")?,
+            now_ns: c.varint("now_ns")?,
+        },
+        E_HRT_EXIT => EventKind::HrtimerExit {
+            timer: c.varint("timer")?,
+        },
+        E_WAKING => EventKind::Waking {
+            pid: c.u32v("pid")?,
+            prio: c.i32v("prio")?,
+            target_cpu: c.u32v("target_cpu")?,
+        },
+        E_WAKEUP => EventKind::Wakeup {
+            pid: c.u32v("pid")?,
+            prio: c.i32v("prio")?,
+            target_cpu: c.u32v("target_cpu")?,
+        },
+        E_SWITCH => EventKind::Switch {
+            prev_pid: c.u32v("prev_pid")?,
+            prev_prio: c.i32v("prev_prio")?,
+            prev_state: c.varint("prev_state")?,
+            next_pid: c.u32v("next_pid")?,
+            next_prio: c.i32v("next_prio")?,
+        },
+        E_MIGRATE => EventKind::Migrate {
+            pid: c.u32v("pid")?,
+            orig_cpu: c.u32v("orig_cpu")?,
+            dest_cpu: c.u32v("dest_cpu")?,
+        },
+        E_IDLE => EventKind::CpuIdle {
+            state: c.u32v("state")?,
+        },
+        E_PREEMPT_DISABLE => EventKind::PreemptDisable,
+        E_PREEMPT_ENABLE => EventKind::PreemptEnable,
+        E_IRQ_DISABLE => EventKind::IrqDisable,
+        E_IRQ_ENABLE => EventKind::IrqEnable,
+        _ => return Err(corrupt(at, format!("unknown event kind {k}"))),
+    })
+}
+
+// ---------- sections ----------
+
+fn push_section(out: &mut Vec<u8>, tag: &[u8; 4], payload: &[u8]) {
+    out.extend_from_slice(tag);
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&crc32(payload).to_le_bytes());
+}
+
+/// Serialise a trace into bytes (see module docs).
+pub fn encode(f: &RttFile) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + f.events.len() * 6 + f.samples.len() * 8);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    // serde_json of plain structs with string keys cannot fail.
+    let meta = serde_json::to_vec(&f.meta).unwrap_or_default();
+    push_section(&mut out, b"META", &meta);
+    let names = serde_json::to_vec(&f.names).unwrap_or_default();
+    push_section(&mut out, b"NAME", &names);
+    let mut per_cpu: BTreeMap<u32, Vec<&Event>> = BTreeMap::new();
+    for e in &f.events {
+        per_cpu.entry(e.cpu).or_default().push(e);
+    }
+    for (cpu, evs) in per_cpu {
+        let mut p = Vec::with_capacity(evs.len() * 6 + 8);
+        put_varint(&mut p, cpu as u64);
+        put_varint(&mut p, evs.len() as u64);
+        let mut prev = 0u64;
+        for e in evs {
+            // Deltas are signed: per-CPU streams are time-ordered in practice, but the format must
+            // not depend on it.
+            put_varint(&mut p, zigzag(e.ts_ns.wrapping_sub(prev) as i64));
+            prev = e.ts_ns;
+            encode_event(&mut p, &e.kind);
+        }
+        push_section(&mut out, b"EVTS", &p);
+    }
+    let mut p = Vec::with_capacity(f.samples.len() * 8 + 8);
+    put_varint(&mut p, f.samples.len() as u64);
+    let mut prev = 0u64;
+    for s in &f.samples {
+        put_varint(&mut p, s.cpu as u64);
+        put_varint(&mut p, s.tid as u64);
+        put_varint(&mut p, s.cycle);
+        put_varint(&mut p, zigzag(s.expected_ns.wrapping_sub(prev) as i64));
+        prev = s.expected_ns;
+        put_varint(&mut p, s.latency_ns);
+    }
+    push_section(&mut out, b"SMPL", &p);
+    push_section(&mut out, b"END\0", &[]);
+    out
+}
+
+/// Parse a trace from bytes. Every failure names the byte offset where the file went wrong.
+pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
+    if buf.len() < HEADER_LEN {
+        return Err(corrupt(
+            buf.len(),
+            format!(
+                "file is {} bytes, shorter than the 16-byte header",
+                buf.len()
+            ),
+        ));
+    }
+    if &buf[0..8] != MAGIC {
+        return Err(corrupt(
+            0,
+            "not an rtscope trace file (magic \"RTSTRACE\" missing)",
+        ));
+    }
+    let version = u16::from_le_bytes([buf[8], buf[9]]);
+    if version != VERSION {
+        return Err(corrupt(
+            8,
+            format!("unsupported format version {version} (this build reads {VERSION})"),
+        ));
+    }
+    let mut pos = HEADER_LEN;
+    let mut meta: Option<RttMeta> = None;
+    let mut names: Option<NameTables> = None;
+    let mut events: Vec<Event> = Vec::new();
+    let mut samples: Option<Vec<RawSample>> = None;
+    let mut ended = false;
+    let mut cpus_seen = std::collections::BTreeSet::new();
+    while pos < buf.len() {
+        let sec_at = pos;
+        if buf.len() - pos < 12 {
+            return Err(corrupt(sec_at, "truncated section header"));
+        }
+        let mut tag = [0u8; 4];
+        tag.copy_from_slice(&buf[pos..pos + 4]);
+        let mut lb = [0u8; 8];
+        lb.copy_from_slice(&buf[pos + 4..pos + 12]);
+        let len = u64::from_le_bytes(lb);
+        let body_at = pos + 12;
+        let avail = (buf.len() - body_at) as u64;
+        if len > avail || avail - len < 4 {
+            return Err(corrupt(
+                sec_at + 4,
+                format!("section length {len} runs past the end of the file"),
+            ));
+        }
+        let len = len as usize;
+        let body = &buf[body_at..body_at + len];
+        let mut cb = [0u8; 4];
+        cb.copy_from_slice(&buf[body_at + len..body_at + len + 4]);
+        if u32::from_le_bytes(cb) != crc32(body) {
+            return Err(corrupt(
+                body_at + len,
+                format!(
+                    "checksum mismatch in section {:?}",
+                    String::from_utf8_lossy(&tag)
+                ),
+            ));
+        }
+        pos = body_at + len + 4;
+        if ended {
+            return Err(corrupt(sec_at, "data after the END section"));
+        }
+        match &tag {
+            b"META" => {
+                if meta.is_some() {
+                    return Err(corrupt(sec_at, "second META section"));
+                }
+                meta = Some(
+                    serde_json::from_slice(body)
+                        .map_err(|e| corrupt(body_at, format!("META: {e}")))?,
+                );
+            }
+            b"NAME" => {
+                if names.is_some() {
+                    return Err(corrupt(sec_at, "second NAME section"));
+                }
+                names = Some(
+                    serde_json::from_slice(body)
+                        .map_err(|e| corrupt(body_at, format!("NAME: {e}")))?,
+                );
+            }
+            b"EVTS" => {
+                let mut c = Cur {
+                    buf: body,
+                    pos: 0,
+                    base: body_at,
+                };
+                let cpu = c.u32v("cpu")?;
+                if !cpus_seen.insert(cpu) {
+                    return Err(corrupt(
+                        sec_at,
+                        format!("second EVTS section for cpu {cpu}"),
+                    ));
+                }
+                let n_at = c.off();
+                let n = c.varint("event count")?;
+                // Each event is at least 2 bytes: refuse counts the payload cannot hold (no huge
+                // allocation from a corrupt count).
+                if n > (len as u64) / 2 {
+                    return Err(corrupt(
+                        n_at,
+                        format!("event count {n} exceeds what the {len}-byte section can hold"),
+                    ));
+                }
+                events.reserve(n as usize);
+                let mut ts = 0u64;
+                for _ in 0..n {
+                    let d = unzigzag(c.varint("timestamp delta")?);
+                    ts = ts.wrapping_add(d as u64);
+                    let kind = decode_event(&mut c)?;
+                    events.push(Event {
+                        ts_ns: ts,
+                        cpu,
+                        kind,
+                    });
+                }
+                if !c.done() {
+                    return Err(corrupt(c.off(), "trailing bytes in EVTS section"));
+                }
+            }
+            b"SMPL" => {
+                if samples.is_some() {
+                    return Err(corrupt(sec_at, "second SMPL section"));
+                }
+                let mut c = Cur {
+                    buf: body,
+                    pos: 0,
+                    base: body_at,
+                };
+                let n_at = c.off();
+                let n = c.varint("sample count")?;
+                if n > (len as u64) / 5 {
+                    return Err(corrupt(
+                        n_at,
+                        format!("sample count {n} exceeds what the {len}-byte section can hold"),
+                    ));
+                }
+                let mut v = Vec::with_capacity(n as usize);
+                let mut prev = 0u64;
+                for _ in 0..n {
+                    let cpu = c.u32v("cpu")?;
+                    let tid = c.u32v("tid")?;
+                    let cycle = c.varint("cycle")?;
+                    let d = unzigzag(c.varint("expected_ns delta")?);
+                    prev = prev.wrapping_add(d as u64);
+                    let latency_ns = c.varint("latency_ns")?;
+                    v.push(RawSample {
+                        cpu,
+                        tid,
+                        cycle,
+                        expected_ns: prev,
+                        latency_ns,
+                    });
+                }
+                if !c.done() {
+                    return Err(corrupt(c.off(), "trailing bytes in SMPL section"));
+                }
+                samples = Some(v);
+            }
+            b"END\0" => {
+                if len != 0 {
+                    return Err(corrupt(body_at, "END section must be empty"));
+                }
+                ended = true;
+            }
+            _ => {
+                return Err(corrupt(
+                    sec_at,
+                    format!("unknown section tag {:?}", String::from_utf8_lossy(&tag)),
+                ));
+            }
+        }
+    }
+    if !ended {
+        return Err(corrupt(
+            buf.len(),
+            "file ends without the END section (truncated)",
+        ));
+    }
+    let meta = meta.ok_or_else(|| corrupt(HEADER_LEN, "no META section"))?;
+    let names = names.ok_or_else(|| corrupt(HEADER_LEN, "no NAME section"))?;
+    let samples = samples.ok_or_else(|| corrupt(HEADER_LEN, "no SMPL section"))?;
+    // Merge the per-CPU streams by time (stable: per-CPU order kept on equal timestamps).
+    events.sort_by_key(|e| (e.ts_ns, e.cpu));
+    Ok(RttFile {
+        meta,
+        names,
+        events,
+        samples,
+    })
+}
+
+/// Write atomically: a temporary file beside `path`, renamed into place, so a crash never leaves
+/// a half-written trace under the final name.
+pub fn write_rtt(path: &Path, f: &RttFile) -> Result<u64, RttError> {
+    let bytes = encode(f);
+    let io = |e| RttError::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
+    let tmp = path.with_extension(format!("rtt.tmp{}", std::process::id()));
+    std::fs::write(&tmp, &bytes).map_err(io)?;
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e));
+    }
+    Ok(bytes.len() as u64)
+}
+
+pub fn read_rtt(path: &Path) -> Result<RttFile, RttError> {
+    let bytes = std::fs::read(path).map_err(|e| RttError::Io {
+        path: path.display().to_string(),
+        source: e,
+    })?;
+    decode(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample_file() -> RttFile {
+        let mut names = NameTables::default();
+        names.comms.insert(42, "rtscope-m0".into());
+        names.irqs.insert(11, "virtio0".into());
+        let e = |ts, cpu, kind| Event {
+            ts_ns: ts,
+            cpu,
+            kind,
+        };
+        RttFile {
+            meta: RttMeta {
+                mechanism: "bpf".into(),
+                cpus: vec![0, 1],
+                start_ns: 10,
+                end_ns: 99,
+                ..Default::default()
+            },
+            names,
+            events: vec![
+                e(
+                    1000,
+                    0,
+                    EventKind::VectorEntry {
+                        vector: Vector::LocalTimer,
+                    },
+                ),
+                e(1000, 1, EventKind::IrqEntry { irq: 11 }),
+                e(
+                    1100,
+                    0,
+                    EventKind::HrtimerEntry {
+                        timer: 0xffff_8880_0000_1000,
+                        function: 0xffff_ffff_8100_0000,
+                        now_ns: 1099,
+                    },
+                ),
+                e(
+                    1200,
+                    0,
+                    EventKind::Waking {
+                        pid: 42,
+                        prio: 0,
+                        target_cpu: 0,
+                    },
+                ),
+                e(
+                    1300,
+                    0,
+                    EventKind::VectorExit {
+                        vector: Vector::Other(0xec),
+                    },
+                ),
+                e(
+                    1400,
+                    0,
+                    EventKind::Switch {
+                        prev_pid: 0,
+                        prev_prio: 120,
+                        prev_state: 0,
+                        next_pid: 42,
+                        next_prio: -1,
+                    },
+                ),
+                e(
+                    1500,
+                    1,
+                    EventKind::IrqExit {
+                        irq: 11,
+                        handled: true,
+                    },
+                ),
+                e(1600, 1, EventKind::Nmi { delta_ns: 3000 }),
+                e(1700, 1, EventKind::CpuIdle { state: u32::MAX }),
+                e(
+                    1800,
+                    1,
+                    EventKind::Migrate {
+                        pid: 7,
+                        orig_cpu: 1,
+                        dest_cpu: 0,
+                    },
+                ),
+                e(1900, 1, EventKind::SoftirqEntry { vec: 9 }),
+            ],
+            samples: vec![
+                RawSample {
+                    cpu: 0,
+                    tid: 42,
+                    cycle: 0,
+                    expected_ns: 1000,
+                    latency_ns: 500,
+                },
+                RawSample {
+                    cpu: 0,
+                    tid: 42,
+                    cycle: 1,
+                    expected_ns: 900,
+                    latency_ns: u64::MAX,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let f = sample_file();
+        let b = encode(&f);
+        assert_eq!(decode(&b).expect("decodes"), f);
+    }
+
+    #[test]
+    fn truncation_names_offset() {
+        let b = encode(&sample_file());
+        // Cut inside the END section's checksum: the length check names the END length field.
+        let cut = &b[..b.len() - 2];
+        match decode(cut) {
+            Err(RttError::Corrupt { offset, .. }) => assert_eq!(offset as usize, b.len() - 16 + 4),
+            other => panic!("expected corrupt error, got {other:?}"),
+        }
+        // Whole sections missing: END absent → offset = file length.
+        let end_start = b.len() - 16;
+        match decode(&b[..end_start]) {
+            Err(RttError::Corrupt { offset, what }) => {
+                assert_eq!(offset as usize, end_start);
+                assert!(what.contains("END"), "{what}");
+            }
+            other => panic!("expected corrupt error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flipped_byte_is_caught_by_checksum() {
+        let mut b = encode(&sample_file());
+        // Byte 16+12 is the first META payload byte.
+        b[28] ^= 0x55;
+        match decode(&b) {
+            Err(RttError::Corrupt { what, .. }) => assert!(what.contains("checksum"), "{what}"),
+            other => panic!("expected checksum error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_magic_and_version() {
+        let mut b = encode(&sample_file());
+        b[8] = 9;
+        assert!(matches!(
+            decode(&b),
+            Err(RttError::Corrupt { offset: 8, .. })
+        ));
+        b[0] = b'X';
+        assert!(matches!(
+            decode(&b),
+            Err(RttError::Corrupt { offset: 0, .. })
+        ));
+        assert!(matches!(
+            decode(&b[..5]),
+            Err(RttError::Corrupt { offset: 5, .. })
+        ));
+    }
+
+    #[test]
+    fn crc_known_value() {
+        // Standard check value of CRC-32/ISO-HDLC for "123456789".
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+}

@@ -1,0 +1,951 @@
+//! tracefs fallback: a private instance under `instances/`, the events enabled there only, the
+//! `mono` clock (so timestamps equal CLOCK_MONOTONIC), and per-CPU `trace_pipe_raw` read a whole
+//! sub-buffer (page) per read() — no per-event syscalls, no text formatting in the kernel. The
+//! ring-buffer page format (`header_page`, `header_event`) and each event's `format` file are
+//! parsed here; trace-cmd/libtraceevent are not used.
+
+use crate::{Capture, Mechanism, TraceError};
+use rtscope_model::event::{Event, EventKind, Vector};
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+const INSTANCE_PREFIX: &str = "rtscope-";
+
+/// The events we enable, as (system, name). Absent ones are skipped with a note.
+pub const EVENTS: &[(&str, &str)] = &[
+    ("irq", "irq_handler_entry"),
+    ("irq", "irq_handler_exit"),
+    ("irq", "softirq_raise"),
+    ("irq", "softirq_entry"),
+    ("irq", "softirq_exit"),
+    ("irq_vectors", "local_timer_entry"),
+    ("irq_vectors", "local_timer_exit"),
+    ("irq_vectors", "reschedule_entry"),
+    ("irq_vectors", "reschedule_exit"),
+    ("irq_vectors", "call_function_entry"),
+    ("irq_vectors", "call_function_exit"),
+    ("irq_vectors", "call_function_single_entry"),
+    ("irq_vectors", "call_function_single_exit"),
+    ("irq_vectors", "irq_work_entry"),
+    ("irq_vectors", "irq_work_exit"),
+    ("irq_vectors", "error_apic_entry"),
+    ("irq_vectors", "error_apic_exit"),
+    ("irq_vectors", "spurious_apic_entry"),
+    ("irq_vectors", "spurious_apic_exit"),
+    ("irq_vectors", "thermal_apic_entry"),
+    ("irq_vectors", "thermal_apic_exit"),
+    ("irq_vectors", "x86_platform_ipi_entry"),
+    ("irq_vectors", "x86_platform_ipi_exit"),
+    ("nmi", "nmi_handler"),
+    ("timer", "hrtimer_expire_entry"),
+    ("timer", "hrtimer_expire_exit"),
+    ("sched", "sched_waking"),
+    ("sched", "sched_wakeup"),
+    ("sched", "sched_switch"),
+    ("sched", "sched_migrate_task"),
+    ("power", "cpu_idle"),
+];
+
+/// Is tracefs usable (mounted or mountable)? No side effects beyond a read-only stat.
+pub fn available() -> Result<(), String> {
+    if Path::new(TRACEFS).join("instances").is_dir() {
+        return Ok(());
+    }
+    if Path::new(TRACEFS).is_dir() && Path::new("/proc/filesystems").exists() {
+        let fs = std::fs::read_to_string("/proc/filesystems").unwrap_or_default();
+        if fs.lines().any(|l| l.trim_end().ends_with("tracefs")) {
+            return Ok(()); // mountable: start() mounts it
+        }
+    }
+    Err(format!(
+        "tracefs is not mounted at {TRACEFS} and the kernel does not offer it"
+    ))
+}
+
+// ---------- format files ----------
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Field {
+    pub offset: usize,
+    pub size: usize,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Format {
+    pub name: String,
+    pub id: u16,
+    pub fields: HashMap<String, Field>,
+}
+
+/// Parse an `events/<sys>/<name>/format` file.
+pub fn parse_format(text: &str) -> Result<Format, String> {
+    let mut name = String::new();
+    let mut id = None;
+    let mut fields = HashMap::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if let Some(n) = l.strip_prefix("name:") {
+            name = n.trim().to_string();
+        } else if let Some(i) = l.strip_prefix("ID:") {
+            id = i.trim().parse::<u16>().ok();
+        } else if let Some(f) = l.strip_prefix("field:") {
+            // "field:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;"
+            let mut parts = f.split(';');
+            let decl = parts.next().unwrap_or("").trim();
+            let mut offset = None;
+            let mut size = None;
+            for p in parts {
+                let p = p.trim();
+                if let Some(v) = p.strip_prefix("offset:") {
+                    offset = v.parse::<usize>().ok();
+                } else if let Some(v) = p.strip_prefix("size:") {
+                    size = v.parse::<usize>().ok();
+                }
+            }
+            let fname = decl
+                .split_whitespace()
+                .last()
+                .unwrap_or("")
+                .split('[')
+                .next()
+                .unwrap_or("")
+                .to_string();
+            if let (Some(offset), Some(size)) = (offset, size) {
+                fields.insert(fname, Field { offset, size });
+            }
+        }
+    }
+    let id = id.ok_or_else(|| format!("format of '{name}' has no ID line"))?;
+    Ok(Format { name, id, fields })
+}
+
+/// Offsets in a ring-buffer page, from `header_page`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HeaderPage {
+    pub commit_offset: usize,
+    pub commit_size: usize,
+    pub data_offset: usize,
+}
+
+pub fn parse_header_page(text: &str) -> Result<HeaderPage, String> {
+    let f = parse_format(&format!("ID: 0\n{text}"))?;
+    let get = |n: &str| {
+        f.fields
+            .get(n)
+            .copied()
+            .ok_or_else(|| format!("header_page has no '{n}' field"))
+    };
+    let commit = get("commit")?;
+    let data = get("data")?;
+    Ok(HeaderPage {
+        commit_offset: commit.offset,
+        commit_size: commit.size,
+        data_offset: data.offset,
+    })
+}
+
+// ---------- decoding ----------
+
+#[derive(Clone, Copy, Debug)]
+enum Dec {
+    IrqEntry {
+        irq: Field,
+    },
+    IrqExit {
+        irq: Field,
+        ret: Field,
+    },
+    SoftRaise {
+        vec: Field,
+    },
+    SoftEntry {
+        vec: Field,
+    },
+    SoftExit {
+        vec: Field,
+    },
+    VecEntry(Vector),
+    VecExit(Vector),
+    Nmi {
+        delta: Field,
+    },
+    HrtEntry {
+        timer: Field,
+        function: Field,
+        now: Field,
+    },
+    HrtExit {
+        timer: Field,
+    },
+    Waking {
+        comm: Field,
+        pid: Field,
+        prio: Field,
+        target: Field,
+        wakeup: bool,
+    },
+    Switch {
+        prev_comm: Field,
+        prev_pid: Field,
+        prev_prio: Field,
+        prev_state: Field,
+        next_comm: Field,
+        next_pid: Field,
+        next_prio: Field,
+    },
+    Migrate {
+        pid: Field,
+        orig: Field,
+        dest: Field,
+    },
+    Idle {
+        state: Field,
+    },
+}
+
+/// Decoders by event id, built from the format files.
+#[derive(Clone, Debug, Default)]
+pub struct Decoders {
+    by_id: HashMap<u16, Dec>,
+}
+
+impl Decoders {
+    /// Build a decoder for one (system, name) from its parsed format.
+    pub fn add(&mut self, name: &str, f: &Format) -> Result<(), String> {
+        let g = |n: &str| {
+            f.fields
+                .get(n)
+                .copied()
+                .ok_or_else(|| format!("{name}: format has no field '{n}'"))
+        };
+        let dec = match name {
+            "irq_handler_entry" => Dec::IrqEntry { irq: g("irq")? },
+            "irq_handler_exit" => Dec::IrqExit {
+                irq: g("irq")?,
+                ret: g("ret")?,
+            },
+            "softirq_raise" => Dec::SoftRaise { vec: g("vec")? },
+            "softirq_entry" => Dec::SoftEntry { vec: g("vec")? },
+            "softirq_exit" => Dec::SoftExit { vec: g("vec")? },
+            "nmi_handler" => Dec::Nmi {
+                delta: g("delta_ns")?,
+            },
+            "hrtimer_expire_entry" => Dec::HrtEntry {
+                timer: g("hrtimer")?,
+                function: g("function")?,
+                now: g("now")?,
+            },
+            "hrtimer_expire_exit" => Dec::HrtExit {
+                timer: g("hrtimer")?,
+            },
+            "sched_waking" | "sched_wakeup" => Dec::Waking {
+                comm: g("comm")?,
+                pid: g("pid")?,
+                prio: g("prio")?,
+                target: g("target_cpu")?,
+                wakeup: name == "sched_wakeup",
+            },
+            "sched_switch" => Dec::Switch {
+                prev_comm: g("prev_comm")?,
+                prev_pid: g("prev_pid")?,
+                prev_prio: g("prev_prio")?,
+                prev_state: g("prev_state")?,
+                next_comm: g("next_comm")?,
+                next_pid: g("next_pid")?,
+                next_prio: g("next_prio")?,
+            },
+            "sched_migrate_task" => Dec::Migrate {
+                pid: g("pid")?,
+                orig: g("orig_cpu")?,
+                dest: g("dest_cpu")?,
+            },
+            "cpu_idle" => Dec::Idle { state: g("state")? },
+            n => {
+                if let Some(stem) = n.strip_suffix("_entry") {
+                    Dec::VecEntry(
+                        Vector::from_name(stem)
+                            .ok_or_else(|| format!("unknown vector event {n}"))?,
+                    )
+                } else if let Some(stem) = n.strip_suffix("_exit") {
+                    Dec::VecExit(
+                        Vector::from_name(stem)
+                            .ok_or_else(|| format!("unknown vector event {n}"))?,
+                    )
+                } else {
+                    return Err(format!("no decoder for event {n}"));
+                }
+            }
+        };
+        self.by_id.insert(f.id, dec);
+        Ok(())
+    }
+}
+
+fn rd(data: &[u8], f: Field) -> Option<u64> {
+    let b = data.get(f.offset..f.offset + f.size)?;
+    Some(match f.size {
+        1 => b[0] as u64,
+        2 => u16::from_le_bytes([b[0], b[1]]) as u64,
+        4 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64,
+        8 => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        _ => return None,
+    })
+}
+
+fn rd_comm(data: &[u8], f: Field) -> Option<String> {
+    let b = data.get(f.offset..f.offset + f.size)?;
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    Some(String::from_utf8_lossy(&b[..end]).into_owned())
+}
+
+/// Decode one event payload (starting with common_type). None: not ours or too short.
+fn decode_payload(
+    d: &Decoders,
+    data: &[u8],
+    comms: &mut BTreeMap<u32, String>,
+) -> Option<EventKind> {
+    let id = u16::from_le_bytes([*data.first()?, *data.get(1)?]);
+    let dec = d.by_id.get(&id)?;
+    let u32f = |f: Field| rd(data, f).map(|v| v as u32);
+    let i32f = |f: Field| rd(data, f).map(|v| v as u32 as i32);
+    Some(match *dec {
+        Dec::IrqEntry { irq } => EventKind::IrqEntry { irq: u32f(irq)? },
+        Dec::IrqExit { irq, ret } => EventKind::IrqExit {
+            irq: u32f(irq)?,
+            handled: u32f(ret)? != 0,
+        },
+        Dec::SoftRaise { vec } => EventKind::SoftirqRaise { vec: u32f(vec)? },
+        Dec::SoftEntry { vec } => EventKind::SoftirqEntry { vec: u32f(vec)? },
+        Dec::SoftExit { vec } => EventKind::SoftirqExit { vec: u32f(vec)? },
+        Dec::VecEntry(v) => EventKind::VectorEntry { vector: v },
+        Dec::VecExit(v) => EventKind::VectorExit { vector: v },
+        Dec::Nmi { delta } => EventKind::Nmi {
+            delta_ns: rd(data, delta)?,
+        },
+        Dec::HrtEntry {
+            timer,
+            function,
+            now,
+        } => EventKind::HrtimerEntry {
+            timer: rd(data, timer)?,
+            function: rd(data, function)?,
+            now_ns: rd(data, now)?,
+        },
+        Dec::HrtExit { timer } => EventKind::HrtimerExit {
+            timer: rd(data, timer)?,
+        },
+        Dec::Waking {
+            comm,
+            pid,
+            prio,
+            target,
+            wakeup,
+        } => {
+            let p = u32f(pid)?;
+            if !comms.contains_key(&p) {
+                comms.insert(p, rd_comm(data, comm)?);
+            }
+            let (prio, target_cpu) = (i32f(prio)?, u32f(target)?);
+            if wakeup {
+                EventKind::Wakeup {
+                    pid: p,
+                    prio,
+                    target_cpu,
+                }
+            } else {
+                EventKind::Waking {
+                    pid: p,
+                    prio,
+                    target_cpu,
+                }
+            }
+        }
+        Dec::Switch {
+            prev_comm,
+            prev_pid,
+            prev_prio,
+            prev_state,
+            next_comm,
+            next_pid,
+            next_prio,
+        } => {
+            let pp = u32f(prev_pid)?;
+            let np = u32f(next_pid)?;
+            if !comms.contains_key(&pp) {
+                comms.insert(pp, rd_comm(data, prev_comm)?);
+            }
+            if !comms.contains_key(&np) {
+                comms.insert(np, rd_comm(data, next_comm)?);
+            }
+            EventKind::Switch {
+                prev_pid: pp,
+                prev_prio: i32f(prev_prio)?,
+                prev_state: rd(data, prev_state)?,
+                next_pid: np,
+                next_prio: i32f(next_prio)?,
+            }
+        }
+        Dec::Migrate { pid, orig, dest } => EventKind::Migrate {
+            pid: u32f(pid)?,
+            orig_cpu: u32f(orig)?,
+            dest_cpu: u32f(dest)?,
+        },
+        Dec::Idle { state } => EventKind::CpuIdle {
+            state: u32f(state)?,
+        },
+    })
+}
+
+// Ring-buffer event header: type_len (5 bits) | time_delta (27 bits).
+const TYPE_PADDING: u32 = 29;
+const TYPE_TIME_EXTEND: u32 = 30;
+const TYPE_TIME_STAMP: u32 = 31;
+const TS_SHIFT: u32 = 27;
+const RB_MISSED_EVENTS: u64 = 1 << 31;
+const RB_MISSED_STORED: u64 = 1 << 30;
+
+/// What one page held.
+#[derive(Debug, Default, PartialEq)]
+pub struct PageStats {
+    pub events: u64,
+    /// Events the kernel says it dropped before this page (when it stored the count).
+    pub missed: u64,
+    /// The kernel flagged a loss without a count.
+    pub missed_unknown: bool,
+    pub undecoded: u64,
+}
+
+/// Parse one ring-buffer page (as read from `trace_pipe_raw`) into events for `cpu`.
+/// Layout per kernel/trace/ring_buffer.c (`rb_event_length`, `rb_update_event`).
+pub fn parse_page(
+    page: &[u8],
+    hp: &HeaderPage,
+    cpu: u32,
+    dec: &Decoders,
+    out: &mut Vec<Event>,
+    comms: &mut BTreeMap<u32, String>,
+) -> Result<PageStats, String> {
+    let mut st = PageStats::default();
+    let ts0 = rd(page, Field { offset: 0, size: 8 }).ok_or("page shorter than its timestamp")?;
+    let commit = rd(
+        page,
+        Field {
+            offset: hp.commit_offset,
+            size: hp.commit_size,
+        },
+    )
+    .ok_or("page shorter than its commit field")?;
+    let size = (commit & !(RB_MISSED_EVENTS | RB_MISSED_STORED) & 0xffff_ffff) as usize;
+    let data = page
+        .get(hp.data_offset..hp.data_offset + size)
+        .ok_or_else(|| {
+            format!(
+                "page commit size {size} exceeds the {}-byte read",
+                page.len()
+            )
+        })?;
+    if commit & RB_MISSED_EVENTS != 0 {
+        if commit & RB_MISSED_STORED != 0 {
+            st.missed = rd(
+                page,
+                Field {
+                    offset: hp.data_offset + size,
+                    size: 8,
+                },
+            )
+            .unwrap_or(0);
+        } else {
+            st.missed_unknown = true;
+        }
+    }
+    let mut ts = ts0;
+    let mut p = 0usize;
+    while p + 4 <= data.len() {
+        let hdr = u32::from_le_bytes([data[p], data[p + 1], data[p + 2], data[p + 3]]);
+        let type_len = hdr & 0x1f;
+        let delta = (hdr >> 5) as u64;
+        let arr0 = || {
+            data.get(p + 4..p + 8)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u64)
+                .ok_or_else(|| {
+                    format!("event header at page byte {} truncated", hp.data_offset + p)
+                })
+        };
+        match type_len {
+            TYPE_PADDING => {
+                if delta == 0 {
+                    break; // rest of the page is padding
+                }
+                let len = arr0()? as usize;
+                p += 4 + len;
+                ts += delta;
+            }
+            TYPE_TIME_EXTEND => {
+                ts += delta + (arr0()? << TS_SHIFT);
+                p += 8;
+            }
+            TYPE_TIME_STAMP => {
+                // Absolute stamp: low 59 bits; the top bits come from the page base.
+                let abs = delta + (arr0()? << TS_SHIFT);
+                ts = (ts0 & !((1u64 << 59) - 1)) | abs;
+                p += 8;
+            }
+            0 => {
+                let len = arr0()? as usize; // includes the 4 bytes of array[0]
+                if len < 4 {
+                    return Err(format!(
+                        "event length {len} at page byte {}",
+                        hp.data_offset + p
+                    ));
+                }
+                ts += delta;
+                let payload = data.get(p + 8..p + 4 + len).ok_or_else(|| {
+                    format!("event at page byte {} runs past commit", hp.data_offset + p)
+                })?;
+                p += 4 + len;
+                match decode_payload(dec, payload, comms) {
+                    Some(kind) => {
+                        out.push(Event {
+                            ts_ns: ts,
+                            cpu,
+                            kind,
+                        });
+                        st.events += 1;
+                    }
+                    None => st.undecoded += 1,
+                }
+            }
+            n => {
+                let len = 4 * n as usize;
+                ts += delta;
+                let payload = data.get(p + 4..p + 4 + len).ok_or_else(|| {
+                    format!("event at page byte {} runs past commit", hp.data_offset + p)
+                })?;
+                p += 4 + len;
+                match decode_payload(dec, payload, comms) {
+                    Some(kind) => {
+                        out.push(Event {
+                            ts_ns: ts,
+                            cpu,
+                            kind,
+                        });
+                        st.events += 1;
+                    }
+                    None => st.undecoded += 1,
+                }
+            }
+        }
+    }
+    Ok(st)
+}
+
+// ---------- the session ----------
+
+struct Reader {
+    events: Vec<Event>,
+    comms: BTreeMap<u32, String>,
+    missed: BTreeMap<u32, u64>,
+    bytes: u64,
+    error: Option<String>,
+}
+
+pub struct TracefsSession {
+    inst: PathBuf,
+    cpus: Vec<u32>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Reader>>,
+    mounted_by_us: bool,
+    notes: Vec<String>,
+    start_ns: u64,
+    steal0: BTreeMap<u32, u64>,
+}
+
+/// Read a tracefs text file with large reads: some (header_page) misbehave on the small probe
+/// read `read_to_string` starts with and then return only part of their text.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    let mut f = File::open(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+fn wr(path: &Path, v: &str) -> Result<(), TraceError> {
+    std::fs::write(path, v)
+        .map_err(|e| TraceError::Setup(format!("writing '{v}' to {}: {e}", path.display())))
+}
+
+fn cpumask_hex(cpus: &[u32]) -> String {
+    // tracing_cpumask: comma-separated 32-bit hex words, most significant first.
+    let max = cpus.iter().copied().max().unwrap_or(0);
+    let words = (max / 32 + 1) as usize;
+    let mut w = vec![0u32; words];
+    for &c in cpus {
+        w[(c / 32) as usize] |= 1 << (c % 32);
+    }
+    w.iter()
+        .rev()
+        .map(|x| format!("{x:08x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Remove instances left by rtscope processes that died without cleaning up (SIGKILL).
+fn remove_stale_instances(root: &Path) {
+    let Ok(rd) = std::fs::read_dir(root.join("instances")) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(INSTANCE_PREFIX) else {
+            continue;
+        };
+        let pid = rest.split('-').next().and_then(|p| p.parse::<i32>().ok());
+        if let Some(pid) = pid {
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
+    }
+}
+
+impl TracefsSession {
+    pub fn start(cpus: &[u32]) -> Result<Self, TraceError> {
+        let root = Path::new(TRACEFS);
+        let mut mounted_by_us = false;
+        if !root.join("instances").is_dir() {
+            let src = c"nodev";
+            let tgt = c"/sys/kernel/tracing";
+            let fstype = c"tracefs";
+            // SAFETY: all pointers are valid NUL-terminated strings; data may be NULL.
+            let r = unsafe {
+                libc::mount(
+                    src.as_ptr(),
+                    tgt.as_ptr(),
+                    fstype.as_ptr(),
+                    0,
+                    std::ptr::null(),
+                )
+            };
+            if r != 0 {
+                return Err(TraceError::Unavailable(format!(
+                    "tracefs: mounting at {TRACEFS}: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+            mounted_by_us = true;
+        }
+        remove_stale_instances(root);
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let inst = root.join("instances").join(format!(
+            "{INSTANCE_PREFIX}{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&inst).map_err(|e| {
+            TraceError::Setup(format!("creating tracefs instance {}: {e}", inst.display()))
+        })?;
+        let mut s = TracefsSession {
+            inst,
+            cpus: cpus.to_vec(),
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+            mounted_by_us,
+            notes: Vec::new(),
+            start_ns: 0,
+            steal0: BTreeMap::new(),
+        };
+        // On any error below, dropping `s` removes the instance.
+        s.setup()?;
+        Ok(s)
+    }
+
+    fn setup(&mut self) -> Result<(), TraceError> {
+        let inst = self.inst.clone();
+        wr(&inst.join("tracing_on"), "0")?;
+        wr(&inst.join("trace_clock"), "mono")?;
+        // Producer/consumer mode: when full, new events are dropped and counted, instead of
+        // silently overwriting old ones.
+        wr(&inst.join("options/overwrite"), "0")?;
+        wr(&inst.join("buffer_size_kb"), "8192")?;
+        wr(&inst.join("tracing_cpumask"), &cpumask_hex(&self.cpus))?;
+        let hp_text = read_text(&inst.join("events/header_page"))
+            .or_else(|_| read_text(&Path::new(TRACEFS).join("events/header_page")))
+            .map_err(|e| TraceError::Setup(format!("reading header_page: {e}")))?;
+        let hp = parse_header_page(&hp_text).map_err(TraceError::Setup)?;
+        let mut dec = Decoders::default();
+        for (sys, name) in EVENTS {
+            let dir = inst.join("events").join(sys).join(name);
+            let Ok(text) = read_text(&dir.join("format")) else {
+                self.notes.push(format!(
+                    "tracefs: event {sys}:{name} not available on this kernel"
+                ));
+                continue;
+            };
+            let f = parse_format(&text).map_err(TraceError::Setup)?;
+            dec.add(name, &f).map_err(TraceError::Setup)?;
+            wr(&dir.join("enable"), "1")?;
+        }
+        let subbuf_kb = read_text(&inst.join("buffer_subbuf_size_kb"))
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .unwrap_or(4);
+        let page_size = subbuf_kb * 1024;
+        let mut files = Vec::new();
+        for &c in &self.cpus {
+            let p = inst.join(format!("per_cpu/cpu{c}/trace_pipe_raw"));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&p)
+                .map_err(|e| TraceError::Setup(format!("opening {}: {e}", p.display())))?;
+            files.push((c, f));
+        }
+        self.steal0 = crate::sys::steal_ns();
+        self.start_ns = crate::sys::monotonic_ns();
+        wr(&inst.join("tracing_on"), "1")?;
+        let stop = self.stop.clone();
+        let th = std::thread::Builder::new()
+            .name("rtscope-tracefs".into())
+            .spawn(move || reader_loop(files, hp, dec, page_size, stop))
+            .map_err(|e| TraceError::Setup(format!("spawning the reader thread: {e}")))?;
+        self.thread = Some(th);
+        Ok(())
+    }
+
+    pub fn stop(mut self) -> Result<Capture, TraceError> {
+        let _ = wr(&self.inst.join("tracing_on"), "0");
+        let end_ns = crate::sys::monotonic_ns();
+        let steal1 = crate::sys::steal_ns();
+        self.stop.store(true, Ordering::SeqCst);
+        let r = match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| TraceError::Capture("tracefs reader thread panicked".into()))?,
+            None => return Err(TraceError::Capture("tracefs reader was not running".into())),
+        };
+        if let Some(e) = r.error {
+            return Err(TraceError::Capture(e));
+        }
+        let mut lost = BTreeMap::new();
+        for &c in &self.cpus {
+            let stats =
+                read_text(&self.inst.join(format!("per_cpu/cpu{c}/stats"))).unwrap_or_default();
+            let mut n = 0u64;
+            for l in stats.lines() {
+                if let Some(v) = l
+                    .strip_prefix("overrun:")
+                    .or_else(|| l.strip_prefix("dropped events:"))
+                {
+                    n += v.trim().parse::<u64>().unwrap_or(0);
+                }
+            }
+            let paged = r.missed.get(&c).copied().unwrap_or(0);
+            lost.insert(c, n.max(paged));
+        }
+        let mut events = r.events;
+        events.sort_by_key(|e| (e.ts_ns, e.cpu));
+        let steal = self.cpus.iter().map(|&c| {
+            let d = steal1
+                .get(&c)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(self.steal0.get(&c).copied().unwrap_or(0));
+            (c, d)
+        });
+        Ok(Capture {
+            mechanism: Mechanism::Tracefs,
+            cpus: self.cpus.clone(),
+            start_ns: self.start_ns,
+            end_ns,
+            events,
+            comms: r.comms,
+            lost_per_cpu: lost,
+            steal_ns_per_cpu: steal.collect(),
+            kernel_bytes: r.bytes,
+            notes: std::mem::take(&mut self.notes),
+        })
+        // Drop removes the instance.
+    }
+}
+
+fn reader_loop(
+    mut files: Vec<(u32, File)>,
+    hp: HeaderPage,
+    dec: Decoders,
+    page_size: usize,
+    stop: Arc<AtomicBool>,
+) -> Reader {
+    let mut r = Reader {
+        events: Vec::new(),
+        comms: BTreeMap::new(),
+        missed: BTreeMap::new(),
+        bytes: 0,
+        error: None,
+    };
+    let mut page = vec![0u8; page_size];
+    loop {
+        // Read the flag before draining: after it is set, one more full drain gets everything.
+        let last = stop.load(Ordering::SeqCst);
+        for (cpu, f) in files.iter_mut() {
+            loop {
+                match f.read(&mut page) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        r.bytes += n as u64;
+                        match parse_page(&page[..n], &hp, *cpu, &dec, &mut r.events, &mut r.comms) {
+                            Ok(st) => {
+                                *r.missed.entry(*cpu).or_default() += st.missed;
+                            }
+                            Err(e) => {
+                                r.error =
+                                    Some(format!("cpu{cpu}: undecodable ring-buffer page: {e}"));
+                                return r;
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        r.error = Some(format!("cpu{cpu}: reading trace_pipe_raw: {e}"));
+                        return r;
+                    }
+                }
+            }
+        }
+        if last {
+            return r;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Drop for TracefsSession {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.inst.join("tracing_on"), "0");
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join(); // closes the trace_pipe_raw files
+        }
+        // rmdir tears down the instance and every event enabled in it.
+        for _ in 0..50 {
+            match std::fs::remove_dir(&self.inst) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        if self.mounted_by_us {
+            let tgt = c"/sys/kernel/tracing";
+            // SAFETY: valid NUL-terminated path.
+            unsafe { libc::umount2(tgt.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpumask() {
+        assert_eq!(cpumask_hex(&[0, 1]), "00000003");
+        assert_eq!(cpumask_hex(&[1, 33]), "00000002,00000002");
+    }
+
+    const SWITCH_FMT: &str = "name: sched_switch\nID: 373\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n";
+    // Copied from this VM's events/header_page (kernel 6.18).
+    const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+    #[test]
+    fn parses_formats_and_a_hand_built_page() {
+        let f = parse_format(SWITCH_FMT).expect("format parses");
+        assert_eq!(f.id, 373);
+        assert_eq!(
+            f.fields["next_prio"],
+            Field {
+                offset: 60,
+                size: 4
+            }
+        );
+        assert_eq!(
+            f.fields["prev_comm"],
+            Field {
+                offset: 8,
+                size: 16
+            }
+        );
+        let hp = parse_header_page(HEADER_PAGE).expect("header parses");
+        assert_eq!(
+            hp,
+            HeaderPage {
+                commit_offset: 8,
+                commit_size: 8,
+                data_offset: 16
+            }
+        );
+        let mut dec = Decoders::default();
+        dec.add("sched_switch", &f).expect("decoder");
+
+        // Payload: 64 bytes → type_len 16 (64/4), delta 100 ns; then a time-extend of 2^27+5,
+        // then the same payload again with delta 7.
+        let mut payload = vec![0u8; 64];
+        payload[0..2].copy_from_slice(&373u16.to_le_bytes());
+        payload[8..12].copy_from_slice(b"idle");
+        payload[24..28].copy_from_slice(&0u32.to_le_bytes());
+        payload[28..32].copy_from_slice(&120i32.to_le_bytes());
+        payload[40..44].copy_from_slice(b"m0\0\0");
+        payload[56..60].copy_from_slice(&42u32.to_le_bytes());
+        payload[60..64].copy_from_slice(&(-1i32).to_le_bytes());
+        let mut data = Vec::new();
+        data.extend_from_slice(&((100u32 << 5) | 16).to_le_bytes());
+        data.extend_from_slice(&payload);
+        data.extend_from_slice(&((5u32 << 5) | 30).to_le_bytes());
+        data.extend_from_slice(&1u32.to_le_bytes());
+        // A type_len-0 event: array[0] = 64 + 4.
+        data.extend_from_slice(&(7u32 << 5).to_le_bytes());
+        data.extend_from_slice(&68u32.to_le_bytes());
+        data.extend_from_slice(&payload);
+        let mut page = vec![0u8; 16];
+        page[0..8].copy_from_slice(&1_000_000u64.to_le_bytes());
+        page[8..16].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        page.extend_from_slice(&data);
+        let mut out = Vec::new();
+        let mut comms = BTreeMap::new();
+        let st = parse_page(&page, &hp, 1, &dec, &mut out, &mut comms).expect("page parses");
+        assert_eq!(st.events, 2);
+        assert_eq!(out.len(), 2);
+        // 1_000_000 + 100
+        assert_eq!(out[0].ts_ns, 1_000_100);
+        // + (5 + 1<<27) + 7 = 1_000_100 + 134_217_740
+        assert_eq!(out[1].ts_ns, 1_000_100 + 5 + (1 << 27) + 7);
+        assert_eq!(
+            out[0].kind,
+            EventKind::Switch {
+                prev_pid: 0,
+                prev_prio: 120,
+                prev_state: 0,
+                next_pid: 42,
+                next_prio: -1
+            }
+        );
+        assert_eq!(comms.get(&42).map(String::as_str), Some("m0"));
+        // Truncated commit → error, not panic.
+        page[8..16].copy_from_slice(&10_000u64.to_le_bytes());
+        assert!(parse_page(&page, &hp, 1, &dec, &mut out, &mut comms).is_err());
+    }
+}

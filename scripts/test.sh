@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The test suite, exactly as CI runs it (.ci/run calls this). Run as root on the target machine:
+# real-kernel tests (seconds each) are part of it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --no-build
+
+# PostgreSQL on 127.0.0.1 for the store's second backend; the browser for the report test.
+if [ -x scripts/ci-postgres.sh ]; then
+  eval "$(scripts/ci-postgres.sh)"
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked

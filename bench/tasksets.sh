@@ -32,7 +32,7 @@ run_one() { # set policy placement tag…
 	local out="$OUT/runs/$tag.json"
 	[ -s "$out" ] && return 0 # resumable
 	"$RTSCOPE" taskset run "$set" --policy "$policy" --placement "$placement" --fit worst \
-		--duration "$DURATION" --work "$WORK" --no-store -q --json "$out" "$@" \
+		--bin-test deadline --duration "$DURATION" --work "$WORK" --no-store -q --json "$out" "$@" \
 		|| echo "run failed: $tag (exit $?)" | tee -a "$OUT/failures.txt"
 }
 
@@ -42,17 +42,20 @@ experiment() {
 	for r in $PART_R; do
 		u=$(python3 -c "print(round($r*$CPUS, 3))")
 		"$RTSCOPE" taskset gen -n "$NTASKS" -u "$u" --umax "$r" --cmin-us 50 --seed "$SEED" \
-			--count "$SETS" -o "$OUT/sets/part-$r" >/dev/null
+			--count "$SETS" -o "$OUT/sets/part-$r/" >/dev/null
+		# Runtime margin: 1.1 (thesis: "slightly larger than C"), but per-CPU load × margin must
+		# stay within 0.95 − fair server: at R = 0.9 only margin 1.0 can be admitted.
+		margin=$(python3 -c "print(1.1 if $r*1.1 <= 0.90 else 1.0)")
 		for s in "$OUT/sets/part-$r"/set-*.json; do
 			i=$(basename "$s" .json)
-			run_one "$s" deadline partitioned "part-$r-$i-deadline"
-			run_one "$s" other partitioned "part-$r-$i-other"
-			run_one "$s" fifo partitioned "part-$r-$i-fifo" --priorities rm
+			run_one "$s" deadline partitioned "part-$r-$i-deadline" --margin "$margin"
+			run_one "$s" other partitioned "part-$r-$i-other" --margin "$margin"
+			run_one "$s" fifo partitioned "part-$r-$i-fifo" --priorities rm --margin "$margin"
 		done
 	done
 	for u in $GLOBAL_U; do
 		"$RTSCOPE" taskset gen -n "$NTASKS" -u "$u" --cmin-us 50 --seed "$SEED" \
-			--count "$SETS" -o "$OUT/sets/global-$u" >/dev/null
+			--count "$SETS" -o "$OUT/sets/global-$u/" >/dev/null
 		for s in "$OUT/sets/global-$u"/set-*.json; do
 			i=$(basename "$s" .json)
 			run_one "$s" deadline global "global-$u-$i-deadline"

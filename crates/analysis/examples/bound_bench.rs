@@ -57,7 +57,7 @@ fn main() {
         let mut v = Vec::with_capacity(k);
         for i in 0..k {
             let gap = min_gap + if jitter > 0 { rng.range(0, jitter) } else { 0 };
-            let dur = rng.range(500, (min_gap.min(21_000)).max(501));
+            let dur = rng.range(500, min_gap.clamp(501, 21_000));
             v.push(RawInstance {
                 start_ns: t,
                 duration_ns: dur.min(gap),

@@ -7,6 +7,9 @@ use std::convert::Infallible;
 
 /// Counter: random accesses done (a read and a write each count as one).
 pub(crate) const C_ACCESSES: usize = 0;
+/// Set to 1 once the working set is allocated and touched; `start` waits for it so the
+/// measurement never begins while the load is still page-faulting its memory in.
+pub(crate) const C_WARM: usize = 4;
 
 /// How often the local count is published (a store to our own cache line, cheap but not free).
 const PUBLISH_EVERY: u64 = 1 << 14;
@@ -15,6 +18,7 @@ pub(crate) fn run(slot: &Slot, wss_bytes: u64) -> Infallible {
     let words = (wss_bytes / 8).max(1) as usize;
     // Touch every page now so the loop measures cache misses, not page faults.
     let mut ws: Vec<u64> = (0..words as u64).collect();
+    slot.set(C_WARM, 1);
     let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ (crate::sys::getpid() as u64);
     let mut sum: u64 = 0;
     let mut done: u64 = 0;

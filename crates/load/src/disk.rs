@@ -20,8 +20,9 @@ pub(crate) const C_BUFFERED: usize = 4;
 
 const CHUNK: usize = 1 << 20;
 const ALIGN: usize = 4096;
-const RANDOM_READS_PER_PASS: u64 = 2048;
-const SMALL_FILES_PER_PASS: usize = 256;
+const SEGMENT: u64 = 64 << 20;
+const RANDOM_READS_PER_SEGMENT: u64 = 256;
+const SMALL_FILES_PER_SEGMENT: usize = 32;
 
 fn die(code: i32) -> Infallible {
     // SAFETY: leaving the worker process.
@@ -66,57 +67,66 @@ pub(crate) fn run(slot: &Slot, dir: &Path, disk_bytes: u64) -> Infallible {
         }
     };
     let mut x: u64 = 0x2545_F491_4F6C_DD1D ^ crate::sys::getpid() as u64;
+    let blocks_total = size / ALIGN as u64;
+    let mut written_end = 0u64; // random reads only touch data that exists
     loop {
-        // Sequential write, then make it reach the device.
-        let mut pos = 0u64;
-        while pos < size {
-            let n = CHUNK.min((size - pos) as usize);
-            if file.write_all_at(&buf[..n], pos).is_err() {
+        // The file is processed in segments so that every phase (sequential write and read,
+        // seeks, metadata) recurs every fraction of a second: the load is stationary over any
+        // measurement window instead of being all writes for the first seconds.
+        let mut seg = 0u64;
+        while seg < size {
+            let seg_end = (seg + SEGMENT).min(size);
+            let mut pos = seg;
+            while pos < seg_end {
+                let n = CHUNK.min((seg_end - pos) as usize);
+                if file.write_all_at(&buf[..n], pos).is_err() {
+                    return die(3);
+                }
+                pos += n as u64;
+                slot.add(C_WRITE_BYTES, n as u64);
+            }
+            if file.sync_data().is_err() {
                 return die(3);
             }
-            pos += n as u64;
-            slot.add(C_WRITE_BYTES, n as u64);
-        }
-        if file.sync_data().is_err() {
-            return die(3);
-        }
-        drop_cache();
-        // Sequential read.
-        pos = 0;
-        while pos < size {
-            let n = CHUNK.min((size - pos) as usize);
-            if file.read_exact_at(&mut buf[..n], pos).is_err() {
-                return die(4);
+            drop_cache();
+            written_end = written_end.max(seg_end);
+            pos = seg;
+            while pos < seg_end {
+                let n = CHUNK.min((seg_end - pos) as usize);
+                if file.read_exact_at(&mut buf[..n], pos).is_err() {
+                    return die(4);
+                }
+                pos += n as u64;
+                slot.add(C_READ_BYTES, n as u64);
             }
-            pos += n as u64;
-            slot.add(C_READ_BYTES, n as u64);
-        }
-        drop_cache();
-        // Random 4 KiB reads (bonnie++'s seeks).
-        let blocks = size / ALIGN as u64;
-        for _ in 0..RANDOM_READS_PER_PASS {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let b = ((x as u128 * blocks as u128) >> 64) as u64;
-            if file
-                .read_exact_at(&mut buf[..ALIGN], b * ALIGN as u64)
-                .is_err()
-            {
-                return die(4);
+            drop_cache();
+            // Random 4 KiB reads (bonnie++'s seeks) over everything written so far.
+            let blocks = (written_end / ALIGN as u64).clamp(1, blocks_total.max(1));
+            for _ in 0..RANDOM_READS_PER_SEGMENT {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let b = ((x as u128 * blocks as u128) >> 64) as u64;
+                if file
+                    .read_exact_at(&mut buf[..ALIGN], b * ALIGN as u64)
+                    .is_err()
+                {
+                    return die(4);
+                }
+                slot.add(C_RANDOM_READS, 1);
             }
-            slot.add(C_RANDOM_READS, 1);
-        }
-        // Metadata: create, stat, unlink (bonnie++'s small-file phase).
-        for i in 0..SMALL_FILES_PER_PASS {
-            let p = dir.join(format!("f{i:04}"));
-            if File::create(&p).is_err() || std::fs::metadata(&p).is_err() {
-                return die(5);
+            // Metadata: create, stat, unlink (bonnie++'s small-file phase).
+            for i in 0..SMALL_FILES_PER_SEGMENT {
+                let p = dir.join(format!("f{i:04}"));
+                if File::create(&p).is_err() || std::fs::metadata(&p).is_err() {
+                    return die(5);
+                }
+                if std::fs::remove_file(&p).is_err() {
+                    return die(5);
+                }
+                slot.add(C_FILE_OPS, 3);
             }
-            if std::fs::remove_file(&p).is_err() {
-                return die(5);
-            }
-            slot.add(C_FILE_OPS, 3);
+            seg = seg_end;
         }
     }
 }

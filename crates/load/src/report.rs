@@ -24,6 +24,7 @@ pub(crate) struct Inputs<'a> {
     pub early_exits: u64,
     pub net_port: Option<u16>,
     pub warnings: &'a [String],
+    pub disk_notes: &'a [String],
 }
 
 const MB: f64 = 1e6;
@@ -143,6 +144,7 @@ pub(crate) fn build(i: &Inputs) -> Vec<LoadReport> {
                         "scratch_dir".into(),
                         i.opts.scratch_dir.display().to_string(),
                     );
+                    warnings.extend(i.disk_notes.iter().cloned());
                     if buffered {
                         warnings.push(format!(
                             "disk: O_DIRECT refused on {}; used buffered I/O with \
@@ -270,6 +272,7 @@ mod tests {
             early_exits: 0,
             net_port: Some(4000),
             warnings: &[],
+            disk_notes: &[],
         });
         assert_eq!(out.len(), 2);
         let cc = &out[0].figures;

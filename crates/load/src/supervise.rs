@@ -6,10 +6,9 @@
 //!                      └─ …
 //! ```
 //! The supervisor waits in `sigtimedwait` for SIGTERM/SIGINT/SIGHUP (rtscope's stop, or its death
-//! via PDEATHSIG) and SIGCHLD; on stop it records each worker's CPU time and context switches,
-//! SIGKILLs every worker's process group, reaps them and removes the scratch directory. If the
-//! supervisor itself does not answer within 1.5 s, rtscope kills the workers by the pids they
-//! wrote into shared memory.
+//! via PDEATHSIG) and SIGCHLD; on stop it SIGKILLs every worker's process group, reaps them and
+//! removes the scratch directory. If the supervisor itself does not answer within 1.5 s, rtscope
+//! kills the workers by the pids in shared memory.
 
 use crate::plan::{plan, Resolved, Role, Unit};
 use crate::procstat::Snapshot;
@@ -22,7 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// Counter indexes written by the supervisor at stop, for every worker.
+/// Indexes, in the per-slot counter arrays, where rtscope puts each worker's CPU time and
+/// context switches read from /proc (the workers never write these slots).
 pub(crate) const C_CPU_NS: usize = 5;
 pub(crate) const C_CTX_SWITCHES: usize = 6;
 
@@ -44,6 +44,8 @@ pub struct RunningLoads {
     scratch: Option<PathBuf>,
     net_port: Option<u16>,
     warnings: Vec<String>,
+    /// Warnings that only concern the disk load.
+    disk_notes: Vec<String>,
     stopped: bool,
 }
 
@@ -101,6 +103,7 @@ pub(crate) fn start(
         scratch: None,
         net_port: None,
         warnings: missing,
+        disk_notes: Vec::new(),
         stopped: false,
     };
     if rl.units.is_empty() {
@@ -118,6 +121,13 @@ pub(crate) fn start(
         std::fs::create_dir(&dir)
             .map_err(|e| LoadError::os(format!("creating {}", dir.display()), e))?;
         rl.scratch = Some(dir);
+        if let Some(fs) = memory_fs(&opts.scratch_dir) {
+            rl.disk_notes.push(format!(
+                "disk: {} is on {fs}: no I/O reaches a block device, so there are no disk \
+                 interrupts; use a directory on a real disk for the paper's scenario",
+                opts.scratch_dir.display()
+            ));
+        }
     }
 
     let listener = if rl
@@ -191,36 +201,80 @@ pub(crate) fn start(
             _ => sys::sleep_ms(2),
         }
     }
+    // cpu-cache workers first fill their working set (hundreds of MiB by default).
+    let warm_slots: Vec<usize> = rl
+        .units
+        .iter()
+        .filter(|u| matches!(u.role, Role::CpuCache { .. }))
+        .map(|u| u.first_slot)
+        .collect();
+    while !warm_slots
+        .iter()
+        .all(|&i| rl.shm.slot(i).get(cpu_cache::C_WARM) == 1)
+    {
+        if Instant::now() > deadline {
+            rl.warnings
+                .push("cpu-cache: working set still being filled when the run started".into());
+            break;
+        }
+        sys::sleep_ms(5);
+    }
     // Rates are counted from here: forking hundreds of processes is not the load.
     rl.base_counters = rl.read_counters();
+    for (base, (cpu_ns, ctx)) in rl
+        .base_counters
+        .iter_mut()
+        .zip(sample_proc(&rl.units, &rl.shm))
+    {
+        base[C_CPU_NS] = cpu_ns;
+        base[C_CTX_SWITCHES] = ctx;
+    }
     let (before, _) = Snapshot::read();
     rl.before = before;
     rl.started = Instant::now();
     Ok(rl)
 }
 
+/// `Some("tmpfs")` when `dir` lives in memory (statfs magic numbers from linux/magic.h).
+fn memory_fs(dir: &Path) -> Option<&'static str> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: valid path; statfs fills a plain struct.
+    let st = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        if libc::statfs(c.as_ptr(), &mut st) != 0 {
+            return None;
+        }
+        st
+    };
+    match st.f_type as u64 {
+        0x0102_1994 => Some("tmpfs"),
+        0x8584_58f6 => Some("ramfs"),
+        _ => None,
+    }
+}
+
 impl RunningLoads {
     /// Stops every load, cleans up, and returns one report per requested kind.
     pub fn stop(mut self) -> Vec<LoadReport> {
+        // Everything is read while the loads still run, in one go, so the load's own counters
+        // and the machine-wide deltas cover the same window.
+        let procs = sample_proc(&self.units, &self.shm);
+        let mut end_counters = self.read_counters();
         let (after, missing) = Snapshot::read();
         let elapsed_s = self.started.elapsed().as_secs_f64();
-        let counters_at_end = self.read_counters();
         self.shutdown();
         self.warnings.extend(missing);
-        // CPU time and context switches are written by the supervisor during its stop.
-        let final_counters = self.read_counters();
-        let mut counters = Vec::with_capacity(counters_at_end.len());
-        for (i, (end, fin)) in counters_at_end.iter().zip(&final_counters).enumerate() {
+        // State-like counters (connects, flags, exit status) are read after the stop so an
+        // exec command's end is seen.
+        let totals = self.read_counters();
+        let mut counters = Vec::with_capacity(end_counters.len());
+        for (i, end) in end_counters.iter_mut().enumerate() {
             let base = self.base_counters.get(i).copied().unwrap_or([0; NCOUNTERS]);
-            let mut c = [0u64; NCOUNTERS];
-            for k in 0..NCOUNTERS {
-                c[k] = if k == C_CPU_NS || k == C_CTX_SWITCHES {
-                    fin[k]
-                } else {
-                    end[k].saturating_sub(base[k])
-                };
-            }
-            counters.push(c);
+            let (cpu_ns, ctx) = procs.get(i).copied().unwrap_or((0, 0));
+            end[C_CPU_NS] = cpu_ns;
+            end[C_CTX_SWITCHES] = ctx;
+            // saturating: a worker that died early has no /proc entry left (0, not negative).
+            counters.push(std::array::from_fn(|k| end[k].saturating_sub(base[k])));
         }
         let early = self.shm.header().early_exits.load(Ordering::Relaxed);
         report::build(&report::Inputs {
@@ -229,13 +283,14 @@ impl RunningLoads {
             resolved: &self.resolved,
             units: &self.units,
             counters: &counters,
-            totals: &final_counters,
+            totals: &totals,
             before: &self.before,
             after: &after,
             elapsed_s,
             early_exits: early,
             net_port: self.net_port,
             warnings: &self.warnings,
+            disk_notes: &self.disk_notes,
         })
     }
 
@@ -414,37 +469,65 @@ fn reap_early(ctx: &Ctx, workers: &mut Vec<(libc::pid_t, usize)>, started: Insta
     }
 }
 
-/// Per-worker CPU time (/proc/PID/schedstat, ns) and context switches (/proc/PID/status),
-/// recorded just before the kill: the load's own proof of activity, per kind.
-fn record_proc_stats(ctx: &Ctx) {
-    for i in 0..ctx.shm.nslots() {
-        let s = ctx.shm.slot(i);
-        let pid = s.pid();
-        if pid <= 0 {
-            continue;
-        }
-        if let Ok(t) = std::fs::read_to_string(format!("/proc/{pid}/schedstat")) {
-            if let Some(ns) = t.split_whitespace().next().and_then(|v| v.parse().ok()) {
-                s.set(C_CPU_NS, ns);
+/// CPU time (/proc/PID/schedstat, ns) and context switches (/proc/PID/status) of one process.
+pub(crate) fn proc_stats(pid: i64) -> Option<(u64, u64)> {
+    let t = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).ok()?;
+    let cpu_ns = t.split_whitespace().next()?.parse().ok()?;
+    let t = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let ctx: u64 = t
+        .lines()
+        .filter(|l| l.contains("ctxt_switches:"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    Some((cpu_ns, ctx))
+}
+
+/// Live processes in process group `pgid` (an exec'd command and whatever it spawned).
+fn group_members(pgid: i64) -> Vec<i64> {
+    let Ok(d) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i64>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().nth(2)?.parse::<i64>().ok())
+                    == Some(pgid)
+            })
+        })
+        .collect()
+}
+
+/// Per-slot CPU time and context switches read from /proc by rtscope itself, at the same instants
+/// as the /proc/stat snapshots so both cover the same window. An exec'd command is counted with
+/// its whole process group (stress-ng and the like do their work in children). (0, 0) for a
+/// process that is gone.
+fn sample_proc(units: &[Unit], shm: &Shared) -> Vec<(u64, u64)> {
+    let exec_slots: Vec<usize> = units
+        .iter()
+        .filter(|u| u.role == Role::Exec)
+        .map(|u| u.first_slot)
+        .collect();
+    (0..shm.nslots())
+        .map(|i| {
+            let pid = shm.slot(i).pid();
+            if pid <= 0 {
+                return (0, 0);
             }
-        }
-        if let Ok(t) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
-            let n: u64 = t
-                .lines()
-                .filter(|l| l.contains("ctxt_switches:"))
-                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .sum();
-            s.set(C_CTX_SWITCHES, n);
-        }
-    }
+            let members = if exec_slots.contains(&i) {
+                group_members(pid)
+            } else {
+                vec![pid]
+            };
+            members
+                .iter()
+                .filter_map(|&p| proc_stats(p))
+                .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+        })
+        .collect()
 }
 
 fn stop_workers(ctx: &Ctx, workers: &[(libc::pid_t, usize)]) {
-    // Nobody will read the figures if rtscope is gone: kill first, fast.
-    // SAFETY: getppid has no preconditions.
-    if unsafe { libc::getppid() } == ctx.parent {
-        record_proc_stats(ctx);
-    }
     for &(pid, _) in workers {
         sys::kill_tree(pid);
     }

@@ -477,7 +477,7 @@ fn run_tables(body: &mut String, r: &RunRecord) {
     let worst: Vec<_> = r.threads.iter().flat_map(|t| t.worst.iter()).collect();
     if !worst.is_empty() {
         let mut w = worst.clone();
-        w.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns));
+        w.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
         w.truncate(10);
         body.push_str("<h3>Worst samples</h3><table><tr><th>latency µs</th><th>CPU</th><th>tid</th><th>cycle</th><th>planned wake-up (s)</th></tr>");
         for s in w {

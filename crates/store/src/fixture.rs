@@ -102,7 +102,7 @@ pub fn record(spec: &Spec) -> RunRecord {
                 latency_ns: x,
             });
         }
-        worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns));
+        worst.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
         worst.truncate(5);
         all.merge(&h);
         threads.push(ThreadResult {

@@ -15,11 +15,14 @@ pub const APPLICATION: &str = "rtscope";
 pub const SQLITE_APPLICATION_ID: i32 = 0x7274_7363;
 pub const CURRENT_VERSION: i64 = 3;
 
+/// Data back-fill of a migration, run inside its transaction.
+pub(crate) type Backfill = fn(&mut Conn) -> Result<(), StoreError>;
+
 pub(crate) struct Migration {
     pub to_version: i64,
     pub sql: &'static str,
     /// Data back-fill computed from the stored RunRecord JSON, run after `sql`.
-    pub backfill: Option<fn(&mut Conn) -> Result<(), StoreError>>,
+    pub backfill: Option<Backfill>,
 }
 
 pub(crate) const MIGRATIONS: &[Migration] = &[

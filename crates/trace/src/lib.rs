@@ -37,11 +37,12 @@ use rtscope_model::record::RawSample;
 use std::collections::BTreeMap;
 
 /// How to capture. `Auto` prefers eBPF, then tracefs, then none (with a warning).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Mechanism {
     Auto,
     Bpf,
     Tracefs,
+    #[default]
     Off,
 }
 
@@ -133,12 +134,6 @@ pub struct Capture {
     pub steal_ns_per_cpu: BTreeMap<u32, u64>,
     pub kernel_bytes: u64,
     pub notes: Vec<String>,
-}
-
-impl Default for Mechanism {
-    fn default() -> Self {
-        Mechanism::Off
-    }
 }
 
 impl Capture {

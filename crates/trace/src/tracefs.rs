@@ -349,8 +349,8 @@ fn decode_payload(
             wakeup,
         } => {
             let p = u32f(pid)?;
-            if !comms.contains_key(&p) {
-                comms.insert(p, rd_comm(data, comm)?);
+            if let std::collections::btree_map::Entry::Vacant(v) = comms.entry(p) {
+                v.insert(rd_comm(data, comm)?);
             }
             let (prio, target_cpu) = (i32f(prio)?, u32f(target)?);
             if wakeup {
@@ -378,11 +378,11 @@ fn decode_payload(
         } => {
             let pp = u32f(prev_pid)?;
             let np = u32f(next_pid)?;
-            if !comms.contains_key(&pp) {
-                comms.insert(pp, rd_comm(data, prev_comm)?);
+            if let std::collections::btree_map::Entry::Vacant(v) = comms.entry(pp) {
+                v.insert(rd_comm(data, prev_comm)?);
             }
-            if !comms.contains_key(&np) {
-                comms.insert(np, rd_comm(data, next_comm)?);
+            if let std::collections::btree_map::Entry::Vacant(v) = comms.entry(np) {
+                v.insert(rd_comm(data, next_comm)?);
             }
             EventKind::Switch {
                 prev_pid: pp,

@@ -66,9 +66,14 @@ fn run(mech: Mechanism) {
         return;
     }
     let s = TraceSession::start(&[0, 1], mech).expect("start");
-    let samples = measure(1, 1000, 1_000_000);
+    // RTSCOPE_TEST_CYCLES: longer runs for demos (default 1000 × 1 ms).
+    let cycles: u64 = std::env::var("RTSCOPE_TEST_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let samples = measure(1, cycles, 1_000_000);
     let cap = s.stop().expect("stop");
-    assert_eq!(samples.len(), 1000, "measurement thread failed");
+    assert_eq!(samples.len() as u64, cycles, "measurement thread failed");
     let file = cap.into_rtt(samples.clone());
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("t.rtt");

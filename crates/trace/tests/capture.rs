@@ -23,6 +23,8 @@ fn counts(rows: &[InterruptRow]) -> BTreeMap<String, Vec<u64>> {
         .collect()
 }
 
+type Pred = Box<dyn Fn(&EventKind) -> bool>;
+
 fn check_mechanism(mech: Mechanism) {
     if let Some(why) = skip(mech) {
         println!("SKIPPED: {} unavailable: {why}", mech.name());
@@ -86,7 +88,7 @@ fn check_mechanism(mech: Mechanism) {
     };
     let mut checked = 0;
     for &cpu in &cpus {
-        let rows: Vec<(&str, Box<dyn Fn(&EventKind) -> bool>)> = vec![
+        let rows: Vec<(&str, Pred)> = vec![
             (
                 "LOC",
                 Box::new(|k: &EventKind| {

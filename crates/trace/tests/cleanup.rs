@@ -60,6 +60,23 @@ fn bpf_link_fds(pid: u32) -> usize {
         .count()
 }
 
+/// Kill the child if the test hangs (a stuck child must fail the test, not hang CI).
+fn watchdog(pid: u32) -> std::sync::Arc<AtomicBool> {
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    std::thread::spawn(move || {
+        for _ in 0..600 {
+            if d.load(Ordering::SeqCst) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // SAFETY: our own child, still unreaped (the parent has not returned from wait()).
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    done
+}
+
 fn mine(pid: u32) -> Vec<String> {
     leftover_instances()
         .into_iter()
@@ -81,6 +98,7 @@ fn run_child(mech: Mechanism, sig: libc::c_int) {
         .spawn()
         .expect("spawn child");
     let pid = c.id();
+    let dog = watchdog(pid);
     let mut out = BufReader::new(c.stdout.take().expect("stdout"));
     let mut line = String::new();
     loop {
@@ -88,11 +106,11 @@ fn run_child(mech: Mechanism, sig: libc::c_int) {
         if out.read_line(&mut line).expect("read") == 0 {
             panic!("child ended before READY");
         }
-        if line.starts_with("READY") || line.starts_with("ERROR") {
+        if line.contains("READY") || line.contains("ERROR") {
             break;
         }
     }
-    assert!(line.starts_with("READY"), "child: {line}");
+    assert!(line.contains("READY"), "child: {line}");
     match mech {
         Mechanism::Tracefs => assert_eq!(mine(pid).len(), 1, "instance should exist while tracing"),
         _ => assert!(
@@ -106,6 +124,7 @@ fn run_child(mech: Mechanism, sig: libc::c_int) {
     let mut rest = String::new();
     let _ = std::io::Read::read_to_string(&mut out, &mut rest);
     let st = c.wait().expect("wait");
+    dog.store(true, Ordering::SeqCst);
     assert!(st.success(), "child exit {st:?}, output {rest}");
     assert!(
         rest.contains("STOPPED"),

@@ -51,8 +51,14 @@ pub const UNATTRIBUTED: &str = "unattributed";
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct AttributionOptions {
-    /// An eventless stretch at least this long inside a window is "no guest activity".
+    /// An eventless stretch at least this long inside a window is "no guest activity": before
+    /// the timer handler finished (the timer IRQ is pending, so silence means the vCPU did not
+    /// run or IRQs were off), while idle, and on the return to user space.
     pub gap_threshold_ns: u64,
+    /// The same while another thread holds the CPU after the wake-up: it may legitimately run in
+    /// the kernel without any traced event, but the tick still fires every 1/HZ while two tasks
+    /// are runnable, so only silence longer than ~1.5 ticks is the host's (6 ms at HZ=250).
+    pub busy_gap_threshold_ns: u64,
     /// Also report the share of samples above this latency each cause explains.
     pub tail_threshold_ns: Option<u64>,
     /// Keep full timelines for this many worst samples.
@@ -67,6 +73,7 @@ impl Default for AttributionOptions {
     fn default() -> Self {
         AttributionOptions {
             gap_threshold_ns: 100_000,
+            busy_gap_threshold_ns: 6_000_000,
             tail_threshold_ns: None,
             top_n: 10,
             lost_per_cpu: Vec::new(),
@@ -140,7 +147,8 @@ pub struct SumCheck {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct StealCheck {
     pub cpu: u32,
-    /// Sum of non-idle eventless stretches ≥ the gap threshold over the whole capture, ns.
+    /// Sum of eventless stretches ≥ the busy gap threshold while the CPU was not idle, over the
+    /// whole capture, ns (a busy CPU gets a tick every 1/HZ, so longer silence is the host's).
     pub no_guest_activity_ns: u64,
     /// Steal time the guest kernel accounted over the capture, ns (USER_HZ resolution).
     pub steal_ns: u64,
@@ -154,6 +162,7 @@ pub struct AttributionResult {
     pub sum_check: SumCheck,
     pub steal_check: Vec<StealCheck>,
     pub gap_threshold_ns: u64,
+    pub busy_gap_threshold_ns: u64,
     /// Samples on CPUs that lost events.
     pub samples_on_lossy_cpus: u64,
     pub warnings: Vec<String>,
@@ -234,6 +243,24 @@ impl CpuState {
     }
     fn is_idle(&self) -> bool {
         self.idle || matches!(self.current, Some((0, _)))
+    }
+}
+
+/// A cause while sweeping (turned into its stable string name once per sample).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Key {
+    Static(&'static str),
+    Ctx(Ctx),
+    Thread(u32),
+}
+
+impl Key {
+    fn name(self, names: &NameTables) -> String {
+        match self {
+            Key::Static(s) => s.to_string(),
+            Key::Ctx(c) => ctx_cause(c, names),
+            Key::Thread(pid) => format!("thread:{}", names.comm(pid)),
+        }
     }
 }
 
@@ -395,7 +422,7 @@ fn attribute_one(
     };
 
     // The sweep.
-    let mut parts: HashMap<String, u64> = HashMap::new();
+    let mut parts: Vec<(Key, u64)> = Vec::with_capacity(8);
     let mut threads: Vec<ThreadRan> = Vec::new();
     let mut segs: Vec<Segment> = Vec::new();
     let mut st = state.clone();
@@ -405,65 +432,80 @@ fn attribute_one(
         let next_t = if idx < end { ce.ts[idx].min(r) } else { r };
         if next_t > t {
             let len = next_t - t;
-            let (cause, detail) = if len >= opts.gap_threshold_ns {
-                (NO_GUEST.to_string(), format!("no guest event for {len} ns"))
+            let other_thread_runs = phase(t) == Phase::C
+                && st.stack.is_empty()
+                && !st.idle
+                && matches!(st.current, Some((pid, _)) if pid != 0 && pid != s.tid);
+            let gap_thr = if other_thread_runs {
+                opts.gap_threshold_ns.max(opts.busy_gap_threshold_ns)
+            } else {
+                opts.gap_threshold_ns
+            };
+            // A compact key per piece; strings are built once per distinct cause (and details
+            // only for kept timelines), which keeps the sweep allocation-free per event.
+            let key = if len >= gap_thr {
+                Key::Static(NO_GUEST)
             } else if let Some(f) = st.stack.last() {
                 if Some(*f) == handler {
-                    (TIMER_HANDLER.to_string(), ctx_handler_name(Some(f.ctx)))
+                    Key::Static(TIMER_HANDLER)
                 } else {
-                    (ctx_cause(f.ctx, names), String::new())
+                    Key::Ctx(f.ctx)
                 }
             } else {
                 match phase(t) {
-                    Phase::A => {
-                        let who = st
-                            .current
-                            .map(|(p, _)| names.comm(p))
-                            .unwrap_or_else(|| "?".into());
-                        if st.is_idle() {
-                            (TIMER_IRQ_DELAY_IDLE.to_string(), "idle".into())
-                        } else {
-                            (TIMER_IRQ_DELAY.to_string(), who)
-                        }
-                    }
-                    Phase::B => (TIMER_HANDLER.to_string(), String::new()),
+                    Phase::A if st.is_idle() => Key::Static(TIMER_IRQ_DELAY_IDLE),
+                    Phase::A => Key::Static(TIMER_IRQ_DELAY),
+                    Phase::B => Key::Static(TIMER_HANDLER),
                     Phase::C => match st.current {
                         Some((pid, prio)) if pid != 0 && pid != s.tid && !st.idle => {
-                            let comm = names.comm(pid);
-                            let relation = if prio < tid_prio {
-                                "preempting"
-                            } else {
-                                "blocking"
-                            };
                             match threads.iter_mut().find(|x| x.pid == pid) {
                                 Some(x) => x.ran_ns += len,
                                 None => threads.push(ThreadRan {
                                     pid,
-                                    comm: comm.clone(),
+                                    comm: names.comm(pid),
                                     prio,
                                     ran_ns: len,
-                                    relation: relation.into(),
+                                    relation: if prio < tid_prio {
+                                        "preempting"
+                                    } else {
+                                        "blocking"
+                                    }
+                                    .into(),
                                 }),
                             }
-                            (
-                                format!("thread:{comm}"),
-                                format!("pid {pid} prio {prio} {relation}"),
-                            )
+                            Key::Thread(pid)
                         }
-                        _ => (
-                            SCHED_DELAY.to_string(),
-                            if st.is_idle() {
-                                "from idle".into()
-                            } else {
-                                String::new()
-                            },
-                        ),
+                        _ => Key::Static(SCHED_DELAY),
                     },
-                    Phase::D => (RETURN_TO_USER.to_string(), String::new()),
+                    Phase::D => Key::Static(RETURN_TO_USER),
                 }
             };
-            *parts.entry(cause.clone()).or_default() += len;
+            match parts.iter_mut().find(|p| p.0 == key) {
+                Some(p) => p.1 += len,
+                None => parts.push((key, len)),
+            }
             if keep_timeline {
+                let cause = key.name(names);
+                let detail = match key {
+                    Key::Static(NO_GUEST) => format!("no guest event for {len} ns"),
+                    Key::Static(TIMER_HANDLER) => ctx_handler_name(handler.map(|h| h.ctx)),
+                    Key::Static(TIMER_IRQ_DELAY_IDLE) => "idle".into(),
+                    Key::Static(TIMER_IRQ_DELAY) => st
+                        .current
+                        .map(|(p, _)| names.comm(p))
+                        .unwrap_or_else(|| "?".into()),
+                    Key::Static(SCHED_DELAY) if st.is_idle() => "from idle".into(),
+                    Key::Thread(pid) => {
+                        let prio = st.current.map(|c| c.1).unwrap_or(0);
+                        let rel = if prio < tid_prio {
+                            "preempting"
+                        } else {
+                            "blocking"
+                        };
+                        format!("pid {pid} prio {prio} {rel}")
+                    }
+                    _ => String::new(),
+                };
                 match segs.last_mut() {
                     Some(l) if l.cause == cause && l.detail == detail && l.end_ns == t - e0 => {
                         l.end_ns = next_t - e0
@@ -484,7 +526,10 @@ fn attribute_one(
         st.apply(ce.ts[idx], &ce.ev[idx]);
         idx += 1;
     }
-    let mut parts: Vec<(String, u64)> = parts.into_iter().collect();
+    let mut parts: Vec<(String, u64)> = parts
+        .into_iter()
+        .map(|(k, ns)| (k.name(names), ns))
+        .collect();
     parts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     out.parts = parts;
     out.threads = threads;
@@ -556,7 +601,7 @@ pub fn attribute_samples(
         for w in 0..ce.ts.len() {
             if w > 0 {
                 let len = ce.ts[w] - ce.ts[w - 1];
-                if len >= opts.gap_threshold_ns && !st.is_idle() && st.current.is_some() {
+                if len >= opts.busy_gap_threshold_ns && !st.is_idle() && st.current.is_some() {
                     total += len;
                 }
             }

@@ -214,6 +214,7 @@ pub fn summarize(
         sum_check,
         steal_check,
         gap_threshold_ns: opts.gap_threshold_ns,
+        busy_gap_threshold_ns: opts.busy_gap_threshold_ns,
         samples_on_lossy_cpus,
         warnings,
     }

@@ -190,6 +190,46 @@ fn lower_priority_thread_blocking() {
     assert_eq!(a.threads[0].relation, "blocking");
 }
 
+/// A blocking thread silent for 3 ms (kernel work, no events) is still the thread; silent for
+/// 8 ms (two missed 4 ms ticks) it is the host.
+#[test]
+fn long_silence_in_a_blocking_thread() {
+    let mk = |silence: u64| {
+        vec![
+            sw(0, 0, 120, 300, 120),
+            ev(
+                1000,
+                K::VectorEntry {
+                    vector: Vector::LocalTimer,
+                },
+            ),
+            ev(
+                1050,
+                K::Waking {
+                    pid: TID,
+                    prio: 0,
+                    target_cpu: CPU,
+                },
+            ),
+            ev(
+                1100,
+                K::VectorExit {
+                    vector: Vector::LocalTimer,
+                },
+            ),
+            sw(1100 + silence, 300, 120, TID, 0),
+        ]
+    };
+    let a = one(&mk(3_000_000), sample(1000, 3_000_200)); // R = 3_001_200
+    sums(&a);
+    assert_eq!(part(&a, "thread:kworker/0:1"), 3_000_000); // [1100, 3_001_100)
+    assert_eq!(part(&a, NO_GUEST), 0);
+    let b = one(&mk(8_000_000), sample(1000, 8_000_200));
+    sums(&b);
+    assert_eq!(part(&b, NO_GUEST), 8_000_000); // ≥ 6 ms busy threshold
+    assert_eq!(part(&b, "thread:kworker/0:1"), 0);
+}
+
 /// Fixture 2b: a higher-priority RT thread preempts: "preempting".
 #[test]
 fn higher_priority_thread_preempting() {

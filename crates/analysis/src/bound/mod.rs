@@ -71,8 +71,7 @@ pub struct BoundInput {
 impl CpuInput {
     /// Sorts sources the way rtsl prints them: NMI first, then IRQs by number, then by name.
     pub fn sort_sources(&mut self) {
-        self.sources
-            .sort_by(|a, b| source_order(&a.name, a.kind).cmp(&source_order(&b.name, b.kind)));
+        self.sources.sort_by_key(|s| source_order(&s.name, s.kind));
     }
 }
 
@@ -277,12 +276,12 @@ fn fixed_point(
     }
 }
 
-/// 1. No interrupts: L = IFL.
+/// Characterization 1 — No interrupts: L = IFL.
 pub fn no_interrupts(t: &ThreadVars, opts: &Options) -> CharBound {
     closed_form(t, Vec::new(), opts.cap_ns)
 }
 
-/// 2. Worst single interrupt: IFL + the largest IRQ oWCET + the NMI oWCET (if any NMI).
+/// Characterization 2 — Worst single interrupt: IFL + the largest IRQ oWCET + the NMI oWCET (if any NMI).
 pub fn worst_single(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
     let mut c = Vec::new();
     if let Some(nmi) = sources
@@ -295,9 +294,10 @@ pub fn worst_single(t: &ThreadVars, sources: &[InterruptSource], opts: &Options)
     // Ties go to the first source in rtsl order, so the output is deterministic.
     let mut worst: Option<&InterruptSource> = None;
     for s in sources.iter().filter(|s| s.kind == SourceKind::Irq) {
-        if worst.map_or(true, |w| s.owcet_ns() > w.owcet_ns()) {
-            worst = Some(s);
-        }
+        worst = match worst {
+            Some(w) if w.owcet_ns() >= s.owcet_ns() => Some(w),
+            _ => Some(s),
+        };
     }
     if let Some(w) = worst {
         c.push((w.name.clone(), w.owcet_ns()));
@@ -305,7 +305,7 @@ pub fn worst_single(t: &ThreadVars, sources: &[InterruptSource], opts: &Options)
     closed_form(t, c, opts.cap_ns)
 }
 
-/// 3. Single (worst) of each interrupt: IFL + Σ_s oWCET_s.
+/// Characterization 3 — Single (worst) of each interrupt: IFL + Σ_s oWCET_s.
 pub fn single_of_each(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
     let c = sources
         .iter()
@@ -314,7 +314,7 @@ pub fn single_of_each(t: &ThreadVars, sources: &[InterruptSource], opts: &Option
     closed_form(t, c, opts.cap_ns)
 }
 
-/// 4. Sporadic: L = IFL + Σ_s ⌈L / oMIAT_s⌉·oWCET_s; a source seen once counts once. Does not
+/// Characterization 4 — Sporadic: L = IFL + Σ_s ⌈L / oMIAT_s⌉·oWCET_s; a source seen once counts once. Does not
 /// converge when some source has oWCET ≥ oMIAT (its demand grows at least as fast as L).
 pub fn sporadic(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
     if let Some(s) = sources
@@ -358,14 +358,14 @@ fn sporadic_demand(s: &InterruptSource, l: u64) -> u64 {
     }
 }
 
-/// 5. Sliding window: L = IFL + Σ_s B_s(L), B_s(Δ) the largest sum of durations of the source's
+/// Characterization 5 — Sliding window: L = IFL + Σ_s B_s(L), B_s(Δ) the largest sum of durations of the source's
 /// instances arriving in one window [t, t+Δ) — the worst observed arrival pattern with each
 /// instance's own execution time.
 pub fn sliding_window(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
     fixed_point(t, sources, opts, window::max_demand_ns)
 }
 
-/// 6. Sliding window with oWCET: B_s(Δ) = oWCET_s × the largest number of arrivals in a window.
+/// Characterization 6 — Sliding window with oWCET: B_s(Δ) = oWCET_s × the largest number of arrivals in a window.
 pub fn sliding_window_owcet(
     t: &ThreadVars,
     sources: &[InterruptSource],

@@ -260,6 +260,7 @@ fn fuzz_json_reader() {
             }
         }
     }
+    eprintln!("fuzz_json_reader: {cases} cases, {accepted} accepted and analysed");
     // Not an assertion about counts being high, but the fuzz must reach the analysis at all.
     assert!(
         cases < 100 || accepted > 0,

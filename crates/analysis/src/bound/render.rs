@@ -36,16 +36,24 @@ fn series(o: &mut String, r: &BoundReport) {
     for (cpu, t) in crate::bound::events::time_to_bound(&r.series) {
         match t {
             Some(t) => {
-                let _ = writeln!(o, "    CPU {cpu}: bound >= final observed maximum from t = {t:.1} s");
+                let _ = writeln!(
+                    o,
+                    "    CPU {cpu}: bound >= final observed maximum from t = {t:.1} s"
+                );
             }
             None => {
-                let _ = writeln!(o, "    CPU {cpu}: bound never reached the observed maximum (or nothing observed)");
+                let _ = writeln!(
+                    o,
+                    "    CPU {cpu}: bound never reached the observed maximum (or nothing observed)"
+                );
             }
         }
         if let Some(c) = r.cpus.iter().find(|c| c.cpu == cpu) {
             if let Some(obs) = c.observed_max_latency_ns.filter(|&x| x > 0) {
                 for (name, b) in c.bounds.named() {
-                    let v = b.latency_ns.map_or("did not converge".to_string(), |l| format!("{:.2}", l as f64 / obs as f64));
+                    let v = b.latency_ns.map_or("did not converge".to_string(), |l| {
+                        format!("{:.2}", l as f64 / obs as f64)
+                    });
                     let _ = writeln!(o, "        {name:<22} bound/observed = {v}");
                 }
             }
@@ -53,7 +61,9 @@ fn series(o: &mut String, r: &BoundReport) {
     }
     let _ = writeln!(o, "    t_s        cpu  sliding_window_ns  observed_max_ns");
     for p in &r.series {
-        let sw = p.sliding_window_ns.map_or("-".to_string(), |v| v.to_string());
+        let sw = p
+            .sliding_window_ns
+            .map_or("-".to_string(), |v| v.to_string());
         let ob = p.observed_max_ns.map_or("-".to_string(), |v| v.to_string());
         let _ = writeln!(o, "    {:<10.1} {:<4} {:>17}  {:>15}", p.t_s, p.cpu, sw, ob);
     }
@@ -82,7 +92,10 @@ fn cpu(o: &mut String, c: &CpuBound, estimate: bool) {
         let _ = writeln!(o, "Observed:\n    Latency = {obs:>10} observed maximum");
     }
     if !c.sources.is_empty() {
-        let _ = writeln!(o, "Sources:        count       oWCET       oMIAT");
+        let _ = writeln!(
+            o,
+            "Sources:                    count       oWCET       oMIAT"
+        );
         for s in &c.sources {
             let omiat = s.omiat_ns.map_or("-".to_string(), |m| m.to_string());
             let flag = if s.omiat_ns.is_some_and(|m| s.owcet_ns >= m) {
@@ -92,7 +105,7 @@ fn cpu(o: &mut String, c: &CpuBound, estimate: bool) {
             };
             let _ = writeln!(
                 o,
-                "    {:>8}: {:>8} {:>11} {:>11}{flag}",
+                "    {:>20}: {:>8} {:>11} {:>11}{flag}",
                 s.source, s.count, s.owcet_ns, omiat
             );
         }
@@ -121,7 +134,7 @@ fn charb(o: &mut String, name: &str, b: &CharBound, observed: Option<u64>, estim
             let _ = writeln!(o, "    Window: {}", it.window_ns);
             for c in &it.contributions {
                 let new = if k > 0 { " <- new!" } else { "" };
-                let _ = writeln!(o, "        {:>8}: {:>10}{new}", c.source, c.ns);
+                let _ = writeln!(o, "        {:>20}: {:>10}{new}", c.source, c.ns);
             }
         }
         if b.iteration_count > b.iterations.len() as u64 {
@@ -137,7 +150,7 @@ fn charb(o: &mut String, name: &str, b: &CharBound, observed: Option<u64>, estim
         }
     } else if let Some(it) = b.iterations.first() {
         for c in &it.contributions {
-            let _ = writeln!(o, "        {:>8}: {:>10}", c.source, c.ns);
+            let _ = writeln!(o, "        {:>20}: {:>10}", c.source, c.ns);
         }
     }
     match (b.latency_ns, &b.reason) {

@@ -210,9 +210,21 @@ pub fn remove_stale() -> Vec<String> {
         restore = Some(lb.to_string());
     }
     if let Some(lb) = restore {
-        let cur = fs::read_to_string(root.join("cpuset.sched_load_balance")).unwrap_or_default();
-        if cur.trim() != lb && fs::write(root.join("cpuset.sched_load_balance"), &lb).is_ok() {
+        let f = root.join("cpuset.sched_load_balance");
+        let cur = fs::read_to_string(&f).unwrap_or_default();
+        if cur.trim() != lb && fs::write(&f, &lb).is_ok() {
             out.push(format!("restored root cpuset sched_load_balance = {lb}"));
+        }
+        // Threads SIGKILLed while SCHED_DEADLINE inside the per-CPU root domains leave their
+        // bandwidth counted in the rebuilt default root domain (seen on 6.18: every later
+        // admission fails with EBUSY). One more rebuild, from the tasks that exist, clears it.
+        if lb == "1" {
+            std::thread::sleep(Duration::from_millis(50));
+            if fs::write(&f, "0").is_ok() && fs::write(&f, "1").is_ok() {
+                out.push(
+                    "rebuilt the root domain to drop DEADLINE bandwidth of killed threads".into(),
+                );
+            }
         }
     }
     out

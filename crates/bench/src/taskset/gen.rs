@@ -112,7 +112,7 @@ pub fn validate(p: &GenParams) -> Result<(), GenError> {
                 p.tmax_ns / 1000
             ));
         }
-    } else if p.period_set_ns.iter().any(|&t| t == 0) {
+    } else if p.period_set_ns.contains(&0) {
         return bad("--periods: every period must be > 0".into());
     }
     if p.granularity_ns == 0 {

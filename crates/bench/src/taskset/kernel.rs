@@ -3,14 +3,15 @@
 //! Fair-server detection: Linux ≥ 6.12 runs a per-CPU deadline server for CFS (dl_server) whose
 //! reservation (50 ms / 1 s by default) counts against DEADLINE admission. Its parameters live in
 //! debugfs (/sys/kernel/debug/sched/fair_server/cpuN/{runtime,period}), which kernel lockdown
-//! makes unreadable here, so rtscope measures it instead: sleeping helper threads are given
-//! SCHED_DEADLINE reservations (they never run, so this costs no CPU time) and the largest total
-//! the kernel admits is found by bisection; the fair-server share is what is missing from
-//! limit × CPUs after subtracting what other DEADLINE threads already hold. debugfs is read first
-//! when it is readable.
+//! makes unreadable here; rtscope then assumes the default on kernels ≥ 6.12 and says so.
+//!
+//! (An earlier version bisected the free bandwidth by giving sleeping helper threads
+//! SCHED_DEADLINE reservations. That leaks: a task that leaves SCHED_DEADLINE while blocked keeps
+//! its bandwidth in the root domain's total until the domain is rebuilt — sched_dl_overflow
+//! leaves the decrease to switched_from_dl()'s 0-lag timer, which is only armed for queued tasks —
+//! so every later admission on the machine failed with EBUSY. Do not reintroduce it.)
 
 use rtscope_probe::sys;
-use std::sync::mpsc;
 
 /// sched_rt_runtime_us / sched_rt_period_us; 1.0 when runtime is -1 (no limit).
 pub fn rt_limit() -> Option<f64> {
@@ -77,103 +78,16 @@ pub fn other_dl_bandwidth() -> f64 {
     sum
 }
 
-fn set_dl(tid: i32, bw: f64) -> std::io::Result<()> {
-    const PERIOD: u64 = 100_000_000;
-    let runtime = ((bw * PERIOD as f64) as u64).max(1024);
-    sys::sched_setattr(
-        tid,
-        &sys::SchedAttr {
-            sched_policy: sys::SCHED_DEADLINE,
-            sched_runtime: runtime,
-            sched_deadline: PERIOD,
-            sched_period: PERIOD,
-            ..Default::default()
-        },
-    )
-}
+/// The fair server's default reservation: 50 ms every 1 s (kernel/sched/fair.c, fair_server_init).
+pub const FAIR_SERVER_DEFAULT: f64 = 0.05;
 
-fn set_other(tid: i32) {
-    let _ = sys::sched_setattr(
-        tid,
-        &sys::SchedAttr {
-            sched_policy: sys::SCHED_OTHER,
-            ..Default::default()
-        },
-    );
-}
-
-/// Largest total DEADLINE bandwidth the kernel admits right now for new threads in this
-/// process's root domain of `cpus` CPUs, to a resolution of cpus/2^14. Uses cpus + 1 sleeping
-/// helper threads so no single reservation needs more than one CPU. Returns None when even a tiny
-/// reservation is refused for another reason than EBUSY (e.g. affinity narrower than the root
-/// domain, no CAP_SYS_NICE).
-pub fn probe_free_bandwidth(cpus: u32) -> Option<f64> {
-    let k = cpus as usize + 1;
-    let mut tids = Vec::with_capacity(k);
-    let mut releases = Vec::with_capacity(k);
-    let mut handles = Vec::with_capacity(k);
-    for _ in 0..k {
-        let (tid_tx, tid_rx) = mpsc::channel::<i32>();
-        let (go_tx, go_rx) = mpsc::channel::<()>();
-        let h = std::thread::Builder::new()
-            .name("rtscope-dlprobe".into())
-            .spawn(move || {
-                let _ = tid_tx.send(sys::gettid());
-                // Sleep (never run) until released; a blocked DEADLINE task uses no CPU time.
-                let _ = go_rx.recv();
-                set_other(0);
-            })
-            .ok()?;
-        tids.push(tid_rx.recv().ok()?);
-        releases.push(go_tx);
-        handles.push(h);
-    }
-    let try_total = |x: f64| -> Result<bool, ()> {
-        let mut admitted = Vec::new();
-        let mut ok = true;
-        for &t in &tids {
-            match set_dl(t, x / k as f64) {
-                Ok(()) => admitted.push(t),
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    ok = false;
-                    break;
-                }
-                Err(_) => {
-                    for &a in &admitted {
-                        set_other(a);
-                    }
-                    return Err(());
-                }
-            }
-        }
-        for &a in &admitted {
-            set_other(a);
-        }
-        Ok(ok)
-    };
-    let result = (|| {
-        if !try_total(1e-4).ok()? {
-            return Some(0.0);
-        }
-        let (mut lo, mut hi) = (0.0f64, cpus as f64);
-        if try_total(hi).ok()? {
-            return Some(hi);
-        }
-        for _ in 0..14 {
-            let mid = (lo + hi) / 2.0;
-            if try_total(mid).ok()? {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        Some(lo)
-    })();
-    drop(releases);
-    for h in handles {
-        let _ = h.join();
-    }
-    result
+/// (major, minor) of the running kernel.
+pub fn kernel_version() -> Option<(u32, u32)> {
+    let s = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let mut it = s.trim().split(['.', '-']);
+    let maj = it.next()?.parse().ok()?;
+    let min = it.next()?.parse().ok()?;
+    Some((maj, min))
 }
 
 /// Scheduler counters of one thread (/proc/<pid>/task/<tid>/sched needs CONFIG_SCHED_DEBUG;

@@ -129,66 +129,47 @@ struct ThreadOut {
     observed_priority: i32,
 }
 
-/// Admission facts for predictions and the report.
-pub fn admission_info(cpus: u32, probe: bool) -> (AdmissionInfo, KernelLimits) {
+/// Admission facts for predictions and the report. `detect` = look for the fair server
+/// (debugfs when readable, else the kernel version: dl_server exists from Linux 6.12 with a
+/// default reservation of 50 ms every 1 s per CPU); otherwise assume none.
+pub fn admission_info(cpus: u32, detect: bool) -> (AdmissionInfo, KernelLimits) {
     let limit = kernel::rt_limit().unwrap_or(0.95);
     let other = kernel::other_dl_bandwidth();
-    let mut unaccounted = 0.0;
-    let (fs, probed, method) = if let Some(fs) = kernel::fair_server_debugfs() {
+    let (fs, method) = if !detect {
+        (
+            None,
+            "fair server not looked for (not a DEADLINE run, or --no-probe): assumed 0".to_string(),
+        )
+    } else if let Some(fs) = kernel::fair_server_debugfs() {
         (
             Some(fs),
-            None,
-            "fair server read from /sys/kernel/debug/sched/fair_server/cpu0".to_string(),
+            format!("fair server {fs:.3}/CPU read from /sys/kernel/debug/sched/fair_server/cpu0"),
         )
-    } else if probe {
-        match kernel::probe_free_bandwidth(cpus) {
-            Some(free) => {
-                let missing = ((limit * cpus as f64 - other - free) / cpus as f64).max(0.0);
-                // Bisection resolution is cpus/2^14 in total; the kernel's default fair server
-                // is 50 ms / 1 s = 0.05 per CPU. More than 0.1/CPU missing is not a fair server.
-                let missing = if missing < 1e-3 { 0.0 } else { (missing * 1000.0).round() / 1000.0 };
-                if missing <= 0.1 {
-                    (
-                        Some(missing),
-                        Some(free),
-                        format!(
-                            "debugfs unreadable; bisected free DEADLINE bandwidth with sleeping helper threads: {free:.4} of {limit:.3} × {cpus} CPUs, others hold {other:.4} → fair server ≈ {missing:.3}/CPU"
-                        ),
-                    )
-                } else {
-                    unaccounted = missing * cpus as f64;
-                    (
-                        None,
-                        Some(free),
-                        format!(
-                            "debugfs unreadable; bisected free DEADLINE bandwidth: only {free:.4} of {limit:.3} × {cpus} CPUs, no visible DEADLINE thread holds the missing {unaccounted:.4} (another tenant's transient reservations, or leaked kernel accounting); fair server not determined"
-                        ),
-                    )
-                }
-            }
-            None => (None, None, "debugfs unreadable and the admission probe was refused; fair server unknown (assumed 0)".into()),
-        }
     } else {
-        (
-            None,
-            None,
-            "not probed (--no-probe); fair server assumed 0".into(),
-        )
+        match kernel::kernel_version() {
+            Some((maj, min)) if (maj, min) >= (6, 12) => (
+                Some(kernel::FAIR_SERVER_DEFAULT),
+                format!(
+                    "debugfs unreadable (lockdown); Linux {maj}.{min} ≥ 6.12 has the fair server (dl_server): assumed at its default 50 ms / 1 s = {:.3}/CPU",
+                    kernel::FAIR_SERVER_DEFAULT
+                ),
+            ),
+            Some((maj, min)) => (Some(0.0), format!("Linux {maj}.{min} < 6.12: no fair server")),
+            None => (None, "kernel version unreadable: fair server unknown, assumed 0".into()),
+        }
     };
     let info = AdmissionInfo {
         limit_per_cpu: limit,
         cpus,
         fair_server_per_cpu: fs,
         other_dl_bandwidth: other,
-        probed_free_bandwidth: probed,
-        unaccounted_bandwidth: unaccounted,
+        probed_free_bandwidth: None,
+        unaccounted_bandwidth: 0.0,
         method,
     };
     let lim = KernelLimits {
         limit_per_cpu: limit,
         fair_server_per_cpu: fs.unwrap_or(0.0),
-        // Unaccounted bandwidth is reported, not predicted with: it came and went within
-        // seconds on our shared test machine.
         other_bandwidth: other,
     };
     (info, lim)
@@ -298,12 +279,6 @@ pub fn run(
         Some(a) => a.clone(),
         None => admission_info(opts.cpus.len() as u32, opts.probe_admission && has_dl),
     };
-    if admission.unaccounted_bandwidth > 0.0 {
-        warnings.push(format!(
-            "the kernel refused {:.3} of DEADLINE bandwidth that no visible DEADLINE thread holds when probed; admission may fail",
-            admission.unaccounted_bandwidth
-        ));
-    }
     let predictions = super::plan::predict(plan, limits, opts.inflate_ns);
     let _sig = SigGuard::install();
     let hyg = rtscope_probe::hygiene::mlockall();
@@ -499,6 +474,10 @@ pub fn run(
     });
 
     let interrupted = STOP.load(Ordering::SeqCst);
+    // The measured window: the requested duration, or up to the stop when interrupted.
+    let window_ns = now()
+        .saturating_sub(t0.load(Ordering::SeqCst))
+        .clamp(1, opts.duration_ns.max(1));
     // Recalibrate: drift shows whether the work loop still costs what it did (frequency, cache,
     // interference from other tenants of the machine).
     let calibration: Vec<Calibration> = cal
@@ -538,7 +517,7 @@ pub fn run(
         });
     }
 
-    let dur = opts.duration_ns as f64;
+    let dur = window_ns as f64;
     let mut tasks = Vec::with_capacity(n);
     for (i, (spec, o)) in plan.specs.iter().zip(&outs).enumerate() {
         let t = &spec.task;

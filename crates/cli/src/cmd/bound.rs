@@ -5,6 +5,7 @@
 use crate::usage;
 use anyhow::{Context, Result};
 use rtscope_analysis::bound::{self, BoundInput, Options};
+use rtscope_model::record::RawSample;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -23,6 +24,11 @@ pub struct Args {
     /// nor samples in the trace. The result is labelled an estimate, not a sound bound.
     #[arg(long, value_name = "NS", requires = "trace")]
     assume_thread_ns: Option<u64>,
+    /// With --trace: latency samples recorded beside the trace (`rtscope measure --raw FILE`
+    /// CSV: cpu,tid,cycle,expected_ns,latency_ns on CLOCK_MONOTONIC, like the trace), added to
+    /// any samples stored in the .rtt.
+    #[arg(long, value_name = "FILE.csv", requires = "trace")]
+    samples: Option<PathBuf>,
     /// With --trace: also compute the time-to-bound series at N evenly spaced instants
     /// (1 ..= 1000): the sliding-window bound from the data seen so far vs the observed maximum.
     #[arg(long, value_name = "N", requires = "trace")]
@@ -78,17 +84,79 @@ fn read_rtsl(paths: &[PathBuf]) -> Result<BoundInput> {
 
 type Series = Vec<rtscope_model::bound::BoundSeriesPoint>;
 
+/// `rtscope measure --raw` CSV → samples; every bad line is named.
+fn read_samples_csv(p: &Path) -> Result<Vec<RawSample>> {
+    let text = std::fs::read_to_string(p).map_err(|e| usage!("--samples {}: {e}", p.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if (n == 1 && line.trim() == "cpu,tid,cycle,expected_ns,latency_ns")
+            || line.trim().is_empty()
+        {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        if f.len() != 5 {
+            return Err(usage!(
+                "--samples {} line {n}: expected 5 fields cpu,tid,cycle,expected_ns,latency_ns, got {}",
+                p.display(),
+                f.len()
+            ));
+        }
+        let num = |k: usize| -> Result<u64> {
+            f[k].parse::<u64>().map_err(|_| {
+                usage!(
+                    "--samples {} line {n}: field {} must be a non-negative integer, got {:?}",
+                    p.display(),
+                    k + 1,
+                    f[k]
+                )
+            })
+        };
+        let cpu = u32::try_from(num(0)?)
+            .map_err(|_| usage!("--samples {} line {n}: cpu out of range", p.display()))?;
+        let tid = u32::try_from(num(1)?)
+            .map_err(|_| usage!("--samples {} line {n}: tid out of range", p.display()))?;
+        out.push(RawSample {
+            cpu,
+            tid,
+            cycle: num(2)?,
+            expected_ns: num(3)?,
+            latency_ns: num(4)?,
+        });
+    }
+    Ok(out)
+}
+
 fn read_trace(
     p: &Path,
+    samples_csv: Option<&Path>,
     assume_thread_ns: Option<u64>,
     series: Option<(u32, Options)>,
 ) -> Result<(BoundInput, Series)> {
     if !p.is_file() {
         return Err(usage!("--trace {}: no such file", p.display()));
     }
-    let f = rtscope_trace::rtt::read_rtt(p).map_err(|e| usage!("--trace {}: {e}", p.display()))?;
+    let mut f =
+        rtscope_trace::rtt::read_rtt(p).map_err(|e| usage!("--trace {}: {e}", p.display()))?;
+    if let Some(c) = samples_csv {
+        f.samples.extend(read_samples_csv(c)?);
+    }
+    // Only samples wholly inside the traced interval can have their interrupt part subtracted;
+    // outside it the whole latency would count as thread delay.
+    let (t0, t1) = (f.meta.start_ns, f.meta.end_ns);
+    let before = f.samples.len();
+    if t1 > t0 {
+        f.samples.retain(|s| s.expected_ns >= t0 && s.expected_ns.saturating_add(s.latency_ns) <= t1);
+    }
+    let dropped = before - f.samples.len();
     let mut input = bound::events::trace_input(&f.events, &f.samples, assume_thread_ns)
         .map_err(|e| usage!("--trace {}: {e}", p.display()))?;
+    if dropped > 0 {
+        input.warnings.push(format!(
+            "{dropped} of {before} samples lie outside the traced interval and were not used"
+        ));
+    }
     for (cpu, lost) in &f.meta.lost_per_cpu {
         if *lost > 0 {
             input.warnings.push(format!(
@@ -132,7 +200,12 @@ pub fn run(a: Args) -> Result<()> {
         (Some(p), true, None) => (read_json(p)?, "json", Vec::new()),
         (None, false, None) => (read_rtsl(&a.rtsl_db)?, "rtsl-db", Vec::new()),
         (None, true, Some(p)) => {
-            let (i, s) = read_trace(p, a.assume_thread_ns, a.series.map(|n| (n, opts)))?;
+            let (i, s) = read_trace(
+                p,
+                a.samples.as_deref(),
+                a.assume_thread_ns,
+                a.series.map(|n| (n, opts)),
+            )?;
             (i, "trace", s)
         }
         _ => {

@@ -137,6 +137,9 @@ fn ci(v: Option<f64>, c: Option<(f64, f64)>) -> String {
     }
 }
 
+/// How one table row is read from a run's statistics.
+type RowFn = Box<dyn Fn(&cmp::Side) -> String>;
+
 fn render(o: &Out) -> String {
     let n = o.runs.len() + 1;
     let mut rows: Vec<Vec<String>> = Vec::new();
@@ -151,7 +154,7 @@ fn render(o: &Out) -> String {
     }));
     rows.push(head);
     let f = |v: Option<u64>| v.map(|x| x as f64);
-    let lines: Vec<(&str, Box<dyn Fn(&cmp::Side) -> String>)> = vec![
+    let lines: Vec<(&str, RowFn)> = vec![
         ("min", Box::new(move |s: &cmp::Side| db::us(f(s.min_ns)))),
         (
             "avg [99% CI]",

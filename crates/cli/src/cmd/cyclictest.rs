@@ -188,42 +188,22 @@ pub fn to_measure_flags(ct: &CtFlags) -> Result<MeasureFlags> {
     }
     let hist = ct.hist.unwrap_or(10_000);
     check_range("cyclictest -h/-H", hist, 1, 1_000_000, " us")?;
-    Ok(MeasureFlags {
-        cpus: Some(common::fmt_cpus(&cpus)),
-        interval: ct.interval,
-        distance: ct.distance,
-        policy,
-        priority: rt.then_some(ct.prio),
-        nice: None,
-        dl_runtime: None,
-        dl_deadline: None,
-        dl_period: None,
-        dl_no_reset_on_fork: false,
-        dl_overrun: false,
-        duration: ct.duration.clone(),
-        loops: ct.loops,
-        timer: measure::TimerArg::Abs,
-        clock: measure::ClockArg::Monotonic,
-        no_dma_latency: false,
-        break_above: ct.breaktrace,
-        // Overflow cycle numbers: cyclictest lists every sample ≥ the histogram size.
-        threshold: ct
-            .hist
-            .map(|h| h as u64 - 1)
-            .filter(|&t| t > 0)
-            .or(ct.hist.map(|_| 1)),
-        worst: 10,
-        linear_max: hist.saturating_sub(1).max(1),
-        json: None,
-        histogram_file: None,
-        cyclictest_json: None,
-        raw: None,
-        quiet: true,
-        allow_unprivileged: false,
-        db: None,
-        no_store: false,
-        tags: vec!["compat=cyclictest".into()],
-    })
+    let mut m = measure::default_flags();
+    m.cpus = Some(common::fmt_cpus(&cpus));
+    m.interval = ct.interval;
+    m.distance = ct.distance;
+    m.policy = policy;
+    m.priority = rt.then_some(ct.prio);
+    m.duration = ct.duration.clone();
+    m.loops = ct.loops;
+    m.break_above = ct.breaktrace;
+    // Overflow cycle numbers: cyclictest lists every sample ≥ the histogram size, so keep every
+    // sample above (size − 1) µs; the writer filters to ≥ size.
+    m.threshold = ct.hist.map(|h| (h as u64).saturating_sub(1).max(1));
+    m.linear_max = hist.saturating_sub(1).max(1);
+    m.quiet = true;
+    m.tags = vec!["compat=cyclictest".into()];
+    Ok(m)
 }
 
 /// cyclictest's live view: the `T:` lines refreshed in place.

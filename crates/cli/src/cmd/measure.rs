@@ -132,6 +132,21 @@ pub struct MeasureFlags {
     /// Free tags key=value (repeatable), stored with the run
     #[arg(long = "tag", value_name = "K=V")]
     pub tags: Vec<String>,
+    /// Background load during the run: idle, cpu-cache, hackbench, disk, net, io, exec
+    /// (comma-separated); its intensity figures are stored with the run
+    #[arg(long, value_name = "KIND[,KIND…]")]
+    pub load: Option<String>,
+    /// CPUs the load may use [default: all online]
+    #[arg(long, value_name = "LIST")]
+    pub load_cpus: Option<String>,
+    /// Command for `--load exec` (repeat for each argument: --load-exec stress-ng --load-exec --cpu …)
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    pub load_exec: Vec<String>,
+    /// Confirm a real-time load policy (--load-policy fifo)
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub load_flags: super::load::LoadFlags,
 }
 
 #[derive(clap::Args)]
@@ -140,9 +155,25 @@ pub struct Args {
     pub flags: MeasureFlags,
 }
 
+#[derive(clap::Parser)]
+struct DefaultsOnly {
+    #[command(flatten)]
+    flags: MeasureFlags,
+}
+
+/// Every measure flag at its default (for verbs that build a measurement programmatically).
+pub fn default_flags() -> MeasureFlags {
+    use clap::Parser;
+    // Parsing an empty command line with only defaults cannot fail.
+    DefaultsOnly::try_parse_from(["rtscope"])
+        .map(|d| d.flags)
+        .expect("measure flags have defaults")
+}
+
 /// A fully validated run: nothing has been started when this exists.
 pub struct Resolved {
     pub id: String,
+    pub loads: Option<(Vec<rtscope_load::LoadKind>, rtscope_load::LoadOptions)>,
     pub config: RunConfig,
     pub spec: MeasureSpec,
     pub warnings: Vec<String>,
@@ -240,6 +271,16 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
         }
     }
     let tags = common::parse_tags("--tag", &f.tags)?;
+    let loads = match &f.load {
+        None => None,
+        Some(spec) => {
+            let kinds = rtscope_load::parse_kinds(spec).map_err(super::load::load_error)?;
+            let lcpus = common::resolve_cpus("--load-cpus", f.load_cpus.as_deref())?;
+            let opts = f.load_flags.options(lcpus, f.force, f.load_exec.clone())?;
+            rtscope_load::validate(&kinds, &opts).map_err(super::load::load_error)?;
+            Some((kinds, opts))
+        }
+    };
     // Privileges: RT and DEADLINE policies need root or CAP_SYS_NICE.
     let privileged = rtscope_probe::sys::is_root()
         || rtscope_probe::sys::has_capability(rtscope_probe::sys::CAP_SYS_NICE);
@@ -293,7 +334,10 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
         threshold_us: f.threshold,
         worst_n: f.worst,
         linear_max_us: f.linear_max,
-        loads: Vec::new(),
+        loads: loads
+            .as_ref()
+            .map(|(k, _)| k.iter().map(|x| x.to_string()).collect())
+            .unwrap_or_default(),
         trace: "off".into(),
         tags: tags.clone(),
     };
@@ -305,6 +349,7 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
     }
     Ok(Resolved {
         id: common::new_run_id(),
+        loads,
         config,
         spec,
         warnings,
@@ -405,6 +450,16 @@ pub fn execute(
     let started_wall = std::time::SystemTime::now();
     let mut system = rtscope_probe::system::capture(&r.config.cpus);
     let steal_before = rtscope_probe::system::steal_ns();
+    // Loads start first (from this long-lived thread: their death signal is tied to it) and get
+    // a moment to reach full intensity before the first sample.
+    let running_loads = match &r.loads {
+        Some((kinds, opts)) => {
+            let l = rtscope_load::start(kinds, opts).map_err(super::load::load_error)?;
+            std::thread::sleep(Duration::from_millis(500));
+            Some(l)
+        }
+        None => None,
+    };
     let t0 = Instant::now();
     let m = Measurement::start(&r.spec).map_err(|e| anyhow::anyhow!(e))?;
     let total = r.config.duration_s.map(Duration::from_secs_f64);
@@ -422,8 +477,10 @@ pub fn execute(
     }
     display.tick(&m, t0.elapsed(), total);
     display.finish();
-    let out = m.join().map_err(|e| anyhow::anyhow!(e))?;
+    let out = m.join().map_err(|e| anyhow::anyhow!(e));
     let wall = t0.elapsed().as_secs_f64();
+    let load_reports = running_loads.map(|l| l.stop()).unwrap_or_default();
+    let out = out?;
     let steal_after = rtscope_probe::system::steal_ns();
     rtscope_probe::system::set_steal(&mut system, &steal_before, &steal_after, &r.config.cpus);
     let mut rec = build_record(
@@ -437,6 +494,12 @@ pub fn execute(
         interrupted,
     );
     rec.id = r.id.clone();
+    for l in &load_reports {
+        for w in &l.warnings {
+            rec.warnings.push(format!("load {}: {w}", l.kind));
+        }
+    }
+    rec.loads = load_reports;
     Ok((rec, out.raw))
 }
 

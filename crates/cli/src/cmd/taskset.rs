@@ -71,7 +71,8 @@ struct GenArgs {
     /// CPUs the set is meant for: U above this is rejected (default: online CPUs).
     #[arg(long)]
     cpus: Option<u32>,
-    /// Output file (count = 1) or directory (count > 1: set-000.json …); stdout when absent.
+    /// Output file, or directory (count > 1, an existing directory or a path ending in '/':
+    /// set-000.json …); stdout when absent.
     #[arg(short = 'o', long)]
     output: Option<PathBuf>,
     /// json | toml
@@ -93,12 +94,19 @@ struct PlanArgs {
     /// Bin packing for partitioned/clustered (decreasing utilisation): first | best | worst
     #[arg(long, default_value = "worst")]
     fit: String,
+    /// Bin test for partitioned/clustered: policy (EDF for deadline/other, RTA for fifo) |
+    /// deadline (every policy packed like SCHED_DEADLINE: same placement for all policies).
+    #[arg(long, default_value = "policy")]
+    bin_test: String,
     /// CPUs per cluster for --placement clustered.
     #[arg(long, default_value_t = 1)]
     cluster_size: u32,
-    /// SCHED_DEADLINE runtime = C × margin (Lelli 2014 §2.3: "slightly larger than C").
+    /// SCHED_DEADLINE runtime = C × margin + margin-us (Lelli 2014 §2.3: "slightly larger than C").
     #[arg(long, default_value_t = 1.1)]
     margin: f64,
+    /// SCHED_DEADLINE runtime allowance added after the margin (µs): per-job overhead.
+    #[arg(long, default_value_t = 50)]
+    margin_us: u64,
     /// Add this measured overhead bound (µs) to every C in the predictions.
     #[arg(long, default_value_t = 0.0)]
     inflate_us: f64,
@@ -260,7 +268,7 @@ fn gen_cmd(g: GenArgs) -> anyhow::Result<()> {
     match (&g.output, g.count) {
         (None, 1) => println!("{}", ts::write_set(&sets[0], toml_format)?),
         (None, _) => return Err(usage!("--count > 1 needs -o DIR")),
-        (Some(p), 1) if !p.is_dir() => {
+        (Some(p), 1) if !p.is_dir() && !p.to_string_lossy().ends_with('/') => {
             std::fs::write(p, ts::write_set(&sets[0], toml_format)?)
                 .with_context(|| format!("writing {}", p.display()))?;
         }
@@ -325,6 +333,18 @@ fn resolve_policy(p: &PlanArgs) -> anyhow::Result<(PolicyKind, PlacementKind)> {
             ))
         }
     };
+    if !["policy", "deadline"].contains(&p.bin_test.as_str()) {
+        return Err(usage!(
+            "--bin-test: policy or deadline, got '{}'",
+            p.bin_test
+        ));
+    }
+    if p.margin_us > 100_000 {
+        return Err(usage!(
+            "--margin-us: must be 0..=100000, got {}",
+            p.margin_us
+        ));
+    }
     if !(1.0..=2.0).contains(&p.margin) {
         return Err(usage!("--margin: must be in [1, 2], got {}", p.margin));
     }
@@ -337,6 +357,14 @@ fn resolve_policy(p: &PlanArgs) -> anyhow::Result<(PolicyKind, PlacementKind)> {
     Ok((policy, placement))
 }
 
+fn plan_options(p: &PlanArgs) -> ts::plan::PlanOptions {
+    ts::plan::PlanOptions {
+        margin: p.margin,
+        extra_runtime_ns: p.margin_us * 1000,
+        same_bins: p.bin_test == "deadline",
+    }
+}
+
 fn check_cmd(c: CheckArgs) -> anyhow::Result<()> {
     let set = ts::read_set(&c.set).map_err(invalid)?;
     let (policy, placement) = resolve_policy(&c.plan)?;
@@ -345,7 +373,8 @@ fn check_cmd(c: CheckArgs) -> anyhow::Result<()> {
         cpus.len() as u32,
         !c.plan.no_probe && policy == PolicyKind::Deadline,
     );
-    let plan = ts::plan(&set, policy, placement, c.plan.margin, &cpus, lim).map_err(invalid)?;
+    let plan = ts::plan::plan_with(&set, policy, placement, &cpus, lim, &plan_options(&c.plan))
+        .map_err(invalid)?;
     let preds = ts::predict(&plan, lim, (c.plan.inflate_us * 1000.0) as u64);
     if c.json {
         println!(
@@ -434,6 +463,12 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
         tags.insert(k.to_string(), v.to_string());
     }
     let (policy, placement) = resolve_policy(&r.plan)?;
+    let online = rtscope_probe::sys::online_cpus().context("reading online CPUs")?;
+    if policy == PolicyKind::Deadline && placement == PlacementKind::Global && cpus != online {
+        return Err(usage!(
+            "--cpus: global SCHED_DEADLINE runs on its whole root domain (CPUs {online:?}); the kernel refuses narrower affinities — use --placement partitioned or clustered"
+        ));
+    }
     let inflate_ns = (r.plan.inflate_us * 1000.0) as u64;
     let is_dl = |p: &RunPlan| {
         p.specs
@@ -449,7 +484,8 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
             let probe = !r.plan.no_probe && policy == PolicyKind::Deadline;
             let (info, lim) = ts::runner::admission_info(cpus.len() as u32, probe);
             let plan =
-                ts::plan(&set, policy, placement, r.plan.margin, &cpus, lim).map_err(invalid)?;
+                ts::plan::plan_with(&set, policy, placement, &cpus, lim, &plan_options(&r.plan))
+                    .map_err(invalid)?;
             admission = Some((info, lim));
             (plan, set, path.display().to_string(), None, Vec::new())
         }

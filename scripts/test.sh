@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --no-build
 
 # PostgreSQL on 127.0.0.1 for the store's second backend; the browser for the report test.
-if [ -x scripts/ci-postgres.sh ]; then
-  eval "$(scripts/ci-postgres.sh)"
-fi
+eval "$(scripts/ci-postgres.sh start)"
+trap 'scripts/ci-postgres.sh stop >/dev/null 2>&1 || true' EXIT
+scripts/ci-chromium.sh >/dev/null
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

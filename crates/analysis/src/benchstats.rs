@@ -226,8 +226,9 @@ pub fn pdlt_baseline(points: &[PdltPoint]) -> Option<u64> {
 }
 
 /// Non-preemptible regions of a scan: maximal runs of consecutive points (by offset) whose PDLT
-/// exceeds `baseline + threshold`, split where PDLT jumps *up* by more than `threshold` between
-/// neighbours (a preemption point ends one triangle and the next begins, heursch-2001 Fig. 5).
+/// exceeds `baseline + threshold`, split where PDLT jumps *up* by more than `threshold` and half
+/// the previous excess (a preemption point ends one triangle and the next begins, heursch-2001
+/// Fig. 5). Points whose timer expired before the call started (offset < 0) are ignored.
 /// Runs of fewer than `min_points` points are ignored (isolated host stalls are not triangles).
 pub fn pdlt_triangles(
     points: &[PdltPoint],
@@ -235,7 +236,7 @@ pub fn pdlt_triangles(
     threshold_ns: u64,
     min_points: usize,
 ) -> Vec<PdltTriangle> {
-    let mut s: Vec<&PdltPoint> = points.iter().collect();
+    let mut s: Vec<&PdltPoint> = points.iter().filter(|p| p.offset_ns >= 0).collect();
     s.sort_by_key(|p| p.offset_ns);
     let limit = baseline_ns.saturating_add(threshold_ns);
     let mut out = Vec::new();
@@ -260,7 +261,12 @@ pub fn pdlt_triangles(
             continue;
         }
         if let Some(last) = run.last() {
-            if p.pdlt_ns > last.pdlt_ns.saturating_add(threshold_ns) {
+            // A new triangle starts where PDLT jumps up by more than the threshold *and* by more
+            // than half of the previous point's excess: near the end of a region the excess is
+            // small, so a preemption point shows as a big jump, while the run-to-run jitter of a
+            // long call (heights of hundreds of µs varying by tens) does not split it.
+            let excess = last.pdlt_ns.saturating_sub(baseline_ns);
+            if p.pdlt_ns > last.pdlt_ns.saturating_add(threshold_ns.max(excess / 2)) {
                 flush(&mut run, &mut out);
             }
         }
@@ -421,6 +427,21 @@ mod tests {
         );
         assert!(close(t[0].slope, -1.0, 1e-12));
         assert!(close(t[1].slope, -1.0, 1e-12));
+        // One long region with ±30 µs jitter on heights of ~500 µs stays one triangle, and a
+        // point before the call (offset < 0) is ignored.
+        let jit: Vec<PdltPoint> = (0..20i64)
+            .map(|o| {
+                let h = 2_000 + (500 - 10 * o) as u64 * 1000;
+                pt(o * 10_000, if o % 2 == 0 { h + 30_000 } else { h }, 200_000)
+            })
+            .chain(std::iter::once(pt(-5_000, 900_000, 200_000)))
+            .collect();
+        let t = pdlt_triangles(&jit, 2000, 500, 3);
+        assert_eq!(t.len(), 1);
+        assert_eq!(
+            (t[0].start_offset_ns, t[0].end_offset_ns, t[0].peak_pdlt_ns),
+            (0, 190_000, 532_000)
+        );
         // A lone spike (host stall) is not a triangle.
         let mut spike = pts[10..].to_vec();
         spike[2].pdlt_ns = 50_000;

@@ -13,12 +13,17 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Real-kernel tests run one at a time: concurrent runs would share the CPUs and the
+/// /dev/cpu_dma_latency request, and disturb each other's counts.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 macro_rules! need_root {
     () => {
         if !is_root() {
             println!("SKIPPED: needs root (SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency)");
             return;
         }
+        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     };
 }
 
@@ -43,12 +48,11 @@ fn schema() -> jsonschema::JSONSchema {
 
 fn validate(v: &serde_json::Value) {
     let s = schema();
-    if let Err(errs) = s.validate(v) {
-        let msgs: Vec<String> = errs
-            .map(|e| format!("{} at {}", e, e.instance_path))
-            .collect();
-        panic!("run record does not match docs/schema: {msgs:?}");
-    }
+    let msgs: Vec<String> = match s.validate(v) {
+        Ok(()) => Vec::new(),
+        Err(errs) => errs.map(|e| format!("{} at {}", e, e.instance_path)).collect(),
+    };
+    assert!(msgs.is_empty(), "run record does not match docs/schema: {msgs:?}");
 }
 
 /// Scheduling policy and RT priority of every measurement thread of `pid`, from
@@ -92,7 +96,7 @@ fn run_policy(policy: &str, extra: &[&str], want_policy: u32, want_prio: u32) {
     let js = json.to_str().unwrap().to_string();
     args.push(&js);
     args.extend_from_slice(extra);
-    let mut child = Command::new(bin())
+    let child = Command::new(bin())
         .args(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -36,6 +36,9 @@ pub struct Hygiene {
     /// Timer slack applied to SCHED_OTHER threads (1 ns), None when not applicable.
     pub timer_slack_ns: Option<u64>,
     pub notes: Vec<String>,
+    /// Peak resident set size of the rtscope process over the run (getrusage ru_maxrss).
+    #[serde(default)]
+    pub peak_rss_kib: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

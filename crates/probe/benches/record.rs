@@ -15,7 +15,7 @@ fn bench(c: &mut Criterion) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let v = 2_000 + (x % 8_000) + if x % 1000 == 0 { 200_000 } else { 0 };
+        let v = 2_000 + (x % 8_000) + if x.is_multiple_of(1000) { 200_000 } else { 0 };
         lat.push(v);
     }
     let live = LiveThread::default();

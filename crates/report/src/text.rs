@@ -41,7 +41,7 @@ pub fn summary(rec: &RunRecord) -> String {
     };
     let _ = writeln!(
         s,
-        "rtscope {} — run {} — {} — interval {} us{} — timer {} on {:?} — {:.1} s{}",
+        "rtscope {} — run {} — {} — interval {} us{} — timer {} on {} — {:.1} s{}",
         c.verb,
         rec.id,
         policy,
@@ -52,7 +52,10 @@ pub fn summary(rec: &RunRecord) -> String {
             String::new()
         },
         c.timer.name(),
-        c.clock,
+        match c.clock {
+            rtscope_model::ClockId::Monotonic => "CLOCK_MONOTONIC",
+            rtscope_model::ClockId::Realtime => "CLOCK_REALTIME",
+        },
         rec.wall_duration_s,
         if rec.interrupted {
             " — INTERRUPTED (partial results)"
@@ -147,7 +150,7 @@ pub fn summary(rec: &RunRecord) -> String {
     }
     let worst: Vec<_> = {
         let mut w: Vec<_> = rec.threads.iter().flat_map(|t| t.worst.iter()).collect();
-        w.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns));
+        w.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
         w.into_iter().take(5).collect()
     };
     if !worst.is_empty() {
@@ -172,6 +175,9 @@ pub fn summary(rec: &RunRecord) -> String {
     match h.cpu_dma_latency_us {
         Some(v) => hy.push(format!("/dev/cpu_dma_latency held at {v} us")),
         None => hy.push("/dev/cpu_dma_latency not held".into()),
+    }
+    if let Some(rss) = h.peak_rss_kib {
+        hy.push(format!("peak RSS {:.1} MiB", rss as f64 / 1024.0));
     }
     if let Some(sl) = h.timer_slack_ns {
         hy.push(format!("timer slack {sl} ns"));

@@ -273,6 +273,24 @@ impl Campaign {
     }
 }
 
+/// Whether a stored run counts for its campaign cell: complete, not interrupted.
+pub fn is_complete(r: &rtscope_model::RunRecord) -> bool {
+    !r.interrupted && r.end_reason == rtscope_model::EndReason::Completed
+}
+
+/// Cell ids of `campaign` already stored complete among `runs` (resumption skips these).
+pub fn finished_cells(
+    campaign: &str,
+    runs: &[rtscope_model::RunRecord],
+) -> std::collections::BTreeSet<String> {
+    runs.iter()
+        .filter(|r| is_complete(r))
+        .map(crate::all_tags)
+        .filter(|t| t.get("campaign").map(String::as_str) == Some(campaign))
+        .filter_map(|t| t.get("cell").cloned())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +343,31 @@ kernel = "6.18-none"
         assert_eq!(
             e.to_string(),
             "c.toml:4:17: intervals_us: must be 1..=10000000 us, got 0"
+        );
+    }
+
+    #[test]
+    fn resumption_skips_only_complete_runs_of_this_campaign() {
+        use crate::fixture::{record, Spec};
+        let tagged = |id: &str, campaign: &str, cell: &str| {
+            let mut s = Spec::new(id, 1);
+            s.samples_per_cpu = 10;
+            s.tags.insert("campaign".into(), campaign.into());
+            s.tags.insert("cell".into(), cell.into());
+            record(&s)
+        };
+        let mut interrupted = tagged("r3", "c", "fifo-io-i1000-2m-r1");
+        interrupted.interrupted = true;
+        interrupted.end_reason = rtscope_model::EndReason::Interrupted;
+        let runs = vec![
+            tagged("r1", "c", "fifo-idle-i1000-2m-r1"),
+            tagged("r2", "other", "fifo-cpu-cache-i1000-2m-r1"),
+            interrupted,
+        ];
+        let done = finished_cells("c", &runs);
+        assert_eq!(
+            done.into_iter().collect::<Vec<_>>(),
+            ["fifo-idle-i1000-2m-r1"]
         );
     }
 

@@ -529,11 +529,11 @@ mod tests {
                 }
             };
             for t in ["poid", "paie", "psd", "dst"] {
-                for _ in 0..rng.below(4) {
+                for _ in 0..=rng.below(3) {
                     let cpu = if rng.below(20) == 0 {
                         val(&mut rng)
                     } else {
-                        rusqlite::types::Value::Integer(rng.below(2) as i64)
+                        rusqlite::types::Value::Integer(rng.below(8).saturating_sub(6) as i64)
                     };
                     let _ = c.execute(
                         &format!("INSERT INTO {t} VALUES (?1, ?2)"),
@@ -545,16 +545,21 @@ mod tests {
                 let cpu = if rng.below(20) == 0 {
                     val(&mut rng)
                 } else {
-                    rusqlite::types::Value::Integer(rng.below(2) as i64)
+                    rusqlite::types::Value::Integer(rng.below(8).saturating_sub(6) as i64)
                 };
                 let _ = c.execute(
                     "INSERT INTO irq VALUES (?1, ?2, ?3, ?4)",
                     [cpu, val(&mut rng), val(&mut rng), val(&mut rng)],
                 );
                 if rng.below(4) == 0 {
+                    let cpu = if rng.below(20) == 0 {
+                        val(&mut rng)
+                    } else {
+                        rusqlite::types::Value::Integer(rng.below(8).saturating_sub(6) as i64)
+                    };
                     let _ = c.execute(
                         "INSERT INTO nmi VALUES (?1, ?2, ?3)",
-                        [val(&mut rng), val(&mut rng), val(&mut rng)],
+                        [cpu, val(&mut rng), val(&mut rng)],
                     );
                 }
             }

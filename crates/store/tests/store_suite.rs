@@ -450,3 +450,30 @@ fn sqlite_is_in_wal_mode() {
         .unwrap();
     assert_eq!(app, rtscope_store::schema::SQLITE_APPLICATION_ID);
 }
+
+#[test]
+fn concurrent_writers_all_land() {
+    // Two rtscope processes saving at once (a campaign cell and a user's own measure): each run
+    // is one IMMEDIATE transaction; the second writer waits on the lock, nothing is lost.
+    for b in backends("concurrent") {
+        drop(b.open());
+        let b = std::sync::Arc::new(b);
+        let handles: Vec<_> = (0..2)
+            .map(|w| {
+                let b = b.clone();
+                std::thread::spawn(move || {
+                    let mut s = b.open();
+                    for i in 0..40 {
+                        let mut sp = Spec::new(&format!("w{w}-{i:03}"), i);
+                        sp.samples_per_cpu = 50;
+                        s.insert_run(&fixture::record(&sp)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().expect("writer thread");
+        }
+        assert_eq!(b.open().count_runs().unwrap(), 80, "{}", b.name());
+    }
+}

@@ -83,7 +83,11 @@ pub fn summarize(
             if *ns == 0 {
                 continue;
             }
-            let g = aggs.entry(cause.clone()).or_default();
+            // get_mut first: no String clone for causes already seen (the common case).
+            let g = match aggs.get_mut(cause) {
+                Some(g) => g,
+                None => aggs.entry(cause.clone()).or_default(),
+            };
             g.affected += 1;
             g.total += ns;
             g.max = g.max.max(*ns);

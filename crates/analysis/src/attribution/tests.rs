@@ -530,3 +530,51 @@ fn summary_shares_and_p99() {
         s.per_cpu_tail[0].1
     );
 }
+
+/// Throughput on a synthetic run shaped like a real 1 ms timer loop (14 events per sample, a
+/// device IRQ every 10th cycle, a blocking thread every 7th). Run on demand:
+/// `cargo test --release -p rtscope-analysis attribution::tests::throughput -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn throughput() {
+    let n: u64 = 200_000;
+    let mut evs = Vec::with_capacity(n as usize * 14);
+    let mut samples = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let e = 1_000_000 + i * 1_000_000;
+        evs.push(sw(e - 900_000, TID, 0, 0, 120));
+        evs.push(ev(e - 899_000, K::CpuIdle { state: 1 }));
+        if i % 10 == 0 {
+            evs.push(ev(e - 500, K::IrqEntry { irq: 11 }));
+            evs.push(ev(e + 3_000, K::IrqExit { irq: 11, handled: true }));
+        }
+        evs.push(ev(e + 4_000, K::VectorEntry { vector: Vector::LocalTimer }));
+        evs.push(ev(e + 5_000, K::HrtimerEntry { timer: 1, function: 2, now_ns: 0 }));
+        evs.push(ev(e + 6_000, K::Waking { pid: TID, prio: 0, target_cpu: CPU }));
+        evs.push(ev(e + 6_500, K::Wakeup { pid: TID, prio: 0, target_cpu: CPU }));
+        evs.push(ev(e + 7_000, K::HrtimerExit { timer: 1 }));
+        evs.push(ev(e + 8_000, K::VectorExit { vector: Vector::LocalTimer }));
+        evs.push(ev(e + 8_500, K::CpuIdle { state: u32::MAX }));
+        if i % 7 == 0 {
+            evs.push(sw(e + 8_800, 0, 120, 300, 120));
+            evs.push(sw(e + 9_500, 300, 120, TID, 0));
+        } else {
+            evs.push(sw(e + 9_500, 0, 120, TID, 0));
+        }
+        evs.push(ev(e + 9_800, K::SoftirqRaise { vec: 1 }));
+        samples.push(RawSample { cpu: CPU, tid: TID, cycle: i, expected_ns: e, latency_ns: 11_000 });
+    }
+    let opts = AttributionOptions::default();
+    let t0 = std::time::Instant::now();
+    let r = attribute(&evs, &samples, &names(), &opts);
+    let s = t0.elapsed().as_secs_f64();
+    println!(
+        "attribution: {} events, {} samples in {:.3} s = {:.2} M events/s",
+        evs.len(),
+        samples.len(),
+        s,
+        evs.len() as f64 / s / 1e6
+    );
+    assert_eq!(r.sum_check.violations, 0);
+    assert_eq!(r.summary.samples_unattributed, 0);
+}

@@ -227,23 +227,57 @@ fn fuzz_json_reader() {
     let mut accepted = 0u64;
     for _ in 0..cases {
         let mut b: Vec<u8> = SEED_DOC.as_bytes().to_vec();
-        for _ in 0..=rng.below(4) {
-            let pos = rng.below(b.len() as u64 + 1) as usize;
-            match rng.below(5) {
-                0 if pos < b.len() => {
-                    b.remove(pos);
+        if rng.below(2) == 0 {
+            // Structure-preserving: rewrite 1–4 numbers (times, durations, CPU ids, thread terms)
+            // so documents stay valid JSON and reach validation and the analysis.
+            for _ in 0..=rng.below(4) {
+                let runs: Vec<(usize, usize)> = {
+                    let mut v = Vec::new();
+                    let mut i = 0;
+                    while i < b.len() {
+                        if b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric()) {
+                            let j = (i..b.len())
+                                .find(|&k| !b[k].is_ascii_digit())
+                                .unwrap_or(b.len());
+                            v.push((i, j));
+                            i = j;
+                        } else {
+                            i += 1;
+                        }
+                    }
+                    v
+                };
+                if runs.is_empty() {
+                    break;
                 }
-                1 => {
-                    let alphabet = b"{}[],:\"0-9e.";
-                    b.insert(pos, alphabet[rng.below(alphabet.len() as u64) as usize]);
-                }
-                2 if pos < b.len() => b[pos] = rng.next() as u8,
-                _ => {
-                    // Replace the number or token at pos with a splice.
-                    let tok = TOKENS[rng.below(TOKENS.len() as u64) as usize].as_bytes();
-                    let end = (pos + 1 + rng.below(6) as usize).min(b.len());
-                    if pos <= end {
-                        b.splice(pos..end, tok.iter().copied());
+                let (i, j) = runs[rng.below(runs.len() as u64) as usize];
+                let val = match rng.below(6) {
+                    0 => format!("-{}", rng.below(100)),
+                    1 => format!("{}", u64::MAX - rng.below(2)),
+                    2 => format!("{}", rng.below(3)),
+                    _ => format!("{}", rng.below(100_000)),
+                };
+                b.splice(i..j, val.bytes());
+            }
+        } else {
+            for _ in 0..=rng.below(4) {
+                let pos = rng.below(b.len() as u64 + 1) as usize;
+                match rng.below(5) {
+                    0 if pos < b.len() => {
+                        b.remove(pos);
+                    }
+                    1 => {
+                        let alphabet = b"{}[],:\"0-9e.";
+                        b.insert(pos, alphabet[rng.below(alphabet.len() as u64) as usize]);
+                    }
+                    2 if pos < b.len() => b[pos] = rng.next() as u8,
+                    _ => {
+                        // Replace the number or token at pos with a splice.
+                        let tok = TOKENS[rng.below(TOKENS.len() as u64) as usize].as_bytes();
+                        let end = (pos + 1 + rng.below(6) as usize).min(b.len());
+                        if pos <= end {
+                            b.splice(pos..end, tok.iter().copied());
+                        }
                     }
                 }
             }

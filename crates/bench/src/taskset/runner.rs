@@ -127,6 +127,9 @@ struct ThreadOut {
     ebusy: bool,
     observed_policy: String,
     observed_priority: i32,
+    /// Jobs released in the window but never started because the thread was still behind
+    /// when the overtime allowance ran out (counted as misses).
+    dropped: u64,
 }
 
 /// Admission facts for predictions and the report. `detect` = look for the fair server
@@ -372,6 +375,7 @@ pub fn run(
                             .map(|o| o.policy.clone())
                             .unwrap_or_default(),
                         observed_priority: observed.as_ref().map(|o| o.priority).unwrap_or(0),
+                        dropped: 0,
                     };
                     if out.error.is_some() || abort.load(Ordering::SeqCst) {
                         to_other();
@@ -388,6 +392,13 @@ pub fn run(
                             || jobs.len() == cap
                             || spec.max_jobs.is_some_and(|m| k >= m)
                         {
+                            break;
+                        }
+                        // Bounded duration: a thread that fell behind (CFS under load, an
+                        // overrunning reservation) stops at end + max(1 s, 2 periods); the jobs it
+                        // never started are counted as missed.
+                        if now() > end_t + (2 * period).max(1_000_000_000) {
+                            out.dropped = (end_t - release).div_ceil(period);
                             break;
                         }
                         sleep_until(release);
@@ -522,8 +533,8 @@ pub fn run(
     for (i, (spec, o)) in plan.specs.iter().zip(&outs).enumerate() {
         let t = &spec.task;
         let jobs = &o.jobs;
-        let nj = jobs.len() as u64;
-        let mut misses = 0;
+        let nj = jobs.len() as u64 + o.dropped;
+        let mut misses = o.dropped;
         let mut max_r = 0u64;
         let mut sum_r = 0f64;
         let mut max_late = i64::MIN;
@@ -552,7 +563,8 @@ pub fn run(
             sum_e += j.exec as f64;
         }
         let d = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| b.saturating_sub(a));
-        let avg = |s: f64| if nj > 0 { s / nj as f64 } else { 0.0 };
+        let ran = jobs.len();
+        let avg = |s: f64| if ran > 0 { s / ran as f64 } else { 0.0 };
         tasks.push(TaskOutcome {
             id: t.id,
             tid: o.tid.max(0) as u32,
@@ -571,9 +583,9 @@ pub fn run(
             },
             max_response_ns: max_r,
             avg_response_ns: avg(sum_r),
-            max_lateness_ns: if nj > 0 { max_late } else { 0 },
+            max_lateness_ns: if ran > 0 { max_late } else { 0 },
             avg_norm_laxity: avg(sum_lax),
-            min_norm_laxity: if nj > 0 { min_lax } else { 0.0 },
+            min_norm_laxity: if ran > 0 { min_lax } else { 0.0 },
             max_start_delay_ns: max_sd,
             avg_start_delay_ns: avg(sum_sd),
             max_exec_ns: max_e,
@@ -584,6 +596,14 @@ pub fn run(
             involuntary_switches: d(o.c0.involuntary, o.c1.involuntary),
             dl_overruns: SLOT_XCPU[i].load(Ordering::Relaxed),
         });
+    }
+    for (o, t) in outs.iter().zip(&tasks) {
+        if o.dropped > 0 {
+            warnings.push(format!(
+                "task {}: {} jobs never started (thread still behind 1 s after the end): counted as misses",
+                t.id, o.dropped
+            ));
+        }
     }
     let total_jobs: u64 = tasks.iter().map(|t| t.jobs).sum();
     let total_misses: u64 = tasks.iter().map(|t| t.misses).sum();

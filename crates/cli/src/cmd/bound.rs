@@ -147,7 +147,8 @@ fn read_trace(
     let (t0, t1) = (f.meta.start_ns, f.meta.end_ns);
     let before = f.samples.len();
     if t1 > t0 {
-        f.samples.retain(|s| s.expected_ns >= t0 && s.expected_ns.saturating_add(s.latency_ns) <= t1);
+        f.samples
+            .retain(|s| s.expected_ns >= t0 && s.expected_ns.saturating_add(s.latency_ns) <= t1);
     }
     let dropped = before - f.samples.len();
     let mut input = bound::events::trace_input(&f.events, &f.samples, assume_thread_ns)

@@ -47,11 +47,7 @@ fn finished_cells(
             ..Default::default()
         })
         .map_err(db::map_err)?;
-    Ok(runs
-        .into_iter()
-        .filter(|r| !r.interrupted && r.end_reason == rtscope_model::EndReason::Completed)
-        .filter_map(|r| rtscope_store::all_tags(&r).get("cell").cloned())
-        .collect())
+    Ok(rtscope_store::campaign::finished_cells(name, &runs))
 }
 
 fn measure_command(
@@ -63,7 +59,7 @@ fn measure_command(
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("measure")
         .args(["--policy", &cell.policy])
-        .args(["--load", &cell.load])
+        .args(["--load", &cell.load.replace('+', ",")])
         .args(["-i", &cell.interval_us.to_string()])
         .args(["-D", &cell.duration])
         .args(["--db", db_arg]);
@@ -128,7 +124,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     super::common::install_signal_handlers();
     let started = Instant::now();
-    let (mut spent_planned, mut failed) = (0.0f64, Vec::new());
+    let (mut spent_planned, mut failed, mut ran) = (0.0f64, Vec::new(), 0usize);
     for (i, cell) in todo.iter().enumerate() {
         if super::common::stop_requested() {
             break;
@@ -154,6 +150,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             .status()
             .with_context(|| format!("starting `rtscope measure` for cell {}", cell.id))?;
         spent_planned += cell.duration_s;
+        ran += 1;
         if !status.success() {
             eprintln!("  cell {} failed ({status})", cell.id);
             failed.push(cell.id.clone());
@@ -165,12 +162,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let now_done = finished_cells(&mut store, &c.name)?;
     let missing = cells.iter().filter(|x| !now_done.contains(&x.id)).count();
     eprintln!(
-        "campaign {}: {}/{} cells stored in {} ({} this session)",
+        "campaign {}: {}/{} cells stored in {} ({} run this session)",
         c.name,
         cells.len() - missing,
         cells.len(),
         fmt_dur(started.elapsed().as_secs_f64()),
-        todo.len()
+        ran
     );
     if super::common::stop_requested() {
         anyhow::bail!("interrupted: {missing} cells left; run the same command again to resume");

@@ -233,11 +233,7 @@ impl Display for CtView {
                 c,
                 if min == u64::MAX { 0 } else { min / d },
                 l.cur_ns.load(Relaxed) / d,
-                if c > 0 {
-                    l.sum_ns.load(Relaxed) / c / d
-                } else {
-                    0
-                },
+                l.sum_ns.load(Relaxed).checked_div(c).unwrap_or(0) / d,
                 l.max_ns.load(Relaxed) / d,
                 self.nsecs,
             ));

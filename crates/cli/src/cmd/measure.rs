@@ -393,7 +393,7 @@ impl Display for LiveView {
         for (i, l) in m.live.iter().enumerate() {
             let c = l.cycles.load(Relaxed);
             let min = l.min_ns.load(Relaxed);
-            let avg = if c > 0 { l.sum_ns.load(Relaxed) / c } else { 0 };
+            let avg = l.sum_ns.load(Relaxed).checked_div(c).unwrap_or(0);
             out.push_str(&format!(
                 "\x1b[2KCPU {:>3} tid {:>7}  samples {:>10}  cur {:>8.1}  min {:>8.1}  avg {:>8.1}  max {:>9.1} us\n",
                 self.cpus.get(i).copied().unwrap_or(0),
@@ -483,11 +483,13 @@ pub fn execute(
     let out = out?;
     let steal_after = rtscope_probe::system::steal_ns();
     rtscope_probe::system::set_steal(&mut system, &steal_before, &steal_after, &r.config.cpus);
+    let mut hygiene = out.hygiene;
+    hygiene.peak_rss_kib = peak_rss_kib();
     let mut rec = build_record(
         r,
         out.threads,
         out.break_sample,
-        out.hygiene,
+        hygiene,
         system,
         started_wall,
         wall,
@@ -501,6 +503,12 @@ pub fn execute(
     }
     rec.loads = load_reports;
     Ok((rec, out.raw))
+}
+
+fn peak_rss_kib() -> Option<u64> {
+    // SAFETY: rusage is plain data filled by the kernel.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    (unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0).then_some(ru.ru_maxrss as u64)
 }
 
 #[allow(clippy::too_many_arguments)]

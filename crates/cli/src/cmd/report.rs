@@ -40,6 +40,19 @@ pub fn run(a: Args) -> anyhow::Result<()> {
                 ..Default::default()
             })
             .map_err(db::map_err)?;
+        // A campaign report shows what the campaign measured: complete runs only (an
+        // interrupted cell was measured again on resumption).
+        let total = found.len();
+        let found: Vec<_> = found
+            .into_iter()
+            .filter(rtscope_store::campaign::is_complete)
+            .collect();
+        if found.len() < total {
+            eprintln!(
+                "report: {} interrupted/partial run(s) of campaign '{c}' left out",
+                total - found.len()
+            );
+        }
         if found.is_empty() {
             return Err(usage!(
                 "--campaign: no stored runs of campaign '{c}' (see `rtscope runs --campaign {c}`)"

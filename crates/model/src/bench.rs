@@ -4,8 +4,87 @@
 //! Every figure carries its unit in the field name; distributions are full [`Histogram`]s with
 //! their [`Stats`], so a report can draw them and a comparison can test them.
 
+use crate::histogram::HistogramData;
 use crate::{Histogram, Stats};
 use serde::{Deserialize, Serialize};
+
+/// A [`Histogram`] as stored inside [`BenchResult`]. `BenchResult` is an internally tagged enum
+/// (`"kind"`), and serde buffers such content in a form that cannot hold u128 — the exact sums
+/// of a histogram. So here the two sums are written as decimal strings; everything else is
+/// [`HistogramData`] unchanged.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BenchHistogram(pub Histogram);
+
+impl std::ops::Deref for BenchHistogram {
+    type Target = Histogram;
+    fn deref(&self) -> &Histogram {
+        &self.0
+    }
+}
+
+impl From<Histogram> for BenchHistogram {
+    fn from(h: Histogram) -> Self {
+        BenchHistogram(h)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct BenchHistogramData {
+    count: u64,
+    min_ns: Option<u64>,
+    max_ns: Option<u64>,
+    /// Decimal string (u128).
+    sum_ns: String,
+    /// Decimal string (u128).
+    sum_sq_ns2: String,
+    #[serde(default)]
+    clamped: u64,
+    significant_digits: u8,
+    buckets: Vec<(u64, u64)>,
+}
+
+impl Serialize for BenchHistogram {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let d = self.0.to_data();
+        BenchHistogramData {
+            count: d.count,
+            min_ns: d.min_ns,
+            max_ns: d.max_ns,
+            sum_ns: d.sum_ns.to_string(),
+            sum_sq_ns2: d.sum_sq_ns2.to_string(),
+            clamped: d.clamped,
+            significant_digits: d.significant_digits,
+            buckets: d.buckets,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for BenchHistogram {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let b = BenchHistogramData::deserialize(d)?;
+        let data = HistogramData {
+            count: b.count,
+            min_ns: b.min_ns,
+            max_ns: b.max_ns,
+            sum_ns: b
+                .sum_ns
+                .parse()
+                .map_err(|_| D::Error::custom("sum_ns: not a decimal u128"))?,
+            sum_sq_ns2: b
+                .sum_sq_ns2
+                .parse()
+                .map_err(|_| D::Error::custom("sum_sq_ns2: not a decimal u128"))?,
+            clamped: b.clamped,
+            significant_digits: b.significant_digits,
+            buckets: b.buckets,
+        };
+        Histogram::from_data(&data)
+            .map(BenchHistogram)
+            .map_err(D::Error::custom)
+    }
+}
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -44,7 +123,7 @@ pub struct RhealstoneMetric {
     pub iterations_requested: u64,
     /// Set when the run stopped at its duration cap (or on SIGINT) before the iteration count.
     pub stopped_early: Option<String>,
-    pub histogram: Histogram,
+    pub histogram: BenchHistogram,
     pub stats: Stats,
     /// Why the metric could not be measured (then the histogram is empty).
     pub unavailable: Option<String>,
@@ -101,17 +180,17 @@ pub struct SchedScaleRow {
     pub load_processes: u32,
     pub wakeups: u64,
     /// Programmed wake-up → first user-space instruction of the SCHED_FIFO thread (own clock).
-    pub wakeup_to_run: Histogram,
+    pub wakeup_to_run: BenchHistogram,
     pub wakeup_to_run_stats: Stats,
     /// stddev / mean of `wakeup_to_run` (Table 3's last column, as a fraction, not %).
     pub wakeup_to_run_cv: Option<f64>,
     /// Timer interrupt handling the wake-up (hrtimer_expire_entry `now`) → thread running: the
     /// kernel's wake + schedule + switch + return, the nearest modern analogue of Table 3.
-    pub irq_to_run: Option<Histogram>,
+    pub irq_to_run: Option<BenchHistogram>,
     pub irq_to_run_stats: Option<Stats>,
     pub irq_to_run_cv: Option<f64>,
     /// sched_waking → sched_switch (trace timestamps, µs resolution of the text trace).
-    pub waking_to_switch: Option<Histogram>,
+    pub waking_to_switch: Option<BenchHistogram>,
     pub waking_to_switch_stats: Option<Stats>,
     /// Load processes that were actually running (R state) when the row finished.
     pub load_running_at_end: u32,
@@ -182,4 +261,37 @@ pub struct PdltResult {
     pub step_ns: u64,
     pub scans: Vec<PdltScan>,
     pub notes: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bench_result_json_roundtrip() {
+        let mut h = Histogram::new();
+        h.record(1500);
+        h.record(2500);
+        let r = BenchResult::Rhealstone(Box::new(RhealstoneResult {
+            cpu: 1,
+            priority_high: 80,
+            metrics: vec![RhealstoneMetric {
+                metric: "semaphore_shuffle".into(),
+                variant: "sysv_sem".into(),
+                primary: true,
+                iterations_requested: 2,
+                stopped_early: None,
+                stats: Stats::from_histogram(&h),
+                histogram: BenchHistogram(h),
+                unavailable: None,
+                definition: "d".into(),
+                notes: vec![],
+            }],
+            composite: None,
+        }));
+        let s = serde_json::to_string(&r).unwrap();
+        assert!(s.contains("\"kind\":\"rhealstone\""));
+        let back: BenchResult = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, r);
+    }
 }

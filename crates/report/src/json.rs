@@ -17,11 +17,15 @@ pub enum ReadError {
 }
 
 pub fn parse_run_record(text: &str) -> Result<RunRecord, ReadError> {
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| ReadError::Parse(e.to_string()))?;
+    // Parsed straight from the text (not through serde_json::Value, which cannot hold the
+    // histograms' u128 sums).
+    #[derive(serde::Deserialize)]
+    struct Version {
+        schema_version: Option<u64>,
+    }
+    let v: Version = serde_json::from_str(text).map_err(|e| ReadError::Parse(e.to_string()))?;
     let found = v
-        .get("schema_version")
-        .and_then(|x| x.as_u64())
+        .schema_version
         .ok_or_else(|| ReadError::Parse("no schema_version".into()))?;
     if found > rtscope_model::SCHEMA_VERSION as u64 {
         return Err(ReadError::TooNew {
@@ -29,7 +33,7 @@ pub fn parse_run_record(text: &str) -> Result<RunRecord, ReadError> {
             supported: rtscope_model::SCHEMA_VERSION,
         });
     }
-    serde_json::from_value(v).map_err(|e| ReadError::Parse(e.to_string()))
+    serde_json::from_str(text).map_err(|e| ReadError::Parse(e.to_string()))
 }
 
 /// Raw samples as CSV: `cpu,tid,cycle,expected_ns,latency_ns`.

@@ -401,7 +401,15 @@ fn attribute_one(
     let c_start = handler_exit
         .map(|i| ce.ts[i])
         .unwrap_or(if handler.is_some() { r } else { ce.ts[wi] });
-    let d_start = switch_in.map(|i| ce.ts[i]).unwrap_or(r);
+    // No switch-in: if the thread was still the CPU's current task when it was woken (the timer
+    // fired while it was going to sleep), it never left, and everything after the handler is
+    // its way back to user space.
+    let never_left = switch_in.is_none() && matches!(st.current, Some((pid, _)) if pid == s.tid);
+    let d_start = match switch_in {
+        Some(i) => ce.ts[i],
+        None if never_left => c_start,
+        None => r,
+    };
     #[derive(PartialEq)]
     enum Phase {
         A,

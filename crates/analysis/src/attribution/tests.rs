@@ -531,7 +531,7 @@ fn summary_shares_and_p99() {
     );
 }
 
-/// Throughput on a synthetic run shaped like a real 1 ms timer loop (14 events per sample, a
+/// Throughput on a synthetic run shaped like a real 1 ms timer loop (about 11 events per sample, a
 /// device IRQ every 10th cycle, a blocking thread every 7th). Run on demand:
 /// `cargo test --release -p rtscope-analysis attribution::tests::throughput -- --ignored --nocapture`
 #[test]
@@ -546,14 +546,51 @@ fn throughput() {
         evs.push(ev(e - 899_000, K::CpuIdle { state: 1 }));
         if i % 10 == 0 {
             evs.push(ev(e - 500, K::IrqEntry { irq: 11 }));
-            evs.push(ev(e + 3_000, K::IrqExit { irq: 11, handled: true }));
+            evs.push(ev(
+                e + 3_000,
+                K::IrqExit {
+                    irq: 11,
+                    handled: true,
+                },
+            ));
         }
-        evs.push(ev(e + 4_000, K::VectorEntry { vector: Vector::LocalTimer }));
-        evs.push(ev(e + 5_000, K::HrtimerEntry { timer: 1, function: 2, now_ns: 0 }));
-        evs.push(ev(e + 6_000, K::Waking { pid: TID, prio: 0, target_cpu: CPU }));
-        evs.push(ev(e + 6_500, K::Wakeup { pid: TID, prio: 0, target_cpu: CPU }));
+        evs.push(ev(
+            e + 4_000,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ));
+        evs.push(ev(
+            e + 5_000,
+            K::HrtimerEntry {
+                timer: 1,
+                function: 2,
+                now_ns: 0,
+            },
+        ));
+        evs.push(ev(
+            e + 6_000,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ));
+        evs.push(ev(
+            e + 6_500,
+            K::Wakeup {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ));
         evs.push(ev(e + 7_000, K::HrtimerExit { timer: 1 }));
-        evs.push(ev(e + 8_000, K::VectorExit { vector: Vector::LocalTimer }));
+        evs.push(ev(
+            e + 8_000,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ));
         evs.push(ev(e + 8_500, K::CpuIdle { state: u32::MAX }));
         if i % 7 == 0 {
             evs.push(sw(e + 8_800, 0, 120, 300, 120));
@@ -562,7 +599,13 @@ fn throughput() {
             evs.push(sw(e + 9_500, 0, 120, TID, 0));
         }
         evs.push(ev(e + 9_800, K::SoftirqRaise { vec: 1 }));
-        samples.push(RawSample { cpu: CPU, tid: TID, cycle: i, expected_ns: e, latency_ns: 11_000 });
+        samples.push(RawSample {
+            cpu: CPU,
+            tid: TID,
+            cycle: i,
+            expected_ns: e,
+            latency_ns: 11_000,
+        });
     }
     let opts = AttributionOptions::default();
     let t0 = std::time::Instant::now();
@@ -577,4 +620,38 @@ fn throughput() {
     );
     assert_eq!(r.sum_check.violations, 0);
     assert_eq!(r.summary.samples_unattributed, 0);
+}
+
+/// The timer fires while the thread is still on the CPU going to sleep: no switch-in, and the
+/// time after the handler is its return to user space.
+#[test]
+fn woken_before_leaving_the_cpu() {
+    let evs = vec![
+        sw(0, 0, 120, TID, 0),
+        ev(
+            1000,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            1010,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        ev(
+            1020,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+    ];
+    let a = one(&evs, sample(1000, 100)); // R = 1100
+    sums(&a);
+    assert_eq!(a.anchors.switch_in_ns, None);
+    assert_eq!(part(&a, TIMER_HANDLER), 20); // [1000,1020)
+    assert_eq!(part(&a, RETURN_TO_USER), 80); // [1020,1100)
 }

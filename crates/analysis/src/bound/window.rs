@@ -41,7 +41,9 @@ pub fn max_demand_ns(src: &InterruptSource, delta_ns: u64) -> u64 {
             // Every later window is a suffix of this one: it cannot hold more.
             break;
         }
-        sum -= d[i];
+        if j > i {
+            sum -= d[i];
+        }
     }
     best
 }
@@ -128,6 +130,14 @@ mod tests {
         assert_eq!(max_arrivals(&s, 41), 4);
         // Δ=0: empty window.
         assert_eq!(max_demand_ns(&s, 0), 0);
+    }
+
+    #[test]
+    fn arrival_at_the_end_of_time() {
+        // a[i] + Δ saturates at u64::MAX: the window [MAX, MAX) is empty, no underflow.
+        let s = src(&[(0, 1), (u64::MAX, 2)]);
+        assert_eq!(max_demand_ns(&s, 5), 1);
+        assert_eq!(max_arrivals(&s, 5), 1);
     }
 
     #[test]

@@ -143,7 +143,7 @@ pub fn run(
             primary,
             iterations_requested: target,
             stopped_early,
-            histogram: hist,
+            histogram: hist.into(),
             stats,
             unavailable,
             definition: def.into(),

@@ -37,7 +37,7 @@ pub enum TimerArg {
     Posix,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ClockArg {
     Monotonic,
     Realtime,
@@ -147,6 +147,13 @@ pub struct MeasureFlags {
     pub force: bool,
     #[command(flatten)]
     pub load_flags: super::load::LoadFlags,
+    /// Capture kernel events on the measured CPUs and explain every sample: auto (eBPF, else
+    /// tracefs, else untraced with a warning), bpf, tracefs, or off
+    #[arg(long, value_name = "MODE", default_value = "off", num_args = 0..=1, default_missing_value = "auto")]
+    pub trace: String,
+    /// Write the trace (events + every sample) to this .rtt file for `rtscope analyze`
+    #[arg(long, value_name = "FILE")]
+    pub trace_file: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -173,6 +180,9 @@ pub fn default_flags() -> MeasureFlags {
 /// A fully validated run: nothing has been started when this exists.
 pub struct Resolved {
     pub id: String,
+    /// Resolved capture mechanism (never Auto): Off when untraced.
+    pub trace: rtscope_trace::Mechanism,
+    pub trace_file: Option<PathBuf>,
     pub loads: Option<(Vec<rtscope_load::LoadKind>, rtscope_load::LoadOptions)>,
     pub config: RunConfig,
     pub spec: MeasureSpec,
@@ -281,6 +291,33 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
             Some((kinds, opts))
         }
     };
+    let asked: rtscope_trace::Mechanism = f
+        .trace
+        .parse()
+        .map_err(|e: String| usage!("--trace: {e}"))?;
+    let trace = match rtscope_trace::check(asked) {
+        Ok(rtscope_trace::Mechanism::Off) if asked == rtscope_trace::Mechanism::Auto => {
+            warnings.push(format!(
+                "--trace=auto: no capture mechanism works here ({}); the run is untraced",
+                rtscope_trace::unavailable_reasons().join("; ")
+            ));
+            rtscope_trace::Mechanism::Off
+        }
+        Ok(m) => m,
+        // --trace=bpf|tracefs asked explicitly: fail fast with the reason, nothing started.
+        Err(e) => return Err(usage!("--trace={}: {e}", asked.name())),
+    };
+    if trace != rtscope_trace::Mechanism::Off && f.clock != ClockArg::Monotonic {
+        return Err(usage!(
+            "--clock realtime: tracing needs --clock monotonic (kernel event timestamps are CLOCK_MONOTONIC)"
+        ));
+    }
+    if f.trace_file.is_some() && trace == rtscope_trace::Mechanism::Off {
+        return Err(usage!("--trace-file: needs --trace"));
+    }
+    if let Some(p) = &f.trace_file {
+        check_output("--trace-file", p)?;
+    }
     // Privileges: RT and DEADLINE policies need root or CAP_SYS_NICE.
     let privileged = rtscope_probe::sys::is_root()
         || rtscope_probe::sys::has_capability(rtscope_probe::sys::CAP_SYS_NICE);
@@ -338,10 +375,11 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
             .as_ref()
             .map(|(k, _)| k.iter().map(|x| x.to_string()).collect())
             .unwrap_or_default(),
-        trace: "off".into(),
+        trace: trace.name().into(),
         tags: tags.clone(),
     };
-    let mut spec = MeasureSpec::from_config(&config, f.raw.is_some());
+    let tracing = trace != rtscope_trace::Mechanism::Off;
+    let mut spec = MeasureSpec::from_config(&config, f.raw.is_some() || tracing);
     if !privileged {
         // Unprivileged mlockall of a whole run's buffers usually exceeds RLIMIT_MEMLOCK.
         spec.mlock = false;
@@ -349,6 +387,8 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
     }
     Ok(Resolved {
         id: common::new_run_id(),
+        trace,
+        trace_file: f.trace_file.clone(),
         loads,
         config,
         spec,
@@ -460,6 +500,14 @@ pub fn execute(
         }
         None => None,
     };
+    let session = if r.trace != rtscope_trace::Mechanism::Off {
+        Some(
+            rtscope_trace::TraceSession::start(&r.config.cpus, r.trace)
+                .map_err(|e| anyhow::anyhow!("starting the {} capture: {e}", r.trace.name()))?,
+        )
+    } else {
+        None
+    };
     let t0 = Instant::now();
     let m = Measurement::start(&r.spec).map_err(|e| anyhow::anyhow!(e))?;
     let total = r.config.duration_s.map(Duration::from_secs_f64);
@@ -479,6 +527,7 @@ pub fn execute(
     display.finish();
     let out = m.join().map_err(|e| anyhow::anyhow!(e));
     let wall = t0.elapsed().as_secs_f64();
+    let capture = session.map(|s| s.stop());
     let load_reports = running_loads.map(|l| l.stop()).unwrap_or_default();
     let out = out?;
     let steal_after = rtscope_probe::system::steal_ns();
@@ -502,7 +551,50 @@ pub fn execute(
         }
     }
     rec.loads = load_reports;
+    if let Some(capture) = capture {
+        let capture = capture.map_err(|e| anyhow::anyhow!("trace capture: {e}"))?;
+        explain(r, &mut rec, capture, &out.raw)?;
+    }
     Ok((rec, out.raw))
+}
+
+/// Per-sample attribution of a traced run: the summary goes into the record, the trace (events
+/// and every sample) into the .rtt file when asked.
+fn explain(
+    r: &Resolved,
+    rec: &mut RunRecord,
+    capture: rtscope_trace::Capture,
+    raw: &[rtscope_model::RawSample],
+) -> Result<()> {
+    use rtscope_analysis::attribution::{attribute, AttributionOptions};
+    let lost = capture.lost_total();
+    if lost > 0 {
+        rec.warnings.push(format!(
+            "TRACE LOST EVENTS: {lost} kernel events lost ({:?} per CPU): attribution on those CPUs is incomplete",
+            capture.lost_per_cpu
+        ));
+    }
+    let mut tids: Vec<u32> = raw.iter().map(|s| s.tid).collect();
+    tids.sort_unstable();
+    tids.dedup();
+    let names = capture.names(&tids);
+    let opts = AttributionOptions {
+        tail_threshold_ns: r.config.threshold_us.map(|u| u * 1000),
+        top_n: r.config.worst_n.max(1),
+        lost_per_cpu: capture.lost_per_cpu.iter().map(|(&c, &n)| (c, n)).collect(),
+        steal_ns_per_cpu: capture.steal_ns_per_cpu.iter().map(|(&c, &n)| (c, n)).collect(),
+        ..Default::default()
+    };
+    let result = attribute(&capture.events, raw, &names, &opts);
+    rec.warnings.extend(result.warnings.iter().cloned());
+    rec.attribution = Some(result.summary);
+    if let Some(path) = &r.trace_file {
+        let file = capture.into_rtt(raw.to_vec());
+        rtscope_trace::write_rtt(path, &file)
+            .map_err(|e| anyhow::anyhow!("--trace-file {}: {e}", path.display()))?;
+        rec.trace_file = Some(path.display().to_string());
+    }
+    Ok(())
 }
 
 fn peak_rss_kib() -> Option<u64> {

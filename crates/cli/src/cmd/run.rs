@@ -1,7 +1,7 @@
 //! `rtscope run`: the default job. Measures every online CPU (FIFO 95, 1 ms, 60 s unless told
-//! otherwise), prints the summary, stores the run and writes its files into
+//! otherwise) with kernel tracing (`--trace auto`) so that every sample is explained, prints the summary, stores the run and writes its files into
 //! `<out>/<run-id>/`: `run.json` (RunRecord), `histogram.txt` (cyclictest -h format),
-//! `summary.txt` and `report.html` (self-contained, inline SVG).
+//! `summary.txt`, `report.html` (self-contained, inline SVG) and `trace.rtt` when traced.
 
 use super::common;
 use super::measure::{self, MeasureFlags};
@@ -25,14 +25,25 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let r = measure::resolve(&a.flags, "run", Some(DEFAULT_DURATION_S))?;
-    let dir = a.out.join(&r.id);
+    let mut flags = a.flags.clone();
+    // The default job explains its samples: tracing is on (auto) unless the user chose a mode.
+    if !std::env::args().any(|x| x == "--trace" || x.starts_with("--trace=")) {
+        flags.trace = "auto".into();
+    }
+    let r0 = measure::resolve(&flags, "run", Some(DEFAULT_DURATION_S))?;
+    let dir = a.out.join(&r0.id);
+    if r0.trace != rtscope_trace::Mechanism::Off && flags.trace_file.is_none() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| crate::usage!("--out: cannot create {}: {e}", dir.display()))?;
+        flags.trace_file = Some(dir.join("trace.rtt"));
+    }
+    let mut r = measure::resolve(&flags, "run", Some(DEFAULT_DURATION_S))?;
+    r.id = r0.id;
     std::fs::create_dir_all(&dir)
         .map_err(|e| crate::usage!("--out: cannot create {}: {e}", dir.display()))?;
     common::check_output("--out", &dir.join("run.json"))?;
     let mut display = measure::default_display(a.flags.quiet, &r.config.cpus);
     let (rec, raw) = measure::execute(&r, display.as_mut())?;
-    let mut flags = a.flags.clone();
     flags.json = Some(dir.join("run.json"));
     flags.histogram_file = Some(dir.join("histogram.txt"));
     let mut written = measure::write_outputs(&flags, &rec, &raw)?;

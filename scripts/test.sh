@@ -12,4 +12,5 @@ scripts/ci-chromium.sh >/dev/null
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo test --workspace --locked
+# Real-kernel tests share the CPUs, tracefs and DEADLINE bandwidth: one test at a time.
+cargo test --workspace --locked -- --test-threads=1

@@ -50,9 +50,14 @@ fn validate(v: &serde_json::Value) {
     let s = schema();
     let msgs: Vec<String> = match s.validate(v) {
         Ok(()) => Vec::new(),
-        Err(errs) => errs.map(|e| format!("{} at {}", e, e.instance_path)).collect(),
+        Err(errs) => errs
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect(),
     };
-    assert!(msgs.is_empty(), "run record does not match docs/schema: {msgs:?}");
+    assert!(
+        msgs.is_empty(),
+        "run record does not match docs/schema: {msgs:?}"
+    );
 }
 
 /// Scheduling policy and RT priority of every measurement thread of `pid`, from

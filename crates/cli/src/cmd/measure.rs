@@ -582,7 +582,11 @@ fn explain(
         tail_threshold_ns: r.config.threshold_us.map(|u| u * 1000),
         top_n: r.config.worst_n.max(1),
         lost_per_cpu: capture.lost_per_cpu.iter().map(|(&c, &n)| (c, n)).collect(),
-        steal_ns_per_cpu: capture.steal_ns_per_cpu.iter().map(|(&c, &n)| (c, n)).collect(),
+        steal_ns_per_cpu: capture
+            .steal_ns_per_cpu
+            .iter()
+            .map(|(&c, &n)| (c, n))
+            .collect(),
         ..Default::default()
     };
     let result = attribute(&capture.events, raw, &names, &opts);

@@ -517,3 +517,39 @@ fn bad_input_table() {
         assert!(!json.exists());
     }
 }
+
+#[test]
+fn run_default_job_writes_every_file_traced_and_stored() {
+    need_root!();
+    let d = tmp();
+    let out = Command::new(bin())
+        .args(["run", "-D", "2s", "-q", "-o"])
+        .arg(d.path().join("res"))
+        .arg("--db")
+        .arg(d.path().join("results.db"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dirs: Vec<_> = std::fs::read_dir(d.path().join("res")).unwrap().flatten().collect();
+    assert_eq!(dirs.len(), 1, "one directory per run");
+    let dir = dirs[0].path();
+    for f in ["run.json", "histogram.txt", "summary.txt", "report.html", "trace.rtt"] {
+        let p = dir.join(f);
+        assert!(p.metadata().map(|m| m.len() > 0).unwrap_or(false), "{f} written");
+    }
+    let v = read_json(&dir.join("run.json"));
+    validate(&v);
+    assert_ne!(v["config"]["trace"], "off", "the default job is traced");
+    let attributed = v["attribution"]["samples_attributed"].as_u64().unwrap();
+    assert!(attributed > 3000, "samples explained: {attributed}");
+    assert!(stdout.contains("tail CPU 0:"), "per-CPU tail line: {stdout}");
+    assert!(stdout.contains("stored run"), "{stdout}");
+    // The stored run is listed by `rtscope runs`.
+    let runs = Command::new(bin())
+        .args(["runs", "--db"])
+        .arg(d.path().join("results.db"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&runs.stdout).contains(v["id"].as_str().unwrap()));
+}

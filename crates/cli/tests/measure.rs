@@ -530,20 +530,39 @@ fn run_default_job_writes_every_file_traced_and_stored() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let dirs: Vec<_> = std::fs::read_dir(d.path().join("res")).unwrap().flatten().collect();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dirs: Vec<_> = std::fs::read_dir(d.path().join("res"))
+        .unwrap()
+        .flatten()
+        .collect();
     assert_eq!(dirs.len(), 1, "one directory per run");
     let dir = dirs[0].path();
-    for f in ["run.json", "histogram.txt", "summary.txt", "report.html", "trace.rtt"] {
+    for f in [
+        "run.json",
+        "histogram.txt",
+        "summary.txt",
+        "report.html",
+        "trace.rtt",
+    ] {
         let p = dir.join(f);
-        assert!(p.metadata().map(|m| m.len() > 0).unwrap_or(false), "{f} written");
+        assert!(
+            p.metadata().map(|m| m.len() > 0).unwrap_or(false),
+            "{f} written"
+        );
     }
     let v = read_json(&dir.join("run.json"));
     validate(&v);
     assert_ne!(v["config"]["trace"], "off", "the default job is traced");
     let attributed = v["attribution"]["samples_attributed"].as_u64().unwrap();
     assert!(attributed > 3000, "samples explained: {attributed}");
-    assert!(stdout.contains("tail CPU 0:"), "per-CPU tail line: {stdout}");
+    assert!(
+        stdout.contains("tail CPU 0:"),
+        "per-CPU tail line: {stdout}"
+    );
     assert!(stdout.contains("stored run"), "{stdout}");
     // The stored run is listed by `rtscope runs`.
     let runs = Command::new(bin())

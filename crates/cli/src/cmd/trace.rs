@@ -5,7 +5,6 @@
 use anyhow::Context;
 use rtscope_trace::{Mechanism, TraceSession};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
@@ -34,25 +33,6 @@ struct RecordArgs {
     /// Output trace file.
     #[arg(short = 'o', long = "output", default_value = "trace.rtt")]
     output: PathBuf,
-}
-
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// SIGINT/SIGTERM set a flag; the loop below stops and tracing state is removed as on a normal end.
-pub(crate) fn install_stop_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
 }
 
 /// `5s`, `250ms`, `2m`, `1h`, `100us`; bare numbers are seconds.
@@ -154,7 +134,8 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
             rtscope_trace::unavailable_reasons().join("; ")
         );
     }
-    install_stop_handlers();
+    // SIGINT/SIGTERM set a flag; the loop stops and tracing state is removed as on a normal end.
+    super::common::install_signal_handlers();
     let session = TraceSession::start(&cpus, resolved).context("starting the capture")?;
     eprintln!(
         "rtscope: tracing cpus {cpus:?} with {} for {:?} (Ctrl-C stops early)",
@@ -162,10 +143,10 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         dur
     );
     let t0 = Instant::now();
-    while t0.elapsed() < dur && !STOP.load(Ordering::SeqCst) {
+    while t0.elapsed() < dur && !super::common::stop_requested() {
         std::thread::sleep(Duration::from_millis(20).min(dur.saturating_sub(t0.elapsed())));
     }
-    let interrupted = STOP.load(Ordering::SeqCst);
+    let interrupted = super::common::stop_requested();
     let cap = session.stop().context("stopping the capture")?;
     let secs = (cap.end_ns.saturating_sub(cap.start_ns)) as f64 / 1e9;
     let n = cap.events.len();

@@ -162,10 +162,8 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
             }
         }
         merged.merge(&h);
-        let mut lin = LinearHistogram::from_counts(t.counts.clone(), t.overflows);
-        if lin.counts().is_empty() {
-            lin = LinearHistogram::new(0);
-        }
+        // from_counts keeps at least one bucket, so an empty histogram is still well-formed.
+        let lin = LinearHistogram::from_counts(t.counts.clone(), t.overflows);
         threads.push(ThreadResult {
             index: t.index,
             cpu: t.cpu.unwrap_or(t.index as i64).max(0) as u32,

@@ -635,9 +635,6 @@ fn build_record(
         if let Some(e) = &t.error {
             warnings.push(format!("thread on CPU {} stopped early: {e}", t.cpu));
         }
-        if r.config.policy == Policy::Deadline && t.last_cpu != t.cpu {
-            // Unpinned under global EDF: the nominal CPU is only the thread's index.
-        }
         let stats = Stats::from_histogram(&t.recorder.hist);
         results.push(ThreadResult {
             index: t.index,

@@ -30,17 +30,13 @@ pub fn run(a: Args) -> Result<()> {
     if !std::env::args().any(|x| x == "--trace" || x.starts_with("--trace=")) {
         flags.trace = "auto".into();
     }
-    let r0 = measure::resolve(&flags, "run", Some(DEFAULT_DURATION_S))?;
-    let dir = a.out.join(&r0.id);
-    if r0.trace != rtscope_trace::Mechanism::Off && flags.trace_file.is_none() {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| crate::usage!("--out: cannot create {}: {e}", dir.display()))?;
-        flags.trace_file = Some(dir.join("trace.rtt"));
-    }
     let mut r = measure::resolve(&flags, "run", Some(DEFAULT_DURATION_S))?;
-    r.id = r0.id;
+    let dir = a.out.join(&r.id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| crate::usage!("--out: cannot create {}: {e}", dir.display()))?;
+    if r.trace != rtscope_trace::Mechanism::Off && r.trace_file.is_none() {
+        r.trace_file = Some(dir.join("trace.rtt"));
+    }
     common::check_output("--out", &dir.join("run.json"))?;
     let mut display = measure::default_display(a.flags.quiet, &r.config.cpus);
     let (rec, raw) = measure::execute(&r, display.as_mut())?;

@@ -7,7 +7,12 @@
 #   bench/tasksets.sh summary OUT_DIR        # tables (miss % with 95 % CI, verdict vs observed)
 #
 # Environment: RTSCOPE (binary, default target/release/rtscope), SETS (sets per point, 10),
-# DURATION (s per run, 10), NTASKS (8), SEED (1), WORK (calibrated|cputime, calibrated).
+# DURATION (s per run, 10), NTASKS (8), SEED (1), WORK (calibrated|cputime, calibrated),
+# PART_MODE (binpack|uni, binpack): binpack generates one set of U = R·CPUs and packs it
+# worst-fit onto per-CPU root domains (fails near the admission limit: bins cannot be filled
+# exactly); uni runs the thesis's per-core load directly: a set of NTASKS/2 tasks with U = R in
+# a one-CPU root domain on PART_CPU (default: the last CPU) — partitioned CPUs are independent
+# uniprocessors, so one core at load R is one partition of the thesis's experiment.
 # Every run is bounded (--duration) and stores nothing in the DB (--no-store): results are the
 # per-run RunRecord JSON files in OUT_DIR. Needs root.
 set -euo pipefail
@@ -36,10 +41,31 @@ run_one() { # set policy placement tag…
 		|| echo "run failed: $tag (exit $?)" | tee -a "$OUT/failures.txt"
 }
 
+part_uni() { # per-core load R on one CPU (its own root domain)
+	local r=$1 cpu=${PART_CPU:-$((CPUS - 1))} n=$((NTASKS / 2))
+	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin-us 50 --seed "$SEED" --cpus 1 \
+		--count "$SETS" -o "$OUT/sets/uni-$r/" >/dev/null
+	# Runtime Q = C × margin, no extra allowance; Σ Q/P must stay within the per-CPU limit
+	# (0.95 − 0.05 fair server = 0.90 here): margin 1.1 while R·1.1 ≤ 0.90, else 0.90/R.
+	local margin
+	margin=$(python3 -c "print(min(1.1, 0.90/$r))")
+	for s in "$OUT/sets/uni-$r"/set-*.json; do
+		i=$(basename "$s" .json)
+		run_one "$s" deadline partitioned "uni-$r-$i-deadline" --cpus "$cpu" --margin "$margin" --margin-us 0
+		run_one "$s" other partitioned "uni-$r-$i-other" --cpus "$cpu" --margin "$margin" --margin-us 0
+		run_one "$s" fifo partitioned "uni-$r-$i-fifo" --cpus "$cpu" --priorities rm --margin "$margin" --margin-us 0
+	done
+}
+
 experiment() {
 	mkdir -p "$OUT/sets" "$OUT/runs"
 	{ date -u; uname -a; nproc; cat /proc/sys/kernel/sched_rt_runtime_us; "$RTSCOPE" --version; } > "$OUT/machine.txt"
-	for r in $PART_R; do
+	for r in ${PART_R_ONLY:-$PART_R}; do
+		[ "${SKIP_PART:-0}" = 1 ] && break
+		if [ "${PART_MODE:-binpack}" = uni ]; then
+			part_uni "$r"
+			continue
+		fi
 		u=$(python3 -c "print(round($r*$CPUS, 3))")
 		"$RTSCOPE" taskset gen -n "$NTASKS" -u "$u" --umax "$r" --cmin-us 50 --seed "$SEED" \
 			--count "$SETS" -o "$OUT/sets/part-$r/" >/dev/null
@@ -53,6 +79,7 @@ experiment() {
 			run_one "$s" fifo partitioned "part-$r-$i-fifo" --priorities rm --margin "$margin"
 		done
 	done
+	[ "${SKIP_GLOBAL:-0}" = 1 ] && GLOBAL_U=""
 	for u in $GLOBAL_U; do
 		"$RTSCOPE" taskset gen -n "$NTASKS" -u "$u" --cmin-us 50 --seed "$SEED" \
 			--count "$SETS" -o "$OUT/sets/global-$u/" >/dev/null

@@ -45,7 +45,14 @@ fn main() {
     let skel = out.join("rtscope.skel.rs");
     libbpf_cargo::SkeletonBuilder::new()
         .source(SRC)
-        .clang_args(["-I", out.to_str().expect("OUT_DIR is UTF-8"), "-O2", "-g"])
+        // -mcpu=v3: BPF atomics (fetch-and-add, exchange) for the per-CPU lock-free slots.
+        .clang_args([
+            "-I",
+            out.to_str().expect("OUT_DIR is UTF-8"),
+            "-O2",
+            "-g",
+            "-mcpu=v3",
+        ])
         .build_and_generate(&skel)
         .expect("building src/bpf/rtscope.bpf.c (needs clang and libbpf headers from libbpf-sys)");
 }

@@ -84,6 +84,22 @@ fn main() {
             std::process::exit(exit::USAGE);
         }
     };
+    // Verbs that only read and print: a closed pipe (`rtscope analyze x.rtt | head`) ends them
+    // quietly, like any Unix filter. Verbs that change kernel state keep SIGPIPE ignored (Rust's
+    // default) so that their clean-up always runs.
+    if matches!(
+        cli.command,
+        Command::Analyze(_)
+            | Command::Runs(_)
+            | Command::Show(_)
+            | Command::Compare(_)
+            | Command::Export(_)
+    ) {
+        // SAFETY: restoring the default disposition of one signal before any thread exists.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let result = match cli.command {
         Command::Run(a) => cmd::run::run(a),
         Command::Measure(a) => cmd::measure::run(a),

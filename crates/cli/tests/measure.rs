@@ -487,6 +487,11 @@ fn bad_input_table() {
         (&["measure", "--json", "/nonexistent/dir/r.json"], "--json"),
         (&["measure", "-l", "0"], "--loops"),
         (&["measure", "--tag", "nokv"], "--tag"),
+        (&["measure", "--bound"], "--bound"),
+        (
+            &["measure", "--trace", "--bound", "--bound-points", "0"],
+            "--bound-points",
+        ),
         (&["cyclictest", "-p", "120"], "-p"),
         (&["cyclictest", "--bogus"], "--bogus"),
         (&["cyclictest", "-t", "64"], "-t"),
@@ -571,4 +576,93 @@ fn run_default_job_writes_every_file_traced_and_stored() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&runs.stdout).contains(v["id"].as_str().unwrap()));
+}
+
+/// `measure --trace --bound`: the six bounds per CPU beside the observed maximum, in order, the
+/// time-to-bound series in the record, and the estimate label on a kernel without preemptirq.
+#[test]
+fn traced_run_with_bound() {
+    need_root!();
+    let d = tmp();
+    let json = d.path().join("r.json");
+    let out = Command::new(bin())
+        .args([
+            "measure",
+            "--trace=bpf",
+            "--bound",
+            "--bound-points",
+            "10",
+            "-D",
+            "3s",
+            "-q",
+            "--no-store",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&json);
+    validate(&v);
+    let b = &v["bound"];
+    assert_eq!(b["input"], "trace");
+    let has_preemptirq = Path::new("/sys/kernel/tracing/events/preemptirq").exists()
+        || Path::new("/sys/kernel/debug/tracing/events/preemptirq").exists();
+    if !has_preemptirq {
+        assert_eq!(b["estimate"], true, "no preemptirq: labelled an estimate");
+        assert!(stdout.contains("ESTIMATE, NOT A SOUND BOUND"), "{stdout}");
+    }
+    let cpus = b["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), rtscope_cpus(), "one bound per measured CPU");
+    for c in cpus {
+        let obs = c["observed_max_latency_ns"].as_u64().unwrap();
+        let cpu = c["cpu"].as_u64().unwrap();
+        // The observed maximum is the run's own maximum on that CPU.
+        let thr = v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["cpu"].as_u64() == Some(cpu))
+            .unwrap();
+        assert_eq!(Some(obs), thr["stats"]["max_ns"].as_u64(), "CPU {cpu}");
+        let get = |n: &str| c["bounds"][n]["latency_ns"].as_u64();
+        let order = [
+            "no_interrupts",
+            "worst_single",
+            "single_of_each",
+            "sliding_window",
+            "sliding_window_owcet",
+        ];
+        let vals: Vec<u64> = order.iter().map(|n| get(n).expect(n)).collect();
+        assert!(vals.windows(2).all(|w| w[0] <= w[1]), "{vals:?}");
+        assert!(vals[0] > 0, "IFL > 0");
+        if let Some(sp) = get("sporadic") {
+            assert!(vals[4] <= sp);
+        }
+        assert!(
+            stdout.contains(&format!("bound CPU {cpu}: observed max")),
+            "{stdout}"
+        );
+    }
+    let series = b["series"].as_array().unwrap();
+    assert!(
+        series.len() >= 10 && series.len() <= 10 * cpus.len(),
+        "series points: {}",
+        series.len()
+    );
+    // Observed maximum never decreases along the series, per CPU.
+    for c in cpus {
+        let cpu = c["cpu"].as_u64();
+        let obs: Vec<u64> = series
+            .iter()
+            .filter(|p| p["cpu"].as_u64() == cpu)
+            .filter_map(|p| p["observed_max_ns"].as_u64())
+            .collect();
+        assert!(obs.windows(2).all(|w| w[0] <= w[1]), "{obs:?}");
+    }
 }

@@ -34,6 +34,53 @@ pub struct AttributionSummary {
     /// Parts of every attributed sample sum to its latency within this many ns (checked).
     #[serde(default)]
     pub sum_tolerance_ns: u64,
+    /// The run's worst samples (worst first, `--worst` of them), each with its timeline: what
+    /// `rtscope analyze` prints, kept in the record so reports can draw them.
+    #[serde(default)]
+    pub worst: Vec<WorstSample>,
+}
+
+/// One piece of a sample's timeline.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct Segment {
+    /// Offsets from the planned wake-up E, ns.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub cause: String,
+    /// Who/what: the thread that ran, the IRQ, "idle", ...
+    pub detail: String,
+}
+
+/// A thread that ran on the CPU between the wake-up and the switch to the measured thread.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct ThreadRan {
+    pub pid: u32,
+    pub comm: String,
+    /// Kernel prio (lower is more important).
+    pub prio: i32,
+    pub ran_ns: u64,
+    /// "preempting" (higher priority than the measured thread) or "blocking" (lower or equal:
+    /// it held the CPU in a non-preemptible section).
+    pub relation: String,
+}
+
+/// One of the worst samples of a run with its timeline.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct WorstSample {
+    pub cpu: u32,
+    pub tid: u32,
+    pub cycle: u64,
+    /// Planned wake-up, CLOCK_MONOTONIC ns.
+    pub expected_ns: u64,
+    pub latency_ns: u64,
+    /// What woke the thread (`vector:local_timer`, …), empty when not seen.
+    #[serde(default)]
+    pub handler: String,
+    /// (cause, ns), largest first; sums to `latency_ns`.
+    pub parts: Vec<(String, u64)>,
+    pub segments: Vec<Segment>,
+    #[serde(default)]
+    pub threads: Vec<ThreadRan>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]

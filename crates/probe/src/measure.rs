@@ -419,6 +419,9 @@ fn measure_loop(
     let break_ns = s.break_above_ns.unwrap_or(u64::MAX);
     let mut timer = Timer::new(s.timer, clk, first, interval_ns)?;
     let (mut min, mut max, mut sum) = (u64::MAX, 0u64, 0u64);
+    // Unpinned (SCHED_DEADLINE) threads: each sample carries the CPU it resumed on, so that a
+    // traced run attributes it against that CPU's events (one vDSO/rseq read per sample).
+    let track_cpu = s.deadline.is_some();
     loop {
         let wake = timer.wait()?;
         if let Some(end) = end_ns {
@@ -428,6 +431,9 @@ fn measure_loop(
         }
         let now = sys::now_ns(clk);
         let lat = now.saturating_sub(wake.expected_ns);
+        if track_cpu {
+            rec.cpu = sys::current_cpu();
+        }
         rec.overruns += wake.missed;
         rec.record(wake.expected_ns, lat);
         min = min.min(lat);

@@ -304,38 +304,82 @@ pub fn attribution_bars(
     runs: &[(String, &rtscope_model::attribution::AttributionSummary)],
 ) -> Figure {
     let title = "What the tail is made of (share of latency above p99)";
-    let mut causes: Vec<String> = Vec::new();
+    // The causes that matter most over all runs (largest share in any run) get their own colour;
+    // the rest are summed as "other causes", so the legend stays readable with many runs.
+    const KEEP: usize = 9;
+    let mut best: Vec<(String, f64)> = Vec::new();
     for (_, a) in runs {
         for c in &a.causes {
-            if !causes.contains(&c.cause) {
-                causes.push(c.cause.clone());
+            match best.iter_mut().find(|b| b.0 == c.cause) {
+                Some(b) => b.1 = b.1.max(c.tail_p99_share),
+                None => best.push((c.cause.clone(), c.tail_p99_share)),
             }
         }
     }
-    let h = 70.0 + runs.len() as f64 * 28.0 + (causes.len() as f64 + 1.0) * 14.0;
+    best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let lumped = best.len().saturating_sub(KEEP);
+    let mut causes: Vec<String> = best.iter().take(KEEP).map(|b| b.0.clone()).collect();
+    let other_label = format!("other causes ({lumped})");
+    if lumped > 0 {
+        causes.push(other_label.clone());
+    }
+    const OTHERS: [&str; 10] = [
+        "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#bcbd22", "#e377c2",
+        "#393b79", "#637939",
+    ];
+    let colour = |cause: &str| -> &'static str {
+        match cause {
+            "no_guest_activity" => "#d62728",
+            "unattributed" => "#b0b0b0",
+            c if c == other_label => "#5a5a5a",
+            c => {
+                let i = causes
+                    .iter()
+                    .filter(|x| !matches!(x.as_str(), "no_guest_activity" | "unattributed"))
+                    .position(|x| x == c)
+                    .unwrap_or(0);
+                OTHERS[i % OTHERS.len()]
+            }
+        }
+    };
+    let legend_rows = (causes.len() + 1).div_ceil(2);
+    let h = 70.0 + runs.len() as f64 * 24.0 + legend_rows as f64 * 14.0;
     let mut p = Plot::new(
-        640.0,
+        680.0,
         h.max(180.0),
         Scale::Linear { lo: 0.0, hi: 100.0 },
         Scale::Linear { lo: 0.0, hi: 1.0 },
     );
-    p.left = 150.0;
-    p.bottom = 46.0 + (causes.len() as f64 + 1.0) * 14.0;
+    p.left = 190.0;
+    p.bottom = 62.0 + legend_rows as f64 * 14.0;
     let band = (p.h - p.top - p.bottom) / runs.len().max(1) as f64;
     for (ri, (label, a)) in runs.iter().enumerate() {
         let y = p.top + ri as f64 * band + band * 0.15;
         let mut x = p.px(0.0);
-        let mut total = 0.0;
+        let mut total = 0.0f64;
+        // Shares per legend entry for this run (lumped causes summed).
+        let mut shares: Vec<(String, f64)> = Vec::new();
         for c in &a.causes {
-            let share = c.tail_p99_share.clamp(0.0, 1.0 - total);
+            let key = if causes[..causes.len() - usize::from(lumped > 0)].contains(&c.cause) {
+                c.cause.clone()
+            } else {
+                other_label.clone()
+            };
+            match shares.iter_mut().find(|s| s.0 == key) {
+                Some(s) => s.1 += c.tail_p99_share,
+                None => shares.push((key, c.tail_p99_share)),
+            }
+        }
+        shares.sort_by_key(|s| causes.iter().position(|c| c == &s.0).unwrap_or(usize::MAX));
+        for (cause, share) in &shares {
+            let share = share.clamp(0.0, (1.0 - total).max(0.0));
             total += share;
             let w = p.px(share * 100.0) - p.px(0.0);
-            let ci = causes.iter().position(|x| x == &c.cause).unwrap_or(0);
             p.raw(&format!(
                 r#"<rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{:.1}" fill="{}"><title>{}</title></rect>"#,
                 band * 0.7,
-                PALETTE[ci % PALETTE.len()],
-                esc(&format!("{}: {:.1} %", c.cause, share * 100.0))
+                colour(cause),
+                esc(&format!("{cause}: {:.1} %", share * 100.0))
             ));
             x += w;
         }
@@ -349,32 +393,152 @@ pub fn attribution_bars(
         p.text(p.left - 6.0, y + band * 0.45, "end", 10.0, label);
     }
     p.y = Scale::Linear { lo: 0.0, hi: 0.0 };
-    p.axes(title, "% of the latency of samples above p99", "");
-    let ly = p.h - p.bottom + 36.0;
+    p.axes(title, "", "");
+    let x_mid = (p.left + p.w - p.right) / 2.0;
+    let xl = p.h - p.bottom + 32.0;
+    p.text(
+        x_mid,
+        xl,
+        "middle",
+        11.0,
+        "% of the latency of samples above p99",
+    );
+    let ly = xl + 20.0;
     for (i, c) in causes
         .iter()
-        .chain(std::iter::once(&"unexplained".to_string()))
+        .map(|c| (c.as_str(), colour(c)))
+        .chain(std::iter::once(("unexplained", "#e8e8e8")))
         .enumerate()
     {
-        let colour = if i < causes.len() {
-            PALETTE[i % PALETTE.len()]
-        } else {
-            "#e8e8e8"
-        };
-        let y = ly + i as f64 * 14.0;
+        let x = p.left + (i % 2) as f64 * 240.0;
+        let y = ly + (i / 2) as f64 * 14.0;
         p.raw(&format!(
-            r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{colour}"/>"#,
-            p.left,
-            y - 9.0
+            r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{}"/>"#,
+            y - 9.0,
+            c.1
         ));
-        p.text(p.left + 14.0, y, "start", 10.0, c);
+        p.text(x + 14.0, y, "start", 10.0, c.0);
     }
     Figure {
         id: id.to_string(),
         title: title.to_string(),
         svg: p.finish(id, title),
-        caption: "Per run, the share of the latency of samples above p99 that each cause explains (attribution summary); grey is what no recorded event explains.".into(),
+        caption: format!(
+            "Per run, the share of the latency of samples above p99 that each cause explains (attribution summary); the {KEEP} causes with the largest share in any run have their own colour{}; light grey is what no recorded event explains.",
+            if lumped > 0 { format!(", the other {lumped} are summed") } else { String::new() }
+        ),
     }
+}
+
+/// The run's worst samples, one row each: the timeline from the planned wake-up (x = 0) to the
+/// return to user space, each segment coloured by its cause (the attribution's timeline).
+pub fn worst_timelines(id: &str, rec: &RunRecord) -> Option<Figure> {
+    let a = rec.attribution.as_ref()?;
+    let rows: Vec<&rtscope_model::attribution::WorstSample> = a
+        .worst
+        .iter()
+        .filter(|w| !w.segments.is_empty())
+        .take(10)
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let title = "Worst samples: where the time went";
+    let mut causes: Vec<String> = Vec::new();
+    for w in &rows {
+        for sg in &w.segments {
+            if !causes.contains(&sg.cause) {
+                causes.push(sg.cause.clone());
+            }
+        }
+    }
+    let hi_us = rows
+        .iter()
+        .map(|w| w.latency_ns as f64 / 1e3)
+        .fold(0.0, f64::max)
+        .max(1.0);
+    // Fixed colours for the two causes a reader looks for first; the others from a list without
+    // red and grey, so no two causes share a colour in one figure (up to 12 others).
+    const OTHERS: [&str; 12] = [
+        "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#bcbd22", "#e377c2",
+        "#393b79", "#637939", "#8c6d31", "#7b4173",
+    ];
+    let colour = |cause: &str| -> &'static str {
+        match cause {
+            "no_guest_activity" => "#d62728",
+            "unattributed" => "#b0b0b0",
+            c => {
+                let i = causes
+                    .iter()
+                    .filter(|x| x.as_str() != "no_guest_activity" && x.as_str() != "unattributed")
+                    .position(|x| x == c)
+                    .unwrap_or(0);
+                OTHERS[i % OTHERS.len()]
+            }
+        }
+    };
+    let legend_rows = causes.len().div_ceil(2);
+    let legend_h = legend_rows as f64 * 14.0;
+    let h = 96.0 + rows.len() as f64 * 26.0 + legend_h;
+    let mut p = Plot::new(
+        680.0,
+        h,
+        Scale::Linear { lo: 0.0, hi: hi_us },
+        Scale::Linear { lo: 0.0, hi: 1.0 },
+    );
+    p.left = 190.0;
+    p.bottom = 62.0 + legend_h;
+    let band = (p.h - p.top - p.bottom) / rows.len() as f64;
+    for (ri, w) in rows.iter().enumerate() {
+        let y = p.top + ri as f64 * band + band * 0.15;
+        for sg in &w.segments {
+            let x0 = p.px(sg.start_ns as f64 / 1e3);
+            let x1 = p.px(sg.end_ns as f64 / 1e3);
+            p.raw(&format!(
+                r#"<rect x="{x0:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}</title></rect>"#,
+                (x1 - x0).max(0.5),
+                band * 0.7,
+                colour(&sg.cause),
+                esc(&format!(
+                    "{} {}: {}..{} µs",
+                    sg.cause,
+                    sg.detail,
+                    us(sg.start_ns as f64),
+                    us(sg.end_ns as f64)
+                ))
+            ));
+        }
+        p.text(
+            p.left - 6.0,
+            y + band * 0.45,
+            "end",
+            10.0,
+            &format!("CPU {} #{} {} µs", w.cpu, w.cycle, us(w.latency_ns as f64)),
+        );
+    }
+    p.y = Scale::Linear { lo: 0.0, hi: 0.0 };
+    p.axes(title, "", "");
+    let x_mid = (p.left + p.w - p.right) / 2.0;
+    let xl = p.h - p.bottom + 32.0;
+    p.text(x_mid, xl, "middle", 11.0, "µs after the planned wake-up");
+    let ly = xl + 20.0;
+    let colw = 240.0;
+    for (i, c) in causes.iter().enumerate() {
+        let x = p.left + (i % 2) as f64 * colw;
+        let y = ly + (i / 2) as f64 * 14.0;
+        p.raw(&format!(
+            r#"<rect x="{x:.1}" y="{:.1}" width="10" height="10" fill="{}"/>"#,
+            y - 9.0,
+            colour(c)
+        ));
+        p.text(x + 14.0, y, "start", 10.0, c);
+    }
+    Some(Figure {
+        id: id.to_string(),
+        title: title.to_string(),
+        svg: p.finish(id, title),
+        caption: "Each row is one of the run's worst samples (CPU, cycle, latency): its timeline from the planned wake-up to the return to user space, coloured by cause (hover for the thread, IRQ or gap). The parts add up to the latency exactly.".into(),
+    })
 }
 
 /// Per CPU: each characterization's bound beside the observed maximum (log scale).

@@ -364,9 +364,17 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
     let attributed: Vec<(String, &rtscope_model::attribution::AttributionSummary)> = runs
         .iter()
         .filter_map(|r| {
-            r.attribution
-                .as_ref()
-                .map(|a| (short(&r.id).to_string(), a))
+            r.attribution.as_ref().map(|a| {
+                (
+                    format!(
+                        "{} / {} {}",
+                        r.config.policy.name(),
+                        col_label(r),
+                        &short(&r.id)[short(&r.id).len().saturating_sub(4)..]
+                    ),
+                    a,
+                )
+            })
         })
         .filter(|(_, a)| !a.causes.is_empty())
         .collect();
@@ -398,6 +406,11 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
         body.push_str(&figure_html(&f));
         figs.push(f);
         run_tables(&mut body, r);
+        if let Some(f) = figures::worst_timelines(&format!("worst-{i}"), r) {
+            body.push_str("<h3>Worst samples</h3>");
+            body.push_str(&figure_html(&f));
+            figs.push(f);
+        }
         if let Some(f) = figures::bound_vs_observed(&format!("bound-{i}"), r) {
             body.push_str("<h3>Bound vs observed</h3>");
             body.push_str(&figure_html(&f));

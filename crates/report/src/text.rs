@@ -199,8 +199,57 @@ pub fn summary(rec: &RunRecord) -> String {
             let _ = writeln!(s, "tail CPU {cpu}: {line}");
         }
     }
+    if let Some(b) = &rec.bound {
+        bound_lines(&mut s, b);
+    }
     for w in &rec.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
     s
+}
+
+/// `measure --bound`: per CPU, each characterization's bound beside the observed maximum, and
+/// when the sliding-window bound first reached the run's maximum (the full rtsl-style text is
+/// `rtscope bound --trace FILE.rtt`).
+fn bound_lines(s: &mut String, b: &rtscope_model::bound::BoundReport) {
+    let label = if b.estimate {
+        " (ESTIMATE, NOT A SOUND BOUND: no preemptirq tracepoints, thread terms = observed max non-interrupt delay)"
+    } else {
+        ""
+    };
+    let _ = writeln!(s, "latency bound (ECRTS'20 Theorem 8){label}:");
+    let ttb = rtscope_analysis::bound::events::time_to_bound(&b.series);
+    for c in &b.cpus {
+        let obs = c.observed_max_latency_ns;
+        let parts: Vec<String> = c
+            .bounds
+            .named()
+            .iter()
+            .map(|(name, cb)| match cb.latency_ns {
+                Some(l) => match obs.filter(|&o| o > 0) {
+                    Some(o) => format!("{name}={} ({:.2}x)", us(l), l as f64 / o as f64),
+                    None => format!("{name}={}", us(l)),
+                },
+                None => format!("{name}=did-not-converge"),
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "bound CPU {}: observed max {} | {}",
+            c.cpu,
+            obs.map_or("-".to_string(), us),
+            parts.join(" ")
+        );
+        if let Some(t) = ttb.get(&c.cpu) {
+            let _ = writeln!(
+                s,
+                "bound CPU {}: sliding_window >= final observed max {}",
+                c.cpu,
+                t.map_or("never".to_string(), |t| format!("from t = {t:.1} s"))
+            );
+        }
+    }
+    for w in &b.warnings {
+        let _ = writeln!(s, "bound warning: {w}");
+    }
 }

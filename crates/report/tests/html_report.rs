@@ -110,6 +110,21 @@ fn system_and_trace_strings_are_escaped() {
     for f in &r.figures {
         assert!(!f.svg.contains("<script"), "figure {}", f.id);
     }
+    // The worst-sample timeline of the hostile run is drawn, its segment names escaped.
+    let w = r
+        .figures
+        .iter()
+        .find(|f| f.id.starts_with("worst-"))
+        .expect("worst-sample timeline figure");
+    assert!(
+        w.svg.contains("CPU 1 #77 10.0 µs") || w.svg.contains("CPU 1 #77"),
+        "{}",
+        w.svg
+    );
+    assert!(w
+        .svg
+        .contains("thread:&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(w.svg.matches("<rect x=").count() >= 4);
 }
 
 #[test]

@@ -2,7 +2,9 @@
 //! throughput measurement. Deterministic: the same arguments give the same record. Nothing here
 //! is ever presented as a measurement.
 
-use rtscope_model::attribution::{AttributionSummary, CauseSummary};
+use rtscope_model::attribution::{
+    AttributionSummary, CauseSummary, Segment, ThreadRan, WorstSample,
+};
 use rtscope_model::bound::BoundReport;
 use rtscope_model::histogram::LinearHistogram;
 use rtscope_model::*;
@@ -304,6 +306,41 @@ pub fn hostile(id: &str) -> RunRecord {
         });
         a.per_cpu_tail
             .push((1, "thread:<script>alert(1)</script>".into()));
+        // A worst sample whose timeline names the hostile thread: 2 µs timer IRQ delay, 1 µs
+        // handler, 6 µs the hostile thread blocking, 1 µs switch (sums to 10 µs).
+        let seg = |a: u64, b: u64, cause: &str, detail: &str| Segment {
+            start_ns: a,
+            end_ns: b,
+            cause: cause.into(),
+            detail: detail.into(),
+        };
+        a.worst.push(WorstSample {
+            cpu: 1,
+            tid: 4242,
+            cycle: 77,
+            expected_ns: 1_000_000,
+            latency_ns: 10_000,
+            handler: "vector:local_timer".into(),
+            parts: vec![
+                ("thread:<script>alert(1)</script>".into(), 6_000),
+                ("timer_irq_delay".into(), 2_000),
+                ("timer_handler".into(), 1_000),
+                ("switch_to_user".into(), 1_000),
+            ],
+            segments: vec![
+                seg(0, 2_000, "timer_irq_delay", ""),
+                seg(2_000, 3_000, "timer_handler", "local_timer"),
+                seg(3_000, 9_000, "thread:<script>alert(1)</script>", "pid 666"),
+                seg(9_000, 10_000, "switch_to_user", ""),
+            ],
+            threads: vec![ThreadRan {
+                pid: 666,
+                comm: "<script>alert(1)</script>".into(),
+                prio: 120,
+                ran_ns: 6_000,
+                relation: "blocking".into(),
+            }],
+        });
     }
     r
 }

@@ -1,5 +1,8 @@
-//! eBPF capture: the skeleton built from `src/bpf/rtscope.bpf.c`, one ring buffer filled with
-//! `BPF_RB_NO_WAKEUP` and drained by a thread every 10 ms.
+//! eBPF capture: the skeleton built from `src/bpf/rtscope.bpf.c`. Records go into per-CPU
+//! lock-free slot regions of a memory-mapped BPF array (one region per measured CPU, one shared
+//! by the other CPUs); a thread (SCHED_FIFO 1 when allowed) drains them every 10 ms through the
+//! mapping (no syscall per event, no wake-up of the reader by the traced CPU). The protocol is described in the BPF
+//! source: claim with an atomic add, fill, commit with an atomic exchange of `seq`.
 //!
 //! The skeleton borrows its `OpenObject` storage, so the whole BPF lifetime (open, load, attach,
 //! poll, detach) lives on one reader thread; `start` waits for it to report "attached" or the
@@ -9,13 +12,12 @@
 use crate::skel::{RtscopeSkel, RtscopeSkelBuilder};
 use crate::{Capture, Mechanism, TraceError};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
+use libbpf_rs::{MapCore, MapFlags};
 use rtscope_model::event::{Event, EventKind, Vector};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
-use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -36,10 +38,17 @@ const K_SWITCH: u16 = 13;
 const K_MIGRATE: u16 = 14;
 const K_IDLE: u16 = 15;
 
-/// Size of `struct rec` (ts u64, cpu u32, kind u16, pad u16, a u32, b u32, c u64, d u64).
-pub const REC_SIZE: usize = 40;
-/// Ring-buffer record header the kernel adds (struct bpf_ringbuf_hdr).
-const RB_HDR: u64 = 8;
+/// Size of `struct rec` (ts u64, cpu u32, kind u16, pad u16, a u32, b u32, c u64, d u64, seq u64).
+pub const REC_SIZE: usize = 48;
+/// Offset of `seq` (slot index + 1 once the record is committed).
+const SEQ_OFF: usize = 40;
+/// Slots per region: keep in sync with SLOT_BITS in rtscope.bpf.c.
+const SLOT_BITS: u32 = 17;
+const SLOTS: u64 = 1 << SLOT_BITS;
+/// `cpu_filter` flag of a measured CPU (rtscope.bpf.c TRACED).
+const TRACED: u32 = 1 << 31;
+/// Entries of `cpu_filter` and `heads` (rtscope.bpf.c MAX_CPUS).
+const MAX_CPUS: usize = 1024;
 
 fn vector_of(id: u32, nr: u32) -> Vector {
     match id {
@@ -56,9 +65,10 @@ fn vector_of(id: u32, nr: u32) -> Vector {
     }
 }
 
-/// Decode one ring-buffer record. None for a short or unknown record.
+/// Decode one slot record (its first 40 bytes; `seq` is the reader's business). None for a
+/// short or unknown record.
 pub fn decode_rec(b: &[u8]) -> Option<Event> {
-    if b.len() < REC_SIZE {
+    if b.len() < SEQ_OFF {
         return None;
     }
     let u64_at = |o: usize| {
@@ -290,55 +300,170 @@ fn bpf_err(what: &str) -> impl Fn(libbpf_rs::Error) -> TraceError + '_ {
     move |e| TraceError::Setup(format!("bpf: {what}: {e}"))
 }
 
+/// A read-only shared mapping of a BPF_F_MMAPABLE array map.
+struct Mapping {
+    ptr: *const u8,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(fd: std::os::fd::BorrowedFd<'_>, bytes: usize, what: &str) -> Result<Self, TraceError> {
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let len = bytes.div_ceil(page) * page;
+        // SAFETY: a fresh read-only shared mapping of a map fd that outlives it (the skeleton is
+        // dropped after the Mapping); the kernel validates length and flags.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(TraceError::Setup(format!(
+                "bpf: mmap of the {what} map ({len} bytes): {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(Mapping {
+            ptr: p as *const u8,
+            len,
+        })
+    }
+
+    /// The u64 at byte offset `off`, read once (the kernel writes it concurrently).
+    fn u64_at(&self, off: usize) -> u64 {
+        assert!(off + 8 <= self.len && off.is_multiple_of(8));
+        // SAFETY: in bounds and aligned (checked above); volatile because BPF programs on other
+        // CPUs store to it concurrently.
+        unsafe { std::ptr::read_volatile(self.ptr.add(off) as *const u64) }
+    }
+
+    fn copy(&self, off: usize, out: &mut [u8; REC_SIZE]) {
+        assert!(off + REC_SIZE <= self.len);
+        for (i, b) in out.iter_mut().enumerate() {
+            // SAFETY: in bounds (checked above); byte-wise volatile copy of memory a writer
+            // may be changing (the reader re-checks `seq` afterwards and drops torn copies).
+            *b = unsafe { std::ptr::read_volatile(self.ptr.add(off + i)) };
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: exactly the region mmap returned.
+        unsafe {
+            libc::munmap(self.ptr as *mut libc::c_void, self.len);
+        }
+    }
+}
+
+/// Reader state of one slot region.
+#[derive(Default)]
+struct Region {
+    tail: u64,
+    lost: u64,
+}
+
+/// Copy every committed record of region `r` from `tail` up to the current head. A slot that a
+/// writer has already reused (the reader fell a whole region behind) is lost; an uncommitted slot
+/// (its writer is still filling it) ends this pass.
+fn drain(
+    heads: &Mapping,
+    recs: &Mapping,
+    r: usize,
+    st: &mut Region,
+    out: &mut Vec<Event>,
+    bad: &mut u64,
+) -> u64 {
+    let head = heads.u64_at(r * 8);
+    fence(Ordering::Acquire);
+    if head > st.tail + SLOTS {
+        st.lost += head - SLOTS - st.tail;
+        st.tail = head - SLOTS;
+    }
+    let mut copied = 0;
+    let mut buf = [0u8; REC_SIZE];
+    while st.tail < head {
+        let off = ((r << SLOT_BITS) + (st.tail & (SLOTS - 1)) as usize) * REC_SIZE;
+        let want = st.tail + 1;
+        let seq = recs.u64_at(off + SEQ_OFF);
+        if seq != want {
+            if seq > want {
+                // Overwritten by a writer one lap ahead.
+                st.lost += 1;
+                st.tail += 1;
+                continue;
+            }
+            break; // not committed yet
+        }
+        fence(Ordering::Acquire);
+        recs.copy(off, &mut buf);
+        fence(Ordering::Acquire);
+        if recs.u64_at(off + SEQ_OFF) != want {
+            st.lost += 1; // reused while we copied
+        } else {
+            match decode_rec(&buf) {
+                Some(e) => out.push(e),
+                None => *bad += 1,
+            }
+            copied += 1;
+        }
+        st.tail += 1;
+    }
+    copied
+}
+
 fn run(
     cpus: Vec<u32>,
     stop: Arc<AtomicBool>,
     ready: mpsc::Sender<Result<(), TraceError>>,
 ) -> Result<Out, TraceError> {
+    // The reader runs at SCHED_FIFO 1 when allowed: above any SCHED_OTHER load (which could
+    // otherwise hold it off until slots are reused) and below every measurement thread.
+    let fifo1 = libc::sched_param { sched_priority: 1 };
+    // SAFETY: plain syscall on the calling thread with a valid sched_param.
+    let reader_fifo = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo1) } == 0;
     let mut storage = MaybeUninit::uninit();
-    let skel = match open_load_attach(&cpus, &mut storage) {
-        Ok(s) => s,
+    let nreg = cpus.len() + 1;
+    let attached = open_load_attach(&cpus, &mut storage).and_then(|(skel, notes)| {
+        let heads = Mapping::new(skel.maps.heads.as_fd(), MAX_CPUS * 8, "heads")?;
+        let recs = Mapping::new(
+            skel.maps.recs.as_fd(),
+            (nreg << SLOT_BITS) * REC_SIZE,
+            "records",
+        )?;
+        Ok((skel, notes, heads, recs))
+    });
+    let (skel, notes, heads, recs) = match attached {
+        Ok(x) => x,
         Err(e) => {
             let _ = ready.send(Err(TraceError::Setup(e.to_string())));
             return Err(e);
         }
     };
-    let (skel, notes) = skel;
-    let events: Rc<RefCell<Vec<Event>>> = Rc::new(RefCell::new(Vec::with_capacity(1 << 16)));
-    let bytes = Rc::new(RefCell::new(0u64));
-    let bad = Rc::new(RefCell::new(0u64));
-    let mut rbb = RingBufferBuilder::new();
-    {
-        let ev = events.clone();
-        let by = bytes.clone();
-        let bad = bad.clone();
-        rbb.add(&skel.maps.events, move |data: &[u8]| {
-            *by.borrow_mut() += data.len() as u64 + RB_HDR;
-            match decode_rec(data) {
-                Some(e) => ev.borrow_mut().push(e),
-                None => *bad.borrow_mut() += 1,
-            }
-            0
-        })
-        .map_err(bpf_err("ring buffer"))?;
-    }
-    let rb = rbb.build().map_err(bpf_err("ring buffer"))?;
+    let mut events: Vec<Event> = Vec::with_capacity(1 << 16);
+    let mut regions: Vec<Region> = (0..nreg).map(|_| Region::default()).collect();
+    let mut bad = 0u64;
+    let mut records = 0u64;
     let _ = ready.send(Ok(()));
     loop {
         let last = stop.load(Ordering::SeqCst);
-        // consume() drains without waiting; the producer never wakes us (BPF_RB_NO_WAKEUP).
-        if let Err(e) = rb.consume() {
-            return Err(TraceError::Capture(format!(
-                "bpf: draining ring buffer: {e}"
-            )));
+        for (r, st) in regions.iter_mut().enumerate() {
+            records += drain(&heads, &recs, r, st, &mut events, &mut bad);
         }
         if last {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    drop(rb);
-    // Per-CPU loss counters.
+    // Per-CPU loss: records that had no region (BPF side) plus slots lost in each CPU's region;
+    // a loss in the shared region (wake-ups/migrations from other CPUs) may concern any measured
+    // CPU, so it is added to each of them.
     let mut lost = BTreeMap::new();
     let key = 0u32.to_ne_bytes();
     if let Ok(Some(vals)) = skel.maps.lost.lookup_percpu(&key, MapFlags::ANY) {
@@ -351,6 +476,19 @@ fn run(
             }
         }
     }
+    let mut notes = notes;
+    if !reader_fifo {
+        notes.push("bpf: the reader thread could not get SCHED_FIFO 1 (runs as SCHED_OTHER): under heavy load it may fall behind and lose events".into());
+    }
+    let shared_lost = regions[cpus.len()].lost;
+    for (i, &c) in cpus.iter().enumerate() {
+        *lost.entry(c).or_insert(0) += regions[i].lost + shared_lost;
+    }
+    if shared_lost > 0 {
+        notes.push(format!(
+            "bpf: {shared_lost} records from non-measured CPUs (cross-CPU wake-ups, migrations) were lost; counted on every measured CPU"
+        ));
+    }
     let mut comms = BTreeMap::new();
     for k in skel.maps.comms.keys() {
         if k.len() < 4 {
@@ -362,23 +500,17 @@ fn run(
             comms.insert(pid, String::from_utf8_lossy(&v[..end]).into_owned());
         }
     }
-    let mut notes = notes;
-    let bad = *bad.borrow();
     if bad > 0 {
-        notes.push(format!(
-            "bpf: {bad} ring-buffer records could not be decoded"
-        ));
+        notes.push(format!("bpf: {bad} slot records could not be decoded"));
     }
+    drop(recs);
+    drop(heads);
     drop(skel); // detaches every program
-    let events = Rc::try_unwrap(events)
-        .map(RefCell::into_inner)
-        .unwrap_or_default();
-    let bytes = *bytes.borrow();
     Ok(Out {
         events,
         comms,
         lost,
-        bytes,
+        bytes: records * REC_SIZE as u64,
         notes,
     })
 }
@@ -402,12 +534,30 @@ fn open_load_attach<'o>(
             }
         }
     }
+    // One slot region per measured CPU, plus one shared by every other CPU.
+    let nreg = cpus.len() + 1;
+    open.maps
+        .recs
+        .set_max_entries(u32::try_from(nreg << SLOT_BITS).unwrap_or(u32::MAX))
+        .map_err(bpf_err("sizing the record array"))?;
     let mut skel = open.load().map_err(bpf_err("load (verifier)"))?;
-    for &c in cpus {
+    let possible = libbpf_rs::num_possible_cpus()
+        .unwrap_or(MAX_CPUS)
+        .min(MAX_CPUS);
+    for c in 0..possible as u32 {
+        let flags = match cpus.iter().position(|&x| x == c) {
+            Some(i) => TRACED | (i as u32 + 1),
+            None => cpus.len() as u32 + 1,
+        };
         skel.maps
             .cpu_filter
-            .update(&c.to_ne_bytes(), &[1u8], MapFlags::ANY)
-            .map_err(bpf_err("cpu filter (cpu number beyond 1023?)"))?;
+            .update(&c.to_ne_bytes(), &flags.to_ne_bytes(), MapFlags::ANY)
+            .map_err(bpf_err("cpu filter"))?;
+    }
+    if let Some(&c) = cpus.iter().find(|&&c| c as usize >= possible) {
+        return Err(TraceError::Setup(format!(
+            "bpf: CPU {c} is beyond the {possible} possible CPUs this capture supports"
+        )));
     }
     skel.attach().map_err(bpf_err("attach"))?;
     Ok((skel, notes))
@@ -419,7 +569,7 @@ mod tests {
 
     #[test]
     fn decodes_switch_record() {
-        let mut b = vec![0u8; REC_SIZE];
+        let mut b = vec![0u8; SEQ_OFF];
         b[0..8].copy_from_slice(&123u64.to_le_bytes());
         b[8..12].copy_from_slice(&1u32.to_le_bytes());
         b[12..14].copy_from_slice(&K_SWITCH.to_le_bytes());

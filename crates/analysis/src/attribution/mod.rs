@@ -82,29 +82,7 @@ impl Default for AttributionOptions {
     }
 }
 
-/// One piece of a sample's timeline.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Segment {
-    /// Offsets from the planned wake-up E, ns.
-    pub start_ns: u64,
-    pub end_ns: u64,
-    pub cause: String,
-    /// Who/what: the thread that ran, the IRQ, "idle", ...
-    pub detail: String,
-}
-
-/// A thread that ran on the CPU between the wake-up and the switch to the measured thread.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct ThreadRan {
-    pub pid: u32,
-    pub comm: String,
-    /// Kernel prio (lower is more important).
-    pub prio: i32,
-    pub ran_ns: u64,
-    /// "preempting" (higher priority than the measured thread) or "blocking" (lower or equal:
-    /// it held the CPU in a non-preemptible section).
-    pub relation: String,
-}
+pub use rtscope_model::attribution::{Segment, ThreadRan};
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
 pub struct Anchors {
@@ -201,6 +179,14 @@ enum Ev {
     K(EventKind),
     NmiStart,
     NmiEnd,
+    /// A wake-up issued on CPU `from` for a task queued to this CPU (an unpinned thread, e.g.
+    /// SCHED_DEADLINE, whose timer fired on another CPU): copied into this CPU's stream so the
+    /// sample that resumes here finds its waking.
+    RemoteWaking {
+        pid: u32,
+        prio: i32,
+        from: u32,
+    },
 }
 
 impl CpuState {
@@ -220,6 +206,7 @@ impl CpuState {
         match *ev {
             Ev::NmiStart => self.push(Ctx::Nmi, ts),
             Ev::NmiEnd => self.pop(Ctx::Nmi),
+            Ev::RemoteWaking { .. } => {}
             Ev::K(k) => match k {
                 EventKind::IrqEntry { irq } => self.push(Ctx::Irq(irq), ts),
                 EventKind::IrqExit { irq, .. } => self.pop(Ctx::Irq(irq)),
@@ -235,6 +222,11 @@ impl CpuState {
                     // A context switch happens in thread context: any open frame was lost.
                     self.stack.clear();
                     self.current = Some((next_pid, next_prio));
+                    // Switching to a real task means the idle loop was left, also when the
+                    // capture records only idle entries (eBPF: the exit is implied).
+                    if next_pid != 0 {
+                        self.idle = false;
+                    }
                 }
                 EventKind::CpuIdle { state } => self.idle = state != IDLE_EXIT,
                 _ => {}
@@ -292,6 +284,23 @@ struct CpuEvents {
 fn split_by_cpu(events: &[Event]) -> HashMap<u32, CpuEvents> {
     let mut raw: HashMap<u32, Vec<(u64, Ev)>> = HashMap::new();
     for e in events {
+        if let EventKind::Waking {
+            pid,
+            prio,
+            target_cpu,
+        } = e.kind
+        {
+            if target_cpu != e.cpu {
+                raw.entry(target_cpu).or_default().push((
+                    e.ts_ns,
+                    Ev::RemoteWaking {
+                        pid,
+                        prio,
+                        from: e.cpu,
+                    },
+                ));
+            }
+        }
         let v = raw.entry(e.cpu).or_default();
         match e.kind {
             EventKind::Nmi { delta_ns } => {
@@ -344,13 +353,20 @@ fn attribute_one(
     let mut st = state.clone();
     let mut waking: Option<(usize, i32)> = None;
     let mut handler: Option<Frame> = None;
+    let mut remote_from: Option<u32> = None;
     for i in win.clone() {
-        if let Ev::K(EventKind::Waking { pid, prio, .. }) = ce.ev[i] {
-            if pid == s.tid {
+        match ce.ev[i] {
+            Ev::K(EventKind::Waking { pid, prio, .. }) if pid == s.tid => {
                 waking = Some((i, prio));
                 handler = st.stack.last().copied();
                 break;
             }
+            Ev::RemoteWaking { pid, prio, from } if pid == s.tid => {
+                waking = Some((i, prio));
+                remote_from = Some(from);
+                break;
+            }
+            _ => {}
         }
         st.apply(ce.ts[i], &ce.ev[i]);
     }
@@ -394,7 +410,10 @@ fn attribute_one(
         waking_ns: Some(ce.ts[wi]),
         handler_exit_ns: handler_exit.map(|i| ce.ts[i]),
         switch_in_ns: switch_in.map(|i| ce.ts[i]),
-        handler: ctx_handler_name(handler.map(|h| h.ctx)),
+        handler: match remote_from {
+            Some(c) => format!("remote:cpu{c}"),
+            None => ctx_handler_name(handler.map(|h| h.ctx)),
+        },
     };
     // Phase of a time t (boundaries are event timestamps, so no interval straddles one).
     let b_start = handler.map(|h| h.start_ns.max(e0)).unwrap_or(ce.ts[wi]);
@@ -561,6 +580,15 @@ fn ev_out(ce: &CpuEvents, i: usize, cpu: u32) -> Option<Event> {
             kind: EventKind::Nmi { delta_ns: 0 },
         }),
         Ev::NmiStart => None,
+        Ev::RemoteWaking { pid, prio, from } => Some(Event {
+            ts_ns: ce.ts[i],
+            cpu: from,
+            kind: EventKind::Waking {
+                pid,
+                prio,
+                target_cpu: cpu,
+            },
+        }),
     }
 }
 

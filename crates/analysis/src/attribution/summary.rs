@@ -213,6 +213,20 @@ pub fn summarize(
             tail_threshold_samples: tail_thr_n,
             gap_threshold_ns: opts.gap_threshold_ns,
             sum_tolerance_ns: sum_check.tolerance_ns,
+            worst: worst
+                .iter()
+                .map(|w| rtscope_model::attribution::WorstSample {
+                    cpu: w.cpu,
+                    tid: w.tid,
+                    cycle: w.cycle,
+                    expected_ns: w.expected_ns,
+                    latency_ns: w.latency_ns,
+                    handler: w.anchors.handler.clone(),
+                    parts: w.parts.clone(),
+                    segments: w.segments.clone(),
+                    threads: w.threads.clone(),
+                })
+                .collect(),
         },
         worst,
         sum_check,

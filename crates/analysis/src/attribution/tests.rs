@@ -655,3 +655,124 @@ fn woken_before_leaving_the_cpu() {
     assert_eq!(part(&a, TIMER_HANDLER), 20); // [1000,1020)
     assert_eq!(part(&a, RETURN_TO_USER), 80); // [1020,1100)
 }
+
+/// eBPF records idle *entries* only (the exit is implied). After an idle entry, a switch to a
+/// real task (pid 500, prio 120) ends the idle state: a timer IRQ that arrives late while that
+/// task runs is "timer IRQ delay" (IRQs off in what ran), not idle exit.
+#[test]
+fn idle_entry_without_exit_ends_at_switch() {
+    let evs = vec![
+        sw(0, TID, 0, 0, 120),
+        ev(10, K::CpuIdle { state: 1 }), // entry; no exit record follows
+        sw(500, 0, 120, 500, 120),       // the idle loop was left: stress runs
+        ev(
+            40_000,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            40_050,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        ev(
+            40_100,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        sw(40_200, 500, 120, TID, 0),
+    ];
+    let a = one(&evs, sample(10_000, 30_300)); // R = 40_300
+    sums(&a);
+    // [10_000, 40_000): the timer IRQ is 30 µs late while stress (not idle) runs.
+    assert_eq!(part(&a, TIMER_IRQ_DELAY), 30_000);
+    assert_eq!(part(&a, TIMER_IRQ_DELAY_IDLE), 0);
+    assert_eq!(part(&a, TIMER_HANDLER), 100); // [40_000, 40_100)
+                                              // [40_100, 40_200): stress holds the CPU until the switch.
+    assert_eq!(a.threads.len(), 1);
+    assert_eq!(a.threads[0].pid, 500);
+    assert_eq!(a.threads[0].ran_ns, 100);
+    assert_eq!(part(&a, RETURN_TO_USER), 100); // [40_200, 40_300)
+
+    // Without the switch the CPU is still idle: the same 30 µs are idle exit.
+    let idle: Vec<Event> = evs
+        .iter()
+        .filter(|e| e.ts_ns != 500)
+        .copied()
+        .map(|e| match e.kind {
+            K::Switch { next_pid: TID, .. } => sw(40_200, 0, 120, TID, 0),
+            _ => e,
+        })
+        .collect();
+    let b = one(&idle, sample(10_000, 30_300));
+    sums(&b);
+    assert_eq!(part(&b, TIMER_IRQ_DELAY_IDLE), 30_000);
+    assert_eq!(part(&b, TIMER_IRQ_DELAY), 0);
+}
+
+/// An unpinned (SCHED_DEADLINE) thread whose timer fired on CPU 1 and that resumed on CPU 0: the
+/// waking recorded on CPU 1 (target_cpu 0) is found for the sample on CPU 0.
+#[test]
+fn remote_waking_from_another_cpu() {
+    let on1 = |ts: u64, kind: K| Event {
+        ts_ns: ts,
+        cpu: 1,
+        kind,
+    };
+    let evs = vec![
+        sw(0, TID, 0, 0, 120), // CPU 0 idle
+        on1(
+            1_020,
+            K::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        on1(
+            1_050,
+            K::Waking {
+                pid: TID,
+                prio: 0,
+                target_cpu: CPU,
+            },
+        ),
+        on1(
+            1_080,
+            K::VectorExit {
+                vector: Vector::LocalTimer,
+            },
+        ),
+        ev(
+            1_100,
+            K::VectorEntry {
+                vector: Vector::Reschedule,
+            },
+        ),
+        ev(
+            1_130,
+            K::VectorExit {
+                vector: Vector::Reschedule,
+            },
+        ),
+        sw(1_200, 0, 120, TID, 0),
+    ];
+    let a = one(&evs, sample(1_000, 250)); // R = 1_250
+    sums(&a);
+    assert!(
+        a.unattributed_reason.is_none(),
+        "{:?}",
+        a.unattributed_reason
+    );
+    assert_eq!(a.anchors.handler, "remote:cpu1");
+    assert_eq!(a.anchors.waking_ns, Some(1_050));
+    // [1_000, 1_050): before the (remote) waking, CPU 0 idle.
+    assert_eq!(part(&a, TIMER_IRQ_DELAY_IDLE), 50);
+    // [1_200, 1_250): after the switch.
+    assert_eq!(part(&a, RETURN_TO_USER), 50);
+    // The reschedule IPI on CPU 0 [1_100, 1_130) is carved out as interference.
+    assert_eq!(part(&a, "vector:reschedule"), 30);
+}

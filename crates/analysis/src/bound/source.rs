@@ -116,6 +116,25 @@ impl InterruptSource {
         ))
     }
 
+    /// The source as it was after its first `n` instances (n clamped to the length).
+    pub fn prefix(&self, n: usize) -> InterruptSource {
+        let n = n.min(self.starts.len());
+        let starts = self.starts[..n].to_vec();
+        let durations = self.durations[..n].to_vec();
+        let owcet_ns = durations.iter().copied().max().unwrap_or(0);
+        let omiat_ns = starts.windows(2).map(|w| w[1] - w[0]).min();
+        let total_ns = durations.iter().sum();
+        InterruptSource {
+            name: self.name.clone(),
+            kind: self.kind,
+            starts,
+            durations,
+            owcet_ns,
+            omiat_ns,
+            total_ns,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.starts.len()
     }

@@ -142,34 +142,16 @@ fn read_trace(
     if let Some(c) = samples_csv {
         f.samples.extend(read_samples_csv(c)?);
     }
-    // Only samples wholly inside the traced interval can have their interrupt part subtracted;
-    // outside it the whole latency would count as thread delay.
-    let (t0, t1) = (f.meta.start_ns, f.meta.end_ns);
-    let before = f.samples.len();
-    if t1 > t0 {
-        f.samples
-            .retain(|s| s.expected_ns >= t0 && s.expected_ns.saturating_add(s.latency_ns) <= t1);
-    }
-    let dropped = before - f.samples.len();
-    let mut input = bound::events::trace_input(&f.events, &f.samples, assume_thread_ns)
-        .map_err(|e| usage!("--trace {}: {e}", p.display()))?;
-    if dropped > 0 {
-        input.warnings.push(format!(
-            "{dropped} of {before} samples lie outside the traced interval and were not used"
-        ));
-    }
-    for (cpu, lost) in &f.meta.lost_per_cpu {
-        if *lost > 0 {
-            input.warnings.push(format!(
-                "CPU {cpu}: {lost} events lost during capture: interrupts may be missing, the bound may be low"
-            ));
-        }
-    }
-    let pts = match series {
-        Some((n, o)) => bound::events::time_series(&f.events, &f.samples, assume_thread_ns, n, &o),
-        None => Vec::new(),
-    };
-    Ok((input, pts))
+    bound::events::traced_run_input(
+        &f.events,
+        &f.samples,
+        (f.meta.start_ns, f.meta.end_ns),
+        &f.meta.lost_per_cpu,
+        assume_thread_ns,
+        series.map(|(n, _)| n),
+        &series.map(|(_, o)| o).unwrap_or_default(),
+    )
+    .map_err(|e| usage!("--trace {}: {e}", p.display()))
 }
 
 pub fn run(a: Args) -> Result<()> {

@@ -154,6 +154,15 @@ pub struct MeasureFlags {
     /// Write the trace (events + every sample) to this .rtt file for `rtscope analyze`
     #[arg(long, value_name = "FILE")]
     pub trace_file: Option<PathBuf>,
+    /// With --trace: compute the ECRTS'20 latency bound (six interrupt characterizations) from
+    /// the run's events beside the observed maximum, and how the sliding-window bound and the
+    /// observed maximum evolved (time to bound). Without preemptirq tracepoints the thread terms
+    /// are estimated and every output says ESTIMATE, NOT A SOUND BOUND.
+    #[arg(long)]
+    pub bound: bool,
+    /// Instants in the time-to-bound series of --bound (1 ..= 1000)
+    #[arg(long, value_name = "N", default_value_t = 60)]
+    pub bound_points: u32,
 }
 
 #[derive(clap::Args)]
@@ -183,6 +192,8 @@ pub struct Resolved {
     /// Resolved capture mechanism (never Auto): Off when untraced.
     pub trace: rtscope_trace::Mechanism,
     pub trace_file: Option<PathBuf>,
+    /// `--bound`: the time-to-bound series length.
+    pub bound_points: Option<u32>,
     pub loads: Option<(Vec<rtscope_load::LoadKind>, rtscope_load::LoadOptions)>,
     pub config: RunConfig,
     pub spec: MeasureSpec,
@@ -318,6 +329,12 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
     if let Some(p) = &f.trace_file {
         check_output("--trace-file", p)?;
     }
+    check_range("--bound-points", f.bound_points, 1, 1000, "")?;
+    if f.bound && trace == rtscope_trace::Mechanism::Off {
+        return Err(usage!(
+            "--bound: needs a trace (--trace, --trace=bpf or --trace=tracefs): the bound is computed from the run's kernel events"
+        ));
+    }
     // Privileges: RT and DEADLINE policies need root or CAP_SYS_NICE.
     let privileged = rtscope_probe::sys::is_root()
         || rtscope_probe::sys::has_capability(rtscope_probe::sys::CAP_SYS_NICE);
@@ -389,6 +406,7 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
         id: common::new_run_id(),
         trace,
         trace_file: f.trace_file.clone(),
+        bound_points: f.bound.then_some(f.bound_points),
         loads,
         config,
         spec,
@@ -592,6 +610,28 @@ fn explain(
     let result = attribute(&capture.events, raw, &names, &opts);
     rec.warnings.extend(result.warnings.iter().cloned());
     rec.attribution = Some(result.summary);
+    if let Some(points) = r.bound_points {
+        use rtscope_analysis::bound;
+        let bopts = bound::Options::default();
+        match bound::events::traced_run_input(
+            &capture.events,
+            raw,
+            (capture.start_ns, capture.end_ns),
+            &capture.lost_per_cpu,
+            None,
+            Some(points),
+            &bopts,
+        ) {
+            Ok((input, series)) => {
+                let mut report = bound::analyze(&input, &bopts, "trace");
+                report.series = series;
+                rec.bound = Some(report);
+            }
+            Err(e) => rec
+                .warnings
+                .push(format!("--bound: no bound computed: {e}")),
+        }
+    }
     if let Some(path) = &r.trace_file {
         let file = capture.into_rtt(raw.to_vec());
         rtscope_trace::write_rtt(path, &file)

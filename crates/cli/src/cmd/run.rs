@@ -1,7 +1,8 @@
 //! `rtscope run`: the default job. Measures every online CPU (FIFO 95, 1 ms, 60 s unless told
 //! otherwise) with kernel tracing (`--trace auto`) so that every sample is explained, prints the summary, stores the run and writes its files into
 //! `<out>/<run-id>/`: `run.json` (RunRecord), `histogram.txt` (cyclictest -h format),
-//! `summary.txt`, `report.html` (self-contained, inline SVG) and `trace.rtt` when traced.
+//! `summary.txt`, `report.html` (self-contained, inline SVG) and `trace.rtt` when traced. A traced
+//! run also carries the latency bound (as `measure --bound`).
 
 use super::common;
 use super::measure::{self, MeasureFlags};
@@ -34,8 +35,12 @@ pub fn run(a: Args) -> Result<()> {
     let dir = a.out.join(&r.id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| crate::usage!("--out: cannot create {}: {e}", dir.display()))?;
-    if r.trace != rtscope_trace::Mechanism::Off && r.trace_file.is_none() {
-        r.trace_file = Some(dir.join("trace.rtt"));
+    if r.trace != rtscope_trace::Mechanism::Off {
+        if r.trace_file.is_none() {
+            r.trace_file = Some(dir.join("trace.rtt"));
+        }
+        // A traced default job also puts the latency bound next to the observed maximum.
+        r.bound_points.get_or_insert(flags.bound_points);
     }
     common::check_output("--out", &dir.join("run.json"))?;
     let mut display = measure::default_display(a.flags.quiet, &r.config.cpus);

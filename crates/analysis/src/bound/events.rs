@@ -156,17 +156,7 @@ fn irq_time_in_sample(smp: &RawSample, sources: &[InterruptSource]) -> u64 {
     let mut irq = 0u64;
     for src in sources {
         let (a, d) = (src.starts(), src.durations());
-        // Instances of one source do not overlap, so their ends are sorted like their starts.
-        let (mut lo, mut hi) = (0usize, a.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if a[mid].saturating_add(d[mid]) <= from {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        let mut i = lo;
+        let mut i = src.ended_by(from);
         while i < a.len() && a[i] < to {
             let s = a[i].max(from);
             let e = a[i].saturating_add(d[i]).min(to);
@@ -275,7 +265,10 @@ pub fn traced_run_input(
         }
     }
     let series = match series_points {
-        Some(n) => time_series(events, &inside, assume_thread_ns, n, opts),
+        Some(n) if events.iter().any(|e| is_preemptirq(&e.kind)) => {
+            time_series_replay(events, &inside, assume_thread_ns, n, opts)
+        }
+        Some(n) => series_from_input(&input, events, &inside, assume_thread_ns, n, opts),
         None => Vec::new(),
     };
     Ok((input, series))
@@ -301,10 +294,23 @@ pub fn time_series(
     if events.iter().any(|e| is_preemptirq(&e.kind)) {
         return time_series_replay(events, samples, assume_thread_ns, points, opts);
     }
-    let Some((t0, t1)) = span(events, samples) else {
+    let Ok(full) = trace_input(events, samples, assume_thread_ns) else {
         return Vec::new();
     };
-    let Ok(full) = trace_input(events, samples, assume_thread_ns) else {
+    series_from_input(&full, events, samples, assume_thread_ns, points, opts)
+}
+
+/// The fast series of [`time_series`] from an input already extracted from the same events and
+/// samples (no preemptirq events), so a caller that has it does not extract it twice.
+fn series_from_input(
+    full: &BoundInput,
+    events: &[Event],
+    samples: &[RawSample],
+    assume_thread_ns: Option<u64>,
+    points: u32,
+    opts: &super::Options,
+) -> Vec<rtscope_model::bound::BoundSeriesPoint> {
+    let Some((t0, t1)) = span(events, samples) else {
         return Vec::new();
     };
     // Per CPU: (end, non-interrupt delay, latency) of every sample, by end time, with running
@@ -368,20 +374,7 @@ pub fn time_series(
             let sources: Vec<InterruptSource> = c
                 .sources
                 .iter()
-                .map(|s| {
-                    // Instances that had ended by tk (ends are sorted: no overlap).
-                    let (a, d) = (s.starts(), s.durations());
-                    let (mut lo, mut hi) = (0usize, a.len());
-                    while lo < hi {
-                        let mid = lo + (hi - lo) / 2;
-                        if a[mid].saturating_add(d[mid]) <= tk {
-                            lo = mid + 1;
-                        } else {
-                            hi = mid;
-                        }
-                    }
-                    s.prefix(lo)
-                })
+                .map(|s| s.prefix(s.ended_by(tk)))
                 .filter(|s| !s.is_empty())
                 .collect();
             let sw = super::sliding_window(&thread, &sources, opts);

@@ -116,6 +116,22 @@ impl InterruptSource {
         ))
     }
 
+    /// How many instances had ended by `t` (end = start + duration ≤ t). Instances of one source
+    /// do not overlap, so their ends are sorted like their starts: a binary search.
+    pub fn ended_by(&self, t: u64) -> usize {
+        let (a, d) = (&self.starts, &self.durations);
+        let (mut lo, mut hi) = (0usize, a.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if a[mid].saturating_add(d[mid]) <= t {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// The source as it was after its first `n` instances (n clamped to the length).
     pub fn prefix(&self, n: usize) -> InterruptSource {
         let n = n.min(self.starts.len());

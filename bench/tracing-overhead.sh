@@ -109,13 +109,18 @@ for load in $LOADS; do
                 run "$RTSCOPE" "${margs[@]}" >"$base.log" 2>&1 || [[ $DRY -eq 1 ]]
                 if [[ $DRY -eq 0 ]]; then wait "$tpid"; fi
             fi
-            if [[ $mode != off && $DRY -eq 0 ]]; then
-                "$RTSCOPE" analyze --json --top 1 "$base.rtt" >"$base.analyze.json" 2>/dev/null || true
-            fi
         done
     done
     cleanup
     LOAD_PID=""
+    # Analyse after the load has stopped: the throughput is the analyser's on a quiet core, not
+    # its share of CPUs the load keeps busy.
+    if [[ $DRY -eq 0 ]]; then
+        for f in "$OUT/$load"-*.rtt; do
+            [[ -e $f ]] || continue
+            "$RTSCOPE" analyze --json --top 1 "$f" >"${f%.rtt}.analyze.json" 2>/dev/null || true
+        done
+    fi
 done
 
 [[ $DRY -eq 1 ]] && exit 0
@@ -142,11 +147,13 @@ for p in sorted(glob.glob(os.path.join(out, "*-*-*.json"))):
         m = a["meta"]; ncpu = max(1, len(m["cpus"])); dur = max(1e-9, (m["end_ns"] - m["start_ns"]) / 1e9)
         rec.update(events_s=a["events"] / dur, file_kbs_cpu=os.path.getsize(rtt) / 1024 / dur / ncpu,
                    kernel_kbs_cpu=m["kernel_bytes"] / 1024 / dur / ncpu, lost=sum(m["lost_per_cpu"].values()),
+                   left_out_s=m.get("filtered_events", 0) / dur,
                    analyze_meps=a["analysis_events_per_second"] / 1e6)
     rows.setdefault((load_, mode), {})[int(i)] = rec
 print(f"# tracing overhead — {out}\n")
-print("| load | mode | runs | avg us (mean) | Δavg vs off us | median us | Δmedian vs off us | events/s | file KB/s/CPU | kernel KB/s/CPU | lost | analyze M ev/s |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("Δ columns: median over rounds of the paired difference (same round, tracing off); median us: median over runs.\n")
+print("| load | mode | runs | avg us (mean) | Δavg vs off us | median us | Δmedian vs off us | events/s recorded | left out/s | file KB/s/CPU | kernel KB/s/CPU | lost | analyze M ev/s |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for (ld, mode), runs in sorted(rows.items()):
     off = rows.get((ld, "off"), {})
     davg = [runs[i]["avg"] - off[i]["avg"] for i in runs if i in off and runs[i]["avg"] is not None and off[i]["avg"] is not None]
@@ -154,8 +161,11 @@ for (ld, mode), runs in sorted(rows.items()):
     def mean(k):
         v = [r[k] for r in runs.values() if r.get(k) is not None]
         return st.mean(v) if v else float("nan")
+    def med(k):
+        v = [r[k] for r in runs.values() if r.get(k) is not None]
+        return st.median(v) if v else float("nan")
     f = lambda x: "-" if x != x else f"{x:.2f}"
-    print(f"| {ld} | {mode} | {len(runs)} | {f(mean('avg')/1e3)} | {f(st.mean(davg)/1e3) if davg and mode!='off' else '-'} | "
-          f"{f(mean('median')/1e3)} | {f(st.mean(dmed)/1e3) if dmed and mode!='off' else '-'} | {f(mean('events_s'))} | "
+    print(f"| {ld} | {mode} | {len(runs)} | {f(mean('avg')/1e3)} | {f(st.median(davg)/1e3) if davg and mode!='off' else '-'} | "
+          f"{f(med('median')/1e3)} | {f(st.median(dmed)/1e3) if dmed and mode!='off' else '-'} | {f(mean('events_s'))} | {f(mean('left_out_s'))} | "
           f"{f(mean('file_kbs_cpu'))} | {f(mean('kernel_kbs_cpu'))} | {f(mean('lost'))} | {f(mean('analyze_meps'))} |")
 EOF

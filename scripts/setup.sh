@@ -33,6 +33,37 @@ if [ -d /sys/kernel/tracing ] && [ ! -e /sys/kernel/tracing/events ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 fi
 
+# QEMU (TCG) + busybox + a stock Debian kernel: crates/bench/tests/taskset_cgroup_v2.rs boots it
+# with scripts/qemu-run.sh to test cgroup v2 cpuset partitions (this host binds cpuset to v1).
+# Kernels go to ~/.cache/rtscope/qemu (RTSCOPE_QEMU_CACHE); RTSCOPE_QEMU_SERIES="6.1 6.12" adds
+# the 6.12 kernel (RTSCOPE_QEMU_KERNEL=6.12 runs the test on it).
+QPKGS=(qemu-system-x86 busybox-static)
+qmissing=()
+for p in "${QPKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || qmissing+=("$p")
+done
+if [ ${#qmissing[@]} -gt 0 ] && [ "$(id -u)" -eq 0 ]; then
+  echo "setup: installing ${qmissing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${qmissing[@]}" >/dev/null
+fi
+QCACHE=${RTSCOPE_QEMU_CACHE:-$HOME/.cache/rtscope/qemu}
+mkdir -p "$QCACHE"
+for series in ${RTSCOPE_QEMU_SERIES:-6.1}; do
+  if ls "$QCACHE"/linux-image-"$series".*-amd64-unsigned_*.deb >/dev/null 2>&1; then
+    continue
+  fi
+  pat="^linux-image-${series//./\\.}\\.[0-9].*-amd64-unsigned\$"
+  pkg=$(apt-cache search --names-only "$pat" | awk '{print $1}' | grep -v -e cloud -e '-rt-' | sort -V | tail -1)
+  if [ -z "$pkg" ]; then
+    echo "setup: no linux-image-$series*-amd64-unsigned in the apt index (the QEMU test will print SKIPPED)" >&2
+    continue
+  fi
+  echo "setup: fetching $pkg into $QCACHE"
+  (cd "$QCACHE" && apt-get download -q "$pkg" 2>&1 | grep -v -e '^W: Download is performed unsandboxed' || true)
+done
+
 if ! command -v cargo >/dev/null; then
   echo "setup: Rust (cargo) not found; install it with rustup first" >&2
   exit 1

@@ -492,6 +492,23 @@ fn bad_input_table() {
             &["measure", "--trace", "--bound", "--bound-points", "0"],
             "--bound-points",
         ),
+        (
+            &["measure", "--trace", "--trace-keep", "bogus"],
+            "--trace-keep",
+        ),
+        (&["measure", "--trace-keep", "all"], "--trace-keep"),
+        (
+            &[
+                "measure",
+                "--trace",
+                "--trace-keep",
+                "relevant",
+                "--policy",
+                "other",
+            ],
+            "--trace-keep",
+        ),
+        (&["trace", "record", "--keep", "some"], "--keep"),
         (&["cyclictest", "-p", "120"], "-p"),
         (&["cyclictest", "--bogus"], "--bogus"),
         (&["cyclictest", "-t", "64"], "-t"),

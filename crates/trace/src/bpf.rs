@@ -10,7 +10,7 @@
 //! process dies by any signal, since the kernel closes the fds.
 
 use crate::skel::{RtscopeSkel, RtscopeSkelBuilder};
-use crate::{Capture, Mechanism, TraceError};
+use crate::{Capture, Keep, Mechanism, TraceError};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 use rtscope_model::event::{Event, EventKind, Vector};
@@ -37,16 +37,24 @@ const K_WAKEUP: u16 = 12;
 const K_SWITCH: u16 = 13;
 const K_MIGRATE: u16 = 14;
 const K_IDLE: u16 = 15;
+const K_BACKGROUND: u16 = 16;
 
 /// Size of `struct rec` (ts u64, cpu u32, kind u16, pad u16, a u32, b u32, c u64, d u64, seq u64).
 pub const REC_SIZE: usize = 48;
 /// Offset of `seq` (slot index + 1 once the record is committed).
 const SEQ_OFF: usize = 40;
 /// Slots per region: keep in sync with SLOT_BITS in rtscope.bpf.c.
-const SLOT_BITS: u32 = 17;
+const SLOT_BITS: u32 = 18;
 const SLOTS: u64 = 1 << SLOT_BITS;
 /// `cpu_filter` flag of a measured CPU (rtscope.bpf.c TRACED).
 const TRACED: u32 = 1 << 31;
+/// `cpu_filter` flag: apply the relevance filter (rtscope.bpf.c RELEVANT).
+const RELEVANT: u32 = 1 << 30;
+/// Events per chunk of the reader's buffer. The reader must never stop for long: one growing
+/// `Vec` would, at some doubling, allocate (and, under `mlockall(MCL_FUTURE)`, fault in and lock)
+/// gigabytes at once while the traced CPUs keep writing — long enough to lose records in a
+/// 15-minute io run. Fixed chunks of 256 Ki events (≈ 12 MiB) bound each allocation.
+const CHUNK: usize = 1 << 18;
 /// Entries of `cpu_filter` and `heads` (rtscope.bpf.c MAX_CPUS).
 const MAX_CPUS: usize = 1024;
 
@@ -136,6 +144,10 @@ pub fn decode_rec(b: &[u8]) -> Option<Event> {
             dest_cpu: c as u32,
         },
         K_IDLE => EventKind::CpuIdle { state: a },
+        K_BACKGROUND => EventKind::Background {
+            len_ns: c,
+            events: a,
+        },
         _ => return None,
     };
     Some(Event {
@@ -193,7 +205,8 @@ pub fn available() -> Result<(), String> {
 }
 
 struct Out {
-    events: Vec<Event>,
+    events: Vec<Vec<Event>>,
+    filtered: u64,
     comms: BTreeMap<u32, String>,
     lost: BTreeMap<u32, u64>,
     bytes: u64,
@@ -201,6 +214,7 @@ struct Out {
 }
 
 pub struct BpfSession {
+    keep: Keep,
     cpus: Vec<u32>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Result<Out, TraceError>>>,
@@ -209,7 +223,7 @@ pub struct BpfSession {
 }
 
 impl BpfSession {
-    pub fn start(cpus: &[u32]) -> Result<Self, TraceError> {
+    pub fn start(cpus: &[u32], keep: Keep) -> Result<Self, TraceError> {
         available().map_err(TraceError::Unavailable)?;
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel::<Result<(), TraceError>>();
@@ -218,7 +232,7 @@ impl BpfSession {
         let steal0 = crate::sys::steal_ns();
         let thread = std::thread::Builder::new()
             .name("rtscope-bpf".into())
-            .spawn(move || run(cpus_v, stop2, tx))
+            .spawn(move || run(cpus_v, keep, stop2, tx))
             .map_err(|e| TraceError::Setup(format!("spawning the BPF reader thread: {e}")))?;
         match rx.recv() {
             Ok(Ok(())) => {}
@@ -234,6 +248,7 @@ impl BpfSession {
             }
         }
         Ok(BpfSession {
+            keep,
             cpus: cpus.to_vec(),
             stop,
             thread: Some(thread),
@@ -252,7 +267,8 @@ impl BpfSession {
                 .map_err(|_| TraceError::Capture("BPF reader thread panicked".into()))??,
             None => return Err(TraceError::Capture("BPF reader was not running".into())),
         };
-        let mut events = out.events;
+        let mut events = out.events.concat();
+        drop(out.events);
         events.sort_by_key(|e| (e.ts_ns, e.cpu));
         let steal = self
             .cpus
@@ -283,6 +299,8 @@ impl BpfSession {
             steal_ns_per_cpu: steal,
             kernel_bytes: out.bytes,
             notes: out.notes,
+            keep: self.keep,
+            filtered: out.filtered,
         })
     }
 }
@@ -377,7 +395,7 @@ fn drain(
     recs: &Mapping,
     r: usize,
     st: &mut Region,
-    out: &mut Vec<Event>,
+    chunks: &mut Vec<Vec<Event>>,
     bad: &mut u64,
 ) -> u64 {
     let head = heads.u64_at(r * 8);
@@ -408,7 +426,14 @@ fn drain(
             st.lost += 1; // reused while we copied
         } else {
             match decode_rec(&buf) {
-                Some(e) => out.push(e),
+                Some(e) => {
+                    if chunks.last().is_none_or(|c| c.len() == c.capacity()) {
+                        chunks.push(Vec::with_capacity(CHUNK));
+                    }
+                    if let Some(c) = chunks.last_mut() {
+                        c.push(e);
+                    }
+                }
                 None => *bad += 1,
             }
             copied += 1;
@@ -420,6 +445,7 @@ fn drain(
 
 fn run(
     cpus: Vec<u32>,
+    keep: Keep,
     stop: Arc<AtomicBool>,
     ready: mpsc::Sender<Result<(), TraceError>>,
 ) -> Result<Out, TraceError> {
@@ -430,7 +456,7 @@ fn run(
     let reader_fifo = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo1) } == 0;
     let mut storage = MaybeUninit::uninit();
     let nreg = cpus.len() + 1;
-    let attached = open_load_attach(&cpus, &mut storage).and_then(|(skel, notes)| {
+    let attached = open_load_attach(&cpus, keep, &mut storage).and_then(|(skel, notes)| {
         let heads = Mapping::new(skel.maps.heads.as_fd(), MAX_CPUS * 8, "heads")?;
         let recs = Mapping::new(
             skel.maps.recs.as_fd(),
@@ -446,7 +472,7 @@ fn run(
             return Err(e);
         }
     };
-    let mut events: Vec<Event> = Vec::with_capacity(1 << 16);
+    let mut chunks: Vec<Vec<Event>> = vec![Vec::with_capacity(CHUNK)];
     let mut regions: Vec<Region> = (0..nreg).map(|_| Region::default()).collect();
     let mut bad = 0u64;
     let mut records = 0u64;
@@ -454,7 +480,7 @@ fn run(
     loop {
         let last = stop.load(Ordering::SeqCst);
         for (r, st) in regions.iter_mut().enumerate() {
-            records += drain(&heads, &recs, r, st, &mut events, &mut bad);
+            records += drain(&heads, &recs, r, st, &mut chunks, &mut bad);
         }
         if last {
             break;
@@ -473,6 +499,14 @@ fn run(
                 if cpus.contains(&(cpu as u32)) || n > 0 {
                     lost.insert(cpu as u32, n);
                 }
+            }
+        }
+    }
+    let mut filtered = 0u64;
+    if let Ok(Some(vals)) = skel.maps.filtered.lookup_percpu(&key, MapFlags::ANY) {
+        for (cpu, v) in vals.iter().enumerate() {
+            if v.len() >= 8 && cpus.contains(&(cpu as u32)) {
+                filtered += u64::from_ne_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]);
             }
         }
     }
@@ -503,11 +537,64 @@ fn run(
     if bad > 0 {
         notes.push(format!("bpf: {bad} slot records could not be decoded"));
     }
+    // Hits the kernel skipped because the same program was already running on that CPU (an
+    // hrtimer expiring in hard-IRQ context inside a soft-IRQ hrtimer's callback). The `_nested`
+    // programs record those for the hrtimer tracepoints (rtscope.bpf.c); what neither recorded
+    // (the primaries' misses minus the nested records) is lost. Their CPU is unknown, so they
+    // count on every measured CPU.
+    let mut nested = 0u64;
+    if let Ok(Some(vals)) = skel.maps.nested_recs.lookup_percpu(&key, MapFlags::ANY) {
+        for v in vals.iter().filter(|v| v.len() >= 8) {
+            nested += u64::from_ne_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]);
+        }
+    }
+    let mut missed = 0u64;
+    let mut missed_by: Vec<String> = Vec::new();
+    for p in skel
+        .object()
+        .progs()
+        .filter(|p| !p.name().to_string_lossy().ends_with("_nested"))
+    {
+        let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+        let mut len = std::mem::size_of_val(&info) as u32;
+        // SAFETY: `info` is a plain C struct of `len` bytes the kernel fills for a valid prog fd.
+        let ret = unsafe {
+            libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
+                p.as_fd().as_raw_fd(),
+                (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
+                &mut len,
+            )
+        };
+        if ret == 0 && info.recursion_misses > 0 {
+            missed += info.recursion_misses;
+            missed_by.push(format!(
+                "{} {}",
+                p.name().to_string_lossy(),
+                info.recursion_misses
+            ));
+        }
+    }
+    let missed = missed.saturating_sub(nested);
+    if nested > 0 {
+        notes.push(format!(
+            "bpf: {nested} nested hrtimer events recorded by the second program"
+        ));
+    }
+    if missed > 0 {
+        notes.push(format!(
+            "bpf: {missed} events not recorded: the kernel skipped a program already running on its CPU (misses: {}; {nested} of them caught by the nested programs); counted as lost on every measured CPU",
+            missed_by.join(", ")
+        ));
+        for &c in &cpus {
+            *lost.entry(c).or_insert(0) += missed;
+        }
+    }
     drop(recs);
     drop(heads);
     drop(skel); // detaches every program
     Ok(Out {
-        events,
+        events: chunks,
+        filtered,
         comms,
         lost,
         bytes: records * REC_SIZE as u64,
@@ -517,6 +604,7 @@ fn run(
 
 fn open_load_attach<'o>(
     cpus: &[u32],
+    keep: Keep,
     storage: &'o mut MaybeUninit<libbpf_rs::OpenObject>,
 ) -> Result<(RtscopeSkel<'o>, Vec<String>), TraceError> {
     let builder = RtscopeSkelBuilder::default();
@@ -545,10 +633,13 @@ fn open_load_attach<'o>(
         .unwrap_or(MAX_CPUS)
         .min(MAX_CPUS);
     for c in 0..possible as u32 {
-        let flags = match cpus.iter().position(|&x| x == c) {
+        let mut flags = match cpus.iter().position(|&x| x == c) {
             Some(i) => TRACED | (i as u32 + 1),
             None => cpus.len() as u32 + 1,
         };
+        if keep == Keep::Relevant {
+            flags |= RELEVANT;
+        }
         skel.maps
             .cpu_filter
             .update(&c.to_ne_bytes(), &flags.to_ne_bytes(), MapFlags::ANY)

@@ -14,6 +14,7 @@
 //! ```
 
 mod bpf;
+pub mod reduce;
 pub mod rtt;
 pub mod sys;
 pub mod tracefs;
@@ -30,6 +31,7 @@ mod skel {
     include!(concat!(env!("OUT_DIR"), "/rtscope.skel.rs"));
 }
 
+pub use reduce::Keep;
 pub use rtt::{read_rtt, write_rtt, RttError, RttFile, RttMeta};
 
 use rtscope_model::event::{Event, NameTables};
@@ -134,6 +136,10 @@ pub struct Capture {
     pub steal_ns_per_cpu: BTreeMap<u32, u64>,
     pub kernel_bytes: u64,
     pub notes: Vec<String>,
+    /// What the capture kept (`reduce` module).
+    pub keep: Keep,
+    /// Events seen on the traced CPUs but left out by the relevance filter.
+    pub filtered: u64,
 }
 
 impl Capture {
@@ -176,6 +182,8 @@ impl Capture {
             steal_ns_per_cpu: self.steal_ns_per_cpu,
             kernel_bytes: self.kernel_bytes,
             notes: self.notes,
+            keep: self.keep.name().to_string(),
+            filtered_events: self.filtered,
         };
         RttFile {
             meta,
@@ -188,7 +196,7 @@ impl Capture {
 
 enum Inner {
     Bpf(bpf::BpfSession),
-    Tracefs(tracefs::TracefsSession),
+    Tracefs(tracefs::TracefsSession, Keep),
     Off { cpus: Vec<u32>, start_ns: u64 },
 }
 
@@ -200,7 +208,13 @@ pub struct TraceSession {
 
 impl TraceSession {
     /// Start capturing on `cpus` (online CPU numbers). `Auto` is resolved as in [`check`].
+    /// Start with the default filter ([`Keep::Relevant`]).
     pub fn start(cpus: &[u32], mech: Mechanism) -> Result<Self, TraceError> {
+        Self::start_with(cpus, mech, Keep::default())
+    }
+
+    /// Start a capture on `cpus` that keeps `keep` (see the `reduce` module).
+    pub fn start_with(cpus: &[u32], mech: Mechanism, keep: Keep) -> Result<Self, TraceError> {
         if cpus.is_empty() {
             return Err(TraceError::BadCpus("no CPUs given".into()));
         }
@@ -216,8 +230,8 @@ impl TraceSession {
             )));
         }
         let inner = match check(mech)? {
-            Mechanism::Bpf => Inner::Bpf(bpf::BpfSession::start(cpus)?),
-            Mechanism::Tracefs => Inner::Tracefs(tracefs::TracefsSession::start(cpus)?),
+            Mechanism::Bpf => Inner::Bpf(bpf::BpfSession::start(cpus, keep)?),
+            Mechanism::Tracefs => Inner::Tracefs(tracefs::TracefsSession::start(cpus)?, keep),
             _ => Inner::Off {
                 cpus: cpus.to_vec(),
                 start_ns: sys::monotonic_ns(),
@@ -229,7 +243,7 @@ impl TraceSession {
     pub fn mechanism(&self) -> Mechanism {
         match self.inner {
             Inner::Bpf(_) => Mechanism::Bpf,
-            Inner::Tracefs(_) => Mechanism::Tracefs,
+            Inner::Tracefs(..) => Mechanism::Tracefs,
             Inner::Off { .. } => Mechanism::Off,
         }
     }
@@ -237,7 +251,23 @@ impl TraceSession {
     pub fn stop(self) -> Result<Capture, TraceError> {
         match self.inner {
             Inner::Bpf(s) => s.stop(),
-            Inner::Tracefs(s) => s.stop(),
+            Inner::Tracefs(s, keep) => {
+                let mut c = s.stop()?;
+                // The tracefs instance records everything; the relevance filter runs here.
+                if keep == Keep::Relevant {
+                    if reduce::needs_all(&c.events) {
+                        c.notes.push(
+                            "kept every event: the trace has preemptirq events (rtsl's thread analysis needs every switch)".into(),
+                        );
+                    } else {
+                        let (ev, dropped) = reduce::reduce(std::mem::take(&mut c.events));
+                        c.events = ev;
+                        c.filtered = dropped;
+                        c.keep = Keep::Relevant;
+                    }
+                }
+                Ok(c)
+            }
             Inner::Off { cpus, start_ns } => Ok(Capture {
                 mechanism: Mechanism::Off,
                 cpus,

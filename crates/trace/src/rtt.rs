@@ -8,6 +8,7 @@
 //!   "META" JSON RttMeta            (exactly one, first)
 //!   "NAME" JSON NameTables         (exactly one)
 //!   "EVTS" one per CPU: cpu varint | count varint | events (delta-coded, see encode_event)
+//!   "EVTZ" (version 2) instead of EVTS: raw length varint | raw deflate of an EVTS payload
 //!   "SMPL" count varint | samples (delta-coded)
 //!   "END\0" empty: the file is complete (a missing END means truncation)
 //! ```
@@ -21,7 +22,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 pub const MAGIC: &[u8; 8] = b"RTSTRACE";
-pub const VERSION: u16 = 1;
+/// Written version. Version 2 added EVTZ (compressed events) and the META fields `keep` and
+/// `filtered_events`; version-1 files are still read.
+pub const VERSION: u16 = 2;
+/// Oldest version this build reads.
+pub const MIN_VERSION: u16 = 1;
+/// deflate level of EVTZ sections: 6 compresses an io trace 2.4× at ~25 MB/s on this VM.
+const DEFLATE_LEVEL: u32 = 6;
 const HEADER_LEN: usize = 16;
 
 /// Everything about the capture that is not an event or a sample.
@@ -44,6 +51,17 @@ pub struct RttMeta {
     pub kernel_bytes: u64,
     /// Free-form notes (events not available on this kernel, ...).
     pub notes: Vec<String>,
+    /// "relevant" (the relevance filter ran: `reduce` module) or "all". Files written before
+    /// the filter existed read as "all".
+    #[serde(default = "keep_all")]
+    pub keep: String,
+    /// Events seen on the traced CPUs and left out by the relevance filter.
+    #[serde(default)]
+    pub filtered_events: u64,
+}
+
+fn keep_all() -> String {
+    "all".into()
 }
 
 /// A whole trace file in memory.
@@ -201,6 +219,8 @@ const E_PREEMPT_DISABLE: u8 = 16;
 const E_PREEMPT_ENABLE: u8 = 17;
 const E_IRQ_DISABLE: u8 = 18;
 const E_IRQ_ENABLE: u8 = 19;
+/// Version 2: activity left out by the relevance filter.
+const E_BACKGROUND: u8 = 20;
 
 fn vector_code(v: Vector) -> u64 {
     match v {
@@ -336,6 +356,11 @@ fn encode_event(out: &mut Vec<u8>, k: &EventKind) {
         EventKind::PreemptEnable => out.push(E_PREEMPT_ENABLE),
         EventKind::IrqDisable => out.push(E_IRQ_DISABLE),
         EventKind::IrqEnable => out.push(E_IRQ_ENABLE),
+        EventKind::Background { len_ns, events } => {
+            out.push(E_BACKGROUND);
+            put_varint(out, len_ns);
+            put_varint(out, events as u64);
+        }
     }
 }
 
@@ -416,6 +441,10 @@ fn decode_event(c: &mut Cur) -> Result<EventKind, RttError> {
         E_PREEMPT_ENABLE => EventKind::PreemptEnable,
         E_IRQ_DISABLE => EventKind::IrqDisable,
         E_IRQ_ENABLE => EventKind::IrqEnable,
+        E_BACKGROUND => EventKind::Background {
+            len_ns: c.varint("background length")?,
+            events: c.u32v("background events")?,
+        },
         _ => return Err(corrupt(at, format!("unknown event kind {k}"))),
     })
 }
@@ -429,8 +458,13 @@ fn push_section(out: &mut Vec<u8>, tag: &[u8; 4], payload: &[u8]) {
     out.extend_from_slice(&crc32(payload).to_le_bytes());
 }
 
-/// Serialise a trace into bytes (see module docs).
+/// Serialise a trace into bytes (see module docs), events compressed (EVTZ).
 pub fn encode(f: &RttFile) -> Vec<u8> {
+    encode_with(f, true)
+}
+
+/// Serialise with or without compressing the event sections (EVTZ or EVTS; both are version 2).
+pub fn encode_with(f: &RttFile, compress: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + f.events.len() * 6 + f.samples.len() * 8);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
@@ -457,7 +491,18 @@ pub fn encode(f: &RttFile) -> Vec<u8> {
             prev = e.ts_ns;
             encode_event(&mut p, &e.kind);
         }
-        push_section(&mut out, b"EVTS", &p);
+        if compress {
+            let mut z = Vec::with_capacity(p.len() / 2 + 16);
+            put_varint(&mut z, p.len() as u64);
+            let mut enc =
+                flate2::write::DeflateEncoder::new(z, flate2::Compression::new(DEFLATE_LEVEL));
+            // Writing into a Vec cannot fail.
+            let _ = std::io::Write::write_all(&mut enc, &p);
+            let z = enc.finish().unwrap_or_default();
+            push_section(&mut out, b"EVTZ", &z);
+        } else {
+            push_section(&mut out, b"EVTS", &p);
+        }
     }
     let mut p = Vec::with_capacity(f.samples.len() * 8 + 8);
     put_varint(&mut p, f.samples.len() as u64);
@@ -493,10 +538,12 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
         ));
     }
     let version = u16::from_le_bytes([buf[8], buf[9]]);
-    if version != VERSION {
+    if !(MIN_VERSION..=VERSION).contains(&version) {
         return Err(corrupt(
             8,
-            format!("unsupported format version {version} (this build reads {VERSION})"),
+            format!(
+                "unsupported format version {version} (this build reads {MIN_VERSION}..={VERSION})"
+            ),
         ));
     }
     let mut pos = HEADER_LEN;
@@ -560,44 +607,33 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
                         .map_err(|e| corrupt(body_at, format!("NAME: {e}")))?,
                 );
             }
-            b"EVTS" => {
+            b"EVTS" => parse_evts(body, body_at, sec_at, &mut cpus_seen, &mut events)?,
+            b"EVTZ" if version >= 2 => {
                 let mut c = Cur {
                     buf: body,
                     pos: 0,
                     base: body_at,
                 };
-                let cpu = c.u32v("cpu")?;
-                if !cpus_seen.insert(cpu) {
+                let raw_len = c.varint("uncompressed length")?;
+                let zlen = (len - c.pos) as u64;
+                // deflate expands at most ~1032:1; refuse lengths no stream of this size can
+                // produce (no huge allocation from a corrupt length).
+                if raw_len > zlen.saturating_mul(1100) + 64 {
                     return Err(corrupt(
+                        body_at,
+                        format!("EVTZ: uncompressed length {raw_len} impossible for {zlen} compressed bytes"),
+                    ));
+                }
+                let raw = inflate(&body[c.pos..], raw_len as usize)
+                    .map_err(|e| corrupt(body_at + c.pos, format!("EVTZ: {e}")))?;
+                // Offsets inside the decompressed payload are reported relative to it.
+                parse_evts(&raw, 0, sec_at, &mut cpus_seen, &mut events).map_err(|e| match e {
+                    RttError::Corrupt { offset, what } => corrupt(
                         sec_at,
-                        format!("second EVTS section for cpu {cpu}"),
-                    ));
-                }
-                let n_at = c.off();
-                let n = c.varint("event count")?;
-                // Each event is at least 2 bytes: refuse counts the payload cannot hold (no huge
-                // allocation from a corrupt count).
-                if n > (len as u64) / 2 {
-                    return Err(corrupt(
-                        n_at,
-                        format!("event count {n} exceeds what the {len}-byte section can hold"),
-                    ));
-                }
-                events.reserve(n as usize);
-                let mut ts = 0u64;
-                for _ in 0..n {
-                    let d = unzigzag(c.varint("timestamp delta")?);
-                    ts = ts.wrapping_add(d as u64);
-                    let kind = decode_event(&mut c)?;
-                    events.push(Event {
-                        ts_ns: ts,
-                        cpu,
-                        kind,
-                    });
-                }
-                if !c.done() {
-                    return Err(corrupt(c.off(), "trailing bytes in EVTS section"));
-                }
+                        format!("EVTZ section (decompressed byte {offset}): {what}"),
+                    ),
+                    other => other,
+                })?;
             }
             b"SMPL" => {
                 if samples.is_some() {
@@ -669,6 +705,72 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
         events,
         samples,
     })
+}
+
+/// Inflate a raw deflate stream that must decompress to exactly `raw_len` bytes.
+fn inflate(z: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let mut out = Vec::with_capacity(raw_len);
+    let mut d = flate2::read::DeflateDecoder::new(z).take(raw_len as u64 + 1);
+    d.read_to_end(&mut out)
+        .map_err(|e| format!("corrupt compressed data: {e}"))?;
+    if out.len() != raw_len {
+        return Err(format!(
+            "decompressed to {} bytes, the section says {raw_len}",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// One EVTS payload: cpu, count, events. `base` is the payload's offset in the file (0 for a
+/// decompressed EVTZ payload), `sec_at` the section's.
+fn parse_evts(
+    body: &[u8],
+    base: usize,
+    sec_at: usize,
+    cpus_seen: &mut std::collections::BTreeSet<u32>,
+    events: &mut Vec<Event>,
+) -> Result<(), RttError> {
+    let len = body.len();
+    let mut c = Cur {
+        buf: body,
+        pos: 0,
+        base,
+    };
+    let cpu = c.u32v("cpu")?;
+    if !cpus_seen.insert(cpu) {
+        return Err(corrupt(
+            sec_at,
+            format!("second event section for cpu {cpu}"),
+        ));
+    }
+    let n_at = c.off();
+    let n = c.varint("event count")?;
+    // Each event is at least 2 bytes: refuse counts the payload cannot hold (no huge
+    // allocation from a corrupt count).
+    if n > (len as u64) / 2 {
+        return Err(corrupt(
+            n_at,
+            format!("event count {n} exceeds what the {len}-byte section can hold"),
+        ));
+    }
+    events.reserve(n as usize);
+    let mut ts = 0u64;
+    for _ in 0..n {
+        let d = unzigzag(c.varint("timestamp delta")?);
+        ts = ts.wrapping_add(d as u64);
+        let kind = decode_event(&mut c)?;
+        events.push(Event {
+            ts_ns: ts,
+            cpu,
+            kind,
+        });
+    }
+    if !c.done() {
+        return Err(corrupt(c.off(), "trailing bytes in EVTS section"));
+    }
+    Ok(())
 }
 
 /// Write atomically: a temporary file beside `path`, renamed into place, so a crash never leaves
@@ -808,6 +910,78 @@ mod tests {
         let f = sample_file();
         let b = encode(&f);
         assert_eq!(decode(&b).expect("decodes"), f);
+    }
+
+    #[test]
+    fn compressed_and_plain_and_version_1() {
+        let f = sample_file();
+        let z = encode(&f);
+        let plain = encode_with(&f, false);
+        assert!(z.windows(4).any(|w| w == b"EVTZ"));
+        assert!(!plain.windows(4).any(|w| w == b"EVTZ"));
+        assert_eq!(decode(&plain).expect("plain decodes"), f);
+        // A version-1 file (no EVTZ, META without keep/filtered_events) still reads.
+        let mut v1f = f.clone();
+        v1f.meta.keep = "all".into();
+        v1f.meta.filtered_events = 0;
+        let mut v1 = encode_with(&v1f, false);
+        v1[8] = 1;
+        assert_eq!(decode(&v1).expect("v1 decodes"), v1f);
+        // A version-1 META has neither field.
+        let m: RttMeta = serde_json::from_str(
+            r#"{"tool_version":"0.1.0","mechanism":"bpf","cpus":[0],"start_ns":0,"end_ns":1,
+                "kernel":"k","hostname":"h","lost_per_cpu":{},"steal_ns_per_cpu":{},
+                "kernel_bytes":0,"notes":[]}"#,
+        )
+        .expect("v1 meta");
+        assert_eq!((m.keep.as_str(), m.filtered_events), ("all", 0));
+        // EVTZ in a version-1 file is an unknown section.
+        let mut zv1 = z.clone();
+        zv1[8] = 1;
+        assert!(decode(&zv1)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown section"));
+        // Version 3 is refused with the range.
+        let mut v3 = z.clone();
+        v3[8] = 3;
+        assert!(decode(&v3).unwrap_err().to_string().contains("reads 1..=2"));
+    }
+
+    /// An EVTZ section whose stated length disagrees with its stream, or whose stream is cut,
+    /// is an error naming the section (checksums repaired so the parser is reached).
+    #[test]
+    fn corrupt_compressed_section() {
+        let f = sample_file();
+        let z = encode(&f);
+        let at = z.windows(4).position(|w| w == b"EVTZ").expect("has EVTZ");
+        let len = u64::from_le_bytes(z[at + 4..at + 12].try_into().expect("8 bytes")) as usize;
+        let body = at + 12;
+        // Stated raw length + 1 (first varint byte, small payload: one byte).
+        let mut b = z.clone();
+        b[body] += 1;
+        let c = crc32(&b[body..body + len]);
+        b[body + len..body + len + 4].copy_from_slice(&c.to_le_bytes());
+        let e = decode(&b).unwrap_err().to_string();
+        assert!(e.contains("EVTZ") && e.contains("decompressed to"), "{e}");
+        // Garbage stream.
+        let mut b = z.clone();
+        for x in &mut b[body + 1..body + len] {
+            *x = 0xff;
+        }
+        let c = crc32(&b[body..body + len]);
+        b[body + len..body + len + 4].copy_from_slice(&c.to_le_bytes());
+        let e = decode(&b).unwrap_err().to_string();
+        assert!(e.contains("EVTZ"), "{e}");
+        // Impossible length: 2^40 bytes from a few compressed bytes.
+        let mut p = Vec::new();
+        put_varint(&mut p, 1 << 40);
+        p.extend_from_slice(&[0u8; 4]);
+        let mut b = z[..at].to_vec();
+        push_section(&mut b, b"EVTZ", &p);
+        b.extend_from_slice(&z[body + len + 4..]);
+        let e = decode(&b).unwrap_err().to_string();
+        assert!(e.contains("impossible"), "{e}");
     }
 
     #[test]

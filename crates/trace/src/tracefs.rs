@@ -778,6 +778,8 @@ impl TracefsSession {
             steal_ns_per_cpu: steal.collect(),
             kernel_bytes: r.bytes,
             notes: std::mem::take(&mut self.notes),
+            keep: crate::Keep::All,
+            filtered: 0,
         })
         // Drop removes the instance.
     }

@@ -3,57 +3,10 @@
 //! trace file round-trips. A second or two per mechanism.
 
 use rtscope_analysis::attribution::{attribute, AttributionOptions};
-use rtscope_model::record::RawSample;
 use rtscope_trace::{check, read_rtt, write_rtt, Mechanism, TraceSession};
 
-fn now() -> u64 {
-    rtscope_trace::sys::monotonic_ns()
-}
-
-/// A minimal cyclic measurement thread (test scaffolding; the real loop is the probe crate's).
-fn measure(cpu: u32, cycles: u64, period_ns: u64) -> Vec<RawSample> {
-    std::thread::spawn(move || {
-        // SAFETY: plain syscalls on the calling thread with valid arguments.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu as usize, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-            let p = libc::sched_param { sched_priority: 90 };
-            libc::sched_setscheduler(0, libc::SCHED_FIFO, &p);
-        }
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
-        let mut out = Vec::with_capacity(cycles as usize);
-        let mut next = now() + 10 * period_ns;
-        for cycle in 0..cycles {
-            let ts = libc::timespec {
-                tv_sec: (next / 1_000_000_000) as i64,
-                tv_nsec: (next % 1_000_000_000) as i64,
-            };
-            // SAFETY: valid timespec; remaining time not needed for TIMER_ABSTIME.
-            unsafe {
-                libc::clock_nanosleep(
-                    libc::CLOCK_MONOTONIC,
-                    libc::TIMER_ABSTIME,
-                    &ts,
-                    std::ptr::null_mut(),
-                )
-            };
-            let t = now();
-            out.push(RawSample {
-                cpu,
-                tid,
-                cycle,
-                expected_ns: next,
-                latency_ns: t.saturating_sub(next),
-            });
-            next += period_ns;
-        }
-        out
-    })
-    .join()
-    .unwrap_or_default()
-}
+mod common;
+use common::measure;
 
 fn run(mech: Mechanism) {
     // SAFETY: geteuid has no preconditions.

@@ -11,7 +11,7 @@
 
 use rtscope_model::event::{Event, EventKind, NameTables, Vector};
 use rtscope_model::record::RawSample;
-use rtscope_trace::rtt::{crc32, decode, encode, RttError, RttFile, RttMeta};
+use rtscope_trace::rtt::{crc32, decode, encode_with, RttError, RttFile, RttMeta};
 
 /// xorshift64*: deterministic, seedable, no dependency.
 struct Rng(u64);
@@ -224,7 +224,8 @@ fn fuzz_decoder() {
     let (mut ok, mut corrupt) = (0u64, 0u64);
     for case in 0..cases {
         let f = random_file(&mut r);
-        let good = encode(&f);
+        // Both event encodings: compressed (EVTZ, what rtscope writes) and plain (EVTS).
+        let good = encode_with(&f, case % 2 == 0);
         if case % 8 == 0 {
             assert_eq!(
                 decode(&good).expect("valid file decodes"),

@@ -46,6 +46,9 @@ pub const TIMER_HANDLER: &str = "timer_handler";
 pub const SCHED_DELAY: &str = "wakeup_to_switch";
 pub const RETURN_TO_USER: &str = "switch_to_user_return";
 pub const NO_GUEST: &str = "no_guest_activity";
+/// The thread was still running at its planned wake-up (it had not reached its sleep: a delay
+/// after its previous sample), so there was no wake-up: its own time on the CPU.
+pub const LATE_FOR_SLEEP: &str = "late_for_sleep";
 pub const NMI: &str = "nmi";
 pub const UNATTRIBUTED: &str = "unattributed";
 
@@ -169,6 +172,9 @@ struct CpuState {
     current: Option<(u32, i32)>,
     /// Inside cpu_idle (entered, not exited).
     idle: bool,
+    /// Inside a `Background` marker: the guest ran events the capture left out (no gap longer
+    /// than the filter's split distance), so no stretch here is "no guest activity".
+    background: bool,
 }
 
 const MAX_DEPTH: usize = 16;
@@ -179,6 +185,8 @@ enum Ev {
     K(EventKind),
     NmiStart,
     NmiEnd,
+    /// End of a `Background` marker (its start is the marker itself, `Ev::K`).
+    BackgroundEnd,
     /// A wake-up issued on CPU `from` for a task queued to this CPU (an unpinned thread, e.g.
     /// SCHED_DEADLINE, whose timer fired on another CPU): copied into this CPU's stream so the
     /// sample that resumes here finds its waking.
@@ -206,6 +214,7 @@ impl CpuState {
         match *ev {
             Ev::NmiStart => self.push(Ctx::Nmi, ts),
             Ev::NmiEnd => self.pop(Ctx::Nmi),
+            Ev::BackgroundEnd => self.background = false,
             Ev::RemoteWaking { .. } => {}
             Ev::K(k) => match k {
                 EventKind::IrqEntry { irq } => self.push(Ctx::Irq(irq), ts),
@@ -229,6 +238,7 @@ impl CpuState {
                     }
                 }
                 EventKind::CpuIdle { state } => self.idle = state != IDLE_EXIT,
+                EventKind::Background { .. } => self.background = true,
                 _ => {}
             },
         }
@@ -307,6 +317,10 @@ fn split_by_cpu(events: &[Event]) -> HashMap<u32, CpuEvents> {
                 v.push((e.ts_ns.saturating_sub(delta_ns), Ev::NmiStart));
                 v.push((e.ts_ns, Ev::NmiEnd));
             }
+            EventKind::Background { len_ns, .. } => {
+                v.push((e.ts_ns, Ev::K(e.kind)));
+                v.push((e.ts_ns.saturating_add(len_ns), Ev::BackgroundEnd));
+            }
             k => v.push((e.ts_ns, Ev::K(k))),
         }
     }
@@ -370,27 +384,45 @@ fn attribute_one(
         }
         st.apply(ce.ts[i], &ce.ev[i]);
     }
-    let Some((wi, tid_prio)) = waking else {
-        let reason = if s.latency_ns == 0 {
-            "zero latency".to_string()
-        } else {
-            "no sched_waking of the thread on its CPU inside the window".to_string()
-        };
-        out.unattributed_reason = Some(reason);
-        out.parts = vec![(UNATTRIBUTED.to_string(), s.latency_ns)];
-        if keep_timeline {
-            out.segments = vec![Segment {
-                start_ns: 0,
-                end_ns: s.latency_ns,
-                cause: UNATTRIBUTED.into(),
-                detail: String::new(),
-            }];
-            out.events = win.clone().filter_map(|i| ev_out(ce, i, s.cpu)).collect();
+    // Late for its own sleep: no waking, the thread was the CPU's current task at E and never
+    // switched out inside the window. It had not yet called clock_nanosleep when its planned
+    // wake-up passed (a delay after its previous sample: an interrupt, a host stall), so the
+    // sleep returned at once. Its whole window is then the thread's own time on the CPU.
+    let late = waking.is_none()
+        && s.latency_ns > 0
+        && matches!(state.current, Some((pid, _)) if pid == s.tid)
+        && !win.clone().any(
+            |i| matches!(ce.ev[i], Ev::K(EventKind::Switch { prev_pid, .. }) if prev_pid == s.tid),
+        );
+    let waking = match waking {
+        None if late => None,
+        Some(w) => Some(w),
+        None => {
+            let reason = if s.latency_ns == 0 {
+                "zero latency".to_string()
+            } else {
+                "no sched_waking of the thread on its CPU inside the window".to_string()
+            };
+            out.unattributed_reason = Some(reason);
+            out.parts = vec![(UNATTRIBUTED.to_string(), s.latency_ns)];
+            if keep_timeline {
+                out.segments = vec![Segment {
+                    start_ns: 0,
+                    end_ns: s.latency_ns,
+                    cause: UNATTRIBUTED.into(),
+                    detail: String::new(),
+                }];
+                out.events = win.clone().filter_map(|i| ev_out(ce, i, s.cpu)).collect();
+            }
+            return out;
         }
-        return out;
+    };
+    let tid_prio = match waking {
+        Some((_, p)) => p,
+        None => state.current.map(|c| c.1).unwrap_or(0),
     };
     let mut handler_exit: Option<usize> = None;
-    if let Some(h) = handler {
+    if let (Some(h), Some((wi, _))) = (handler, waking) {
         // Replay from the waking to find where that frame is popped.
         let mut st2 = st.clone();
         for i in wi..end {
@@ -401,31 +433,37 @@ fn attribute_one(
             }
         }
     }
-    let after = handler_exit.unwrap_or(wi);
-    let switch_in = (after..end).find(
-        |&i| matches!(ce.ev[i], Ev::K(EventKind::Switch { next_pid, .. }) if next_pid == s.tid),
-    );
+    let switch_in = waking.and_then(|(wi, _)| {
+        let after = handler_exit.unwrap_or(wi);
+        (after..end).find(
+            |&i| matches!(ce.ev[i], Ev::K(EventKind::Switch { next_pid, .. }) if next_pid == s.tid),
+        )
+    });
     out.anchors = Anchors {
         handler_entry_ns: handler.map(|h| h.start_ns),
-        waking_ns: Some(ce.ts[wi]),
+        waking_ns: waking.map(|(wi, _)| ce.ts[wi]),
         handler_exit_ns: handler_exit.map(|i| ce.ts[i]),
         switch_in_ns: switch_in.map(|i| ce.ts[i]),
         handler: match remote_from {
+            _ if late => "none: late for its own sleep".into(),
             Some(c) => format!("remote:cpu{c}"),
             None => ctx_handler_name(handler.map(|h| h.ctx)),
         },
     };
     // Phase of a time t (boundaries are event timestamps, so no interval straddles one).
-    let b_start = handler.map(|h| h.start_ns.max(e0)).unwrap_or(ce.ts[wi]);
+    // Late: the whole window is phase D (the thread's own time), charged to LATE_FOR_SLEEP.
+    let wake_ts = waking.map(|(wi, _)| ce.ts[wi]).unwrap_or(e0);
+    let b_start = handler.map(|h| h.start_ns.max(e0)).unwrap_or(wake_ts);
     let c_start = handler_exit
         .map(|i| ce.ts[i])
-        .unwrap_or(if handler.is_some() { r } else { ce.ts[wi] });
+        .unwrap_or(if handler.is_some() { r } else { wake_ts });
     // No switch-in: if the thread was still the CPU's current task when it was woken (the timer
     // fired while it was going to sleep), it never left, and everything after the handler is
     // its way back to user space.
     let never_left = switch_in.is_none() && matches!(st.current, Some((pid, _)) if pid == s.tid);
     let d_start = match switch_in {
         Some(i) => ce.ts[i],
+        None if late => e0,
         None if never_left => c_start,
         None => r,
     };
@@ -470,7 +508,7 @@ fn attribute_one(
             };
             // A compact key per piece; strings are built once per distinct cause (and details
             // only for kept timelines), which keeps the sweep allocation-free per event.
-            let key = if len >= gap_thr {
+            let key = if len >= gap_thr && !st.background {
                 Key::Static(NO_GUEST)
             } else if let Some(f) = st.stack.last() {
                 if Some(*f) == handler {
@@ -504,6 +542,7 @@ fn attribute_one(
                         }
                         _ => Key::Static(SCHED_DELAY),
                     },
+                    Phase::D if late => Key::Static(LATE_FOR_SLEEP),
                     Phase::D => Key::Static(RETURN_TO_USER),
                 }
             };
@@ -579,7 +618,7 @@ fn ev_out(ce: &CpuEvents, i: usize, cpu: u32) -> Option<Event> {
             cpu,
             kind: EventKind::Nmi { delta_ns: 0 },
         }),
-        Ev::NmiStart => None,
+        Ev::NmiStart | Ev::BackgroundEnd => None,
         Ev::RemoteWaking { pid, prio, from } => Some(Event {
             ts_ns: ce.ts[i],
             cpu: from,
@@ -637,7 +676,11 @@ pub fn attribute_samples(
         for w in 0..ce.ts.len() {
             if w > 0 {
                 let len = ce.ts[w] - ce.ts[w - 1];
-                if len >= opts.busy_gap_threshold_ns && !st.is_idle() && st.current.is_some() {
+                if len >= opts.busy_gap_threshold_ns
+                    && !st.is_idle()
+                    && !st.background
+                    && st.current.is_some()
+                {
                     total += len;
                 }
             }

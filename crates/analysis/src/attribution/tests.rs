@@ -336,6 +336,106 @@ fn gap_with_no_events_is_no_guest_activity() {
     assert_eq!(part(&a2, NO_GUEST), 0);
 }
 
+/// The relevance filter's `Background` marker: a SCHED_OTHER thread (pid 77) runs; the timer
+/// IRQ is 150 µs late. Without a marker the 150 µs stretch has no event: no guest activity.
+/// With a marker [5_000, 155_000] (left-out switches/wake-ups, none further apart than 10 µs),
+/// the guest ran: the whole delay is timer IRQ delay (busy). A marker that ends at 50_000 leaves
+/// [50_000, 160_000) = 110 µs eventless ≥ 100 µs: no guest activity again, exactly that piece.
+#[test]
+fn background_marker_is_guest_activity() {
+    let base = |marker: Option<(u64, u64)>| {
+        let mut v = vec![sw(0, TID, 0, 77, 120)];
+        if let Some((t, len)) = marker {
+            v.push(ev(
+                t,
+                K::Background {
+                    len_ns: len,
+                    events: 12,
+                },
+            ));
+        }
+        v.extend([
+            ev(
+                160_000,
+                K::VectorEntry {
+                    vector: Vector::LocalTimer,
+                },
+            ),
+            ev(
+                160_050,
+                K::Waking {
+                    pid: TID,
+                    prio: 0,
+                    target_cpu: CPU,
+                },
+            ),
+            ev(
+                160_100,
+                K::VectorExit {
+                    vector: Vector::LocalTimer,
+                },
+            ),
+            sw(160_200, 77, 120, TID, 0),
+        ]);
+        v
+    };
+    // E = 10_000, R = 160_300.
+    let a = one(&base(None), sample(10_000, 150_300));
+    sums(&a);
+    assert_eq!(part(&a, NO_GUEST), 150_000); // [10_000, 160_000)
+    let b = one(&base(Some((5_000, 150_000))), sample(10_000, 150_300));
+    sums(&b);
+    assert_eq!(part(&b, NO_GUEST), 0);
+    // [10_000, 155_000) inside the marker + [155_000, 160_000) = 5 µs after it.
+    assert_eq!(part(&b, TIMER_IRQ_DELAY), 150_000);
+    let c = one(&base(Some((5_000, 45_000))), sample(10_000, 150_300));
+    sums(&c);
+    assert_eq!(part(&c, TIMER_IRQ_DELAY), 40_000); // [10_000, 50_000)
+    assert_eq!(part(&c, NO_GUEST), 110_000); // [50_000, 160_000)
+}
+
+/// Late for its own sleep: the thread (TID) is on the CPU from 0 and never switches out; its
+/// planned wake-up E = 10_000 passes before it calls clock_nanosleep, which returns at once:
+/// no waking. Window [10_000, 400_000): IRQ 11 runs 50_000–60_000, nothing happens from 60_000
+/// to 360_000 (300 µs ≥ 100 µs: no guest activity), the rest is the thread's own time:
+/// [10_000, 50_000) + [360_000, 400_000) = 80_000 late_for_sleep.
+#[test]
+fn late_for_its_own_sleep() {
+    let evs = vec![
+        sw(0, 0, 120, TID, 0),
+        ev(50_000, K::IrqEntry { irq: 11 }),
+        ev(
+            60_000,
+            K::IrqExit {
+                irq: 11,
+                handled: true,
+            },
+        ),
+        ev(360_000, K::IrqEntry { irq: 11 }),
+        ev(
+            360_000,
+            K::IrqExit {
+                irq: 11,
+                handled: true,
+            },
+        ),
+    ];
+    let a = one(&evs, sample(10_000, 390_000));
+    sums(&a);
+    assert_eq!(a.unattributed_reason, None);
+    assert_eq!(part(&a, LATE_FOR_SLEEP), 80_000);
+    assert_eq!(part(&a, "irq:11:virtio0"), 10_000);
+    assert_eq!(part(&a, NO_GUEST), 300_000);
+    assert_eq!(a.anchors.waking_ns, None);
+    // The same window, but the thread had switched out before E (it slept) and no waking came:
+    // still unattributed, never a guess.
+    let mut evs2 = evs.clone();
+    evs2.push(sw(5_000, TID, 0, 0, 120));
+    evs2.sort_by_key(|e| e.ts_ns);
+    let b = one(&evs2, sample(10_000, 390_000));
+    assert!(b.unattributed_reason.is_some());
+}
+
 /// An NMI inside the return-to-user phase is carved out by its reported duration.
 #[test]
 fn nmi_is_carved_out() {

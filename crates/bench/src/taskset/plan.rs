@@ -163,15 +163,20 @@ pub fn plan_with(
     } else {
         1.0
     };
+    // Bin capacity with the rounding slack of `bin_tolerance` (a set that fills a CPU exactly must
+    // fit); for SCHED_DEADLINE the kernel's integer arithmetic is checked after placement.
+    let tol = bin_tolerance(tasks, cap);
     let (groups_cpus, assign, heuristic): (Vec<Vec<u32>>, Vec<usize>, &str) = match placement {
         PlacementKind::Global => (vec![cpus.to_vec()], vec![0; tasks.len()], "none"),
         PlacementKind::Partitioned(fit) => {
             let test = match policy {
                 PolicyKind::Fifo(order) if !same_bins => PartitionTest::FixedPriority {
                     order,
-                    capacity: cap,
+                    capacity: cap + tol,
                 },
-                _ => PartitionTest::Edf { capacity: cap },
+                _ => PartitionTest::Edf {
+                    capacity: cap + tol,
+                },
             };
             let a = sched::partition(tasks, m, fit, test)
                 .map_err(|e| TasksetError::Invalid(format!("--placement partitioned: {e}")))?;
@@ -190,7 +195,7 @@ pub fn plan_with(
                 fit,
                 PartitionTest::ClusterGfb {
                     cpus: size,
-                    capacity: cap,
+                    capacity: cap + tol / size as f64,
                 },
             )
             .map_err(|e| TasksetError::Invalid(format!("--placement clustered: {e}")))?;
@@ -240,6 +245,11 @@ pub fn plan_with(
             max_jobs: None,
         });
     }
+    if needs_rd {
+        kernel_admits_groups(&specs, &assign, &groups_cpus, limits).map_err(|e| {
+            TasksetError::Invalid(format!("--placement {}: {e}", placement_name(placement)))
+        })?;
+    }
     let scopes = groups_cpus
         .iter()
         .enumerate()
@@ -256,11 +266,7 @@ pub fn plan_with(
             )
         })
         .collect();
-    let kind = match placement {
-        PlacementKind::Global => "global",
-        PlacementKind::Partitioned(_) => "partitioned",
-        PlacementKind::Clustered { .. } => "clustered",
-    };
+    let kind = placement_name(placement);
     Ok(RunPlan {
         specs,
         groups: if needs_rd {
@@ -290,6 +296,93 @@ pub fn plan_with(
         },
         margin,
     })
+}
+
+fn placement_name(p: PlacementKind) -> &'static str {
+    match p {
+        PlacementKind::Global => "global",
+        PlacementKind::Partitioned(_) => "partitioned",
+        PlacementKind::Clustered { .. } => "clustered",
+    }
+}
+
+/// Slack of the bin test (utilisation, absolute): Σᵢ 0.5 ns / Tᵢ over the whole set — the most
+/// that rounding every C to whole nanoseconds (as `taskset gen` and any ns-based file do) can add
+/// to the utilisation sum of any bin — plus 1e-9 × capacity for binary floating point (the
+/// capacity (0.95 − 0.05)/1.0 is 0.8999999999999999 in binary). Without it a set generated to
+/// fill a CPU exactly (R = 0.9 at capacity 0.90) is refused about half the time: its exact U
+/// exceeds 0.9 by 6e-9 … 8e-8 (10 sets of `taskset gen -n 4 -u 0.9 --seed 1`, checked with
+/// rationals). 4 tasks with T ≥ 10 ms give a slack ≤ 2e-7; the kernel's own resolution is
+/// 2⁻²⁰ ≈ 9.5e-7 per reservation (see `kernel_admits_groups`).
+pub fn bin_tolerance(tasks: &[Task], capacity: f64) -> f64 {
+    let rounding: f64 = tasks
+        .iter()
+        .filter(|t| t.period_ns > 0)
+        .map(|t| 0.5 / t.period_ns as f64)
+        .sum();
+    rounding + 1e-9 * capacity
+}
+
+/// kernel/sched: bandwidths are fixed point with BW_SHIFT = 20 (BW_UNIT = 2²⁰ = 1.0).
+const BW_SHIFT: u32 = 20;
+
+/// The kernel's `to_ratio(period, runtime)`: (runtime << BW_SHIFT) / period, rounded down.
+pub fn to_ratio(period_ns: u64, runtime_ns: u64) -> u64 {
+    if period_ns == 0 {
+        return 0;
+    }
+    (((runtime_ns as u128) << BW_SHIFT) / period_ns as u128) as u64
+}
+
+/// A fraction known to come from integer ratios (sched_rt_runtime_us/sched_rt_period_us, fair
+/// server runtime/period) back in BW_SHIFT fixed point, rounded down like `to_ratio` (the 1e-6
+/// guards a product that is an exact integer in decimal but just below it in binary).
+fn bw_of(fraction: f64) -> u64 {
+    (fraction * (1u64 << BW_SHIFT) as f64 + 1e-6)
+        .floor()
+        .max(0.0) as u64
+}
+
+/// SCHED_DEADLINE admission of each group (root domain) in the kernel's integer arithmetic
+/// (`__dl_overflow`): Σ to_ratio(P, Q) of the group's reservations + m × the fair server's
+/// to_ratio ≤ m × to_ratio(sched_rt_period, sched_rt_runtime), m = the group's CPUs (symmetric
+/// capacities: cap_scale(bw, 1024·m) = m·bw). The bin test works on C × margin in floating point
+/// with a rounding slack and without the absolute `--margin-us` allowance; this is the check that
+/// the runtimes actually sent will be admitted, done before anything starts.
+pub fn kernel_admits_groups(
+    specs: &[TaskSpec],
+    assign: &[usize],
+    groups: &[Vec<u32>],
+    limits: KernelLimits,
+) -> Result<(), String> {
+    if limits.limit_per_cpu >= 1.0 {
+        return Ok(()); // sched_rt_runtime_us = -1: no DEADLINE admission limit
+    }
+    let limit = bw_of(limits.limit_per_cpu);
+    let fair = bw_of(limits.fair_server_per_cpu);
+    for (g, cpus) in groups.iter().enumerate() {
+        let m = cpus.len() as u64;
+        let asked: u64 = specs
+            .iter()
+            .zip(assign)
+            .filter(|(_, &a)| a == g)
+            .filter_map(|(s, _)| match s.policy {
+                ThreadPolicy::Deadline {
+                    runtime_ns,
+                    period_ns,
+                    ..
+                } => Some(to_ratio(period_ns, runtime_ns)),
+                _ => None,
+            })
+            .sum();
+        if asked + m * fair > m * limit {
+            return Err(format!(
+                "{}: the kernel would refuse these reservations: Σ to_ratio(P, Q) = {asked} + {m} × {fair} (fair server) > {m} × {limit} (sched_rt_runtime/sched_rt_period), in units of 2^-20 (BW_SHIFT = 20); runtimes are C × margin + margin-us: lower --margin/--margin-us or the load",
+                scope_name(cpus)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The schedulability tests that apply to each scope of the plan, on C inflated by
@@ -516,5 +609,155 @@ mod tests {
             LIM,
         );
         assert!(e.unwrap_err().to_string().contains("could not place task"));
+    }
+
+    fn ns_set(ct: &[(u64, u64)]) -> TaskSet {
+        TaskSet {
+            schema_version: 1,
+            tasks: ct
+                .iter()
+                .enumerate()
+                .map(|(i, &(c, t))| Task {
+                    id: i as u32,
+                    wcet_ns: c,
+                    period_ns: t,
+                    deadline_ns: t,
+                    wss_bytes: None,
+                    name: None,
+                })
+                .collect(),
+            generated: None,
+        }
+    }
+
+    #[test]
+    fn set_filling_a_cpu_exactly_fits_within_rounding() {
+        // Three tasks of U = 0.3 each, C rounded to whole ns as `taskset gen` does:
+        // 0.3 × 10_000_003 = 3_000_000.9 → C = 3_000_001: U = 0.3 + 0.1/10_000_003 = 0.3 + 1.0e-8
+        // 0.3 × 20_000_003 = 6_000_000.9 → C = 6_000_001: U = 0.3 + 0.1/20_000_003 = 0.3 + 5.0e-9
+        // 0.3 × 30_000_003 = 9_000_000.9 → C = 9_000_001: U = 0.3 + 0.1/30_000_003 = 0.3 + 3.3e-9
+        // ΣU = 0.9 + 1.83e-8 — 0.9 in decimal before rounding. The capacity (0.95 − 0.05)/1.0 is
+        // 0.9 in decimal but 0.8999999999999999 in binary; the old test (U ≤ cap + 1e-12) refused
+        // the third task. Slack = 0.5/10_000_003 + 0.5/20_000_003 + 0.5/30_000_003 = 9.17e-8
+        // (+ 9e-10) ≥ 1.83e-8 → fits.
+        let s = ns_set(&[
+            (3_000_001, 10_000_003),
+            (6_000_001, 20_000_003),
+            (9_000_001, 30_000_003),
+        ]);
+        let u = s.utilisation();
+        let cap = (LIM.limit_per_cpu - LIM.fair_server_per_cpu) / 1.0;
+        assert!(
+            u > cap + 1e-12,
+            "U = {u:e} must exceed the capacity {cap:e} in floats"
+        );
+        let tol = bin_tolerance(&s.tasks, cap);
+        assert!((tol - 9.2566e-8).abs() < 1e-11, "{tol:e}");
+        let o = PlanOptions {
+            margin: 1.0,
+            extra_runtime_ns: 0,
+            same_bins: false,
+        };
+        let p = plan_with(
+            &s,
+            PolicyKind::Deadline,
+            PlacementKind::Partitioned(Fit::WorstFit),
+            &[1],
+            LIM,
+            &o,
+        )
+        .expect("a set filling the CPU exactly must be placed");
+        assert_eq!(p.groups, vec![vec![1]]);
+        // The kernel admits it: to_ratio = ⌊C·2²⁰/T⌋ = ⌊314572.80…⌋ = 314572 for each task
+        // (3_000_001·1_048_576/10_000_003 = 314572.81…), Σ = 943716; + fair server
+        // ⌊0.05·2²⁰⌋ = ⌊52428.8⌋ = 52428 → 996144 ≤ ⌊0.95·2²⁰⌋ = ⌊996147.2⌋ = 996147.
+        assert_eq!(to_ratio(10_000_003, 3_000_001), 314_572);
+        assert_eq!(to_ratio(20_000_003, 6_000_001), 314_572);
+        assert_eq!(to_ratio(30_000_003, 9_000_001), 314_572);
+        // The slack does not reach beyond rounding: one more task of U = 1e-6 (10 ns / 10 ms)
+        // makes ΣU = 0.9 + 1.02e-6 > capacity + slack (9.26e-8 + 0.5/10⁷ = 9.76e-8) → refused.
+        let mut more = s.clone();
+        more.tasks.push(Task {
+            id: 3,
+            wcet_ns: 10,
+            period_ns: 10_000_000,
+            deadline_ns: 10_000_000,
+            wss_bytes: None,
+            name: None,
+        });
+        let e = plan_with(
+            &more,
+            PolicyKind::Deadline,
+            PlacementKind::Partitioned(Fit::WorstFit),
+            &[1],
+            LIM,
+            &o,
+        );
+        assert!(e.unwrap_err().to_string().contains("could not place task"));
+    }
+
+    #[test]
+    fn reservations_the_kernel_would_refuse_are_caught_before_the_run() {
+        // U = 0.5 + 0.3 + 0.1 = 0.9 fits the bin (capacity 0.9, margin 1.0), but the 50 µs
+        // allowance makes Q = 5.05, 3.05, 1.05 ms per 10 ms: to_ratio = ⌊Q·2²⁰/10⁷⌋ =
+        // ⌊529530.88⌋ + ⌊319815.68⌋ + ⌊110100.48⌋ = 529530 + 319815 + 110100 = 959445;
+        // + 52428 (fair server) = 1011873 > 996147 → refused with the arithmetic, exit 2.
+        let s = ns_set(&[
+            (5_000_000, 10_000_000),
+            (3_000_000, 10_000_000),
+            (1_000_000, 10_000_000),
+        ]);
+        let o = PlanOptions {
+            margin: 1.0,
+            extra_runtime_ns: 50_000,
+            same_bins: false,
+        };
+        let e = plan_with(
+            &s,
+            PolicyKind::Deadline,
+            PlacementKind::Partitioned(Fit::FirstFit),
+            &[0],
+            LIM,
+            &o,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("cpu0") && e.contains("959445 + 1 × 52428") && e.contains("> 1 × 996147"),
+            "{e}"
+        );
+        // Without the allowance: 524288 + 314572 + 104857 = 943717 + 52428 = 996145 ≤ 996147.
+        let ok = PlanOptions {
+            extra_runtime_ns: 0,
+            ..o
+        };
+        assert!(plan_with(
+            &s,
+            PolicyKind::Deadline,
+            PlacementKind::Partitioned(Fit::FirstFit),
+            &[0],
+            LIM,
+            &ok,
+        )
+        .is_ok());
+        // sched_rt_runtime_us = -1 (limit 1.0): no admission limit, nothing to check.
+        let unlimited = KernelLimits {
+            limit_per_cpu: 1.0,
+            fair_server_per_cpu: 0.0,
+            other_bandwidth: 0.0,
+        };
+        assert!(plan_with(
+            &s,
+            PolicyKind::Deadline,
+            PlacementKind::Partitioned(Fit::FirstFit),
+            &[0],
+            unlimited,
+            &PlanOptions {
+                margin: 1.0,
+                extra_runtime_ns: 0,
+                same_bins: false
+            },
+        )
+        .is_ok());
     }
 }

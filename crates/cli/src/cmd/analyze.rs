@@ -77,7 +77,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             .collect(),
     };
     let t0 = Instant::now();
-    let r = attribution::attribute(&f.events, &f.samples, &f.names, &opts);
+    let mut r = attribution::attribute(&f.events, &f.samples, &f.names, &opts);
+    // The relevance filter keeps every eventless stretch of 10 µs or more exactly; shorter gap
+    // thresholds could see gaps the full stream did not have.
+    if f.meta.keep == "relevant" && opts.gap_threshold_ns < rtscope_trace::reduce::SPLIT_NS {
+        r.warnings.push(format!(
+            "--gap-threshold-us {}: below the relevance filter's 10 us split, \"no guest activity\" may include stretches where left-out SCHED_OTHER events ran (record with --trace-keep all for finer gaps)",
+            a.gap_threshold_us
+        ));
+    }
     let analyse_s = t0.elapsed().as_secs_f64();
     let throughput = f.events.len() as f64 / analyse_s.max(1e-9);
     let doc = serde_json::json!({
@@ -110,6 +118,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         dur,
         m.kernel
     );
+    if m.keep == "relevant" {
+        println!(
+            "relevance filter: {} SCHED_OTHER switches/wake-ups left out (kept: every interrupt, real-time/DEADLINE/idle switch, and their activity as background records)",
+            m.filtered_events
+        );
+    }
     let lost: u64 = m.lost_per_cpu.values().sum();
     if lost > 0 {
         println!(
@@ -230,6 +244,9 @@ fn ev_text(e: &Event, names: &NameTables) -> String {
             } else {
                 format!("cpu_idle state={state}")
             }
+        }
+        EventKind::Background { len_ns, events } => {
+            format!("[{events} SCHED_OTHER switches/wake-ups left out by the filter over {len_ns} ns]")
         }
         other => format!("{other:?}"),
     }

@@ -154,6 +154,11 @@ pub struct MeasureFlags {
     /// Write the trace (events + every sample) to this .rtt file for `rtscope analyze`
     #[arg(long, value_name = "FILE")]
     pub trace_file: Option<PathBuf>,
+    /// With --trace: `relevant` leaves out what no sample's attribution needs (switches between
+    /// two SCHED_OTHER tasks except the last before each recorded event, wake-ups of SCHED_OTHER
+    /// tasks; docs/tracing.md) or `all` [default: relevant; all with --policy other]
+    #[arg(long, value_name = "relevant|all")]
+    pub trace_keep: Option<String>,
     /// With --trace: compute the ECRTS'20 latency bound (six interrupt characterizations) from
     /// the run's events beside the observed maximum, and how the sliding-window bound and the
     /// observed maximum evolved (time to bound). Without preemptirq tracepoints the thread terms
@@ -192,6 +197,8 @@ pub struct Resolved {
     /// Resolved capture mechanism (never Auto): Off when untraced.
     pub trace: rtscope_trace::Mechanism,
     pub trace_file: Option<PathBuf>,
+    /// What the capture keeps (`--trace-keep`).
+    pub trace_keep: rtscope_trace::Keep,
     /// `--bound`: the time-to-bound series length.
     pub bound_points: Option<u32>,
     pub loads: Option<(Vec<rtscope_load::LoadKind>, rtscope_load::LoadOptions)>,
@@ -329,6 +336,18 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
     if let Some(p) = &f.trace_file {
         check_output("--trace-file", p)?;
     }
+    let trace_keep_asked = match &f.trace_keep {
+        Some(k) => {
+            if trace == rtscope_trace::Mechanism::Off {
+                return Err(usage!("--trace-keep: needs --trace"));
+            }
+            Some(
+                k.parse::<rtscope_trace::Keep>()
+                    .map_err(|e| usage!("--trace-keep: {e}"))?,
+            )
+        }
+        None => None,
+    };
     check_range("--bound-points", f.bound_points, 1, 1000, "")?;
     if f.bound && trace == rtscope_trace::Mechanism::Off {
         return Err(usage!(
@@ -402,10 +421,23 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
         spec.mlock = false;
         warnings.push("unprivileged: memory not locked (mlockall needs CAP_IPC_LOCK)".into());
     }
+    // SCHED_OTHER measurement threads: their own switches and wake-ups are what the filter
+    // leaves out, so keep everything.
+    let trace_keep = match (trace_keep_asked, policy) {
+        (Some(rtscope_trace::Keep::Relevant), Policy::Other) => {
+            return Err(usage!(
+                "--trace-keep relevant: not with --policy other (the filter leaves out SCHED_OTHER switches and wake-ups, the measured threads' own); use --trace-keep all"
+            ))
+        }
+        (Some(k), _) => k,
+        (None, Policy::Other) => rtscope_trace::Keep::All,
+        (None, _) => rtscope_trace::Keep::Relevant,
+    };
     Ok(Resolved {
         id: common::new_run_id(),
         trace,
         trace_file: f.trace_file.clone(),
+        trace_keep,
         bound_points: f.bound.then_some(f.bound_points),
         loads,
         config,
@@ -520,7 +552,7 @@ pub fn execute(
     };
     let session = if r.trace != rtscope_trace::Mechanism::Off {
         Some(
-            rtscope_trace::TraceSession::start(&r.config.cpus, r.trace)
+            rtscope_trace::TraceSession::start_with(&r.config.cpus, r.trace, r.trace_keep)
                 .map_err(|e| anyhow::anyhow!("starting the {} capture: {e}", r.trace.name()))?,
         )
     } else {

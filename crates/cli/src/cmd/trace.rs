@@ -33,6 +33,11 @@ struct RecordArgs {
     /// Output trace file.
     #[arg(short = 'o', long = "output", default_value = "trace.rtt")]
     output: PathBuf,
+    /// `relevant` leaves out switches between two SCHED_OTHER tasks (except the last before each
+    /// recorded event) and wake-ups of SCHED_OTHER tasks — right when the latency you study is a
+    /// real-time or DEADLINE thread's; `all` keeps every event (docs/tracing.md).
+    #[arg(long = "keep", default_value = "relevant", value_name = "relevant|all")]
+    keep: String,
 }
 
 /// `5s`, `250ms`, `2m`, `1h`, `100us`; bare numbers are seconds.
@@ -118,6 +123,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
             "--mechanism: must be one of auto, bpf, tracefs for 'trace record'"
         ));
     }
+    let keep: rtscope_trace::Keep = a.keep.parse().map_err(|e| crate::usage!("--keep: {e}"))?;
     if let Some(parent) = a.output.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !parent.is_dir() {
             return Err(crate::usage!(
@@ -136,7 +142,8 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
     }
     // SIGINT/SIGTERM set a flag; the loop stops and tracing state is removed as on a normal end.
     super::common::install_signal_handlers();
-    let session = TraceSession::start(&cpus, resolved).context("starting the capture")?;
+    let session =
+        TraceSession::start_with(&cpus, resolved, keep).context("starting the capture")?;
     eprintln!(
         "rtscope: tracing cpus {cpus:?} with {} for {:?} (Ctrl-C stops early)",
         resolved.name(),
@@ -159,11 +166,14 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         .collect::<Vec<_>>()
         .join(" ");
     let notes = cap.notes.clone();
+    let filtered = cap.filtered;
+    let keep_name = cap.keep.name();
     let file = cap.into_rtt(Vec::new());
     let bytes = rtscope_trace::write_rtt(&a.output, &file).context("writing the trace file")?;
     println!(
         "{}: {n} events in {secs:.2} s ({:.0} events/s) on {} CPU(s), mechanism {}, file {bytes} bytes \
-         ({:.1} KB/s/CPU), kernel buffer {:.1} KB/s/CPU, lost {lost} ({lost_line}){}",
+         ({:.1} KB/s/CPU), kernel buffer {:.1} KB/s/CPU, lost {lost} ({lost_line}), \
+         left out by the relevance filter {filtered} (keep {keep_name}){}",
         a.output.display(),
         n as f64 / secs.max(1e-9),
         cpus.len(),

@@ -42,6 +42,10 @@
 #define K_SWITCH 13
 #define K_MIGRATE 14
 #define K_IDLE 15
+#define K_BACKGROUND 16
+
+// Left-out events further apart start a new Background record (src/reduce.rs SPLIT_NS).
+#define BG_SPLIT_NS 10000
 
 // Vector ids (field `a` of K_VEC_*), keep in sync with src/bpf.rs.
 #define V_LOCAL_TIMER 1
@@ -70,9 +74,9 @@ struct rec {
 	__u64 seq;
 };
 
-// Slots per region (keep in sync with src/bpf.rs SLOT_BITS): 131072 × 48 B = 6 MiB, i.e. 1.3 s
-// of a CPU at 100 k events/s if the reader is held off (it drains every 10 ms).
-#define SLOT_BITS 17
+// Slots per region (keep in sync with src/bpf.rs SLOT_BITS): 262144 × 48 B = 12 MiB, i.e. 2.6 s
+// of a CPU at 100 k records/s if the reader is held off (it drains every 10 ms).
+#define SLOT_BITS 18
 #define SLOT_MASK ((1u << SLOT_BITS) - 1)
 
 // recs[region << SLOT_BITS | (i & SLOT_MASK)]: one region per measured CPU plus one shared by
@@ -95,9 +99,11 @@ struct {
 	__type(value, __u64);
 } heads SEC(".maps");
 
-// cpu_filter[cpu]: TRACED set = a measured CPU (record its events); the low 16 bits are 1 + the
-// index of the slot region this CPU writes into (0: none).
+// cpu_filter[cpu]: TRACED set = a measured CPU (record its events); RELEVANT set = apply the
+// relevance filter (below); the low 16 bits are 1 + the index of the slot region this CPU writes
+// into (0: none).
 #define TRACED (1u << 31)
+#define RELEVANT (1u << 30)
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_CPUS);
@@ -112,6 +118,60 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
+
+// Relevance filter (src/reduce.rs has the same rules in user space, and the argument): a
+// sched_switch between two SCHED_OTHER tasks (prio >= 100, neither the idle task) is not
+// recorded at once but held here, per CPU; the next record this CPU writes first writes the held
+// switch with its own timestamp; a newer held switch replaces an older one (counted in
+// `filtered`). Wake-ups of SCHED_OTHER tasks are not recorded (counted). So at every recorded
+// event the current task is what the full stream says.
+//
+// Concurrency: `held` is only filled by sched_switch, which runs with IRQs off and cannot be
+// interrupted except by an NMI, whose program does not flush. A flusher claims the held record
+// with an atomic exchange of `valid`, so an IRQ program interrupting a softirq program's flush
+// finds it already claimed; the fields cannot change meanwhile (no switch can run inside a BPF
+// program on this CPU).
+struct held_sw {
+	__u64 valid;
+	__u64 ts;
+	__u32 a;
+	__u32 b;
+	__u64 c;
+	__u64 d;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct held_sw);
+} held SEC(".maps");
+
+// The current burst of left-out events of this CPU (consecutive ones < BG_SPLIT_NS apart):
+// written as one K_BACKGROUND record (ts = first, c = last - first, a = count) before the CPU's
+// next record, or when the next left-out event comes BG_SPLIT_NS or more later. It keeps the
+// proof that the guest ran, so the filter never creates an eventless stretch. Updated only with
+// IRQs off (waking, switch); a flusher reads first/last before claiming `count` by exchange.
+struct bg_burst {
+	__u64 first;
+	__u64 last;
+	__u64 count;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bg_burst);
+} bgs SEC(".maps");
+
+// Events left out by the relevance filter, per CPU.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} filtered SEC(".maps");
 
 struct comm_val {
 	char comm[16];
@@ -138,9 +198,17 @@ static __always_inline void count_lost(void)
 		*n += 1;
 }
 
+static __always_inline void count_filtered(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&filtered, &zero);
+	if (n)
+		*n += 1;
+}
+
 // `flags` = cpu_flags(cpu) of the current CPU (it names the region written into).
-static __always_inline void emit_on(__u32 cpu, __u32 flags, __u16 kind, __u32 a, __u32 b, __u64 c,
-				    __u64 d)
+static __always_inline void write_rec(__u32 cpu, __u32 flags, __u64 ts, __u16 kind, __u32 a,
+				      __u32 b, __u64 c, __u64 d)
 {
 	__u32 region = flags & 0xffff;
 	if (!region) {
@@ -160,7 +228,7 @@ static __always_inline void emit_on(__u32 cpu, __u32 flags, __u16 kind, __u32 a,
 		count_lost();
 		return;
 	}
-	r->ts = bpf_ktime_get_ns();
+	r->ts = ts;
 	r->cpu = cpu;
 	r->kind = kind;
 	r->pad = 0;
@@ -169,6 +237,68 @@ static __always_inline void emit_on(__u32 cpu, __u32 flags, __u16 kind, __u32 a,
 	r->c = c;
 	r->d = d;
 	__sync_lock_test_and_set(&r->seq, i + 1);
+}
+
+// Write this CPU's held switch, if any, before the record that follows it.
+static __always_inline void flush_held(__u32 cpu, __u32 flags)
+{
+	if (!(flags & RELEVANT))
+		return;
+	__u32 zero = 0;
+	struct held_sw *h = bpf_map_lookup_elem(&held, &zero);
+	if (!h || !h->valid)
+		return;
+	if (!__sync_lock_test_and_set(&h->valid, 0))
+		return;
+	write_rec(cpu, flags, h->ts, K_SWITCH, h->a, h->b, h->c, h->d);
+}
+
+static __always_inline void flush_bg(__u32 cpu, __u32 flags)
+{
+	__u32 zero = 0;
+	struct bg_burst *b = bpf_map_lookup_elem(&bgs, &zero);
+	if (!b || !b->count)
+		return;
+	__u64 first = b->first;
+	__u64 last = b->last;
+	__u64 n = __sync_lock_test_and_set(&b->count, 0);
+	if (!n)
+		return;
+	write_rec(cpu, flags, first, K_BACKGROUND, (__u32)n, 0, last - first, 0);
+}
+
+// A left-out event at `ts` on a measured CPU (`flags` has TRACED): extend the burst, or write
+// it and start a new one.
+static __always_inline void note_background(__u32 cpu, __u32 flags, __u64 ts)
+{
+	__u32 zero = 0;
+	struct bg_burst *b = bpf_map_lookup_elem(&bgs, &zero);
+	if (!b)
+		return;
+	if (b->count && ts - b->last >= BG_SPLIT_NS)
+		flush_bg(cpu, flags);
+	if (!b->count)
+		b->first = ts;
+	b->last = ts;
+	b->count += 1;
+}
+
+// Record an event now: the burst and the held switch first (the NMI program passes flush = 0).
+static __always_inline void emit_on_f(__u32 cpu, __u32 flags, __u16 kind, __u32 a, __u32 b,
+				      __u64 c, __u64 d, int flush)
+{
+	__u64 ts = bpf_ktime_get_ns();
+	if (flush && (flags & TRACED) && (flags & RELEVANT)) {
+		flush_bg(cpu, flags);
+		flush_held(cpu, flags);
+	}
+	write_rec(cpu, flags, ts, kind, a, b, c, d);
+}
+
+static __always_inline void emit_on(__u32 cpu, __u32 flags, __u16 kind, __u32 a, __u32 b, __u64 c,
+				    __u64 d)
+{
+	emit_on_f(cpu, flags, kind, a, b, c, d, 1);
 }
 
 static __always_inline void emit(__u16 kind, __u32 a, __u32 b, __u64 c, __u64 d)
@@ -242,28 +372,109 @@ VEC_PROGS(x86_platform_ipi, V_X86_PLATFORM_IPI)
 SEC("tp_btf/nmi_handler")
 int BPF_PROG(nmi_handler, void *handler, s64 delta_ns, int handled)
 {
-	emit(K_NMI, handled, 0, (__u64)delta_ns, (__u64)handler);
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 f = cpu_flags(cpu);
+	if (!(f & TRACED))
+		return 0;
+	emit_on_f(cpu, f, K_NMI, handled, 0, (__u64)delta_ns, (__u64)handler, 0);
 	return 0;
+}
+
+// hrtimer_expire_entry/exit fire with IRQs enabled when a soft-IRQ hrtimer expires; a hard-IRQ
+// hrtimer expiring meanwhile hits the same tracepoint while its program is still running on this
+// CPU, and the kernel skips a program that is already running there (`recursion_misses`, a few
+// dozen per 15 s under --load io). So each of these tracepoints has a second program that records
+// exactly those nested hits: the primary marks itself busy on its CPU while it runs; the
+// secondary records only while the primary is busy, and counts what it recorded (user space:
+// lost = the primaries' misses - the secondaries' records; a hit nested before the flag is set
+// or after it is cleared is missed by both and stays counted as lost).
+struct hrt_busy {
+	__u32 entry;
+	__u32 exit;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct hrt_busy);
+} hrt_busy SEC(".maps");
+
+// Records written by the secondary (nested) hrtimer programs, per CPU.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} nested_recs SEC(".maps");
+
+static __always_inline void hrt_entry_rec(struct hrtimer *timer)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 f = cpu_flags(cpu);
+	if (!(f & TRACED))
+		return;
+	// Direct BTF loads (no bpf_probe_read_kernel): they stay legal under kernel lockdown.
+	// `now` (a ktime_t *) is not read: it would need a probe-read; the record time stands in.
+	__u64 fn = (__u64)timer->function;
+	emit_on(cpu, f, K_HRT_ENTRY, 0, 0, (__u64)timer, fn);
+}
+
+static __always_inline void count_nested(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&nested_recs, &zero);
+	if (n)
+		*n += 1;
 }
 
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
-	__u32 f = cpu_flags(cpu);
-	if (!(f & TRACED))
+	__u32 zero = 0;
+	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
+	if (b)
+		b->entry = 1;
+	hrt_entry_rec(timer);
+	if (b)
+		b->entry = 0;
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(hrtimer_expire_entry_nested, struct hrtimer *timer, ktime_t *now)
+{
+	__u32 zero = 0;
+	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
+	if (!b || !b->entry)
 		return 0;
-	// Direct BTF loads (no bpf_probe_read_kernel): they stay legal under kernel lockdown.
-	// `now` (a ktime_t *) is not read: it would need a probe-read; the record time stands in.
-	__u64 fn = (__u64)timer->function;
-	emit_on(cpu, f, K_HRT_ENTRY, 0, 0, (__u64)timer, fn);
+	hrt_entry_rec(timer);
+	count_nested();
 	return 0;
 }
 
 SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(hrtimer_expire_exit, struct hrtimer *timer)
 {
+	__u32 zero = 0;
+	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
+	if (b)
+		b->exit = 1;
 	emit(K_HRT_EXIT, 0, 0, (__u64)timer, 0);
+	if (b)
+		b->exit = 0;
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(hrtimer_expire_exit_nested, struct hrtimer *timer)
+{
+	__u32 zero = 0;
+	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
+	if (!b || !b->exit)
+		return 0;
+	emit(K_HRT_EXIT, 0, 0, (__u64)timer, 0);
+	count_nested();
 	return 0;
 }
 
@@ -277,6 +488,14 @@ static __always_inline void wake_common(__u16 kind, struct task_struct *p)
 		return;
 	__u32 pid = p->pid;
 	__s32 prio = p->prio;
+	// RELEVANT is set on every CPU's flags when the filter is on.
+	if ((f & RELEVANT) && prio >= 100) {
+		if (f & TRACED) {
+			count_filtered();
+			note_background(cpu, f, bpf_ktime_get_ns());
+		}
+		return;
+	}
 	emit_on(cpu, f, kind, pid, target, (__u64)(__u32)prio, 0);
 }
 
@@ -312,8 +531,24 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	__u32 next_pid = next->pid;
 	__s32 prev_prio = prev->prio;
 	__s32 next_prio = next->prio;
-	emit_on(cpu, f, K_SWITCH, prev_pid, next_pid, (__u64)prev_state,
-		((__u64)(__u32)next_prio << 32) | (__u32)prev_prio);
+	__u64 d = ((__u64)(__u32)next_prio << 32) | (__u32)prev_prio;
+	__u32 zero = 0;
+	struct held_sw *h;
+	if ((f & RELEVANT) && prev_pid != 0 && next_pid != 0 && prev_prio >= 100 &&
+	    next_prio >= 100 && (h = bpf_map_lookup_elem(&held, &zero))) {
+		__u64 now = bpf_ktime_get_ns();
+		if (h->valid)
+			count_filtered();
+		note_background(cpu, f, now);
+		h->ts = now;
+		h->a = prev_pid;
+		h->b = next_pid;
+		h->c = (__u64)prev_state;
+		h->d = d;
+		h->valid = 1;
+	} else {
+		emit_on(cpu, f, K_SWITCH, prev_pid, next_pid, (__u64)prev_state, d);
+	}
 	// prev is `current` here: remember its name once.
 	if (!bpf_map_lookup_elem(&comms, &prev_pid)) {
 		struct comm_val v = {};

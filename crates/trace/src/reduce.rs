@@ -1,0 +1,305 @@
+//! The relevance filter (`--trace-keep relevant`, the default): what a capture may leave out
+//! without changing any sample's attribution.
+//!
+//! Under a busy SCHED_OTHER load (hackbench, a network stream) most kernel events are the load
+//! scheduling itself: SCHED_OTHER threads switching among each other and waking each other
+//! (tens of thousands per second per CPU, 40–50 % of an io trace). Attribution only needs, for
+//! each sample window, which task held the CPU at every recorded event; and it only follows the
+//! wake-up of the measured thread (a real-time or SCHED_DEADLINE thread). So:
+//!
+//! * a `sched_switch` between two SCHED_OTHER tasks (prio ≥ 100 on both sides, neither the idle
+//!   task) is **held back** per CPU; the held switch is recorded, with its own timestamp, right
+//!   before the next event that CPU records; a newer held switch replaces (drops) an older one.
+//!   So at every recorded event the current task is exactly what the full stream says; only the
+//!   intermediate SCHED_OTHER tasks between two recorded events of a CPU disappear (charged to
+//!   the last one before them). With a real-time thread woken, the scheduler picks it next, so
+//!   inside a sample's window there is no SCHED_OTHER → SCHED_OTHER switch to lose.
+//! * `sched_waking`/`sched_wakeup` of a task with prio ≥ 100 are dropped.
+//! * everything else (interrupts of every kind, hrtimers, idle, migrations, switches involving a
+//!   real-time, DEADLINE or idle task, wake-ups of those) is kept.
+//! * what was left out still proves the guest ran: consecutive left-out events of a CPU no more
+//!   than [`SPLIT_NS`] apart form a burst, recorded as one `Background { len_ns, events }` marker
+//!   (first event's time, span to the last) before the CPU's next recorded event, or when the
+//!   next left-out event comes ≥ [`SPLIT_NS`] later. An eventless stretch of the full stream
+//!   longer than [`SPLIT_NS`] is therefore exactly an eventless stretch of the filtered one (ends
+//!   included), and inside a marker there is none: "no guest activity" detection is unchanged
+//!   for any gap threshold ≥ [`SPLIT_NS`].
+//!
+//! Not applied when the measured threads are SCHED_OTHER themselves (`measure` then keeps all)
+//! or when the trace holds preemptirq events (rtsl's thread analysis needs every switch).
+//!
+//! The eBPF capture applies the same rules in the kernel (`src/bpf/rtscope.bpf.c`, `held`), so
+//! the records are never written; the tracefs capture applies [`reduce`] in user space before the
+//! file is written. Pure: no syscalls.
+
+use rtscope_model::event::{Event, EventKind};
+use std::collections::BTreeMap;
+
+/// What a capture keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Keep {
+    /// Leave out what no attribution needs (see the module docs).
+    #[default]
+    Relevant,
+    /// Every event.
+    All,
+}
+
+impl Keep {
+    pub fn name(self) -> &'static str {
+        match self {
+            Keep::Relevant => "relevant",
+            Keep::All => "all",
+        }
+    }
+}
+
+impl std::str::FromStr for Keep {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "relevant" => Ok(Keep::Relevant),
+            "all" => Ok(Keep::All),
+            _ => Err(format!("must be relevant or all; got '{s}'")),
+        }
+    }
+}
+
+/// Left-out events further apart than this start a new `Background` marker (keep in sync with
+/// BG_SPLIT_NS in src/bpf/rtscope.bpf.c). Gap thresholds below it are not exact on filtered
+/// traces (`rtscope analyze` warns).
+pub const SPLIT_NS: u64 = 10_000;
+
+/// Lowest `task->prio` of the SCHED_OTHER/BATCH/IDLE classes (0–99 real-time, −1 DEADLINE).
+pub const FIRST_NORMAL_PRIO: i32 = 100;
+
+fn normal(prio: i32) -> bool {
+    prio >= FIRST_NORMAL_PRIO
+}
+
+/// A switch between two SCHED_OTHER tasks, neither of them the idle task (pid 0).
+pub fn is_background_switch(k: &EventKind) -> bool {
+    matches!(*k, EventKind::Switch { prev_pid, prev_prio, next_pid, next_prio, .. }
+        if prev_pid != 0 && next_pid != 0 && normal(prev_prio) && normal(next_prio))
+}
+
+/// A wake-up (waking or wakeup) of a SCHED_OTHER task.
+pub fn is_background_wake(k: &EventKind) -> bool {
+    matches!(*k, EventKind::Waking { prio, .. } | EventKind::Wakeup { prio, .. } if normal(prio))
+}
+
+/// Whether a trace must be kept whole (it has preemptirq events).
+pub fn needs_all(events: &[Event]) -> bool {
+    events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::PreemptDisable
+                | EventKind::PreemptEnable
+                | EventKind::IrqDisable
+                | EventKind::IrqEnable
+        )
+    })
+}
+
+/// Apply the relevance filter to a time-ordered event stream (any mix of CPUs). Returns the
+/// kept events (still time-ordered) and how many were left out.
+pub fn reduce(events: Vec<Event>) -> (Vec<Event>, u64) {
+    #[derive(Default)]
+    struct Cpu {
+        held: Option<Event>,
+        /// Current burst of left-out events: (first ts, last ts, count).
+        burst: Option<(u64, u64, u32)>,
+    }
+    fn marker(cpu: u32, (first, last, n): (u64, u64, u32)) -> Event {
+        Event {
+            ts_ns: first,
+            cpu,
+            kind: EventKind::Background {
+                len_ns: last - first,
+                events: n,
+            },
+        }
+    }
+    let mut out = Vec::with_capacity(events.len());
+    let mut cpus: BTreeMap<u32, Cpu> = BTreeMap::new();
+    let mut dropped = 0u64;
+    for e in events {
+        let c = cpus.entry(e.cpu).or_default();
+        let bg_wake = is_background_wake(&e.kind);
+        let bg_switch = !bg_wake && is_background_switch(&e.kind);
+        if bg_wake || bg_switch {
+            // The event leaves out itself (a waking) or the switch it replaces in `held`; either
+            // way it is activity at e.ts_ns.
+            match &mut c.burst {
+                Some((_, last, n)) if e.ts_ns.saturating_sub(*last) < SPLIT_NS => {
+                    *last = e.ts_ns;
+                    *n += 1;
+                }
+                b => {
+                    if let Some(old) = b.take() {
+                        out.push(marker(e.cpu, old));
+                    }
+                    *b = Some((e.ts_ns, e.ts_ns, 1));
+                }
+            }
+            // A waking is dropped; a switch replaces the held one (which is then dropped).
+            if bg_wake || c.held.replace(e).is_some() {
+                dropped += 1;
+            }
+            continue;
+        }
+        if let Some(b) = c.burst.take() {
+            out.push(marker(e.cpu, b));
+        }
+        if let Some(h) = c.held.take() {
+            out.push(h);
+        }
+        out.push(e);
+    }
+    // At the end: each CPU's burst, and its last held switch (who runs at the end).
+    let mut tail = false;
+    for (cpu, c) in cpus {
+        if let Some(b) = c.burst {
+            out.push(marker(cpu, b));
+            tail = true;
+        }
+        if let Some(h) = c.held {
+            out.push(h);
+            tail = true;
+        }
+    }
+    // Markers start at their first left-out event, earlier than the event that flushed them (and
+    // the tail goes after everything): merge the CPUs by time again.
+    if tail
+        || out
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Background { .. }))
+    {
+        out.sort_by_key(|e| (e.ts_ns, e.cpu));
+    }
+    (out, dropped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_model::event::Vector;
+
+    fn sw(ts: u64, cpu: u32, prev: (u32, i32), next: (u32, i32)) -> Event {
+        Event {
+            ts_ns: ts,
+            cpu,
+            kind: EventKind::Switch {
+                prev_pid: prev.0,
+                prev_prio: prev.1,
+                prev_state: 1,
+                next_pid: next.0,
+                next_prio: next.1,
+            },
+        }
+    }
+    fn waking(ts: u64, cpu: u32, pid: u32, prio: i32) -> Event {
+        Event {
+            ts_ns: ts,
+            cpu,
+            kind: EventKind::Waking {
+                pid,
+                prio,
+                target_cpu: cpu,
+            },
+        }
+    }
+    fn tick(ts: u64, cpu: u32) -> Event {
+        Event {
+            ts_ns: ts,
+            cpu,
+            kind: EventKind::VectorEntry {
+                vector: Vector::LocalTimer,
+            },
+        }
+    }
+
+    #[test]
+    fn classifies() {
+        assert!(is_background_switch(&sw(0, 0, (10, 120), (11, 139)).kind));
+        assert!(!is_background_switch(&sw(0, 0, (0, 120), (11, 120)).kind)); // idle → task
+        assert!(!is_background_switch(&sw(0, 0, (10, 120), (0, 120)).kind)); // task → idle
+        assert!(!is_background_switch(&sw(0, 0, (10, 120), (12, 9)).kind)); // → FIFO 90
+        assert!(!is_background_switch(&sw(0, 0, (12, -1), (10, 120)).kind)); // DEADLINE →
+        assert!(is_background_wake(&waking(0, 0, 10, 100).kind));
+        assert!(!is_background_wake(&waking(0, 0, 10, 99).kind));
+        assert!(!is_background_wake(&waking(0, 0, 10, -1).kind));
+    }
+
+    fn bg(ts: u64, cpu: u32, len_ns: u64, events: u32) -> Event {
+        Event {
+            ts_ns: ts,
+            cpu,
+            kind: EventKind::Background { len_ns, events },
+        }
+    }
+
+    /// CPU 0: A(10)→B(11) at 100, B→C(12) at 200 (both held; the first is dropped), a tick at
+    /// 300 flushes the burst marker [100, 200] (2 events) and B→C before it; a SCHED_OTHER
+    /// waking at 350 (dropped) and C→D(13) at 400 (held) form the burst [350, 400], flushed with
+    /// C→D by the measured FIFO thread's waking at 500; the switch D→RT(50, prio 4) at 600 is
+    /// kept. CPU 1: a held switch at 150 with nothing after it is kept at the end, after its
+    /// one-event marker. Dropped: the switch at 100 and the waking at 350 = 2.
+    #[test]
+    fn holds_and_flushes() {
+        let v = vec![
+            sw(100, 0, (10, 120), (11, 120)),
+            sw(150, 1, (20, 120), (21, 120)),
+            sw(200, 0, (11, 120), (12, 120)),
+            tick(300, 0),
+            waking(350, 0, 14, 120),
+            sw(400, 0, (12, 120), (13, 120)),
+            waking(500, 0, 50, 4),
+            sw(600, 0, (13, 120), (50, 4)),
+        ];
+        let (out, dropped) = reduce(v.clone());
+        assert_eq!(dropped, 2);
+        assert_eq!(
+            out,
+            vec![
+                bg(100, 0, 100, 2),
+                bg(150, 1, 0, 1),
+                v[1],
+                v[2],
+                v[3],
+                bg(350, 0, 50, 2),
+                v[5],
+                v[6],
+                v[7],
+            ]
+        );
+    }
+
+    /// Left-out events 9.999 µs apart stay in one marker; 10 µs apart start a new one, so the
+    /// 10 µs stretch between them stays visible.
+    #[test]
+    fn bursts_split_at_10_us() {
+        let v = vec![
+            waking(0, 0, 10, 120),
+            waking(9_999, 0, 10, 120),
+            waking(19_999, 0, 10, 120),
+            tick(20_000, 0),
+        ];
+        let (out, dropped) = reduce(v.clone());
+        assert_eq!(dropped, 3);
+        assert_eq!(out, vec![bg(0, 0, 9_999, 2), bg(19_999, 0, 0, 1), v[3]]);
+    }
+
+    #[test]
+    fn keeps_everything_else() {
+        let v = vec![
+            sw(100, 0, (0, 120), (10, 120)),
+            waking(150, 0, 50, 4),
+            sw(200, 0, (10, 120), (50, 4)),
+            sw(300, 0, (50, 4), (0, 120)),
+        ];
+        let (out, dropped) = reduce(v.clone());
+        assert_eq!(dropped, 0);
+        assert_eq!(out, v);
+    }
+}

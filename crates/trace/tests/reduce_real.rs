@@ -1,0 +1,172 @@
+//! The relevance filter (`--trace-keep relevant`, src/reduce.rs and the eBPF `held` switch) on the
+//! real kernel, under a SCHED_OTHER ping-pong load while a SCHED_FIFO thread sleeps to 1 ms
+//! deadlines on CPU 1 (2 s per test):
+//! * tracefs, every event kept: attributing the full stream and the filtered one gives the same
+//!   parts for every sample — the filter leaves out nothing attribution uses;
+//! * eBPF with the filter in the kernel: the records left out are counted, no SCHED_OTHER
+//!   wake-up is recorded, each recorded SCHED_OTHER → SCHED_OTHER switch is the last before a
+//!   recorded event of its CPU (the user-space filter finds nothing more to drop), and every
+//!   sample is attributed with parts summing to its latency.
+
+use rtscope_analysis::attribution::{attribute, attribute_samples, AttributionOptions};
+use rtscope_trace::reduce::{is_background_switch, is_background_wake, reduce};
+use rtscope_trace::rtt::encode;
+use rtscope_trace::{check, Keep, Mechanism, TraceSession};
+
+mod common;
+use common::{measure, PingPong};
+
+const CYCLES: u64 = 2000;
+
+fn can_run(mech: Mechanism) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIPPED: needs root");
+        return false;
+    }
+    if let Err(e) = check(mech) {
+        println!("SKIPPED: {} unavailable: {e}", mech.name());
+        return false;
+    }
+    true
+}
+
+#[test]
+fn filtered_stream_attributes_every_sample_alike() {
+    if !can_run(Mechanism::Tracefs) {
+        return;
+    }
+    let load = PingPong::start(2, 100).expect("ping-pong load");
+    let s = TraceSession::start_with(&[0, 1], Mechanism::Tracefs, Keep::All).expect("start");
+    let samples = measure(1, CYCLES, 1_000_000);
+    let cap = s.stop().expect("stop");
+    let msgs = load.stop();
+    assert_eq!(samples.len() as u64, CYCLES, "measurement thread failed");
+    assert_eq!((cap.keep, cap.filtered), (Keep::All, 0));
+    assert_eq!(cap.lost_total(), 0, "lost events: {:?}", cap.lost_per_cpu);
+    let tids = [samples[0].tid];
+    let names = cap.names(&tids);
+    let full = cap.events.clone();
+    let (red, dropped) = reduce(full.clone());
+    let bg_sw = full
+        .iter()
+        .filter(|e| is_background_switch(&e.kind))
+        .count();
+    let bg_wk = full.iter().filter(|e| is_background_wake(&e.kind)).count();
+    println!(
+        "load: {msgs} messages; full stream {} events ({bg_sw} SCHED_OTHER switches, {bg_wk} SCHED_OTHER wake-ups); filtered {} ({dropped} left out)",
+        full.len(),
+        red.len()
+    );
+    let markers = red
+        .iter()
+        .filter(|e| matches!(e.kind, rtscope_model::event::EventKind::Background { .. }))
+        .count();
+    println!("{markers} background markers");
+    // Kept = full − left out + markers.
+    assert_eq!(red.len() + dropped as usize, full.len() + markers);
+    assert!(dropped > 1000, "the load should produce background events");
+    let opts = AttributionOptions::default();
+    let (a_full, _) = attribute_samples(&full, &samples, &names, &opts, &|_| false);
+    let (a_red, _) = attribute_samples(&red, &samples, &names, &opts, &|_| false);
+    assert_eq!(a_full.len(), a_red.len());
+    let differ: Vec<usize> = (0..a_full.len())
+        .filter(|&i| {
+            a_full[i].parts != a_red[i].parts
+                || a_full[i].unattributed_reason != a_red[i].unattributed_reason
+        })
+        .collect();
+    for &i in differ.iter().take(3) {
+        println!(
+            "sample {i}: full {:?} / {:?}\n  filtered {:?} / {:?}",
+            a_full[i].parts,
+            a_full[i].unattributed_reason,
+            a_red[i].parts,
+            a_red[i].unattributed_reason
+        );
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {} samples attributed differently",
+        differ.len(),
+        a_full.len()
+    );
+    let unattributed = a_full
+        .iter()
+        .filter(|a| a.unattributed_reason.is_some())
+        .count();
+    assert!(unattributed <= 5, "{unattributed} unattributed");
+    // What it saves in the file.
+    let mut f = cap.into_rtt(samples.clone());
+    let full_bytes = encode(&f).len();
+    f.events = red;
+    let red_bytes = encode(&f).len();
+    println!("file: {full_bytes} bytes all, {red_bytes} bytes relevant");
+    assert!(red_bytes < full_bytes);
+}
+
+#[test]
+fn bpf_filters_in_the_kernel() {
+    if !can_run(Mechanism::Bpf) {
+        return;
+    }
+    let load = PingPong::start(2, 100).expect("ping-pong load");
+    let s = TraceSession::start_with(&[0, 1], Mechanism::Bpf, Keep::Relevant).expect("start");
+    let samples = measure(1, CYCLES, 1_000_000);
+    let cap = s.stop().expect("stop");
+    let msgs = load.stop();
+    assert_eq!(samples.len() as u64, CYCLES, "measurement thread failed");
+    assert_eq!(cap.lost_total(), 0, "lost events: {:?}", cap.lost_per_cpu);
+    println!(
+        "load: {msgs} messages; {} events recorded, {} left out in the kernel",
+        cap.events.len(),
+        cap.filtered
+    );
+    assert_eq!(cap.keep, Keep::Relevant);
+    assert!(
+        cap.filtered > 1000,
+        "the load should produce background events"
+    );
+    assert!(
+        !cap.events.iter().any(|e| is_background_wake(&e.kind)),
+        "a SCHED_OTHER wake-up was recorded"
+    );
+    // The kernel applied the same rules: nothing more to drop.
+    let (_, dropped) = reduce(cap.events.clone());
+    assert_eq!(dropped, 0);
+    let markers = cap
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, rtscope_model::event::EventKind::Background { .. }))
+        .count();
+    println!("{markers} background markers");
+    assert!(markers > 0);
+    let tids = [samples[0].tid];
+    let names = cap.names(&tids);
+    let r = attribute(
+        &cap.events,
+        &samples,
+        &names,
+        &AttributionOptions::default(),
+    );
+    assert_eq!(r.sum_check.violations, 0);
+    assert_eq!(r.sum_check.max_abs_error_ns, 0);
+    let (all, _) = attribute_samples(
+        &cap.events,
+        &samples,
+        &names,
+        &AttributionOptions::default(),
+        &|_| false,
+    );
+    for a in all.iter().filter(|a| a.unattributed_reason.is_some()) {
+        println!(
+            "unattributed cycle {} at {} (latency {} ns): {:?}",
+            a.cycle, a.expected_ns, a.latency_ns, a.unattributed_reason
+        );
+    }
+    assert!(
+        r.summary.samples_unattributed <= 5,
+        "{} unattributed",
+        r.summary.samples_unattributed
+    );
+}

@@ -183,7 +183,7 @@ pub enum EventKind {
     IrqEnable,
     // --- Added by the relevance filter (issue 4). ---
     /// Not a kernel event: `events` events that the capture's relevance filter left out
-    /// (SCHED_OTHER switches and wake-ups) happened from this event's time to `len_ns` later,
+    /// (SCHED_OTHER switches and wake-ups, hrtimer expiries) happened from this event's time to `len_ns` later,
     /// no two of them (nor the ends and the recorded events around) further apart than the
     /// filter's split distance (10 µs). It keeps the evidence that the guest was running: an
     /// eventless stretch is never hidden by the filter.

@@ -550,11 +550,12 @@ fn run(
     }
     let mut missed = 0u64;
     let mut missed_by: Vec<String> = Vec::new();
-    for p in skel
-        .object()
-        .progs()
-        .filter(|p| !p.name().to_string_lossy().ends_with("_nested"))
-    {
+    for p in skel.object().progs().filter(|p| {
+        let n = p.name().to_string_lossy();
+        // With the relevance filter the hrtimer programs record nothing (activity only).
+        let recordless = keep == Keep::Relevant && n.starts_with("hrtimer_expire");
+        !(n.ends_with("_nested") || recordless)
+    }) {
         let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
         let mut len = std::mem::size_of_val(&info) as u32;
         // SAFETY: `info` is a plain C struct of `len` bytes the kernel fills for a valid prog fd.

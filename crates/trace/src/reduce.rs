@@ -15,12 +15,16 @@
 //!   the last one before them). With a real-time thread woken, the scheduler picks it next, so
 //!   inside a sample's window there is no SCHED_OTHER → SCHED_OTHER switch to lose.
 //! * `sched_waking`/`sched_wakeup` of a task with prio ≥ 100 are dropped.
-//! * everything else (interrupts of every kind, hrtimers, idle, migrations, switches involving a
+//! * `hrtimer_expire_entry/exit` are dropped: neither attribution nor the bound uses them (the
+//!   timer handler of a sample is the interrupt frame its waking happened in), and they are two
+//!   of the six records inside a typical sample's window, each costing a program run.
+//! * everything else (interrupts of every kind, idle, migrations, switches involving a
 //!   real-time, DEADLINE or idle task, wake-ups of those) is kept.
 //! * what was left out still proves the guest ran: consecutive left-out events of a CPU no more
 //!   than [`SPLIT_NS`] apart form a burst, recorded as one `Background { len_ns, events }` marker
 //!   (first event's time, span to the last) before the CPU's next recorded event, or when the
-//!   next left-out event comes ≥ [`SPLIT_NS`] later. An eventless stretch of the full stream
+//!   next left-out event comes ≥ [`SPLIT_NS`] later — except a burst between two recorded events
+//!   less than [`SPLIT_NS`] apart (the hrtimers inside a timer interrupt), which needs none. An eventless stretch of the full stream
 //!   longer than [`SPLIT_NS`] is therefore exactly an eventless stretch of the filtered one (ends
 //!   included), and inside a marker there is none: "no guest activity" detection is unchanged
 //!   for any gap threshold ≥ [`SPLIT_NS`].
@@ -88,6 +92,14 @@ pub fn is_background_wake(k: &EventKind) -> bool {
     matches!(*k, EventKind::Waking { prio, .. } | EventKind::Wakeup { prio, .. } if normal(prio))
 }
 
+/// An hrtimer expiry entry or exit.
+pub fn is_hrtimer(k: &EventKind) -> bool {
+    matches!(
+        k,
+        EventKind::HrtimerEntry { .. } | EventKind::HrtimerExit { .. }
+    )
+}
+
 /// Whether a trace must be kept whole (it has preemptirq events).
 pub fn needs_all(events: &[Event]) -> bool {
     events.iter().any(|e| {
@@ -109,6 +121,8 @@ pub fn reduce(events: Vec<Event>) -> (Vec<Event>, u64) {
         held: Option<Event>,
         /// Current burst of left-out events: (first ts, last ts, count).
         burst: Option<(u64, u64, u32)>,
+        /// Time of the CPU's last kept event (not markers or held switches).
+        last_kept: Option<u64>,
     }
     fn marker(cpu: u32, (first, last, n): (u64, u64, u32)) -> Event {
         Event {
@@ -125,10 +139,10 @@ pub fn reduce(events: Vec<Event>) -> (Vec<Event>, u64) {
     let mut dropped = 0u64;
     for e in events {
         let c = cpus.entry(e.cpu).or_default();
-        let bg_wake = is_background_wake(&e.kind);
+        let bg_wake = is_background_wake(&e.kind) || is_hrtimer(&e.kind);
         let bg_switch = !bg_wake && is_background_switch(&e.kind);
         if bg_wake || bg_switch {
-            // The event leaves out itself (a waking) or the switch it replaces in `held`; either
+            // The event leaves out itself (a waking, an hrtimer) or the switch it replaces in `held`; either
             // way it is activity at e.ts_ns.
             match &mut c.burst {
                 Some((_, last, n)) if e.ts_ns.saturating_sub(*last) < SPLIT_NS => {
@@ -149,11 +163,17 @@ pub fn reduce(events: Vec<Event>) -> (Vec<Event>, u64) {
             continue;
         }
         if let Some(b) = c.burst.take() {
-            out.push(marker(e.cpu, b));
+            // A burst between two kept events less than SPLIT_NS apart needs no marker: that
+            // stretch is shorter than any gap it protects.
+            let short = matches!(c.last_kept, Some(r0) if e.ts_ns >= r0 && e.ts_ns - r0 < SPLIT_NS);
+            if !short {
+                out.push(marker(e.cpu, b));
+            }
         }
         if let Some(h) = c.held.take() {
             out.push(h);
         }
+        c.last_kept = Some(e.ts_ns);
         out.push(e);
     }
     // At the end: each CPU's burst, and its last held switch (who runs at the end).
@@ -240,9 +260,10 @@ mod tests {
     }
 
     /// CPU 0: A(10)→B(11) at 100, B→C(12) at 200 (both held; the first is dropped), a tick at
-    /// 300 flushes the burst marker [100, 200] (2 events) and B→C before it; a SCHED_OTHER
-    /// waking at 350 (dropped) and C→D(13) at 400 (held) form the burst [350, 400], flushed with
-    /// C→D by the measured FIFO thread's waking at 500; the switch D→RT(50, prio 4) at 600 is
+    /// 300 flushes the burst marker [100, 200] (2 events; no kept event before it) and B→C before
+    /// it; a SCHED_OTHER waking at 350 (dropped) and C→D(13) at 400 (held) form the burst
+    /// [350, 400]; the measured FIFO thread's waking at 500 flushes C→D but not the marker (500 −
+    /// 300 = 200 ns < 10 µs between the two kept events); the switch D→RT(50, prio 4) at 600 is
     /// kept. CPU 1: a held switch at 150 with nothing after it is kept at the end, after its
     /// one-event marker. Dropped: the switch at 100 and the waking at 350 = 2.
     #[test]
@@ -267,7 +288,6 @@ mod tests {
                 v[1],
                 v[2],
                 v[3],
-                bg(350, 0, 50, 2),
                 v[5],
                 v[6],
                 v[7],

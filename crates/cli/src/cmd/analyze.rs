@@ -120,7 +120,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     );
     if m.keep == "relevant" {
         println!(
-            "relevance filter: {} SCHED_OTHER switches/wake-ups left out (kept: every interrupt, real-time/DEADLINE/idle switch, and their activity as background records)",
+            "relevance filter: {} SCHED_OTHER switches/wake-ups and hrtimer expiries left out (kept: every interrupt, real-time/DEADLINE/idle switch, and their activity as background records)",
             m.filtered_events
         );
     }
@@ -246,7 +246,7 @@ fn ev_text(e: &Event, names: &NameTables) -> String {
             }
         }
         EventKind::Background { len_ns, events } => {
-            format!("[{events} SCHED_OTHER switches/wake-ups left out by the filter over {len_ns} ns]")
+            format!("[{events} SCHED_OTHER switches/wake-ups or hrtimer expiries left out by the filter over {len_ns} ns]")
         }
         other => format!("{other:?}"),
     }

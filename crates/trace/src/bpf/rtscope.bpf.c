@@ -156,6 +156,8 @@ struct bg_burst {
 	__u64 first;
 	__u64 last;
 	__u64 count;
+	// Time of this CPU's last record written by emit_on_f (not markers, held switches, NMIs).
+	__u64 last_rec;
 };
 
 struct {
@@ -253,7 +255,11 @@ static __always_inline void flush_held(__u32 cpu, __u32 flags)
 	write_rec(cpu, flags, h->ts, K_SWITCH, h->a, h->b, h->c, h->d);
 }
 
-static __always_inline void flush_bg(__u32 cpu, __u32 flags)
+// Write the burst (`now` = the time of the record about to follow it, 0 when a quiet stretch
+// follows instead). A burst between two records less than BG_SPLIT_NS apart is not written: that
+// stretch is shorter than any gap the marker protects (inside an interrupt, the hrtimers between
+// its entry and the waking), which saves the record.
+static __always_inline void flush_bg(__u32 cpu, __u32 flags, __u64 now)
 {
 	__u32 zero = 0;
 	struct bg_burst *b = bpf_map_lookup_elem(&bgs, &zero);
@@ -261,9 +267,16 @@ static __always_inline void flush_bg(__u32 cpu, __u32 flags)
 		return;
 	__u64 first = b->first;
 	__u64 last = b->last;
+	__u64 r0 = b->last_rec;
 	__u64 n = __sync_lock_test_and_set(&b->count, 0);
 	if (!n)
 		return;
+	if (now && r0 && now >= r0 && now - r0 < BG_SPLIT_NS)
+		return;
+	// A burst updated from soft-IRQ context (hrtimers) can be interrupted half-way by a
+	// hard-IRQ program that starts its own: never write a negative span.
+	if (last < first)
+		first = last;
 	write_rec(cpu, flags, first, K_BACKGROUND, (__u32)n, 0, last - first, 0);
 }
 
@@ -276,7 +289,7 @@ static __always_inline void note_background(__u32 cpu, __u32 flags, __u64 ts)
 	if (!b)
 		return;
 	if (b->count && ts - b->last >= BG_SPLIT_NS)
-		flush_bg(cpu, flags);
+		flush_bg(cpu, flags, 0);
 	if (!b->count)
 		b->first = ts;
 	b->last = ts;
@@ -288,11 +301,18 @@ static __always_inline void emit_on_f(__u32 cpu, __u32 flags, __u16 kind, __u32 
 				      __u64 c, __u64 d, int flush)
 {
 	__u64 ts = bpf_ktime_get_ns();
-	if (flush && (flags & TRACED) && (flags & RELEVANT)) {
-		flush_bg(cpu, flags);
+	int rel = flush && (flags & TRACED) && (flags & RELEVANT);
+	if (rel) {
+		flush_bg(cpu, flags, ts);
 		flush_held(cpu, flags);
 	}
 	write_rec(cpu, flags, ts, kind, a, b, c, d);
+	if (rel) {
+		__u32 zero = 0;
+		struct bg_burst *bb = bpf_map_lookup_elem(&bgs, &zero);
+		if (bb)
+			bb->last_rec = ts;
+	}
 }
 
 static __always_inline void emit_on(__u32 cpu, __u32 flags, __u16 kind, __u32 a, __u32 b, __u64 c,
@@ -416,8 +436,29 @@ static __always_inline void hrt_entry_rec(struct hrtimer *timer)
 		return;
 	// Direct BTF loads (no bpf_probe_read_kernel): they stay legal under kernel lockdown.
 	// `now` (a ktime_t *) is not read: it would need a probe-read; the record time stands in.
+	if (f & RELEVANT) {
+		// Not used by attribution or the bound (the timer handler is the interrupt frame the
+		// waking happened in); kept as activity only, two records fewer per sample window.
+		count_filtered();
+		note_background(cpu, f, bpf_ktime_get_ns());
+		return;
+	}
 	__u64 fn = (__u64)timer->function;
 	emit_on(cpu, f, K_HRT_ENTRY, 0, 0, (__u64)timer, fn);
+}
+
+static __always_inline void hrt_exit_rec(struct hrtimer *timer)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 f = cpu_flags(cpu);
+	if (!(f & TRACED))
+		return;
+	if (f & RELEVANT) {
+		count_filtered();
+		note_background(cpu, f, bpf_ktime_get_ns());
+		return;
+	}
+	emit_on(cpu, f, K_HRT_EXIT, 0, 0, (__u64)timer, 0);
 }
 
 static __always_inline void count_nested(void)
@@ -460,7 +501,7 @@ int BPF_PROG(hrtimer_expire_exit, struct hrtimer *timer)
 	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
 	if (b)
 		b->exit = 1;
-	emit(K_HRT_EXIT, 0, 0, (__u64)timer, 0);
+	hrt_exit_rec(timer);
 	if (b)
 		b->exit = 0;
 	return 0;
@@ -473,7 +514,7 @@ int BPF_PROG(hrtimer_expire_exit_nested, struct hrtimer *timer)
 	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
 	if (!b || !b->exit)
 		return 0;
-	emit(K_HRT_EXIT, 0, 0, (__u64)timer, 0);
+	hrt_exit_rec(timer);
 	count_nested();
 	return 0;
 }

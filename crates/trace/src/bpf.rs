@@ -491,25 +491,16 @@ fn run(
     // a loss in the shared region (wake-ups/migrations from other CPUs) may concern any measured
     // CPU, so it is added to each of them.
     let mut lost = BTreeMap::new();
-    let key = 0u32.to_ne_bytes();
-    if let Ok(Some(vals)) = skel.maps.lost.lookup_percpu(&key, MapFlags::ANY) {
-        for (cpu, v) in vals.iter().enumerate() {
-            if v.len() >= 8 {
-                let n = u64::from_ne_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]);
-                if cpus.contains(&(cpu as u32)) || n > 0 {
-                    lost.insert(cpu as u32, n);
-                }
-            }
+    for (cpu, n) in percpu_u64(&skel.maps.lost) {
+        if cpus.contains(&cpu) || n > 0 {
+            lost.insert(cpu, n);
         }
     }
-    let mut filtered = 0u64;
-    if let Ok(Some(vals)) = skel.maps.filtered.lookup_percpu(&key, MapFlags::ANY) {
-        for (cpu, v) in vals.iter().enumerate() {
-            if v.len() >= 8 && cpus.contains(&(cpu as u32)) {
-                filtered += u64::from_ne_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]);
-            }
-        }
-    }
+    let filtered: u64 = percpu_u64(&skel.maps.filtered)
+        .into_iter()
+        .filter(|(cpu, _)| cpus.contains(cpu))
+        .map(|(_, n)| n)
+        .sum();
     let mut notes = notes;
     if !reader_fifo {
         notes.push("bpf: the reader thread could not get SCHED_FIFO 1 (runs as SCHED_OTHER): under heavy load it may fall behind and lose events".into());
@@ -542,12 +533,10 @@ fn run(
     // programs record those for the hrtimer tracepoints (rtscope.bpf.c); what neither recorded
     // (the primaries' misses minus the nested records) is lost. Their CPU is unknown, so they
     // count on every measured CPU.
-    let mut nested = 0u64;
-    if let Ok(Some(vals)) = skel.maps.nested_recs.lookup_percpu(&key, MapFlags::ANY) {
-        for v in vals.iter().filter(|v| v.len() >= 8) {
-            nested += u64::from_ne_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]);
-        }
-    }
+    let nested: u64 = percpu_u64(&skel.maps.nested_recs)
+        .into_iter()
+        .map(|(_, n)| n)
+        .sum();
     let mut missed = 0u64;
     let mut missed_by: Vec<String> = Vec::new();
     for p in skel.object().progs().filter(|p| {
@@ -601,6 +590,23 @@ fn run(
         bytes: records * REC_SIZE as u64,
         notes,
     })
+}
+
+/// The per-CPU values of entry 0 of a one-entry `BPF_MAP_TYPE_PERCPU_ARRAY` of u64 counters, as
+/// (cpu, value); empty if the map cannot be read.
+fn percpu_u64(map: &impl MapCore) -> Vec<(u32, u64)> {
+    let key = 0u32.to_ne_bytes();
+    match map.lookup_percpu(&key, MapFlags::ANY) {
+        Ok(Some(vals)) => vals
+            .iter()
+            .enumerate()
+            .filter_map(|(cpu, v)| {
+                let b: [u8; 8] = v.get(..8)?.try_into().ok()?;
+                Some((cpu as u32, u64::from_ne_bytes(b)))
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn open_load_attach<'o>(

@@ -192,3 +192,78 @@ pub enum EventKind {
         events: u32,
     },
 }
+
+impl EventKind {
+    /// The tracepoint's name (`irq:irq_handler_entry` → `irq_handler_entry`; the system vectors
+    /// share `vector_entry`/`vector_exit`), for counts and listings.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            EventKind::IrqEntry { .. } => "irq_handler_entry",
+            EventKind::IrqExit { .. } => "irq_handler_exit",
+            EventKind::SoftirqRaise { .. } => "softirq_raise",
+            EventKind::SoftirqEntry { .. } => "softirq_entry",
+            EventKind::SoftirqExit { .. } => "softirq_exit",
+            EventKind::VectorEntry { .. } => "vector_entry",
+            EventKind::VectorExit { .. } => "vector_exit",
+            EventKind::Nmi { .. } => "nmi_handler",
+            EventKind::HrtimerEntry { .. } => "hrtimer_expire_entry",
+            EventKind::HrtimerExit { .. } => "hrtimer_expire_exit",
+            EventKind::Waking { .. } => "sched_waking",
+            EventKind::Wakeup { .. } => "sched_wakeup",
+            EventKind::Switch { .. } => "sched_switch",
+            EventKind::Migrate { .. } => "sched_migrate_task",
+            EventKind::CpuIdle { .. } => "cpu_idle",
+            EventKind::PreemptDisable => "preempt_disable",
+            EventKind::PreemptEnable => "preempt_enable",
+            EventKind::IrqDisable => "irq_disable",
+            EventKind::IrqEnable => "irq_enable",
+            EventKind::Background { .. } => "background",
+        }
+    }
+}
+
+/// Events per CPU and kind name (`EventKind::kind_name`), both sorted. Pure.
+pub fn count_by_kind(
+    events: &[Event],
+) -> std::collections::BTreeMap<u32, std::collections::BTreeMap<&'static str, u64>> {
+    let mut m: std::collections::BTreeMap<u32, std::collections::BTreeMap<&'static str, u64>> =
+        Default::default();
+    for e in events {
+        *m.entry(e.cpu)
+            .or_default()
+            .entry(e.kind.kind_name())
+            .or_default() += 1;
+    }
+    m
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::*;
+
+    #[test]
+    fn counts_per_cpu_and_kind() {
+        let e = |cpu, kind| Event {
+            ts_ns: 0,
+            cpu,
+            kind,
+        };
+        let v = [
+            e(0, EventKind::IrqEntry { irq: 3 }),
+            e(0, EventKind::IrqEntry { irq: 4 }),
+            e(1, EventKind::CpuIdle { state: 1 }),
+            e(
+                0,
+                EventKind::Background {
+                    len_ns: 5,
+                    events: 9,
+                },
+            ),
+        ];
+        let m = count_by_kind(&v);
+        assert_eq!(m[&0]["irq_handler_entry"], 2);
+        assert_eq!(m[&0]["background"], 1);
+        assert_eq!(m[&1]["cpu_idle"], 1);
+        assert_eq!(m[&0].len(), 2);
+    }
+}

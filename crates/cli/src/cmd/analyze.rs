@@ -96,6 +96,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         "samples": f.samples.len(),
         "analysis_seconds": analyse_s,
         "analysis_events_per_second": throughput,
+        "event_counts": rtscope_model::event::count_by_kind(&f.events),
         "attribution": r,
     });
     if let Some(p) = &a.json_out {
@@ -137,6 +138,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     for n in &m.notes {
         println!("note: {n}");
     }
+    print_event_counts(&f.events, dur);
     print_summary(&r);
     for (i, s) in r.worst.iter().enumerate() {
         print_sample(i + 1, s, &f.names);
@@ -209,6 +211,31 @@ fn print_summary(r: &AttributionResult) {
             sc.no_guest_activity_ns as f64 / 1e6,
             sc.steal_ns as f64 / 1e6
         );
+    }
+}
+
+/// Recorded events per kind and CPU (per second in brackets), one line per kind.
+fn print_event_counts(events: &[Event], dur_s: f64) {
+    let m = rtscope_model::event::count_by_kind(events);
+    let mut kinds: Vec<&str> = m.values().flat_map(|k| k.keys().copied()).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let cpus: Vec<u32> = m.keys().copied().collect();
+    print!("events by kind      ");
+    for c in &cpus {
+        print!(" {:>18}", format!("cpu{c}"));
+    }
+    println!();
+    for k in kinds {
+        print!("  {k:<18}");
+        for c in &cpus {
+            let n = m[c].get(k).copied().unwrap_or(0);
+            print!(
+                " {:>18}",
+                format!("{n} ({:.0}/s)", n as f64 / dur_s.max(1e-9))
+            );
+        }
+        println!();
     }
 }
 

@@ -428,12 +428,14 @@ struct {
 	__type(value, __u64);
 } nested_recs SEC(".maps");
 
-static __always_inline void hrt_entry_rec(struct hrtimer *timer)
+// Both return 1 when they wrote a record (not with the relevance filter, which only notes the
+// activity).
+static __always_inline int hrt_entry_rec(struct hrtimer *timer)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u32 f = cpu_flags(cpu);
 	if (!(f & TRACED))
-		return;
+		return 0;
 	// Direct BTF loads (no bpf_probe_read_kernel): they stay legal under kernel lockdown.
 	// `now` (a ktime_t *) is not read: it would need a probe-read; the record time stands in.
 	if (f & RELEVANT) {
@@ -441,24 +443,26 @@ static __always_inline void hrt_entry_rec(struct hrtimer *timer)
 		// waking happened in); kept as activity only, two records fewer per sample window.
 		count_filtered();
 		note_background(cpu, f, bpf_ktime_get_ns());
-		return;
+		return 0;
 	}
 	__u64 fn = (__u64)timer->function;
 	emit_on(cpu, f, K_HRT_ENTRY, 0, 0, (__u64)timer, fn);
+	return 1;
 }
 
-static __always_inline void hrt_exit_rec(struct hrtimer *timer)
+static __always_inline int hrt_exit_rec(struct hrtimer *timer)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u32 f = cpu_flags(cpu);
 	if (!(f & TRACED))
-		return;
+		return 0;
 	if (f & RELEVANT) {
 		count_filtered();
 		note_background(cpu, f, bpf_ktime_get_ns());
-		return;
+		return 0;
 	}
 	emit_on(cpu, f, K_HRT_EXIT, 0, 0, (__u64)timer, 0);
+	return 1;
 }
 
 static __always_inline void count_nested(void)
@@ -489,8 +493,8 @@ int BPF_PROG(hrtimer_expire_entry_nested, struct hrtimer *timer, ktime_t *now)
 	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
 	if (!b || !b->entry)
 		return 0;
-	hrt_entry_rec(timer);
-	count_nested();
+	if (hrt_entry_rec(timer))
+		count_nested();
 	return 0;
 }
 
@@ -514,8 +518,8 @@ int BPF_PROG(hrtimer_expire_exit_nested, struct hrtimer *timer)
 	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
 	if (!b || !b->exit)
 		return 0;
-	hrt_exit_rec(timer);
-	count_nested();
+	if (hrt_exit_rec(timer))
+		count_nested();
 	return 0;
 }
 

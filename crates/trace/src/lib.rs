@@ -151,7 +151,20 @@ impl Capture {
     /// switched out while traced) and IRQ names from /proc/interrupts.
     pub fn names(&self, extra_pids: &[u32]) -> NameTables {
         let mut comms = self.comms.clone();
-        for &p in extra_pids {
+        // Tasks switched to but never seen leaving the CPU (the eBPF capture learns a comm when
+        // its task switches out): ask /proc while they may still exist.
+        let mut switched_in: Vec<u32> = self
+            .events
+            .iter()
+            .filter_map(|e| match e.kind {
+                rtscope_model::event::EventKind::Switch { next_pid, .. } => Some(next_pid),
+                _ => None,
+            })
+            .filter(|p| *p != 0 && !comms.contains_key(p))
+            .collect();
+        switched_in.sort_unstable();
+        switched_in.dedup();
+        for &p in extra_pids.iter().chain(switched_in.iter()) {
             if let std::collections::btree_map::Entry::Vacant(v) = comms.entry(p) {
                 if let Some(c) = sys::comm_of(p) {
                     v.insert(c);

@@ -401,7 +401,16 @@ fn attribute_one(
             let reason = if s.latency_ns == 0 {
                 "zero latency".to_string()
             } else {
-                "no sched_waking of the thread on its CPU inside the window".to_string()
+                // Say who held the CPU at the planned wake-up: a clue when events are missing
+                // (docs/tracing.md, "Unattributed samples").
+                let holder = match state.current {
+                    Some((0, _)) => "; on the CPU at E: idle".to_string(),
+                    Some((pid, prio)) => {
+                        format!("; on the CPU at E: {}:{pid} prio {prio}", names.comm(pid))
+                    }
+                    None => String::new(),
+                };
+                format!("no sched_waking of the thread on its CPU inside the window{holder}")
             };
             out.unattributed_reason = Some(reason);
             out.parts = vec![(UNATTRIBUTED.to_string(), s.latency_ns)];

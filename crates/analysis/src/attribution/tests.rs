@@ -475,7 +475,11 @@ fn nmi_is_carved_out() {
 fn missing_wakeup_is_unattributed_not_guessed() {
     let evs = vec![sw(0, 0, 120, 500, 120), ev(1500, K::IrqEntry { irq: 11 })];
     let a = one(&evs, sample(1000, 1000));
-    assert!(a.unattributed_reason.is_some());
+    // The reason names who held the CPU at E (pid 500, "stress", from the switch at 0).
+    assert_eq!(
+        a.unattributed_reason.as_deref(),
+        Some("no sched_waking of the thread on its CPU inside the window; on the CPU at E: stress:500 prio 120")
+    );
     assert_eq!(a.parts, vec![(UNATTRIBUTED.to_string(), 1000)]);
 }
 

@@ -183,6 +183,12 @@ impl Capture {
         tids.sort_unstable();
         tids.dedup();
         let names = self.names(&tids);
+        self.into_rtt_named(samples, names)
+    }
+
+    /// [`Capture::into_rtt`] with name tables the caller already has from [`Capture::names`]
+    /// (which scans every event and reads /proc).
+    pub fn into_rtt_named(self, samples: Vec<RawSample>, names: NameTables) -> RttFile {
         let meta = RttMeta {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             mechanism: self.mechanism.name().to_string(),

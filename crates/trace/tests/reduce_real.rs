@@ -9,9 +9,10 @@
 //!   sample is attributed with parts summing to its latency.
 
 use rtscope_analysis::attribution::{attribute, attribute_samples, AttributionOptions};
+use rtscope_model::record::RawSample;
 use rtscope_trace::reduce::{is_background_switch, is_background_wake, reduce};
 use rtscope_trace::rtt::encode;
-use rtscope_trace::{check, Keep, Mechanism, TraceSession};
+use rtscope_trace::{check, Capture, Keep, Mechanism, TraceSession};
 
 mod common;
 use common::{measure, PingPong};
@@ -31,19 +32,27 @@ fn can_run(mech: Mechanism) -> bool {
     true
 }
 
+/// The FIFO thread's samples on CPU 1 under the ping-pong load, captured on both CPUs with
+/// `mech` keeping `keep`; asserts every cycle ran and nothing was lost. Also returns the messages
+/// the load passed.
+fn capture_under_load(mech: Mechanism, keep: Keep) -> (Capture, Vec<RawSample>, u64) {
+    let load = PingPong::start(2, 100).expect("ping-pong load");
+    let s = TraceSession::start_with(&[0, 1], mech, keep).expect("start");
+    let samples = measure(1, CYCLES, 1_000_000);
+    let cap = s.stop().expect("stop");
+    let msgs = load.stop();
+    assert_eq!(samples.len() as u64, CYCLES, "measurement thread failed");
+    assert_eq!(cap.lost_total(), 0, "lost events: {:?}", cap.lost_per_cpu);
+    (cap, samples, msgs)
+}
+
 #[test]
 fn filtered_stream_attributes_every_sample_alike() {
     if !can_run(Mechanism::Tracefs) {
         return;
     }
-    let load = PingPong::start(2, 100).expect("ping-pong load");
-    let s = TraceSession::start_with(&[0, 1], Mechanism::Tracefs, Keep::All).expect("start");
-    let samples = measure(1, CYCLES, 1_000_000);
-    let cap = s.stop().expect("stop");
-    let msgs = load.stop();
-    assert_eq!(samples.len() as u64, CYCLES, "measurement thread failed");
+    let (cap, samples, msgs) = capture_under_load(Mechanism::Tracefs, Keep::All);
     assert_eq!((cap.keep, cap.filtered), (Keep::All, 0));
-    assert_eq!(cap.lost_total(), 0, "lost events: {:?}", cap.lost_per_cpu);
     let tids = [samples[0].tid];
     let names = cap.names(&tids);
     let full = cap.events.clone();
@@ -110,13 +119,7 @@ fn bpf_filters_in_the_kernel() {
     if !can_run(Mechanism::Bpf) {
         return;
     }
-    let load = PingPong::start(2, 100).expect("ping-pong load");
-    let s = TraceSession::start_with(&[0, 1], Mechanism::Bpf, Keep::Relevant).expect("start");
-    let samples = measure(1, CYCLES, 1_000_000);
-    let cap = s.stop().expect("stop");
-    let msgs = load.stop();
-    assert_eq!(samples.len() as u64, CYCLES, "measurement thread failed");
-    assert_eq!(cap.lost_total(), 0, "lost events: {:?}", cap.lost_per_cpu);
+    let (cap, samples, msgs) = capture_under_load(Mechanism::Bpf, Keep::Relevant);
     println!(
         "load: {msgs} messages; {} events recorded, {} left out in the kernel",
         cap.events.len(),

@@ -383,12 +383,13 @@ impl Drop for Cpusets {
 }
 
 /// Move any task left in `d` back to the root, then rmdir (retrying: an exited thread leaves the
-/// cgroup shortly after pthread_join returns).
-fn remove_dir(root: &Path, d: &Path) {
+/// cgroup shortly after pthread_join returns). `tasks` is the file listing and accepting the
+/// tasks: `tasks` in v1; `cgroup.threads` in v2, where the top cgroup is the same threaded domain.
+fn remove_dir_via(root: &Path, d: &Path, tasks: &str) {
     for _ in 0..100 {
-        if let Ok(t) = fs::read_to_string(d.join("tasks")) {
+        if let Ok(t) = fs::read_to_string(d.join(tasks)) {
             for tid in t.split_whitespace() {
-                let _ = fs::write(root.join("tasks"), tid);
+                let _ = fs::write(root.join(tasks), tid);
             }
         }
         match fs::remove_dir(d) {
@@ -399,20 +400,12 @@ fn remove_dir(root: &Path, d: &Path) {
     }
 }
 
-/// v2: threads left in `d` go back to the top cgroup (same threaded domain), then rmdir.
+fn remove_dir(root: &Path, d: &Path) {
+    remove_dir_via(root, d, "tasks");
+}
+
 fn remove_dir_v2(root: &Path, d: &Path) {
-    for _ in 0..100 {
-        if let Ok(t) = fs::read_to_string(d.join("cgroup.threads")) {
-            for tid in t.split_whitespace() {
-                let _ = fs::write(root.join("cgroup.threads"), tid);
-            }
-        }
-        match fs::remove_dir(d) {
-            Ok(()) => return,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
-            Err(_) => std::thread::sleep(Duration::from_millis(10)),
-        }
-    }
+    remove_dir_via(root, d, "cgroup.threads");
 }
 
 /// Remove cpusets left by a SIGKILLed rtscope (their pid is gone); returns what was done.

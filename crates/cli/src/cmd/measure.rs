@@ -665,7 +665,7 @@ fn explain(
         }
     }
     if let Some(path) = &r.trace_file {
-        let file = capture.into_rtt(raw.to_vec());
+        let file = capture.into_rtt_named(raw.to_vec(), names);
         rtscope_trace::write_rtt(path, &file)
             .map_err(|e| anyhow::anyhow!("--trace-file {}: {e}", path.display()))?;
         rec.trace_file = Some(path.display().to_string());

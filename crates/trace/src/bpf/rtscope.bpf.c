@@ -192,18 +192,11 @@ static __always_inline __u32 cpu_flags(__u32 cpu)
 	return v ? *v : 0;
 }
 
-static __always_inline void count_lost(void)
+// Add one to a one-entry per-CPU u64 counter map (lost, filtered, nested_recs).
+static __always_inline void bump(void *counter)
 {
 	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&lost, &zero);
-	if (n)
-		*n += 1;
-}
-
-static __always_inline void count_filtered(void)
-{
-	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&filtered, &zero);
+	__u64 *n = bpf_map_lookup_elem(counter, &zero);
 	if (n)
 		*n += 1;
 }
@@ -214,20 +207,20 @@ static __always_inline void write_rec(__u32 cpu, __u32 flags, __u64 ts, __u16 ki
 {
 	__u32 region = flags & 0xffff;
 	if (!region) {
-		count_lost();
+		bump(&lost);
 		return;
 	}
 	region -= 1;
 	__u64 *h = bpf_map_lookup_elem(&heads, &region);
 	if (!h) {
-		count_lost();
+		bump(&lost);
 		return;
 	}
 	__u64 i = __sync_fetch_and_add(h, 1);
 	__u32 k = (region << SLOT_BITS) | ((__u32)i & SLOT_MASK);
 	struct rec *r = bpf_map_lookup_elem(&recs, &k);
 	if (!r) {
-		count_lost();
+		bump(&lost);
 		return;
 	}
 	r->ts = ts;
@@ -408,9 +401,11 @@ int BPF_PROG(nmi_handler, void *handler, s64 delta_ns, int handled)
 // secondary records only while the primary is busy, and counts what it recorded (user space:
 // lost = the primaries' misses - the secondaries' records; a hit nested before the flag is set
 // or after it is cleared is missed by both and stays counted as lost).
+// busy[HRT_ENTRY_SLOT] / busy[HRT_EXIT_SLOT]: that tracepoint's primary program is running.
+#define HRT_ENTRY_SLOT 0
+#define HRT_EXIT_SLOT 1
 struct hrt_busy {
-	__u32 entry;
-	__u32 exit;
+	__u32 busy[2];
 };
 
 struct {
@@ -428,98 +423,76 @@ struct {
 	__type(value, __u64);
 } nested_recs SEC(".maps");
 
-// Both return 1 when they wrote a record (not with the relevance filter, which only notes the
-// activity).
-static __always_inline int hrt_entry_rec(struct hrtimer *timer)
+// Record an hrtimer expiry entry (K_HRT_ENTRY, with the callback) or exit (K_HRT_EXIT). Returns 1
+// when it wrote a record (not with the relevance filter, which only notes the activity).
+static __always_inline int hrt_rec(struct hrtimer *timer, __u16 kind)
 {
 	__u32 cpu = bpf_get_smp_processor_id();
 	__u32 f = cpu_flags(cpu);
 	if (!(f & TRACED))
 		return 0;
-	// Direct BTF loads (no bpf_probe_read_kernel): they stay legal under kernel lockdown.
-	// `now` (a ktime_t *) is not read: it would need a probe-read; the record time stands in.
 	if (f & RELEVANT) {
 		// Not used by attribution or the bound (the timer handler is the interrupt frame the
 		// waking happened in); kept as activity only, two records fewer per sample window.
-		count_filtered();
+		bump(&filtered);
 		note_background(cpu, f, bpf_ktime_get_ns());
 		return 0;
 	}
-	__u64 fn = (__u64)timer->function;
-	emit_on(cpu, f, K_HRT_ENTRY, 0, 0, (__u64)timer, fn);
+	// Direct BTF loads (no bpf_probe_read_kernel): they stay legal under kernel lockdown.
+	// `now` (a ktime_t *) is not read: it would need a probe-read; the record time stands in.
+	__u64 fn = kind == K_HRT_ENTRY ? (__u64)timer->function : 0;
+	emit_on(cpu, f, kind, 0, 0, (__u64)timer, fn);
 	return 1;
 }
 
-static __always_inline int hrt_exit_rec(struct hrtimer *timer)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
-	__u32 f = cpu_flags(cpu);
-	if (!(f & TRACED))
-		return 0;
-	if (f & RELEVANT) {
-		count_filtered();
-		note_background(cpu, f, bpf_ktime_get_ns());
-		return 0;
-	}
-	emit_on(cpu, f, K_HRT_EXIT, 0, 0, (__u64)timer, 0);
-	return 1;
-}
-
-static __always_inline void count_nested(void)
+// The primary program of an hrtimer tracepoint: marks itself busy on this CPU while it runs.
+static __always_inline void hrt_primary(struct hrtimer *timer, __u16 kind, int slot)
 {
 	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&nested_recs, &zero);
-	if (n)
-		*n += 1;
+	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
+	if (b)
+		b->busy[slot] = 1;
+	hrt_rec(timer, kind);
+	if (b)
+		b->busy[slot] = 0;
+}
+
+// The second program: records only a hit the busy primary was skipped for, and counts it.
+static __always_inline void hrt_nested(struct hrtimer *timer, __u16 kind, int slot)
+{
+	__u32 zero = 0;
+	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
+	if (!b || !b->busy[slot])
+		return;
+	if (hrt_rec(timer, kind))
+		bump(&nested_recs);
 }
 
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
 {
-	__u32 zero = 0;
-	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
-	if (b)
-		b->entry = 1;
-	hrt_entry_rec(timer);
-	if (b)
-		b->entry = 0;
+	hrt_primary(timer, K_HRT_ENTRY, HRT_ENTRY_SLOT);
 	return 0;
 }
 
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(hrtimer_expire_entry_nested, struct hrtimer *timer, ktime_t *now)
 {
-	__u32 zero = 0;
-	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
-	if (!b || !b->entry)
-		return 0;
-	if (hrt_entry_rec(timer))
-		count_nested();
+	hrt_nested(timer, K_HRT_ENTRY, HRT_ENTRY_SLOT);
 	return 0;
 }
 
 SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(hrtimer_expire_exit, struct hrtimer *timer)
 {
-	__u32 zero = 0;
-	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
-	if (b)
-		b->exit = 1;
-	hrt_exit_rec(timer);
-	if (b)
-		b->exit = 0;
+	hrt_primary(timer, K_HRT_EXIT, HRT_EXIT_SLOT);
 	return 0;
 }
 
 SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(hrtimer_expire_exit_nested, struct hrtimer *timer)
 {
-	__u32 zero = 0;
-	struct hrt_busy *b = bpf_map_lookup_elem(&hrt_busy, &zero);
-	if (!b || !b->exit)
-		return 0;
-	if (hrt_exit_rec(timer))
-		count_nested();
+	hrt_nested(timer, K_HRT_EXIT, HRT_EXIT_SLOT);
 	return 0;
 }
 
@@ -536,7 +509,7 @@ static __always_inline void wake_common(__u16 kind, struct task_struct *p)
 	// RELEVANT is set on every CPU's flags when the filter is on.
 	if ((f & RELEVANT) && prio >= 100) {
 		if (f & TRACED) {
-			count_filtered();
+			bump(&filtered);
 			note_background(cpu, f, bpf_ktime_get_ns());
 		}
 		return;
@@ -583,7 +556,7 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	    next_prio >= 100 && (h = bpf_map_lookup_elem(&held, &zero))) {
 		__u64 now = bpf_ktime_get_ns();
 		if (h->valid)
-			count_filtered();
+			bump(&filtered);
 		note_background(cpu, f, now);
 		h->ts = now;
 		h->a = prev_pid;

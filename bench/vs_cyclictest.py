@@ -9,7 +9,14 @@ first. For each run we take, from the tool's own JSON:
   * the process CPU time (user+sys from wait4's rusage: measurement threads + main thread).
 It prints per-pair values and the median over pairs of the ratios rtscope/cyclictest.
 
+With --trace, rtscope also captures kernel events and explains every sample (its default job's
+setting): the ratios are then the tracing overhead on top of the probe.
+
+Take it on a quiet machine: the load average is printed before and after, and a pair whose
+1-minute load average exceeded 0.5 when it started is flagged.
+
 usage: bench/vs_cyclictest.py [--pairs 5] [--seconds 30] [--rtscope target/release/rtscope]
+                              [--trace] [--extra "--aligned"]
 """
 import argparse, json, os, resource, statistics, subprocess, sys, tempfile, time
 
@@ -33,6 +40,11 @@ def lin_stats(buckets):
     return mn, med, avg, n
 
 
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def run(cmd):
     t0 = time.time()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -53,9 +65,9 @@ def cyclictest(secs, hist, out):
     return lin_stats(buckets), cpu, wall
 
 
-def rtscope(binary, secs, hist, out):
+def rtscope(binary, secs, hist, out, extra):
     cpu, wall = run([binary, "measure", "-p", "95", "-i", "1000", "-D", f"{secs}s", "-q",
-                     "--no-store", "--linear-max", str(hist - 1), "--json", out])
+                     "--no-store", "--linear-max", str(hist - 1), "--json", out] + extra)
     j = json.load(open(out))
     buckets = []
     for t in j["threads"]:
@@ -69,21 +81,28 @@ def main():
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--rtscope", default="target/release/rtscope")
     ap.add_argument("--hist", type=int, default=100000, help="histogram size, us")
+    ap.add_argument("--trace", action="store_true", help="rtscope with --trace (tracing overhead)")
+    ap.add_argument("--extra", default="", help="more rtscope measure flags")
     a = ap.parse_args()
+    extra = (["--trace"] if a.trace else []) + a.extra.split()
     if os.geteuid() != 0:
         sys.exit("needs root")
     d = tempfile.mkdtemp(prefix="rtscope-bench-")
     ratios = {"min": [], "median": [], "avg": [], "cpu": []}
     print(f"# {a.pairs} pairs x {a.seconds} s, FIFO 95, all CPUs, 1000 us; values in us (truncated), cpu in s")
+    print(f"# rtscope extra flags: {' '.join(extra) or '(none)'}; load average before: {loadavg()}")
     print(f"{'pair':>4} {'tool':<10} {'samples':>8} {'min':>5} {'median':>6} {'avg':>8} {'cpu_s':>7}")
     for i in range(a.pairs):
         order = ["ct", "rt"] if i % 2 == 0 else ["rt", "ct"]
         res = {}
+        la = float(loadavg().split()[0])
+        if la > 0.5:
+            print(f"# pair {i}: load average {la} at its start: not a quiet machine")
         for tool in order:
             if tool == "ct":
                 res[tool] = cyclictest(a.seconds, a.hist, f"{d}/ct{i}.json")
             else:
-                res[tool] = rtscope(a.rtscope, a.seconds, a.hist, f"{d}/rt{i}.json")
+                res[tool] = rtscope(a.rtscope, a.seconds, a.hist, f"{d}/rt{i}.json", extra)
         for tool, name in (("ct", "cyclictest"), ("rt", "rtscope")):
             (mn, med, avg, n), cpu, _ = res[tool]
             print(f"{i:>4} {name:<10} {n:>8} {mn:>5} {med:>6} {avg:>8.2f} {cpu:>7.3f}")
@@ -93,7 +112,8 @@ def main():
         ratios["median"].append(rmed / cmed if cmed else float("nan"))
         ratios["avg"].append(ravg / cavg)
         ratios["cpu"].append(rcpu / ccpu)
-    print("\n# median over pairs of rtscope/cyclictest")
+    print(f"\n# load average after: {loadavg()}")
+    print("# median over pairs of rtscope/cyclictest")
     for k, v in ratios.items():
         print(f"{k:>7}: {statistics.median(v):.3f}   (per pair: {', '.join(f'{x:.3f}' for x in v)})")
 

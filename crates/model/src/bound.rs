@@ -28,6 +28,32 @@ pub struct BoundReport {
     /// Time-to-bound series (bound and observed maximum as the run progressed), when recorded.
     #[serde(default)]
     pub series: Vec<BoundSeriesPoint>,
+    /// Present when the bound was computed from the online (streaming) summary of a run rather
+    /// than from every interrupt instance; absent for the exact analysis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online_summary: Option<OnlineSummaryInfo>,
+}
+
+/// How an online bound summarised the run. The sliding-window curves are exact at the grid's
+/// window lengths and, between them, take the next larger one (beyond the grid's end or a
+/// shortened source's last window: sub-additive extrapolation), so every bound computed from the
+/// summary is at or above the exact bound on the same data.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct OnlineSummaryInfo {
+    /// Always `summary`: the kind of analysis input, beside `input` (where the data came from).
+    pub input_kind: String,
+    /// Smallest and largest window length Δ of the grid.
+    pub grid_start_ns: u64,
+    pub grid_end_ns: u64,
+    /// Largest ratio between consecutive grid window lengths (above 1 ns steps).
+    pub grid_ratio: f64,
+    pub grid_points: u64,
+    /// Per source, at most this many instances are held for the sliding windows (memory cap).
+    pub max_window_instances: u64,
+    /// Sources whose largest tracked window was shortened to respect `max_window_instances`:
+    /// their longer windows are extrapolated (still never below the exact curve).
+    #[serde(default)]
+    pub shortened_sources: u64,
 }
 
 /// The four thread-context variables of Table 1 (maxima, ns).

@@ -75,6 +75,11 @@ pub struct RunConfig {
     pub deadline: Option<DeadlineParams>,
     pub interval_us: u64,
     pub distance_us: u64,
+    /// Every thread's first wake-up at the same instant (`--aligned`). Otherwise thread i starts
+    /// i/n of an interval later, so the threads' timers never expire together (on a VM, timer
+    /// expiries of several vCPUs at one instant queue behind each other in the host).
+    #[serde(default)]
+    pub aligned: bool,
     pub duration_s: Option<f64>,
     pub loops: Option<u64>,
     pub timer: TimerMode,

@@ -17,7 +17,7 @@ pub struct SampleRef {
 
 /// Every sample of a thread, for traced runs and `--raw` files: planned wake-up and latency on
 /// CLOCK_MONOTONIC (so they line up with kernel event timestamps).
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct RawSample {
     pub cpu: u32,
     pub tid: u32,
@@ -71,6 +71,28 @@ pub enum EndReason {
     /// `--break-above`: stopped at the first sample over the threshold.
     BreakAbove,
     Error,
+    /// An interim record written while the run was going (`--checkpoint`). Stored and still
+    /// this: the run never finished (killed, out of memory, power lost) or is still running;
+    /// `checkpoint` says when it was written.
+    Checkpoint,
+}
+
+/// When an interim record was written (`EndReason::Checkpoint`), and by whom, so that `runs` and
+/// `show` can tell a run that died after its last checkpoint from one still going.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct CheckpointInfo {
+    /// 1 for the first checkpoint of the run.
+    pub number: u32,
+    /// RFC 3339, UTC.
+    pub written_at: String,
+    /// Seconds since the run started.
+    pub elapsed_s: f64,
+    /// The writing process and host (a run is "still running" only if both match a live
+    /// rtscope process).
+    pub pid: u32,
+    pub hostname: String,
+    /// Seconds between checkpoints.
+    pub interval_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -100,4 +122,8 @@ pub struct RunRecord {
     /// Results of other verbs (rhealstone, sched-scale, pdlt, taskset) stored in the same record.
     #[serde(default)]
     pub bench: Option<crate::bench::BenchResult>,
+    /// Set on interim records (`end_reason: checkpoint`) and kept on the final record of a run
+    /// that wrote checkpoints (the last one written before the end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<CheckpointInfo>,
 }

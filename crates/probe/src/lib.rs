@@ -6,11 +6,13 @@ pub mod admission;
 pub mod hygiene;
 pub mod measure;
 pub mod recorder;
+pub mod ring;
 pub mod sys;
 pub mod system;
 pub mod timer;
 
 pub use measure::{LiveThread, MeasureOutcome, MeasureSpec, Measurement};
+pub use ring::SampleRing;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {

@@ -4,6 +4,7 @@
 use crate::admission::{self, Admission, Observed};
 use crate::hygiene::{self, CpuDmaLatency};
 use crate::recorder::Recorder;
+use crate::ring::SampleRing;
 use crate::timer::Timer;
 use crate::{sys, ProbeError};
 use rtscope_model::{ClockId, Hygiene, Policy, RawSample, RunConfig, SampleRef, TimerMode};
@@ -27,6 +28,8 @@ pub struct MeasureSpec {
     pub deadline: Option<rtscope_model::DeadlineParams>,
     pub interval_ns: u64,
     pub distance_ns: u64,
+    /// All threads' first expiry at one instant; otherwise staggered by interval/n.
+    pub aligned: bool,
     pub duration_ns: Option<u64>,
     pub loops: Option<u64>,
     pub timer: TimerMode,
@@ -36,13 +39,14 @@ pub struct MeasureSpec {
     pub threshold_ns: Option<u64>,
     pub worst_n: usize,
     pub linear_max_us: u32,
-    /// Keep every sample (traced runs, `--raw`).
-    pub keep_raw: bool,
+    /// Hand every sample to the orchestrating thread through a per-thread ring
+    /// ([`Measurement::rings`]): traced runs, `--raw`, live views and checkpoints.
+    pub stream: bool,
     pub mlock: bool,
 }
 
 impl MeasureSpec {
-    pub fn from_config(c: &RunConfig, keep_raw: bool) -> MeasureSpec {
+    pub fn from_config(c: &RunConfig, stream: bool) -> MeasureSpec {
         MeasureSpec {
             cpus: c.cpus.clone(),
             policy: c.policy,
@@ -51,6 +55,7 @@ impl MeasureSpec {
             deadline: c.deadline.clone(),
             interval_ns: c.interval_us * 1000,
             distance_ns: c.distance_us * 1000,
+            aligned: c.aligned,
             duration_ns: c.duration_s.map(|s| (s * 1e9) as u64),
             loops: c.loops,
             timer: c.timer,
@@ -60,23 +65,20 @@ impl MeasureSpec {
             threshold_ns: c.threshold_us.map(|u| u * 1000),
             worst_n: c.worst_n,
             linear_max_us: c.linear_max_us,
-            keep_raw,
+            stream,
             mlock: true,
         }
     }
 }
 
-/// Live figures of one thread, written by it with relaxed stores (plain moves on x86) and read
-/// by the display. Padded so threads never share a cache line.
+/// What a thread says about itself outside the loop: its tid once started and `done` once its
+/// loop ended. Nothing here is written per sample (live figures come from the sample rings, which
+/// the orchestrating thread reads a few times a second), so a display costs the loop nothing.
+/// Padded so threads never share a cache line.
 #[repr(align(128))]
 #[derive(Default)]
 pub struct LiveThread {
     pub tid: AtomicU32,
-    pub cycles: AtomicU64,
-    pub cur_ns: AtomicU64,
-    pub min_ns: AtomicU64,
-    pub max_ns: AtomicU64,
-    pub sum_ns: AtomicU64,
     pub done: AtomicBool,
 }
 
@@ -95,12 +97,14 @@ pub struct MeasureOutcome {
     pub threads: Vec<ThreadOutcome>,
     pub break_sample: Option<SampleRef>,
     pub hygiene: Hygiene,
-    pub raw: Vec<RawSample>,
 }
 
 pub struct Measurement {
     stop: Arc<AtomicBool>,
     pub live: Arc<Vec<LiveThread>>,
+    /// One ring per thread (same order as `spec.cpus`) when `spec.stream`; empty otherwise.
+    /// Only the orchestrating thread may drain them.
+    pub rings: Arc<Vec<SampleRing>>,
     handles: Vec<JoinHandle<Result<ThreadOutcome, ProbeError>>>,
     break_sample: Arc<Mutex<Option<SampleRef>>>,
     dma: Option<CpuDmaLatency>,
@@ -147,6 +151,14 @@ impl Measurement {
         let n = spec.cpus.len();
         let stop = Arc::new(AtomicBool::new(false));
         let live: Arc<Vec<LiveThread>> = Arc::new((0..n).map(|_| LiveThread::default()).collect());
+        // Two seconds of samples of the fastest thread (at least 1024, at most 1 Mi slots): the
+        // orchestrating thread drains ~10 times a second, so only a stall of seconds drops any.
+        let ring_slots = (2_000_000_000 / spec.interval_ns.max(1)).clamp(1024, 1 << 20) as usize;
+        let rings: Arc<Vec<SampleRing>> = Arc::new(if spec.stream {
+            (0..n).map(|_| SampleRing::new(ring_slots)).collect()
+        } else {
+            Vec::new()
+        });
         let break_sample = Arc::new(Mutex::new(None));
         let go = Arc::new(Gate::default());
         let start_at = Arc::new(AtomicU64::new(0));
@@ -170,6 +182,7 @@ impl Measurement {
                 spec: spec.clone(),
                 stop: stop.clone(),
                 live: live.clone(),
+                rings: rings.clone(),
                 break_sample: break_sample.clone(),
                 go: go.clone(),
                 start_at: start_at.clone(),
@@ -223,6 +236,7 @@ impl Measurement {
         Ok(Measurement {
             stop,
             live,
+            rings,
             handles,
             break_sample,
             dma,
@@ -262,18 +276,17 @@ impl Measurement {
         }
         let mut hyg = self.hygiene.clone();
         hyg.prefaulted_stack_bytes = PREFAULT_STACK_BYTES as u64;
-        hyg.prefaulted_heap_bytes = threads.iter().map(|t| t.recorder.footprint_bytes()).sum();
-        let mut raw = Vec::new();
-        for t in threads.iter_mut() {
-            raw.extend(t.recorder.take_raw());
-        }
-        raw.sort_by_key(|s| (s.expected_ns, s.cpu));
+        hyg.prefaulted_heap_bytes = threads.iter().map(|t| t.recorder.footprint_bytes()).sum::<u64>()
+            + self
+                .rings
+                .iter()
+                .map(|r| (r.capacity() * std::mem::size_of::<RawSample>()) as u64)
+                .sum::<u64>();
         let break_sample = *self.break_sample.lock().unwrap_or_else(|p| p.into_inner());
         Ok(MeasureOutcome {
             threads,
             break_sample,
             hygiene: hyg,
-            raw,
         })
     }
 }
@@ -305,6 +318,7 @@ struct ThreadCtx {
     spec: MeasureSpec,
     stop: Arc<AtomicBool>,
     live: Arc<Vec<LiveThread>>,
+    rings: Arc<Vec<SampleRing>>,
     break_sample: Arc<Mutex<Option<SampleRef>>>,
     go: Arc<Gate>,
     start_at: Arc<AtomicU64>,
@@ -338,7 +352,6 @@ fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {
     let tid = sys::gettid();
     let live = &ctx.live[ctx.idx as usize];
     live.tid.store(tid as u32, Relaxed);
-    live.min_ns.store(u64::MAX, Relaxed);
     let setup = (|| -> Result<(Recorder, Observed), ProbeError> {
         if ctx.backend.may_pin() {
             sys::set_affinity(0, &[ctx.cpu]).map_err(|e| ProbeError::Affinity {
@@ -355,7 +368,6 @@ fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {
             s.worst_n,
             s.threshold_ns,
             ABOVE_THRESHOLD_CAP,
-            s.keep_raw,
         );
         ctx.backend.admit()?;
         let observed = admission::observe(0)?;
@@ -383,7 +395,7 @@ fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {
     let result = if ctx.stop.load(Relaxed) {
         Ok(())
     } else {
-        measure_loop(&ctx, &mut rec, live, interval_ns)
+        measure_loop(&ctx, &mut rec, interval_ns)
     };
     live.done.store(true, Relaxed);
     let last_cpu = sys::current_cpu();
@@ -402,26 +414,29 @@ fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {
     })
 }
 
-/// The one measurement loop. A sample costs: the timer wait, one clock read, a subtraction and
-/// the recorder update. Nothing here allocates or takes a lock (except on `--break-above`).
-fn measure_loop(
-    ctx: &ThreadCtx,
-    rec: &mut Recorder,
-    live: &LiveThread,
-    interval_ns: u64,
-) -> Result<(), ProbeError> {
+/// The one measurement loop. A sample costs: the timer wait, one clock read, a subtraction, the
+/// recorder update and, when streaming, one slot write plus a release store into the thread's own
+/// ring. Nothing here allocates or takes a lock (except on `--break-above`).
+fn measure_loop(ctx: &ThreadCtx, rec: &mut Recorder, interval_ns: u64) -> Result<(), ProbeError> {
     let s = &ctx.spec;
     let clk = sys::clock_raw(s.clock);
     let start = ctx.start_at.load(Relaxed);
-    let first = start + interval_ns;
-    let end_ns = s.duration_ns.map(|d| start + d);
+    // Staggered start: thread i's wake-ups fall i/n of the base interval after thread 0's.
+    let n = s.cpus.len().max(1) as u64;
+    let offset = if s.aligned {
+        0
+    } else {
+        ctx.idx as u64 * s.interval_ns / n
+    };
+    let first = start + interval_ns + offset;
+    let end_ns = s.duration_ns.map(|d| start + offset + d);
     let loops = s.loops.unwrap_or(u64::MAX);
     let break_ns = s.break_above_ns.unwrap_or(u64::MAX);
     let mut timer = Timer::new(s.timer, clk, first, interval_ns)?;
-    let (mut min, mut max, mut sum) = (u64::MAX, 0u64, 0u64);
     // Unpinned (SCHED_DEADLINE) threads: each sample carries the CPU it resumed on, so that a
     // traced run attributes it against that CPU's events (one vDSO/rseq read per sample).
     let track_cpu = s.deadline.is_some();
+    let ring = ctx.rings.get(ctx.idx as usize);
     loop {
         let wake = timer.wait()?;
         if let Some(end) = end_ns {
@@ -435,15 +450,17 @@ fn measure_loop(
             rec.cpu = sys::current_cpu();
         }
         rec.overruns += wake.missed;
+        let cycle = rec.cycles;
         rec.record(wake.expected_ns, lat);
-        min = min.min(lat);
-        max = max.max(lat);
-        sum = sum.wrapping_add(lat);
-        live.cur_ns.store(lat, Relaxed);
-        live.min_ns.store(min, Relaxed);
-        live.max_ns.store(max, Relaxed);
-        live.sum_ns.store(sum, Relaxed);
-        live.cycles.store(rec.cycles, Relaxed);
+        if let Some(r) = ring {
+            r.push(RawSample {
+                cpu: rec.cpu,
+                tid: rec.tid,
+                cycle,
+                expected_ns: wake.expected_ns,
+                latency_ns: lat,
+            });
+        }
         rec.overruns += timer.advance(now);
         if lat > break_ns {
             on_break(ctx, rec, wake.expected_ns, lat);

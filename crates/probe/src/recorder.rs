@@ -2,11 +2,7 @@
 //! sample is a few integer updates (see benches/record.rs: the cost is measured, not assumed).
 
 use rtscope_model::histogram::LinearHistogram;
-use rtscope_model::{Histogram, RawSample, SampleRef};
-
-/// Raw samples are kept in fixed chunks, so a long `--raw`/traced run allocates once per
-/// `RAW_CHUNK` samples, never per sample.
-pub const RAW_CHUNK: usize = 65_536;
+use rtscope_model::{Histogram, SampleRef};
 
 pub struct Recorder {
     pub cpu: u32,
@@ -21,7 +17,6 @@ pub struct Recorder {
     threshold_ns: u64,
     pub above: Vec<SampleRef>,
     pub above_dropped: u64,
-    raw: Option<Vec<Vec<RawSample>>>,
 }
 
 impl Recorder {
@@ -32,7 +27,6 @@ impl Recorder {
         worst_n: usize,
         threshold_ns: Option<u64>,
         above_cap: usize,
-        keep_raw: bool,
     ) -> Self {
         Recorder {
             cpu,
@@ -47,17 +41,14 @@ impl Recorder {
             threshold_ns: threshold_ns.unwrap_or(u64::MAX),
             above: Vec::with_capacity(if threshold_ns.is_some() { above_cap } else { 0 }),
             above_dropped: 0,
-            raw: keep_raw.then(|| vec![Vec::with_capacity(RAW_CHUNK)]),
         }
     }
 
     /// Bytes of buffers this recorder holds (reported as prefaulted heap).
     pub fn footprint_bytes(&self) -> u64 {
         (std::mem::size_of::<u64>() * (self.linear.counts().len() + 28 * 1024)
-            + std::mem::size_of::<SampleRef>() * (self.worst.capacity() + self.above.capacity())
-            + self.raw.as_ref().map_or(0, |r| {
-                r.iter().map(|c| c.capacity()).sum::<usize>() * std::mem::size_of::<RawSample>()
-            })) as u64
+            + std::mem::size_of::<SampleRef>() * (self.worst.capacity() + self.above.capacity()))
+            as u64
     }
 
     #[inline]
@@ -71,9 +62,6 @@ impl Recorder {
         }
         if latency_ns > self.threshold_ns {
             self.push_above(cycle, expected_ns, latency_ns);
-        }
-        if let Some(raw) = self.raw.as_mut() {
-            push_raw(raw, self.cpu, self.tid, cycle, expected_ns, latency_ns);
         }
     }
 
@@ -119,39 +107,6 @@ impl Recorder {
         w.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.cycle.cmp(&b.cycle)));
         w
     }
-
-    pub fn take_raw(&mut self) -> Vec<RawSample> {
-        self.raw
-            .take()
-            .map(|chunks| chunks.into_iter().flatten().collect())
-            .unwrap_or_default()
-    }
-}
-
-#[inline]
-fn push_raw(
-    raw: &mut Vec<Vec<RawSample>>,
-    cpu: u32,
-    tid: u32,
-    cycle: u64,
-    expected_ns: u64,
-    latency_ns: u64,
-) {
-    let s = RawSample {
-        cpu,
-        tid,
-        cycle,
-        expected_ns,
-        latency_ns,
-    };
-    match raw.last_mut() {
-        Some(c) if c.len() < c.capacity() => c.push(s),
-        _ => {
-            let mut c = Vec::with_capacity(RAW_CHUNK);
-            c.push(s);
-            raw.push(c);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -160,7 +115,7 @@ mod tests {
 
     #[test]
     fn worst_and_threshold_are_exact() {
-        let mut r = Recorder::new(0, 1, 100, 3, Some(50_000), 2, true);
+        let mut r = Recorder::new(0, 1, 100, 3, Some(50_000), 2);
         let lats = [10_000u64, 70_000, 5_000, 60_000, 90_000, 20_000, 80_000];
         for (i, &l) in lats.iter().enumerate() {
             r.record(i as u64 * 1_000_000, l);
@@ -172,7 +127,6 @@ mod tests {
         assert_eq!(r.above.len(), 2);
         assert_eq!(r.above_dropped, 2);
         assert_eq!(r.above[0].latency_ns, 70_000);
-        assert_eq!(r.take_raw().len(), lats.len());
         assert_eq!(r.hist.count(), 7);
         assert_eq!(r.linear.counts()[5], 1);
     }

@@ -58,9 +58,17 @@ pub fn summary(rec: &RunRecord) -> String {
         },
         rec.wall_duration_s,
         if rec.interrupted {
-            " — INTERRUPTED (partial results)"
+            " — INTERRUPTED (partial results)".to_string()
+        } else if rec.end_reason == rtscope_model::EndReason::Checkpoint {
+            format!(
+                " — INTERIM RECORD (checkpoint {} at {}): the run had not finished",
+                rec.checkpoint.as_ref().map_or(0, |c| c.number),
+                rec.checkpoint
+                    .as_ref()
+                    .map_or("?", |c| c.written_at.as_str())
+            )
         } else {
-            ""
+            String::new()
         }
     );
     let _ = writeln!(

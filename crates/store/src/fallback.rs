@@ -31,8 +31,27 @@ pub fn save_or_fallback_in(
     rec: &RunRecord,
     fallback_dir: &Path,
 ) -> Result<Saved, StoreError> {
+    save_in(url, rec, fallback_dir, false)
+}
+
+/// [`save_or_fallback`] for a run that may already have a checkpoint stored under its id: the
+/// record replaces it.
+pub fn replace_or_fallback(url: Option<&str>, rec: &RunRecord) -> Result<Saved, StoreError> {
+    save_in(url, rec, &crate::data_dir().join("fallback"), true)
+}
+
+fn save_in(
+    url: Option<&str>,
+    rec: &RunRecord,
+    fallback_dir: &Path,
+    replace: bool,
+) -> Result<Saved, StoreError> {
     let err = match Store::open(url).and_then(|mut s| {
-        let id = s.insert_run(rec)?;
+        let id = if replace {
+            s.upsert_run(rec)?
+        } else {
+            s.insert_run(rec)?
+        };
         Ok((id, s.location().to_string()))
     }) {
         Ok((id, location)) => return Ok(Saved::Stored { id, location }),

@@ -168,6 +168,7 @@ pub fn record(spec: &Spec) -> RunRecord {
             deadline: None,
             interval_us: 1000,
             distance_us: 0,
+            aligned: true,
             duration_s: Some(spec.samples_per_cpu as f64 / 1000.0),
             loops: None,
             timer: TimerMode::AbsNanosleep,
@@ -209,6 +210,7 @@ pub fn record(spec: &Spec) -> RunRecord {
         warnings: vec![],
         tags: spec.tags.clone(),
         bench: None,
+        checkpoint: None,
     }
 }
 

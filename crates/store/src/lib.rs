@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use fallback::{save_or_fallback, save_or_fallback_in, Saved};
+pub use fallback::{replace_or_fallback, save_or_fallback, save_or_fallback_in, Saved};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -119,6 +119,52 @@ pub struct Summary {
     pub min_ns: Option<i64>,
     pub max_ns: Option<i64>,
     pub avg_ns: Option<f64>,
+    /// How the run ended: `completed`, `interrupted`, `break-above`, `error`, or
+    /// `checkpoint <RFC 3339>` for an interim record (see [`run_state`]).
+    pub state: String,
+}
+
+/// The stored `state` of a record.
+pub fn stored_state(rec: &RunRecord) -> String {
+    use rtscope_model::EndReason::*;
+    match rec.end_reason {
+        Completed => "completed".into(),
+        Interrupted => "interrupted".into(),
+        BreakAbove => "break-above".into(),
+        Error => "error".into(),
+        Checkpoint => format!(
+            "checkpoint {}",
+            rec.checkpoint
+                .as_ref()
+                .map(|c| c.written_at.as_str())
+                .unwrap_or("")
+        )
+        .trim_end()
+        .to_string(),
+    }
+}
+
+/// What `runs` and `show` say of a stored state. An interim record whose writer is a live
+/// rtscope process on this host is a run still going; otherwise the run died after its last
+/// checkpoint (SIGKILL, the OOM killer, a power cut).
+pub fn run_state(state: &str, rec_host_pid: Option<(&str, u32)>) -> String {
+    let Some(at) = state.strip_prefix("checkpoint") else {
+        return state.to_string();
+    };
+    let at = at.trim();
+    let alive = rec_host_pid.is_some_and(|(host, pid)| {
+        let here = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default();
+        host == here
+            && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "rtscope")
+    });
+    if alive {
+        format!("running (last checkpoint {at})")
+    } else {
+        format!("interrupted (last checkpoint {at})")
+    }
 }
 
 impl Summary {
@@ -138,6 +184,7 @@ impl Summary {
             min_ns: rec.stats.min_ns.map(clamp),
             max_ns: rec.stats.max_ns.map(clamp),
             avg_ns: rec.stats.avg_ns,
+            state: stored_state(rec),
         }
     }
 }
@@ -156,6 +203,8 @@ pub struct RunSummary {
     pub min_ns: Option<i64>,
     pub max_ns: Option<i64>,
     pub avg_ns: Option<f64>,
+    /// See [`Summary::state`].
+    pub state: String,
     pub tags: BTreeMap<String, String>,
 }
 
@@ -332,6 +381,16 @@ impl Store {
 
     /// Store a run in one transaction; returns its id.
     pub fn insert_run(&mut self, rec: &RunRecord) -> Result<String, StoreError> {
+        self.write_run(rec, false)
+    }
+
+    /// Store a run, replacing a stored record with the same id in the same transaction (a run's
+    /// checkpoints, then its final record): a reader sees the old record or the new, never none.
+    pub fn upsert_run(&mut self, rec: &RunRecord) -> Result<String, StoreError> {
+        self.write_run(rec, true)
+    }
+
+    fn write_run(&mut self, rec: &RunRecord, replace: bool) -> Result<String, StoreError> {
         if rec.id.is_empty() {
             return Err(StoreError::Other("run record has an empty id".into()));
         }
@@ -343,10 +402,17 @@ impl Store {
         let id = rec.id.clone();
         self.conn
             .transaction(|c| {
+                if replace {
+                    c.exec(
+                        "DELETE FROM run_tags WHERE run_id = ?1",
+                        &[Val::text(&rec.id)],
+                    )?;
+                    c.exec("DELETE FROM runs WHERE id = ?1", &[Val::text(&rec.id)])?;
+                }
                 c.exec(
                     "INSERT INTO runs (id, started_at, hostname, kernel_release, verb, record_json,
-                         policy, scenario, samples, min_ns, max_ns, avg_ns)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                         policy, scenario, samples, min_ns, max_ns, avg_ns, state)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                     &[
                         Val::text(&rec.id),
                         Val::text(&rec.started_at),
@@ -360,6 +426,7 @@ impl Store {
                         Val::Int(s.min_ns),
                         Val::Int(s.max_ns),
                         Val::Real(s.avg_ns),
+                        Val::text(s.state),
                     ],
                 )?;
                 insert_tags(c, &rec.id, rec)
@@ -418,7 +485,7 @@ impl Store {
     /// Runs matching `f`, oldest first (the last `limit` when a limit is given).
     pub fn list_runs(&mut self, f: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
         let mut sql = String::from(
-            "SELECT id, started_at, hostname, kernel_release, verb, policy, scenario, samples,
+            "SELECT id, started_at, hostname, kernel_release, verb, policy, scenario, samples, state,
                     min_ns, max_ns, avg_ns FROM runs WHERE 1 = 1",
         );
         let mut p: Vec<Val> = Vec::new();
@@ -482,6 +549,7 @@ impl Store {
                 Ty::Text,
                 Ty::Text,
                 Ty::Int,
+                Ty::Text,
                 Ty::Int,
                 Ty::Int,
                 Ty::Real,
@@ -498,9 +566,10 @@ impl Store {
                 policy: r[5].as_text().unwrap_or_default().to_string(),
                 scenario: r[6].as_text().unwrap_or_default().to_string(),
                 samples: r[7].as_int().unwrap_or(0),
-                min_ns: r[8].as_int(),
-                max_ns: r[9].as_int(),
-                avg_ns: r[10].as_real(),
+                state: r[8].as_text().unwrap_or_default().to_string(),
+                min_ns: r[9].as_int(),
+                max_ns: r[10].as_int(),
+                avg_ns: r[11].as_real(),
                 tags: BTreeMap::new(),
             })
             .collect();
@@ -572,6 +641,27 @@ impl Store {
     pub fn insert_raw_v2(&mut self, rec: &RunRecord) -> Result<(), StoreError> {
         self.insert_raw_v1(rec)?;
         insert_tags(&mut self.conn, &rec.id, rec)
+    }
+
+    /// Insert a v3-shaped row (summary columns, no state): migration tests only.
+    #[doc(hidden)]
+    pub fn insert_raw_v3(&mut self, rec: &RunRecord) -> Result<(), StoreError> {
+        self.insert_raw_v2(rec)?;
+        let s = Summary::of(rec);
+        self.conn.exec(
+            "UPDATE runs SET policy = ?1, scenario = ?2, samples = ?3, min_ns = ?4, max_ns = ?5,
+             avg_ns = ?6 WHERE id = ?7",
+            &[
+                Val::text(s.policy),
+                Val::text(s.scenario),
+                Val::int(s.samples),
+                Val::Int(s.min_ns),
+                Val::Int(s.max_ns),
+                Val::Real(s.avg_ns),
+                Val::text(&rec.id),
+            ],
+        )?;
+        Ok(())
     }
 
     /// Drop the tables of this store (tests on a shared PostgreSQL schema).

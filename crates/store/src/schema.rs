@@ -13,7 +13,7 @@ use crate::StoreError;
 pub const APPLICATION: &str = "rtscope";
 /// SQLite `PRAGMA application_id` ("rtsc").
 pub const SQLITE_APPLICATION_ID: i32 = 0x7274_7363;
-pub const CURRENT_VERSION: i64 = 3;
+pub const CURRENT_VERSION: i64 = 4;
 
 /// Data back-fill of a migration, run inside its transaction.
 pub(crate) type Backfill = fn(&mut Conn) -> Result<(), StoreError>;
@@ -64,6 +64,13 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
               CREATE INDEX runs_hostname ON runs (hostname);",
         backfill: Some(backfill_summary),
     },
+    // v4: how the run ended, so `runs` marks interim records (a run killed after its last
+    // checkpoint) without parsing every record.
+    Migration {
+        to_version: 4,
+        sql: "ALTER TABLE runs ADD COLUMN state TEXT NOT NULL DEFAULT '';",
+        backfill: Some(backfill_state),
+    },
 ];
 
 fn all_records(c: &mut Conn) -> Result<Vec<(String, rtscope_model::RunRecord)>, StoreError> {
@@ -103,6 +110,16 @@ fn backfill_summary(c: &mut Conn) -> Result<(), StoreError> {
                 Val::Real(s.avg_ns),
                 Val::text(id),
             ],
+        )?;
+    }
+    Ok(())
+}
+
+fn backfill_state(c: &mut Conn) -> Result<(), StoreError> {
+    for (id, rec) in all_records(c)? {
+        c.exec(
+            "UPDATE runs SET state = ?1 WHERE id = ?2",
+            &[Val::text(crate::Summary::of(&rec).state), Val::text(id)],
         )?;
     }
     Ok(())

@@ -245,6 +245,7 @@ fn migrations_from_every_earlier_version() {
                     0 => {}
                     1 => old.insert_raw_v1(&r).unwrap(),
                     2 => old.insert_raw_v2(&r).unwrap(),
+                    3 => old.insert_raw_v3(&r).unwrap(),
                     v => panic!("add a raw insert for schema version {v}"),
                 }
             }
@@ -267,6 +268,7 @@ fn migrations_from_every_earlier_version() {
                 assert_eq!(l.len(), 1, "{} from v{from}", b.name());
                 assert_eq!(l[0].samples, 10_000);
                 assert_eq!(l[0].policy, "fifo");
+                assert_eq!(l[0].state, "completed");
             }
             s.insert_run(&rec("new-run", 5)).unwrap();
             assert_eq!(s.count_runs().unwrap(), if from > 0 { 2 } else { 1 });

@@ -4,13 +4,22 @@
 //! mapping (no syscall per event, no wake-up of the reader by the traced CPU). The protocol is described in the BPF
 //! source: claim with an atomic add, fill, commit with an atomic exchange of `seq`.
 //!
+//! Each pass hands the events below the watermark to the consumer (`crate::Feed`, a bounded
+//! queue) and keeps the rest for the next pass. The watermark of a region advances to the pass's
+//! start minus [`crate::WATERMARK_MARGIN_NS`] when the pass drained it to its head, and stays
+//! below the relevance filter's held switch and open burst of a traced CPU: those are written
+//! later with their own, earlier time (rtscope.bpf.c `held`, `bgs`), so the reader reads both
+//! per-CPU maps at the start of each pass — before draining, so that a switch flushed meanwhile
+//! is either still seen as held or already claimed in its region (a flush claims its slot a few
+//! instructions after taking the held record).
+//!
 //! The skeleton borrows its `OpenObject` storage, so the whole BPF lifetime (open, load, attach,
 //! poll, detach) lives on one reader thread; `start` waits for it to report "attached" or the
 //! error. Dropping the skeleton closes the link fds, which detaches every program — also when the
 //! process dies by any signal, since the kernel closes the fds.
 
 use crate::skel::{RtscopeSkel, RtscopeSkelBuilder};
-use crate::{Capture, Keep, Mechanism, TraceError};
+use crate::{Capture, Feed, Keep, Mechanism, ReaderGone, Stream, TraceError, WATERMARK_MARGIN_NS};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 use rtscope_model::event::{Event, EventKind, Vector};
@@ -50,11 +59,14 @@ const SLOTS: u64 = 1 << SLOT_BITS;
 const TRACED: u32 = 1 << 31;
 /// `cpu_filter` flag: apply the relevance filter (rtscope.bpf.c RELEVANT).
 const RELEVANT: u32 = 1 << 30;
-/// Events per chunk of the reader's buffer. The reader must never stop for long: one growing
-/// `Vec` would, at some doubling, allocate (and, under `mlockall(MCL_FUTURE)`, fault in and lock)
-/// gigabytes at once while the traced CPUs keep writing — long enough to lose records in a
-/// 15-minute io run. Fixed chunks of 256 Ki events (≈ 12 MiB) bound each allocation.
-const CHUNK: usize = 1 << 18;
+/// Offsets in rtscope.bpf.c's `struct held_sw` (valid u64, ts u64, ...) and `struct bg_burst`
+/// (first u64, last u64, count u64, last_rec u64).
+const HELD_VALID_OFF: usize = 0;
+const HELD_TS_OFF: usize = 8;
+const BG_FIRST_OFF: usize = 0;
+const BG_COUNT_OFF: usize = 16;
+/// Between drain passes.
+const PASS: Duration = Duration::from_millis(10);
 /// Entries of `cpu_filter` and `heads` (rtscope.bpf.c MAX_CPUS).
 const MAX_CPUS: usize = 1024;
 
@@ -205,7 +217,8 @@ pub fn available() -> Result<(), String> {
 }
 
 struct Out {
-    events: Vec<Vec<Event>>,
+    /// Events not handed to the consumer (all of them when nobody polled).
+    rest: Vec<Event>,
     filtered: u64,
     comms: BTreeMap<u32, String>,
     lost: BTreeMap<u32, u64>,
@@ -220,6 +233,7 @@ pub struct BpfSession {
     thread: Option<std::thread::JoinHandle<Result<Out, TraceError>>>,
     start_ns: u64,
     steal0: BTreeMap<u32, u64>,
+    pub(crate) stream: Stream,
 }
 
 impl BpfSession {
@@ -230,9 +244,10 @@ impl BpfSession {
         let cpus_v = cpus.to_vec();
         let stop2 = stop.clone();
         let steal0 = crate::sys::steal_ns();
+        let (feed, stream) = Feed::new();
         let thread = std::thread::Builder::new()
             .name("rtscope-bpf".into())
-            .spawn(move || run(cpus_v, keep, stop2, tx))
+            .spawn(move || run(cpus_v, keep, stop2, tx, feed))
             .map_err(|e| TraceError::Setup(format!("spawning the BPF reader thread: {e}")))?;
         match rx.recv() {
             Ok(Ok(())) => {}
@@ -254,21 +269,38 @@ impl BpfSession {
             thread: Some(thread),
             start_ns: crate::sys::monotonic_ns(),
             steal0,
+            stream,
         })
     }
 
-    pub fn stop(mut self) -> Result<Capture, TraceError> {
+    pub fn poll(&mut self, out: &mut Vec<Event>) -> Result<(), TraceError> {
+        self.stream
+            .poll(out)
+            .map_err(|ReaderGone| match self.thread.take().map(|t| t.join()) {
+                Some(Ok(Err(e))) => e,
+                Some(Err(_)) => TraceError::Capture("BPF reader thread panicked".into()),
+                _ => TraceError::Capture("BPF reader thread ended during the capture".into()),
+            })
+    }
+
+    pub fn finish(mut self) -> Result<Capture, TraceError> {
         let end_ns = crate::sys::monotonic_ns();
         let steal1 = crate::sys::steal_ns();
         self.stop.store(true, Ordering::SeqCst);
+        // The reader may be waiting for room in the queue: take what is queued until it ends.
+        let mut events = Vec::new();
+        self.stream.drain_to_end(&mut events);
         let out = match self.thread.take() {
             Some(t) => t
                 .join()
                 .map_err(|_| TraceError::Capture("BPF reader thread panicked".into()))??,
             None => return Err(TraceError::Capture("BPF reader was not running".into())),
         };
-        let mut events = out.events.concat();
-        drop(out.events);
+        if events.is_empty() {
+            events = out.rest;
+        } else {
+            events.extend(out.rest);
+        }
         events.sort_by_key(|e| (e.ts_ns, e.cpu));
         let steal = self
             .cpus
@@ -308,6 +340,8 @@ impl BpfSession {
 impl Drop for BpfSession {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        // Disconnect first: a reader waiting for room in the queue then goes on.
+        self.stream.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join(); // the skeleton (links, maps) is dropped on that thread
         }
@@ -387,17 +421,18 @@ struct Region {
     lost: u64,
 }
 
-/// Copy every committed record of region `r` from `tail` up to the current head. A slot that a
-/// writer has already reused (the reader fell a whole region behind) is lost; an uncommitted slot
-/// (its writer is still filling it) ends this pass.
+/// Copy every committed record of region `r` from `tail` up to the current head into `out`. A
+/// slot that a writer has already reused (the reader fell a whole region behind) is lost; an
+/// uncommitted slot (its writer is still filling it) ends this pass. Returns the records copied
+/// and whether the pass reached the head read at its start.
 fn drain(
     heads: &Mapping,
     recs: &Mapping,
     r: usize,
     st: &mut Region,
-    chunks: &mut Vec<Vec<Event>>,
+    out: &mut Vec<Event>,
     bad: &mut u64,
-) -> u64 {
+) -> (u64, bool) {
     let head = heads.u64_at(r * 8);
     fence(Ordering::Acquire);
     if head > st.tail + SLOTS {
@@ -417,7 +452,7 @@ fn drain(
                 st.tail += 1;
                 continue;
             }
-            break; // not committed yet
+            return (copied, false); // not committed yet
         }
         fence(Ordering::Acquire);
         recs.copy(off, &mut buf);
@@ -426,67 +461,58 @@ fn drain(
             st.lost += 1; // reused while we copied
         } else {
             match decode_rec(&buf) {
-                Some(e) => {
-                    if chunks.last().is_none_or(|c| c.len() == c.capacity()) {
-                        chunks.push(Vec::with_capacity(CHUNK));
-                    }
-                    if let Some(c) = chunks.last_mut() {
-                        c.push(e);
-                    }
-                }
+                Some(e) => out.push(e),
                 None => *bad += 1,
             }
             copied += 1;
         }
         st.tail += 1;
     }
-    copied
+    (copied, true)
 }
 
-fn run(
-    cpus: Vec<u32>,
-    keep: Keep,
-    stop: Arc<AtomicBool>,
-    ready: mpsc::Sender<Result<(), TraceError>>,
-) -> Result<Out, TraceError> {
-    // The reader runs at SCHED_FIFO 1 when allowed: above any SCHED_OTHER load (which could
-    // otherwise hold it off until slots are reused) and below every measurement thread.
-    let fifo1 = libc::sched_param { sched_priority: 1 };
-    // SAFETY: plain syscall on the calling thread with a valid sched_param.
-    let reader_fifo = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo1) } == 0;
-    let mut storage = MaybeUninit::uninit();
-    let nreg = cpus.len() + 1;
-    let attached = open_load_attach(&cpus, keep, &mut storage).and_then(|(skel, notes)| {
-        let heads = Mapping::new(skel.maps.heads.as_fd(), MAX_CPUS * 8, "heads")?;
-        let recs = Mapping::new(
-            skel.maps.recs.as_fd(),
-            (nreg << SLOT_BITS) * REC_SIZE,
-            "records",
-        )?;
-        Ok((skel, notes, heads, recs))
-    });
-    let (skel, notes, heads, recs) = match attached {
-        Ok(x) => x,
-        Err(e) => {
-            let _ = ready.send(Err(TraceError::Setup(e.to_string())));
-            return Err(e);
-        }
+/// Per traced CPU (index in `cpus`): the earliest time the relevance filter may still write a
+/// record with — its held switch's or open burst's — or `u64::MAX`. Unreadable maps give 0
+/// (no watermark progress rather than a wrong one).
+fn kernel_held_bounds(skel: &RtscopeSkel<'_>, cpus: &[u32]) -> Vec<u64> {
+    let key = 0u32.to_ne_bytes();
+    let u64_at = |v: &[u8], o: usize| -> Option<u64> {
+        Some(u64::from_ne_bytes(v.get(o..o + 8)?.try_into().ok()?))
     };
-    let mut chunks: Vec<Vec<Event>> = vec![Vec::with_capacity(CHUNK)];
-    let mut regions: Vec<Region> = (0..nreg).map(|_| Region::default()).collect();
-    let mut bad = 0u64;
-    let mut records = 0u64;
-    let _ = ready.send(Ok(()));
-    loop {
-        let last = stop.load(Ordering::SeqCst);
-        for (r, st) in regions.iter_mut().enumerate() {
-            records += drain(&heads, &recs, r, st, &mut chunks, &mut bad);
+    let mut b = vec![u64::MAX; cpus.len()];
+    for (map, valid_off, ts_off) in [
+        (&skel.maps.held, HELD_VALID_OFF, HELD_TS_OFF),
+        (&skel.maps.bgs, BG_COUNT_OFF, BG_FIRST_OFF),
+    ] {
+        let vals = match map.lookup_percpu(&key, MapFlags::ANY) {
+            Ok(Some(v)) => v,
+            _ => return vec![0; cpus.len()],
+        };
+        for (i, &c) in cpus.iter().enumerate() {
+            let Some(v) = vals.get(c as usize) else {
+                continue;
+            };
+            match (u64_at(v, valid_off), u64_at(v, ts_off)) {
+                (Some(0), _) => {}
+                (Some(_), Some(ts)) => b[i] = b[i].min(ts),
+                _ => b[i] = 0,
+            }
         }
-        if last {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
     }
+    b
+}
+
+/// Loss and filter counters, as `lost_per_cpu` counts them (see `run`).
+struct Counters {
+    lost: BTreeMap<u32, u64>,
+    filtered: u64,
+    shared_lost: u64,
+    nested: u64,
+    missed: u64,
+    missed_by: Vec<String>,
+}
+
+fn counters(skel: &RtscopeSkel<'_>, cpus: &[u32], regions: &[Region], keep: Keep) -> Counters {
     // Per-CPU loss: records that had no region (BPF side) plus slots lost in each CPU's region;
     // a loss in the shared region (wake-ups/migrations from other CPUs) may concern any measured
     // CPU, so it is added to each of them.
@@ -501,32 +527,9 @@ fn run(
         .filter(|(cpu, _)| cpus.contains(cpu))
         .map(|(_, n)| n)
         .sum();
-    let mut notes = notes;
-    if !reader_fifo {
-        notes.push("bpf: the reader thread could not get SCHED_FIFO 1 (runs as SCHED_OTHER): under heavy load it may fall behind and lose events".into());
-    }
     let shared_lost = regions[cpus.len()].lost;
     for (i, &c) in cpus.iter().enumerate() {
         *lost.entry(c).or_insert(0) += regions[i].lost + shared_lost;
-    }
-    if shared_lost > 0 {
-        notes.push(format!(
-            "bpf: {shared_lost} records from non-measured CPUs (cross-CPU wake-ups, migrations) were lost; counted on every measured CPU"
-        ));
-    }
-    let mut comms = BTreeMap::new();
-    for k in skel.maps.comms.keys() {
-        if k.len() < 4 {
-            continue;
-        }
-        let pid = u32::from_ne_bytes([k[0], k[1], k[2], k[3]]);
-        if let Ok(Some(v)) = skel.maps.comms.lookup(&k, MapFlags::ANY) {
-            let end = v.iter().position(|&c| c == 0).unwrap_or(v.len());
-            comms.insert(pid, String::from_utf8_lossy(&v[..end]).into_owned());
-        }
-    }
-    if bad > 0 {
-        notes.push(format!("bpf: {bad} slot records could not be decoded"));
     }
     // Hits the kernel skipped because the same program was already running on that CPU (an
     // hrtimer expiring in hard-IRQ context inside a soft-IRQ hrtimer's callback). The `_nested`
@@ -565,28 +568,198 @@ fn run(
         }
     }
     let missed = missed.saturating_sub(nested);
-    if nested > 0 {
-        notes.push(format!(
-            "bpf: {nested} nested hrtimer events recorded by the second program"
-        ));
-    }
     if missed > 0 {
-        notes.push(format!(
-            "bpf: {missed} events not recorded: the kernel skipped a program already running on its CPU (misses: {}; {nested} of them caught by the nested programs); counted as lost on every measured CPU",
-            missed_by.join(", ")
-        ));
-        for &c in &cpus {
+        for &c in cpus {
             *lost.entry(c).or_insert(0) += missed;
         }
+    }
+    Counters {
+        lost,
+        filtered,
+        shared_lost,
+        nested,
+        missed,
+        missed_by,
+    }
+}
+
+/// Every (pid, comm) of the `comms` hash map: batched (one syscall per 1024 entries) where the
+/// kernel supports it, else key by key.
+fn read_comms(map: &impl MapCore) -> BTreeMap<u32, String> {
+    let mut comms = BTreeMap::new();
+    let mut put = |k: &[u8], v: &[u8]| {
+        if k.len() < 4 {
+            return;
+        }
+        let pid = u32::from_ne_bytes([k[0], k[1], k[2], k[3]]);
+        let end = v.iter().position(|&c| c == 0).unwrap_or(v.len());
+        comms.insert(pid, String::from_utf8_lossy(&v[..end]).into_owned());
+    };
+    let mut any = false;
+    if let Ok(it) = map.lookup_batch(1024, MapFlags::ANY, MapFlags::ANY) {
+        for (k, v) in it {
+            any = true;
+            put(&k, &v);
+        }
+    }
+    if !any {
+        for k in map.keys() {
+            if let Ok(Some(v)) = map.lookup(&k, MapFlags::ANY) {
+                put(&k, &v);
+            }
+        }
+    }
+    comms
+}
+
+fn run(
+    cpus: Vec<u32>,
+    keep: Keep,
+    stop: Arc<AtomicBool>,
+    ready: mpsc::Sender<Result<(), TraceError>>,
+    mut feed: Feed,
+) -> Result<Out, TraceError> {
+    // The reader runs at SCHED_FIFO 1 when allowed: above any SCHED_OTHER load (which could
+    // otherwise hold it off until slots are reused) and below every measurement thread.
+    let fifo1 = libc::sched_param { sched_priority: 1 };
+    // SAFETY: plain syscall on the calling thread with a valid sched_param.
+    let reader_fifo = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo1) } == 0;
+    let mut storage = MaybeUninit::uninit();
+    let nreg = cpus.len() + 1;
+    let attached = open_load_attach(&cpus, keep, &mut storage).and_then(|(skel, notes)| {
+        let heads = Mapping::new(skel.maps.heads.as_fd(), MAX_CPUS * 8, "heads")?;
+        let recs = Mapping::new(
+            skel.maps.recs.as_fd(),
+            (nreg << SLOT_BITS) * REC_SIZE,
+            "records",
+        )?;
+        Ok((skel, notes, heads, recs))
+    });
+    let (skel, notes, heads, recs) = match attached {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = ready.send(Err(TraceError::Setup(e.to_string())));
+            return Err(e);
+        }
+    };
+    // Region of each CPU's records (rtscope.bpf.c cpu_filter): its own when traced, else the
+    // shared last one.
+    let mut region_of = vec![cpus.len() as u16; MAX_CPUS];
+    for (i, &c) in cpus.iter().enumerate() {
+        region_of[c as usize] = i as u16;
+    }
+    let region = |cpu: u32| {
+        region_of
+            .get(cpu as usize)
+            .map_or(cpus.len(), |&r| r as usize)
+    };
+    let mut regions: Vec<Region> = (0..nreg).map(|_| Region::default()).collect();
+    // Per region: drained to the head at a pass that started at `drained_ns[r]`; the watermark
+    // handed out (monotone).
+    let mut drained_ns = vec![0u64; nreg];
+    let mut wm = vec![0u64; nreg];
+    let mut pending: Vec<Event> = Vec::new();
+    let mut bad = 0u64;
+    let mut late = 0u64;
+    let mut records = 0u64;
+    let _ = ready.send(Ok(()));
+    loop {
+        let last = stop.load(Ordering::SeqCst);
+        let pass_ns = crate::sys::monotonic_ns();
+        let held = if keep == Keep::Relevant {
+            kernel_held_bounds(&skel, &cpus)
+        } else {
+            vec![u64::MAX; cpus.len()]
+        };
+        for (r, st) in regions.iter_mut().enumerate() {
+            let from = pending.len();
+            let (n, complete) = drain(&heads, &recs, r, st, &mut pending, &mut bad);
+            records += n;
+            late += pending[from..].iter().filter(|e| e.ts_ns < wm[r]).count() as u64;
+            if complete {
+                drained_ns[r] = pass_ns;
+            }
+        }
+        if last {
+            break;
+        }
+        for r in 0..nreg {
+            let mut w = drained_ns[r].saturating_sub(WATERMARK_MARGIN_NS);
+            if let Some(&h) = held.get(r) {
+                w = w.min(h);
+            }
+            wm[r] = wm[r].max(w);
+        }
+        let mut batch = Vec::new();
+        pending.retain(|e| {
+            let due = e.ts_ns < wm[region(e.cpu)];
+            if due {
+                batch.push(*e);
+            }
+            !due
+        });
+        batch.sort_by_key(|e| (e.ts_ns, e.cpu));
+        let watermark = wm.iter().copied().min().unwrap_or(0);
+        feed.deliver(batch, watermark, pending.len());
+        if feed.stats_due() {
+            let c = counters(&skel, &cpus, &regions, keep);
+            let comms = feed.comms_wanted().then(|| read_comms(&skel.maps.comms));
+            feed.publish(|st| {
+                st.lost = c.lost;
+                st.filtered = c.filtered;
+                if let Some(m) = comms {
+                    st.comms = m;
+                }
+            });
+        }
+        std::thread::sleep(PASS);
+    }
+    let mut rest = feed.into_rest();
+    pending.sort_by_key(|e| (e.ts_ns, e.cpu));
+    rest.extend(pending);
+    let c = counters(&skel, &cpus, &regions, keep);
+    let mut notes = notes;
+    if !reader_fifo {
+        notes.push("bpf: the reader thread could not get SCHED_FIFO 1 (runs as SCHED_OTHER): under heavy load it may fall behind and lose events".into());
+    }
+    if c.shared_lost > 0 {
+        notes.push(format!(
+            "bpf: {} records from non-measured CPUs (cross-CPU wake-ups, migrations) were lost; counted on every measured CPU",
+            c.shared_lost
+        ));
+    }
+    let comms = read_comms(&skel.maps.comms);
+    if bad > 0 {
+        notes.push(format!("bpf: {bad} slot records could not be decoded"));
+    }
+    if late > 0 {
+        notes.push(format!(
+            "bpf: {late} records became readable more than {} ms after their timestamp, when the stream had been handed on past it: delivered late, out of time order",
+            WATERMARK_MARGIN_NS / 1_000_000
+        ));
+    }
+    if c.nested > 0 {
+        notes.push(format!(
+            "bpf: {} nested hrtimer events recorded by the second program",
+            c.nested
+        ));
+    }
+    if c.missed > 0 {
+        notes.push(format!(
+            "bpf: {} events not recorded: the kernel skipped a program already running on its CPU (misses: {}; {} of them caught by the nested programs); counted as lost on every measured CPU",
+            c.missed,
+            c.missed_by.join(", "),
+            c.nested
+        ));
     }
     drop(recs);
     drop(heads);
     drop(skel); // detaches every program
     Ok(Out {
-        events: chunks,
-        filtered,
+        rest,
+        filtered: c.filtered,
         comms,
-        lost,
+        lost: c.lost,
         bytes: records * REC_SIZE as u64,
         notes,
     })

@@ -33,8 +33,8 @@
 //! or when the trace holds preemptirq events (rtsl's thread analysis needs every switch).
 //!
 //! The eBPF capture applies the same rules in the kernel (`src/bpf/rtscope.bpf.c`, `held`), so
-//! the records are never written; the tracefs capture applies [`reduce`] in user space before the
-//! file is written. Pure: no syscalls.
+//! the records are never written; the tracefs capture runs a [`Reducer`] over the stream in its
+//! reader thread, as the events arrive. Pure: no syscalls.
 
 use rtscope_model::event::{Event, EventKind};
 use std::collections::BTreeMap;
@@ -114,36 +114,126 @@ pub fn needs_all(events: &[Event]) -> bool {
 }
 
 /// Apply the relevance filter to a time-ordered event stream (any mix of CPUs). Returns the
-/// kept events (still time-ordered) and how many were left out.
+/// kept events (still time-ordered) and how many were left out. The batch form of [`Reducer`].
 pub fn reduce(events: Vec<Event>) -> (Vec<Event>, u64) {
-    #[derive(Default)]
-    struct Cpu {
-        held: Option<Event>,
-        /// Current burst of left-out events: (first ts, last ts, count).
-        burst: Option<(u64, u64, u32)>,
-        /// Time of the CPU's last kept event (not markers or held switches).
-        last_kept: Option<u64>,
+    let mut r = Reducer::new();
+    let mut out = r.push(events);
+    let (rest, dropped) = r.finish();
+    out.extend(rest);
+    (out, dropped)
+}
+
+/// Per-CPU state of the filter.
+#[derive(Default)]
+struct CpuFilter {
+    held: Option<Event>,
+    /// Current burst of left-out events: (first ts, last ts, count).
+    burst: Option<(u64, u64, u32)>,
+    /// Time of the CPU's last kept event (not markers or held switches).
+    last_kept: Option<u64>,
+}
+
+fn marker(cpu: u32, (first, last, n): (u64, u64, u32)) -> Event {
+    Event {
+        ts_ns: first,
+        cpu,
+        kind: EventKind::Background {
+            len_ns: last - first,
+            events: n,
+        },
     }
-    fn marker(cpu: u32, (first, last, n): (u64, u64, u32)) -> Event {
-        Event {
-            ts_ns: first,
-            cpu,
-            kind: EventKind::Background {
-                len_ns: last - first,
-                events: n,
-            },
+}
+
+/// The relevance filter applied incrementally: the tracefs capture feeds it as the stream
+/// arrives, so a run of any length needs only the per-CPU state and the events it has not yet
+/// released.
+///
+/// Input: a time-ordered stream (any mix of CPUs) cut into pieces at any points. The
+/// concatenation of what [`Reducer::push`], [`Reducer::advance_to`] and [`Reducer::finish`]
+/// return is exactly what [`reduce`] returns for the whole stream: the same events in the same
+/// order. An event cannot be released while an earlier one may still be emitted: a held switch
+/// and a burst marker carry their own (earlier) times and come out when a later event of their
+/// CPU flushes them; the next input may be as early as the last one. So events wait until their
+/// time is below [`Reducer::bound_ns`].
+#[derive(Default)]
+pub struct Reducer {
+    cpus: BTreeMap<u32, CpuFilter>,
+    /// Output not yet released: sorted by (ts, cpu) after each release, then emission order.
+    pending: Vec<Event>,
+    /// No later input is earlier than this (the last input's time, or what `advance_to` said).
+    frontier_ns: u64,
+    dropped: u64,
+}
+
+impl Reducer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Events left out so far.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Events held back, not yet released (the filter's memory).
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Every event a later call returns has `ts_ns >= bound_ns()`: the smallest of the input
+    /// frontier, the held switches' times and the open bursts' first times.
+    pub fn bound_ns(&self) -> u64 {
+        let mut b = self.frontier_ns;
+        for c in self.cpus.values() {
+            if let Some(h) = &c.held {
+                b = b.min(h.ts_ns);
+            }
+            if let Some((first, _, _)) = c.burst {
+                b = b.min(first);
+            }
         }
+        b
     }
-    let mut out = Vec::with_capacity(events.len());
-    let mut cpus: BTreeMap<u32, Cpu> = BTreeMap::new();
-    let mut dropped = 0u64;
-    for e in events {
-        let c = cpus.entry(e.cpu).or_default();
+
+    /// Filter the next piece of the stream; returns what can be released (time-ordered).
+    pub fn push(&mut self, events: impl IntoIterator<Item = Event>) -> Vec<Event> {
+        for e in events {
+            self.frontier_ns = self.frontier_ns.max(e.ts_ns);
+            self.one(e);
+        }
+        self.release()
+    }
+
+    /// Declare that no later input is earlier than `ts_ns` (the capture's watermark): releases
+    /// what waited only for that.
+    pub fn advance_to(&mut self, ts_ns: u64) -> Vec<Event> {
+        self.frontier_ns = self.frontier_ns.max(ts_ns);
+        self.release()
+    }
+
+    /// The end of the stream: each CPU's open burst and its last held switch (who runs at the
+    /// end), and everything still held back. Returns those events and the total left out.
+    pub fn finish(mut self) -> (Vec<Event>, u64) {
+        for (&cpu, c) in self.cpus.iter_mut() {
+            if let Some(b) = c.burst.take() {
+                self.pending.push(marker(cpu, b));
+            }
+            if let Some(h) = c.held.take() {
+                self.pending.push(h);
+            }
+        }
+        // Stable: equal (ts, cpu) keep their emission order, as the batch's sort does.
+        self.pending.sort_by_key(|e| (e.ts_ns, e.cpu));
+        (self.pending, self.dropped)
+    }
+
+    fn one(&mut self, e: Event) {
+        let c = self.cpus.entry(e.cpu).or_default();
         let bg_wake = is_background_wake(&e.kind) || is_hrtimer(&e.kind);
         let bg_switch = !bg_wake && is_background_switch(&e.kind);
         if bg_wake || bg_switch {
-            // The event leaves out itself (a waking, an hrtimer) or the switch it replaces in `held`; either
-            // way it is activity at e.ts_ns.
+            // The event leaves out itself (a waking, an hrtimer) or the switch it replaces in
+            // `held`; either way it is activity at e.ts_ns.
             match &mut c.burst {
                 Some((_, last, n)) if e.ts_ns.saturating_sub(*last) < SPLIT_NS => {
                     *last = e.ts_ns;
@@ -151,45 +241,47 @@ pub fn reduce(events: Vec<Event>) -> (Vec<Event>, u64) {
                 }
                 b => {
                     if let Some(old) = b.take() {
-                        out.push(marker(e.cpu, old));
+                        self.pending.push(marker(e.cpu, old));
                     }
                     *b = Some((e.ts_ns, e.ts_ns, 1));
                 }
             }
             // A waking is dropped; a switch replaces the held one (which is then dropped).
             if bg_wake || c.held.replace(e).is_some() {
-                dropped += 1;
+                self.dropped += 1;
             }
-            continue;
+            return;
         }
         if let Some(b) = c.burst.take() {
             // A burst between two kept events less than SPLIT_NS apart needs no marker: that
             // stretch is shorter than any gap it protects.
             let short = matches!(c.last_kept, Some(r0) if e.ts_ns >= r0 && e.ts_ns - r0 < SPLIT_NS);
             if !short {
-                out.push(marker(e.cpu, b));
+                self.pending.push(marker(e.cpu, b));
             }
         }
         if let Some(h) = c.held.take() {
-            out.push(h);
+            self.pending.push(h);
         }
         c.last_kept = Some(e.ts_ns);
-        out.push(e);
+        self.pending.push(e);
     }
-    // At the end: each CPU's burst, and its last held switch (who runs at the end).
-    for (cpu, c) in cpus {
-        if let Some(b) = c.burst {
-            out.push(marker(cpu, b));
+
+    /// Release the pending events earlier than the bound, in (ts, cpu) order.
+    fn release(&mut self) -> Vec<Event> {
+        let bound = self.bound_ns();
+        // Markers and held switches carry their own (earlier) times, emitted when a later event
+        // of their CPU flushed them, possibly after events of other CPUs: order by time again (a
+        // stable sort of nearly sorted input, linear in practice). Stability keeps equal (ts,
+        // cpu) in emission order across releases too: what stays pending stays ahead of what is
+        // emitted later.
+        self.pending.sort_by_key(|e| (e.ts_ns, e.cpu));
+        let n = self.pending.partition_point(|e| e.ts_ns < bound);
+        if n == self.pending.len() {
+            return std::mem::take(&mut self.pending);
         }
-        if let Some(h) = c.held {
-            out.push(h);
-        }
+        self.pending.drain(..n).collect()
     }
-    // Markers and held switches carry their own (earlier) times, pushed when a later event of
-    // their CPU flushed them, possibly after events of other CPUs: merge by time again (a stable
-    // sort of nearly sorted input, linear in practice).
-    out.sort_by_key(|e| (e.ts_ns, e.cpu));
-    (out, dropped)
 }
 
 #[cfg(test)]
@@ -329,5 +421,143 @@ mod tests {
         let (out, dropped) = reduce(v.clone());
         assert_eq!(dropped, 0);
         assert_eq!(out, v);
+    }
+
+    /// A random stream: 1–3 CPUs, SCHED_OTHER and real-time switches and wake-ups, idle,
+    /// hrtimers and ticks, some on the same nanosecond, gaps around the 10 µs split.
+    fn random_stream(seed: u64, n: usize) -> Vec<Event> {
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        };
+        let mut ts = 1_000u64;
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            ts += match next() % 4 {
+                0 => 0,
+                1 => next() % 3_000,
+                2 => 9_000 + next() % 2_000,
+                _ => next() % 40_000,
+            };
+            let cpu = (next() % 3) as u32;
+            let prio = |r: u64| if r.is_multiple_of(3) { 4 } else { 120 };
+            let pid = |r: u64| (r % 5) as u32;
+            let e = match next() % 6 {
+                0 | 1 => sw(
+                    ts,
+                    cpu,
+                    (pid(next()), prio(next())),
+                    (pid(next()), prio(next())),
+                ),
+                2 => waking(ts, cpu, 1 + pid(next()), prio(next())),
+                3 => tick(ts, cpu),
+                4 => Event {
+                    ts_ns: ts,
+                    cpu,
+                    kind: EventKind::HrtimerEntry {
+                        timer: 1,
+                        function: 2,
+                        now_ns: ts,
+                    },
+                },
+                _ => Event {
+                    ts_ns: ts,
+                    cpu,
+                    kind: EventKind::CpuIdle { state: 1 },
+                },
+            };
+            v.push(e);
+        }
+        v
+    }
+
+    /// Feeding the stream in pieces (with watermark advances between them) gives exactly the
+    /// batch result; released events never go below an earlier bound.
+    #[test]
+    fn incremental_equals_batch_on_random_streams() {
+        for seed in 0..300u64 {
+            let v = random_stream(seed * 7919 + 1, 1 + (seed as usize * 13) % 700);
+            let (batch, batch_dropped) = reduce(v.clone());
+            let mut r = Reducer::new();
+            let mut out = Vec::new();
+            let mut i = 0;
+            let mut piece = 1 + (seed as usize % 17);
+            let mut last_bound = 0u64;
+            while i < v.len() {
+                let j = (i + piece).min(v.len());
+                let got = r.push(v[i..j].iter().copied());
+                assert!(got.iter().all(|e| e.ts_ns >= last_bound), "seed {seed}");
+                out.extend(got);
+                // The next piece starts no earlier than its first event: a watermark there.
+                if j < v.len() && seed % 2 == 0 {
+                    let got = r.advance_to(v[j].ts_ns);
+                    assert!(got.iter().all(|e| e.ts_ns >= last_bound), "seed {seed}");
+                    out.extend(got);
+                }
+                last_bound = r.bound_ns();
+                i = j;
+                piece = 1 + (piece * 31 + 7) % 97;
+            }
+            let (rest, dropped) = r.finish();
+            out.extend(rest);
+            assert_eq!(dropped, batch_dropped, "seed {seed}");
+            assert_eq!(out, batch, "seed {seed}");
+        }
+    }
+
+    /// The hand-built fixtures above, one event at a time.
+    #[test]
+    fn incremental_equals_batch_on_fixtures() {
+        let fixtures = vec![
+            vec![
+                sw(100, 0, (10, 120), (11, 120)),
+                sw(150, 1, (20, 120), (21, 120)),
+                sw(200, 0, (11, 120), (12, 120)),
+                tick(300, 0),
+                waking(350, 0, 14, 120),
+                sw(400, 0, (12, 120), (13, 120)),
+                waking(500, 0, 50, 4),
+                sw(600, 0, (13, 120), (50, 4)),
+            ],
+            vec![
+                tick(0, 0),
+                sw(100, 0, (10, 120), (11, 120)),
+                tick(150, 1),
+                tick(200, 0),
+            ],
+        ];
+        for v in fixtures {
+            let mut r = Reducer::new();
+            let mut out = Vec::new();
+            for e in &v {
+                out.extend(r.push([*e]));
+            }
+            out.extend(r.finish().0);
+            assert_eq!(out, reduce(v).0);
+        }
+    }
+
+    /// A held switch keeps the bound (and so the capture's watermark) at its time until a kept
+    /// event of its CPU flushes it.
+    #[test]
+    fn held_switch_holds_the_bound() {
+        let mut r = Reducer::new();
+        assert!(
+            r.push([tick(50, 0), sw(100, 0, (10, 120), (11, 120))])
+                .len()
+                == 1
+        );
+        assert!(r.push([tick(5_000_000, 1)]).is_empty());
+        assert!(r.advance_to(9_000_000).is_empty());
+        assert_eq!(r.bound_ns(), 100);
+        let out = r.push([tick(9_000_000, 0)]);
+        // The marker (100, one event), the held switch, CPU 1's tick; CPU 0's tick waits for a
+        // later frontier.
+        assert_eq!(out.len(), 3);
+        assert_eq!(r.bound_ns(), 9_000_000);
+        assert_eq!(r.advance_to(9_000_001).len(), 1);
     }
 }

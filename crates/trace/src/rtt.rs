@@ -5,13 +5,27 @@
 //! ```text
 //! header  : magic "RTSTRACE" (8) | version u16 | flags u16 (0) | reserved u32 (0)
 //! section*: tag [u8;4] | payload length u64 | payload | crc32(payload) u32
-//!   "META" JSON RttMeta            (exactly one, first)
-//!   "NAME" JSON NameTables         (exactly one)
-//!   "EVTS" one per CPU: cpu varint | count varint | events (delta-coded, see encode_event)
-//!   "EVTZ" (version 2) instead of EVTS: raw length varint | raw deflate of an EVTS payload
-//!   "SMPL" count varint | samples (delta-coded)
-//!   "END\0" empty: the file is complete (a missing END means truncation)
+//!   "META" JSON RttMeta      v1/v2: exactly one, first. v3: one or more, the last one wins (the
+//!                            writer puts a provisional one first and the final one at the end)
+//!   "NAME" JSON NameTables   v1/v2: exactly one. v3: any number, the last one wins (at the end)
+//!   "EVTS" cpu varint | count varint | events (delta-coded from 0, see encode_event)
+//!                            v1/v2: at most one per CPU. v3: chunks, any number per CPU
+//!   "EVTZ" (v2) instead of EVTS: raw length varint | raw deflate of an EVTS payload
+//!   "SMPL" count varint | samples (delta-coded). v1/v2: exactly one. v3: chunks, any number
+//!   "WIND" (v3) a kept window or snapshot: kind u8 (0 window, 1 snapshot) | from_ns varint |
+//!          to_ns varint | window only: cpu varint, the sample (5 varints as in SMPL, absolute) |
+//!          reason count varint | per reason: byte length varint, UTF-8
+//!   "END\0" empty, last: the file is complete
 //! ```
+//! A v1/v2 file without END is an error. A v3 file is written as the run goes, so a missing END
+//! means the run stopped writing (a crash): every complete section before the cut is read and
+//! `RttFile::truncated_at` says where it ends — at a section that runs past the end of the
+//! file, fails its checksum, or where only zero bytes remain (a file extended but never written
+//! after a power loss), unless the file ends with a valid END (then those are corruption).
+//! Flight files (META `file_mode` "flight") hold chunks that may overlap in time: per CPU the
+//! events are merged by time and exact duplicates dropped; the samples are the SMPL samples plus
+//! each window's sample, without duplicates (same cpu, tid and cycle).
+//!
 //! Varints are LEB128; signed values are zigzag-coded. Timestamps are deltas from the previous
 //! record of the same section (first one from 0), so a typical event costs 4–8 bytes.
 
@@ -23,8 +37,10 @@ use std::path::Path;
 
 pub const MAGIC: &[u8; 8] = b"RTSTRACE";
 /// Written version. Version 2 added EVTZ (compressed events) and the META fields `keep` and
-/// `filtered_events`; version-1 files are still read.
-pub const VERSION: u16 = 2;
+/// `filtered_events`; version 3 sections written as the run goes (chunks, WIND, META/NAME at the
+/// end, truncation tolerated) and the flight-recorder META fields. Versions 1 and 2 are still
+/// read.
+pub const VERSION: u16 = 3;
 /// Oldest version this build reads.
 pub const MIN_VERSION: u16 = 1;
 /// deflate level of EVTZ sections: 6 compresses an io trace 2.4× at ~25 MB/s on this VM.
@@ -58,10 +74,56 @@ pub struct RttMeta {
     /// Events seen on the traced CPUs and left out by the relevance filter.
     #[serde(default)]
     pub filtered_events: u64,
+    /// (v3) "all": every event and sample of the run; "flight": only the kept windows and
+    /// periodic snapshots (`windows_kept`, `snapshots_kept`). Older files read as "all".
+    #[serde(default = "keep_all")]
+    pub file_mode: String,
+    /// (v3) Windows kept (explained samples with their look-back).
+    #[serde(default)]
+    pub windows_kept: u64,
+    /// (v3) Periodic snapshots kept (every CPU, every event and sample).
+    #[serde(default)]
+    pub snapshots_kept: u64,
+    /// (v3) Snapshot period and length, ns (flight files; 0: none).
+    #[serde(default)]
+    pub snapshot_every_ns: u64,
+    #[serde(default)]
+    pub snapshot_len_ns: u64,
+    /// (v3) Samples measured in the run, and how many of them the file holds (0 and 0 in older
+    /// files: then the file holds every sample).
+    #[serde(default)]
+    pub samples_in_run: u64,
+    #[serde(default)]
+    pub samples_kept: u64,
 }
 
 fn keep_all() -> String {
     "all".into()
+}
+
+/// What a WIND section describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeptKind {
+    /// One explained sample's CPU, from its look-back to its end.
+    Window,
+    /// Every CPU: all events and samples of the stretch.
+    Snapshot,
+}
+
+/// A kept window or snapshot (WIND section).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeptWindowInfo {
+    pub kind: KeptKind,
+    /// The window's CPU (its sample's); None for a snapshot (every CPU).
+    pub cpu: Option<u32>,
+    /// Events with `from_ns <= ts_ns <= to_ns` were kept (CLOCK_MONOTONIC ns).
+    pub from_ns: u64,
+    pub to_ns: u64,
+    /// The explained sample (windows).
+    pub sample: Option<RawSample>,
+    /// Why it was kept, e.g. `worst-n`, `worst-of:irq:10:eth0`; `snapshot` for snapshots.
+    pub reasons: Vec<String>,
 }
 
 /// A whole trace file in memory.
@@ -72,6 +134,17 @@ pub struct RttFile {
     /// Sorted by (ts_ns, cpu) within each CPU; across CPUs merged by time.
     pub events: Vec<Event>,
     pub samples: Vec<RawSample>,
+    /// (v3) The kept windows and snapshots, in file order.
+    pub windows: Vec<KeptWindowInfo>,
+    /// (v3) The file has no END: it was cut at this byte (everything before it was read).
+    pub truncated_at: Option<u64>,
+}
+
+impl RttFile {
+    /// A flight-recorder file: only kept windows and snapshots.
+    pub fn is_flight(&self) -> bool {
+        self.meta.file_mode == "flight"
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +156,9 @@ pub enum RttError {
     },
     #[error("byte {offset}: {what}")]
     Corrupt { offset: u64, what: String },
+    /// A writer argument out of range (names the argument).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 fn corrupt(offset: usize, what: impl Into<String>) -> RttError {
@@ -451,11 +527,104 @@ fn decode_event(c: &mut Cur) -> Result<EventKind, RttError> {
 
 // ---------- sections ----------
 
-fn push_section(out: &mut Vec<u8>, tag: &[u8; 4], payload: &[u8]) {
+pub(crate) fn push_section(out: &mut Vec<u8>, tag: &[u8; 4], payload: &[u8]) {
     out.extend_from_slice(tag);
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     out.extend_from_slice(payload);
     out.extend_from_slice(&crc32(payload).to_le_bytes());
+}
+
+/// The 16-byte header of a file written by this build.
+pub(crate) fn header() -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..10].copy_from_slice(&VERSION.to_le_bytes());
+    h
+}
+
+/// Events per EVTS/EVTZ chunk and samples per SMPL chunk: a reader's and writer's working set
+/// per section (≈ 2 MiB of events), and what a truncated file can lose at most per CPU.
+pub const CHUNK_EVENTS: usize = 1 << 16;
+
+/// An EVTS payload: one CPU's events (any order; deltas are signed).
+pub(crate) fn evts_payload<'a>(
+    cpu: u32,
+    n: usize,
+    events: impl IntoIterator<Item = &'a Event>,
+) -> Vec<u8> {
+    let mut p = Vec::with_capacity(n * 6 + 8);
+    put_varint(&mut p, cpu as u64);
+    put_varint(&mut p, n as u64);
+    let mut prev = 0u64;
+    for e in events {
+        // Deltas are signed: per-CPU streams are time-ordered in practice, but the format must
+        // not depend on it.
+        put_varint(&mut p, zigzag(e.ts_ns.wrapping_sub(prev) as i64));
+        prev = e.ts_ns;
+        encode_event(&mut p, &e.kind);
+    }
+    p
+}
+
+/// One event section: EVTZ (deflate) or EVTS.
+pub(crate) fn push_events(out: &mut Vec<u8>, payload: &[u8], compress: bool) {
+    if compress {
+        let mut z = Vec::with_capacity(payload.len() / 2 + 16);
+        put_varint(&mut z, payload.len() as u64);
+        let mut enc =
+            flate2::write::DeflateEncoder::new(z, flate2::Compression::new(DEFLATE_LEVEL));
+        // Writing into a Vec cannot fail.
+        let _ = std::io::Write::write_all(&mut enc, payload);
+        let z = enc.finish().unwrap_or_default();
+        push_section(out, b"EVTZ", &z);
+    } else {
+        push_section(out, b"EVTS", payload);
+    }
+}
+
+fn put_sample(p: &mut Vec<u8>, s: &RawSample, prev_expected: u64) {
+    put_varint(p, s.cpu as u64);
+    put_varint(p, s.tid as u64);
+    put_varint(p, s.cycle);
+    put_varint(p, zigzag(s.expected_ns.wrapping_sub(prev_expected) as i64));
+    put_varint(p, s.latency_ns);
+}
+
+/// A SMPL payload.
+pub(crate) fn smpl_payload(samples: &[RawSample]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(samples.len() * 8 + 8);
+    put_varint(&mut p, samples.len() as u64);
+    let mut prev = 0u64;
+    for s in samples {
+        put_sample(&mut p, s, prev);
+        prev = s.expected_ns;
+    }
+    p
+}
+
+/// A WIND payload.
+pub(crate) fn wind_payload(w: &KeptWindowInfo) -> Vec<u8> {
+    let mut p = Vec::with_capacity(64);
+    match (w.kind, w.cpu, &w.sample) {
+        (KeptKind::Window, Some(cpu), Some(s)) => {
+            p.push(0);
+            put_varint(&mut p, w.from_ns);
+            put_varint(&mut p, w.to_ns);
+            put_varint(&mut p, cpu as u64);
+            put_sample(&mut p, s, 0);
+        }
+        _ => {
+            p.push(1);
+            put_varint(&mut p, w.from_ns);
+            put_varint(&mut p, w.to_ns);
+        }
+    }
+    put_varint(&mut p, w.reasons.len() as u64);
+    for r in &w.reasons {
+        put_varint(&mut p, r.len() as u64);
+        p.extend_from_slice(r.as_bytes());
+    }
+    p
 }
 
 /// Serialise a trace into bytes (see module docs), events compressed (EVTZ).
@@ -463,13 +632,11 @@ pub fn encode(f: &RttFile) -> Vec<u8> {
     encode_with(f, true)
 }
 
-/// Serialise with or without compressing the event sections (EVTZ or EVTS; both are version 2).
+/// Serialise with or without compressing the event sections (EVTZ or EVTS). Written whole:
+/// META and NAME first, events in chunks of [`CHUNK_EVENTS`] per CPU, the samples, the windows.
 pub fn encode_with(f: &RttFile, compress: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + f.events.len() * 6 + f.samples.len() * 8);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&header());
     // serde_json of plain structs with string keys cannot fail.
     let meta = serde_json::to_vec(&f.meta).unwrap_or_default();
     push_section(&mut out, b"META", &meta);
@@ -480,47 +647,35 @@ pub fn encode_with(f: &RttFile, compress: bool) -> Vec<u8> {
         per_cpu.entry(e.cpu).or_default().push(e);
     }
     for (cpu, evs) in per_cpu {
-        let mut p = Vec::with_capacity(evs.len() * 6 + 8);
-        put_varint(&mut p, cpu as u64);
-        put_varint(&mut p, evs.len() as u64);
-        let mut prev = 0u64;
-        for e in evs {
-            // Deltas are signed: per-CPU streams are time-ordered in practice, but the format must
-            // not depend on it.
-            put_varint(&mut p, zigzag(e.ts_ns.wrapping_sub(prev) as i64));
-            prev = e.ts_ns;
-            encode_event(&mut p, &e.kind);
-        }
-        if compress {
-            let mut z = Vec::with_capacity(p.len() / 2 + 16);
-            put_varint(&mut z, p.len() as u64);
-            let mut enc =
-                flate2::write::DeflateEncoder::new(z, flate2::Compression::new(DEFLATE_LEVEL));
-            // Writing into a Vec cannot fail.
-            let _ = std::io::Write::write_all(&mut enc, &p);
-            let z = enc.finish().unwrap_or_default();
-            push_section(&mut out, b"EVTZ", &z);
-        } else {
-            push_section(&mut out, b"EVTS", &p);
+        for chunk in evs.chunks(CHUNK_EVENTS) {
+            let p = evts_payload(cpu, chunk.len(), chunk.iter().copied());
+            push_events(&mut out, &p, compress);
         }
     }
-    let mut p = Vec::with_capacity(f.samples.len() * 8 + 8);
-    put_varint(&mut p, f.samples.len() as u64);
-    let mut prev = 0u64;
-    for s in &f.samples {
-        put_varint(&mut p, s.cpu as u64);
-        put_varint(&mut p, s.tid as u64);
-        put_varint(&mut p, s.cycle);
-        put_varint(&mut p, zigzag(s.expected_ns.wrapping_sub(prev) as i64));
-        prev = s.expected_ns;
-        put_varint(&mut p, s.latency_ns);
+    let mut chunks = f.samples.chunks(CHUNK_EVENTS).peekable();
+    if chunks.peek().is_none() {
+        push_section(&mut out, b"SMPL", &smpl_payload(&[]));
     }
-    push_section(&mut out, b"SMPL", &p);
+    for c in chunks {
+        push_section(&mut out, b"SMPL", &smpl_payload(c));
+    }
+    for w in &f.windows {
+        push_section(&mut out, b"WIND", &wind_payload(w));
+    }
     push_section(&mut out, b"END\0", &[]);
     out
 }
 
-/// Parse a trace from bytes. Every failure names the byte offset where the file went wrong.
+/// Whether `buf` ends with a complete, empty END section (tag, zero length, CRC-32 of nothing).
+fn ends_with_end(buf: &[u8]) -> bool {
+    buf.len() >= HEADER_LEN + 16 && {
+        let t = &buf[buf.len() - 16..];
+        &t[..4] == b"END\0" && t[4..].iter().all(|&b| b == 0)
+    }
+}
+
+/// Parse a trace from bytes. Every failure names the byte offset where the file went wrong; a
+/// version-3 file cut short is not a failure (`truncated_at`).
 pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
     if buf.len() < HEADER_LEN {
         return Err(corrupt(
@@ -546,16 +701,30 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
             ),
         ));
     }
+    let v3 = version >= 3;
+    // A v3 file without a final END was cut (the writer stopped): what does not parse at its
+    // end is the cut, not corruption.
+    let cut_tolerated = v3 && !ends_with_end(buf);
     let mut pos = HEADER_LEN;
     let mut meta: Option<RttMeta> = None;
     let mut names: Option<NameTables> = None;
     let mut events: Vec<Event> = Vec::new();
     let mut samples: Option<Vec<RawSample>> = None;
+    let mut windows: Vec<KeptWindowInfo> = Vec::new();
     let mut ended = false;
+    let mut truncated_at: Option<u64> = None;
     let mut cpus_seen = std::collections::BTreeSet::new();
     while pos < buf.len() {
         let sec_at = pos;
+        if cut_tolerated && buf[pos..].iter().all(|&b| b == 0) {
+            truncated_at = Some(sec_at as u64);
+            break;
+        }
         if buf.len() - pos < 12 {
+            if cut_tolerated {
+                truncated_at = Some(sec_at as u64);
+                break;
+            }
             return Err(corrupt(sec_at, "truncated section header"));
         }
         let mut tag = [0u8; 4];
@@ -566,6 +735,10 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
         let body_at = pos + 12;
         let avail = (buf.len() - body_at) as u64;
         if len > avail || avail - len < 4 {
+            if cut_tolerated {
+                truncated_at = Some(sec_at as u64);
+                break;
+            }
             return Err(corrupt(
                 sec_at + 4,
                 format!("section length {len} runs past the end of the file"),
@@ -576,6 +749,10 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
         let mut cb = [0u8; 4];
         cb.copy_from_slice(&buf[body_at + len..body_at + len + 4]);
         if u32::from_le_bytes(cb) != crc32(body) {
+            if cut_tolerated {
+                truncated_at = Some(sec_at as u64);
+                break;
+            }
             return Err(corrupt(
                 body_at + len,
                 format!(
@@ -590,7 +767,7 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
         }
         match &tag {
             b"META" => {
-                if meta.is_some() {
+                if meta.is_some() && !v3 {
                     return Err(corrupt(sec_at, "second META section"));
                 }
                 meta = Some(
@@ -599,7 +776,7 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
                 );
             }
             b"NAME" => {
-                if names.is_some() {
+                if names.is_some() && !v3 {
                     return Err(corrupt(sec_at, "second NAME section"));
                 }
                 names = Some(
@@ -607,7 +784,7 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
                         .map_err(|e| corrupt(body_at, format!("NAME: {e}")))?,
                 );
             }
-            b"EVTS" => parse_evts(body, body_at, sec_at, &mut cpus_seen, &mut events)?,
+            b"EVTS" => parse_evts(body, body_at, sec_at, v3, &mut cpus_seen, &mut events)?,
             b"EVTZ" if version >= 2 => {
                 let mut c = Cur {
                     buf: body,
@@ -627,53 +804,24 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
                 let raw = inflate(&body[c.pos..], raw_len as usize)
                     .map_err(|e| corrupt(body_at + c.pos, format!("EVTZ: {e}")))?;
                 // Offsets inside the decompressed payload are reported relative to it.
-                parse_evts(&raw, 0, sec_at, &mut cpus_seen, &mut events).map_err(|e| match e {
-                    RttError::Corrupt { offset, what } => corrupt(
-                        sec_at,
-                        format!("EVTZ section (decompressed byte {offset}): {what}"),
-                    ),
-                    other => other,
-                })?;
+                parse_evts(&raw, 0, sec_at, v3, &mut cpus_seen, &mut events).map_err(
+                    |e| match e {
+                        RttError::Corrupt { offset, what } => corrupt(
+                            sec_at,
+                            format!("EVTZ section (decompressed byte {offset}): {what}"),
+                        ),
+                        other => other,
+                    },
+                )?;
             }
             b"SMPL" => {
-                if samples.is_some() {
+                if samples.is_some() && !v3 {
                     return Err(corrupt(sec_at, "second SMPL section"));
                 }
-                let mut c = Cur {
-                    buf: body,
-                    pos: 0,
-                    base: body_at,
-                };
-                let n_at = c.off();
-                let n = c.varint("sample count")?;
-                if n > (len as u64) / 5 {
-                    return Err(corrupt(
-                        n_at,
-                        format!("sample count {n} exceeds what the {len}-byte section can hold"),
-                    ));
-                }
-                let mut v = Vec::with_capacity(n as usize);
-                let mut prev = 0u64;
-                for _ in 0..n {
-                    let cpu = c.u32v("cpu")?;
-                    let tid = c.u32v("tid")?;
-                    let cycle = c.varint("cycle")?;
-                    let d = unzigzag(c.varint("expected_ns delta")?);
-                    prev = prev.wrapping_add(d as u64);
-                    let latency_ns = c.varint("latency_ns")?;
-                    v.push(RawSample {
-                        cpu,
-                        tid,
-                        cycle,
-                        expected_ns: prev,
-                        latency_ns,
-                    });
-                }
-                if !c.done() {
-                    return Err(corrupt(c.off(), "trailing bytes in SMPL section"));
-                }
-                samples = Some(v);
+                let v = samples.get_or_insert_with(Vec::new);
+                parse_smpl(body, body_at, v)?;
             }
+            b"WIND" if v3 => windows.push(parse_wind(body, body_at)?),
             b"END\0" => {
                 if len != 0 {
                     return Err(corrupt(body_at, "END section must be empty"));
@@ -689,21 +837,171 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
         }
     }
     if !ended {
-        return Err(corrupt(
-            buf.len(),
-            "file ends without the END section (truncated)",
-        ));
+        if !v3 {
+            return Err(corrupt(
+                buf.len(),
+                "file ends without the END section (truncated)",
+            ));
+        }
+        truncated_at.get_or_insert(pos as u64);
     }
     let meta = meta.ok_or_else(|| corrupt(HEADER_LEN, "no META section"))?;
-    let names = names.ok_or_else(|| corrupt(HEADER_LEN, "no NAME section"))?;
-    let samples = samples.ok_or_else(|| corrupt(HEADER_LEN, "no SMPL section"))?;
+    let names = match names {
+        Some(n) => n,
+        None if v3 => NameTables::default(),
+        None => return Err(corrupt(HEADER_LEN, "no NAME section")),
+    };
+    let mut samples = match samples {
+        Some(s) => s,
+        None if v3 => Vec::new(),
+        None => return Err(corrupt(HEADER_LEN, "no SMPL section")),
+    };
     // Merge the per-CPU streams by time (stable: per-CPU order kept on equal timestamps).
     events.sort_by_key(|e| (e.ts_ns, e.cpu));
+    let flight = meta.file_mode == "flight";
+    if flight {
+        dedup_events(&mut events);
+        samples.extend(windows.iter().filter_map(|w| w.sample));
+        samples.sort_by_key(|s| (s.expected_ns, s.cpu, s.tid, s.cycle, s.latency_ns));
+        samples.dedup_by_key(|s| (s.cpu, s.tid, s.cycle));
+    }
     Ok(RttFile {
         meta,
         names,
         events,
         samples,
+        windows,
+        truncated_at,
+    })
+}
+
+/// Drop exact duplicates (same time, CPU and fields) from events sorted by (ts, cpu): chunks
+/// of a flight file may overlap. Duplicates of one event lie in the same (ts, cpu) run.
+fn dedup_events(events: &mut Vec<Event>) {
+    let mut out: Vec<Event> = Vec::with_capacity(events.len());
+    let mut run_start = 0usize;
+    for e in events.drain(..) {
+        if out
+            .last()
+            .is_none_or(|l| (l.ts_ns, l.cpu) != (e.ts_ns, e.cpu))
+        {
+            run_start = out.len();
+        }
+        if !out[run_start..].contains(&e) {
+            out.push(e);
+        }
+    }
+    *events = out;
+}
+
+/// One SMPL payload, appended to `out`.
+fn parse_smpl(body: &[u8], body_at: usize, out: &mut Vec<RawSample>) -> Result<(), RttError> {
+    let len = body.len();
+    let mut c = Cur {
+        buf: body,
+        pos: 0,
+        base: body_at,
+    };
+    let n_at = c.off();
+    let n = c.varint("sample count")?;
+    if n > (len as u64) / 5 {
+        return Err(corrupt(
+            n_at,
+            format!("sample count {n} exceeds what the {len}-byte section can hold"),
+        ));
+    }
+    out.reserve(n as usize);
+    let mut prev = 0u64;
+    for _ in 0..n {
+        let s = read_sample(&mut c, &mut prev)?;
+        out.push(s);
+    }
+    if !c.done() {
+        return Err(corrupt(c.off(), "trailing bytes in SMPL section"));
+    }
+    Ok(())
+}
+
+fn read_sample(c: &mut Cur, prev: &mut u64) -> Result<RawSample, RttError> {
+    let cpu = c.u32v("cpu")?;
+    let tid = c.u32v("tid")?;
+    let cycle = c.varint("cycle")?;
+    let d = unzigzag(c.varint("expected_ns delta")?);
+    *prev = prev.wrapping_add(d as u64);
+    let latency_ns = c.varint("latency_ns")?;
+    Ok(RawSample {
+        cpu,
+        tid,
+        cycle,
+        expected_ns: *prev,
+        latency_ns,
+    })
+}
+
+/// One WIND payload.
+fn parse_wind(body: &[u8], body_at: usize) -> Result<KeptWindowInfo, RttError> {
+    let mut c = Cur {
+        buf: body,
+        pos: 0,
+        base: body_at,
+    };
+    let k_at = c.off();
+    let kind = match c.byte("window kind")? {
+        0 => KeptKind::Window,
+        1 => KeptKind::Snapshot,
+        k => return Err(corrupt(k_at, format!("unknown window kind {k}"))),
+    };
+    let from_ns = c.varint("from_ns")?;
+    let to_at = c.off();
+    let to_ns = c.varint("to_ns")?;
+    if to_ns < from_ns {
+        return Err(corrupt(
+            to_at,
+            format!("window ends ({to_ns}) before it starts ({from_ns})"),
+        ));
+    }
+    let (cpu, sample) = match kind {
+        KeptKind::Window => {
+            let cpu = c.u32v("window cpu")?;
+            let mut prev = 0u64;
+            (Some(cpu), Some(read_sample(&mut c, &mut prev)?))
+        }
+        KeptKind::Snapshot => (None, None),
+    };
+    let n_at = c.off();
+    let n = c.varint("reason count")?;
+    if n > (body.len() - c.pos) as u64 {
+        return Err(corrupt(
+            n_at,
+            format!("reason count {n} exceeds what the section can hold"),
+        ));
+    }
+    let mut reasons = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let l_at = c.off();
+        let l = c.varint("reason length")?;
+        if l > (body.len() - c.pos) as u64 {
+            return Err(corrupt(
+                l_at,
+                format!("reason length {l} runs past the section"),
+            ));
+        }
+        let b = &body[c.pos..c.pos + l as usize];
+        let r = std::str::from_utf8(b)
+            .map_err(|e| corrupt(c.off(), format!("reason is not UTF-8: {e}")))?;
+        reasons.push(r.to_string());
+        c.pos += l as usize;
+    }
+    if !c.done() {
+        return Err(corrupt(c.off(), "trailing bytes in WIND section"));
+    }
+    Ok(KeptWindowInfo {
+        kind,
+        cpu,
+        from_ns,
+        to_ns,
+        sample,
+        reasons,
     })
 }
 
@@ -724,11 +1022,12 @@ fn inflate(z: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
 }
 
 /// One EVTS payload: cpu, count, events. `base` is the payload's offset in the file (0 for a
-/// decompressed EVTZ payload), `sec_at` the section's.
+/// decompressed EVTZ payload), `sec_at` the section's; `chunks`: several per CPU allowed (v3).
 fn parse_evts(
     body: &[u8],
     base: usize,
     sec_at: usize,
+    chunks: bool,
     cpus_seen: &mut std::collections::BTreeSet<u32>,
     events: &mut Vec<Event>,
 ) -> Result<(), RttError> {
@@ -739,7 +1038,7 @@ fn parse_evts(
         base,
     };
     let cpu = c.u32v("cpu")?;
-    if !cpus_seen.insert(cpu) {
+    if !cpus_seen.insert(cpu) && !chunks {
         return Err(corrupt(
             sec_at,
             format!("second event section for cpu {cpu}"),
@@ -773,20 +1072,14 @@ fn parse_evts(
     Ok(())
 }
 
-/// Write atomically: a temporary file beside `path`, renamed into place, so a crash never leaves
-/// a half-written trace under the final name.
+/// Write atomically: a temporary file beside `path` (unpredictable name, created with
+/// `O_EXCL`), renamed into place, so a crash never leaves a half-written trace under the final
+/// name. For a run too long to hold in memory, [`crate::flight::RttWriter`] writes as it goes.
 pub fn write_rtt(path: &Path, f: &RttFile) -> Result<u64, RttError> {
     let bytes = encode(f);
-    let io = |e| RttError::Io {
-        path: path.display().to_string(),
-        source: e,
-    };
-    let tmp = path.with_extension(format!("rtt.tmp{}", std::process::id()));
-    std::fs::write(&tmp, &bytes).map_err(io)?;
-    if let Err(e) = std::fs::rename(&tmp, path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io(e));
-    }
+    let mut out = crate::flight::PartFile::create(path)?;
+    out.write_all(&bytes)?;
+    out.persist()?;
     Ok(bytes.len() as u64)
 }
 
@@ -902,6 +1195,7 @@ mod tests {
                     latency_ns: u64::MAX,
                 },
             ],
+            ..Default::default()
         }
     }
 
@@ -935,6 +1229,7 @@ mod tests {
         )
         .expect("v1 meta");
         assert_eq!((m.keep.as_str(), m.filtered_events), ("all", 0));
+        assert_eq!((m.file_mode.as_str(), m.samples_in_run), ("all", 0));
         // EVTZ in a version-1 file is an unknown section.
         let mut zv1 = z.clone();
         zv1[8] = 1;
@@ -942,10 +1237,27 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unknown section"));
-        // Version 3 is refused with the range.
-        let mut v3 = z.clone();
-        v3[8] = 3;
-        assert!(decode(&v3).unwrap_err().to_string().contains("reads 1..=2"));
+        // Version 4 is refused with the range.
+        let mut v4 = z.clone();
+        v4[8] = 4;
+        assert!(decode(&v4).unwrap_err().to_string().contains("reads 1..=3"));
+        // WIND is a version-3 section.
+        let mut wf = f.clone();
+        wf.windows.push(KeptWindowInfo {
+            kind: KeptKind::Snapshot,
+            cpu: None,
+            from_ns: 5,
+            to_ns: 9,
+            sample: None,
+            reasons: vec!["snapshot".into()],
+        });
+        let mut w2 = encode(&wf);
+        assert_eq!(decode(&w2).expect("v3 decodes"), wf);
+        w2[8] = 2;
+        assert!(decode(&w2)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown section"));
     }
 
     /// An EVTZ section whose stated length disagrees with its stream, or whose stream is cut,
@@ -986,7 +1298,9 @@ mod tests {
 
     #[test]
     fn truncation_names_offset() {
-        let b = encode(&sample_file());
+        let mut b = encode(&sample_file());
+        // A version-2 file is written whole: a missing END is corruption.
+        b[8] = 2;
         // Cut inside the END section's checksum: the length check names the END length field.
         let cut = &b[..b.len() - 2];
         match decode(cut) {
@@ -1002,6 +1316,50 @@ mod tests {
             }
             other => panic!("expected corrupt error, got {other:?}"),
         }
+    }
+
+    /// A version-3 file cut anywhere after its first META reads up to the last complete
+    /// section and says where it was cut; a file that ends with END but has a bad section in
+    /// the middle is corrupt.
+    #[test]
+    fn v3_truncation_reads_up_to_the_cut() {
+        let f = sample_file();
+        let b = encode_with(&f, false);
+        // Section starts.
+        let mut starts = Vec::new();
+        let mut pos = HEADER_LEN;
+        while pos < b.len() {
+            starts.push(pos);
+            let len = u64::from_le_bytes(b[pos + 4..pos + 12].try_into().expect("8")) as usize;
+            pos += 12 + len + 4;
+        }
+        let first_after_meta = starts[1];
+        for cut in first_after_meta..b.len() {
+            let got = decode(&b[..cut]).expect("a cut v3 file reads");
+            let complete = starts
+                .iter()
+                .rev()
+                .find(|&&s| s <= cut)
+                .copied()
+                .unwrap_or(0);
+            assert_eq!(got.truncated_at, Some(complete as u64), "cut at {cut}");
+            assert_eq!(got.meta, f.meta);
+            // Every event section complete before the cut is there.
+            assert!(got.events.len() <= f.events.len());
+        }
+        // Zeros where the rest should be (a file extended but never written).
+        let mut z = b[..starts[3]].to_vec();
+        z.extend(std::iter::repeat_n(0u8, 100));
+        assert_eq!(
+            decode(&z).expect("zero tail").truncated_at,
+            Some(starts[3] as u64)
+        );
+        // The whole file is not truncated.
+        assert_eq!(decode(&b).expect("whole").truncated_at, None);
+        // A flipped byte in a complete file (it ends with END) is still an error.
+        let mut c = b.clone();
+        c[starts[2] + 13] ^= 0x10;
+        assert!(decode(&c).unwrap_err().to_string().contains("checksum"));
     }
 
     #[test]

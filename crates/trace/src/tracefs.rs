@@ -3,8 +3,20 @@
 //! sub-buffer (page) per read() — no per-event syscalls, no text formatting in the kernel. The
 //! ring-buffer page format (`header_page`, `header_event`) and each event's `format` file are
 //! parsed here; trace-cmd/libtraceevent are not used.
+//!
+//! The reader hands each pass's events below the watermark to the consumer (`crate::Feed`),
+//! through the relevance filter ([`Reducer`]) when it applies. Each CPU's ring buffer is read in
+//! its write order, and a non-blocking read of `trace_pipe_raw` returns everything committed on
+//! that CPU so far, a partly filled page included (`ring_buffer_read_page` copies the events out
+//! of the page the writer is on). So once a pass that started at T has read every CPU until
+//! EAGAIN, every event stamped before T minus [`crate::WATERMARK_MARGIN_NS`] (the writer's
+//! stamp-to-commit delay, argued there) has been read; events are ordered by time per pass, and
+//! one read below a watermark already handed out is counted as late (none in the tests: the
+//! ring buffer's write order is time order, deltas are never negative). The watermark also stays
+//! below the filter's held switches and open bursts ([`Reducer::bound_ns`]).
 
-use crate::{Capture, Mechanism, TraceError};
+use crate::reduce::{Keep, Reducer};
+use crate::{Capture, Feed, Mechanism, ReaderGone, Stream, TraceError, WATERMARK_MARGIN_NS};
 use rtscope_model::event::{Event, EventKind, Vector};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -549,22 +561,29 @@ pub fn parse_page(
 // ---------- the session ----------
 
 struct Reader {
-    events: Vec<Event>,
+    /// Events not handed to the consumer (all of them when nobody polled).
+    rest: Vec<Event>,
     comms: BTreeMap<u32, String>,
     missed: BTreeMap<u32, u64>,
     bytes: u64,
+    filtered: u64,
+    late: u64,
     error: Option<String>,
 }
 
 pub struct TracefsSession {
     inst: PathBuf,
     cpus: Vec<u32>,
+    keep: Keep,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Reader>>,
     mounted_by_us: bool,
     notes: Vec<String>,
     start_ns: u64,
     steal0: BTreeMap<u32, u64>,
+    pub(crate) stream: Stream,
+    /// The reader's end, until the reader starts.
+    feed: Option<Feed>,
 }
 
 /// Read a tracefs text file with large reads: some (header_page) misbehave on the small probe
@@ -624,7 +643,9 @@ fn remove_stale_instances(root: &Path) {
 }
 
 impl TracefsSession {
-    pub fn start(cpus: &[u32]) -> Result<Self, TraceError> {
+    /// Start; the relevance filter runs in the reader when `keep` is [`Keep::Relevant`] (the
+    /// instance has no preemptirq events, which would need every switch kept).
+    pub fn start(cpus: &[u32], keep: Keep) -> Result<Self, TraceError> {
         let root = Path::new(TRACEFS);
         let mut mounted_by_us = false;
         if !root.join("instances").is_dir() {
@@ -659,15 +680,19 @@ impl TracefsSession {
         std::fs::create_dir(&inst).map_err(|e| {
             TraceError::Setup(format!("creating tracefs instance {}: {e}", inst.display()))
         })?;
+        let (feed, stream) = Feed::new();
         let mut s = TracefsSession {
             inst,
             cpus: cpus.to_vec(),
+            keep,
             stop: Arc::new(AtomicBool::new(false)),
             thread: None,
             mounted_by_us,
             notes: Vec::new(),
             start_ns: 0,
             steal0: BTreeMap::new(),
+            stream,
+            feed: Some(feed),
         };
         // On any error below, dropping `s` removes the instance.
         s.setup()?;
@@ -719,19 +744,46 @@ impl TracefsSession {
         self.start_ns = crate::sys::monotonic_ns();
         wr(&inst.join("tracing_on"), "1")?;
         let stop = self.stop.clone();
+        let feed = self
+            .feed
+            .take()
+            .ok_or_else(|| TraceError::Setup("tracefs: set up twice".into()))?;
+        let ctx = ReaderCtx {
+            hp,
+            dec,
+            page_size,
+            stop,
+            inst: inst.clone(),
+            relevant: self.keep == Keep::Relevant,
+        };
         let th = std::thread::Builder::new()
             .name("rtscope-tracefs".into())
-            .spawn(move || reader_loop(files, hp, dec, page_size, stop))
+            .spawn(move || reader_loop(files, ctx, feed))
             .map_err(|e| TraceError::Setup(format!("spawning the reader thread: {e}")))?;
         self.thread = Some(th);
         Ok(())
     }
 
-    pub fn stop(mut self) -> Result<Capture, TraceError> {
+    pub fn poll(&mut self, out: &mut Vec<Event>) -> Result<(), TraceError> {
+        self.stream
+            .poll(out)
+            .map_err(|ReaderGone| match self.thread.take().map(|t| t.join()) {
+                Some(Ok(r)) => TraceError::Capture(
+                    r.error
+                        .unwrap_or_else(|| "tracefs reader ended during the capture".into()),
+                ),
+                _ => TraceError::Capture("tracefs reader thread panicked".into()),
+            })
+    }
+
+    pub fn finish(mut self) -> Result<Capture, TraceError> {
         let _ = wr(&self.inst.join("tracing_on"), "0");
         let end_ns = crate::sys::monotonic_ns();
         let steal1 = crate::sys::steal_ns();
         self.stop.store(true, Ordering::SeqCst);
+        // The reader may be waiting for room in the queue: take what is queued until it ends.
+        let mut events = Vec::new();
+        self.stream.drain_to_end(&mut events);
         let r = match self.thread.take() {
             Some(t) => t
                 .join()
@@ -741,24 +793,20 @@ impl TracefsSession {
         if let Some(e) = r.error {
             return Err(TraceError::Capture(e));
         }
-        let mut lost = BTreeMap::new();
-        for &c in &self.cpus {
-            let stats =
-                read_text(&self.inst.join(format!("per_cpu/cpu{c}/stats"))).unwrap_or_default();
-            let mut n = 0u64;
-            for l in stats.lines() {
-                if let Some(v) = l
-                    .strip_prefix("overrun:")
-                    .or_else(|| l.strip_prefix("dropped events:"))
-                {
-                    n += v.trim().parse::<u64>().unwrap_or(0);
-                }
-            }
-            let paged = r.missed.get(&c).copied().unwrap_or(0);
-            lost.insert(c, n.max(paged));
+        let lost = lost_per_cpu(&self.inst, &self.cpus, &r.missed);
+        if events.is_empty() {
+            events = r.rest;
+        } else {
+            events.extend(r.rest);
         }
-        let mut events = r.events;
         events.sort_by_key(|e| (e.ts_ns, e.cpu));
+        if r.late > 0 {
+            self.notes.push(format!(
+                "tracefs: {} events were read more than {} ms after their timestamp, when the stream had been handed on past it: delivered late, out of time order",
+                r.late,
+                WATERMARK_MARGIN_NS / 1_000_000
+            ));
+        }
         let steal = self.cpus.iter().map(|&c| {
             let d = steal1
                 .get(&c)
@@ -778,38 +826,82 @@ impl TracefsSession {
             steal_ns_per_cpu: steal.collect(),
             kernel_bytes: r.bytes,
             notes: std::mem::take(&mut self.notes),
-            keep: crate::Keep::All,
-            filtered: 0,
+            keep: self.keep,
+            filtered: r.filtered,
         })
         // Drop removes the instance.
     }
 }
 
-fn reader_loop(
-    mut files: Vec<(u32, File)>,
+/// Lost events per CPU: the instance's `per_cpu/cpuN/stats` overrun + dropped events, or the
+/// missed-events counts the pages carried, whichever is larger.
+fn lost_per_cpu(inst: &Path, cpus: &[u32], missed: &BTreeMap<u32, u64>) -> BTreeMap<u32, u64> {
+    let mut lost = BTreeMap::new();
+    for &c in cpus {
+        let stats = read_text(&inst.join(format!("per_cpu/cpu{c}/stats"))).unwrap_or_default();
+        let mut n = 0u64;
+        for l in stats.lines() {
+            if let Some(v) = l
+                .strip_prefix("overrun:")
+                .or_else(|| l.strip_prefix("dropped events:"))
+            {
+                n += v.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+        let paged = missed.get(&c).copied().unwrap_or(0);
+        lost.insert(c, n.max(paged));
+    }
+    lost
+}
+
+/// What the reader thread needs besides the files and the queue.
+struct ReaderCtx {
     hp: HeaderPage,
     dec: Decoders,
     page_size: usize,
     stop: Arc<AtomicBool>,
-) -> Reader {
+    inst: PathBuf,
+    relevant: bool,
+}
+
+fn reader_loop(mut files: Vec<(u32, File)>, ctx: ReaderCtx, mut feed: Feed) -> Reader {
     let mut r = Reader {
-        events: Vec::new(),
+        rest: Vec::new(),
         comms: BTreeMap::new(),
         missed: BTreeMap::new(),
         bytes: 0,
+        filtered: 0,
+        late: 0,
         error: None,
     };
-    let mut page = vec![0u8; page_size];
+    let cpus: Vec<u32> = files.iter().map(|(c, _)| *c).collect();
+    let mut reducer = ctx.relevant.then(Reducer::new);
+    let mut page = vec![0u8; ctx.page_size];
+    // Read but not yet handed on (at or above the watermark).
+    let mut pending: Vec<Event> = Vec::new();
+    // Input watermark: every event below it has been read (monotone).
+    let mut read_wm = 0u64;
+    // What was handed out (monotone).
+    let mut wm = 0u64;
     loop {
         // Read the flag before draining: after it is set, one more full drain gets everything.
-        let last = stop.load(Ordering::SeqCst);
+        let last = ctx.stop.load(Ordering::SeqCst);
+        let pass_ns = crate::sys::monotonic_ns();
+        let from = pending.len();
         for (cpu, f) in files.iter_mut() {
             loop {
                 match f.read(&mut page) {
                     Ok(0) => break,
                     Ok(n) => {
                         r.bytes += n as u64;
-                        match parse_page(&page[..n], &hp, *cpu, &dec, &mut r.events, &mut r.comms) {
+                        match parse_page(
+                            &page[..n],
+                            &ctx.hp,
+                            *cpu,
+                            &ctx.dec,
+                            &mut pending,
+                            &mut r.comms,
+                        ) {
                             Ok(st) => {
                                 *r.missed.entry(*cpu).or_default() += st.missed;
                             }
@@ -829,17 +921,66 @@ fn reader_loop(
                 }
             }
         }
+        r.late += pending[from..].iter().filter(|e| e.ts_ns < read_wm).count() as u64;
         if last {
-            return r;
+            break;
+        }
+        read_wm = read_wm.max(pass_ns.saturating_sub(WATERMARK_MARGIN_NS));
+        let mut batch = Vec::new();
+        pending.retain(|e| {
+            let due = e.ts_ns < read_wm;
+            if due {
+                batch.push(*e);
+            }
+            !due
+        });
+        batch.sort_by_key(|e| (e.ts_ns, e.cpu));
+        let (out, w) = match reducer.as_mut() {
+            Some(red) => {
+                let mut out = red.push(batch);
+                out.extend(red.advance_to(read_wm));
+                (out, read_wm.min(red.bound_ns()))
+            }
+            None => (batch, read_wm),
+        };
+        wm = wm.max(w);
+        let held = pending.len() + reducer.as_ref().map_or(0, Reducer::pending);
+        feed.deliver(out, wm, held);
+        if feed.stats_due() {
+            let lost = lost_per_cpu(&ctx.inst, &cpus, &r.missed);
+            let filtered = reducer.as_ref().map_or(0, Reducer::dropped);
+            let comms = feed.comms_wanted().then(|| r.comms.clone());
+            feed.publish(|st| {
+                st.lost = lost;
+                st.filtered = filtered;
+                if let Some(m) = comms {
+                    st.comms = m;
+                }
+            });
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    pending.sort_by_key(|e| (e.ts_ns, e.cpu));
+    let mut rest = feed.into_rest();
+    match reducer {
+        Some(mut red) => {
+            rest.extend(red.push(pending));
+            let (tail, dropped) = red.finish();
+            rest.extend(tail);
+            r.filtered = dropped;
+        }
+        None => rest.extend(pending),
+    }
+    r.rest = rest;
+    r
 }
 
 impl Drop for TracefsSession {
     fn drop(&mut self) {
         let _ = std::fs::write(self.inst.join("tracing_on"), "0");
         self.stop.store(true, Ordering::SeqCst);
+        // Disconnect first: a reader waiting for room in the queue then goes on.
+        self.stream.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join(); // closes the trace_pipe_raw files
         }

@@ -6,11 +6,13 @@
 //! * eBPF with the filter in the kernel: the records left out are counted, no SCHED_OTHER
 //!   wake-up is recorded, each recorded SCHED_OTHER → SCHED_OTHER switch is the last before a
 //!   recorded event of its CPU (the user-space filter finds nothing more to drop), and every
-//!   sample is attributed with parts summing to its latency.
+//!   sample is attributed with parts summing to its latency;
+//! * the incremental filter (`Reducer`, what the tracefs reader runs as events arrive) fed the
+//!   real stream in pieces gives exactly the batch result.
 
 use rtscope_analysis::attribution::{attribute, attribute_samples, AttributionOptions};
 use rtscope_model::record::RawSample;
-use rtscope_trace::reduce::{is_background_switch, is_background_wake, reduce};
+use rtscope_trace::reduce::{is_background_switch, is_background_wake, reduce, Reducer};
 use rtscope_trace::rtt::encode;
 use rtscope_trace::{check, Capture, Keep, Mechanism, TraceSession};
 
@@ -57,6 +59,23 @@ fn filtered_stream_attributes_every_sample_alike() {
     let names = cap.names(&tids);
     let full = cap.events.clone();
     let (red, dropped) = reduce(full.clone());
+    // The same, incrementally: pieces of 1..=4096 events, a watermark advance after each.
+    let mut r = Reducer::new();
+    let mut inc = Vec::new();
+    let (mut i, mut piece) = (0usize, 1usize);
+    while i < full.len() {
+        let j = (i + piece).min(full.len());
+        inc.extend(r.push(full[i..j].iter().copied()));
+        if let Some(next) = full.get(j) {
+            inc.extend(r.advance_to(next.ts_ns));
+        }
+        i = j;
+        piece = piece * 7 % 4093 + 1;
+    }
+    let (tail, inc_dropped) = r.finish();
+    inc.extend(tail);
+    assert_eq!(inc_dropped, dropped);
+    assert!(inc == red, "incremental filter differs from the batch one");
     let bg_sw = full
         .iter()
         .filter(|e| is_background_switch(&e.kind))

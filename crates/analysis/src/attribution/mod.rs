@@ -24,10 +24,16 @@
 //! missing (lost events, a wake-up not caused on this CPU) is "unattributed" as a whole and
 //! counted separately.
 
+mod online;
+mod stream;
+#[cfg(test)]
+mod stream_tests;
 mod summary;
 #[cfg(test)]
 mod tests;
 
+pub use online::{ONLINE_RELATIVE_RESOLUTION, OTHER_CAUSES};
+pub use stream::{KeptWindow, StreamingAttribution, MAX_LOOKBACK_EVENTS};
 pub use summary::summarize;
 
 use rtscope_model::event::{softirq_name, Event, EventKind, NameTables, Vector, IDLE_EXIT};
@@ -291,38 +297,63 @@ struct CpuEvents {
     ev: Vec<Ev>,
 }
 
+/// A borrowed view of one CPU's time-sorted events (the batch's whole capture or the streaming
+/// buffer).
+#[derive(Clone, Copy)]
+struct CpuSlice<'a> {
+    ts: &'a [u64],
+    ev: &'a [Ev],
+}
+
+impl CpuEvents {
+    fn slice(&self) -> CpuSlice<'_> {
+        CpuSlice {
+            ts: &self.ts,
+            ev: &self.ev,
+        }
+    }
+}
+
+/// The per-CPU items one recorded event stands for, in the order they are recorded (the order
+/// both the batch sort and the streaming insert keep on equal timestamps): a waking for a task
+/// queued on another CPU is also copied to that CPU; an NMI becomes its start and end (the
+/// tracepoint fires after the handler, `delta_ns` later); a `Background` marker gets its end.
+fn expand(e: &Event, mut push: impl FnMut(u32, u64, Ev)) {
+    if let EventKind::Waking {
+        pid,
+        prio,
+        target_cpu,
+    } = e.kind
+    {
+        if target_cpu != e.cpu {
+            push(
+                target_cpu,
+                e.ts_ns,
+                Ev::RemoteWaking {
+                    pid,
+                    prio,
+                    from: e.cpu,
+                },
+            );
+        }
+    }
+    match e.kind {
+        EventKind::Nmi { delta_ns } => {
+            push(e.cpu, e.ts_ns.saturating_sub(delta_ns), Ev::NmiStart);
+            push(e.cpu, e.ts_ns, Ev::NmiEnd);
+        }
+        EventKind::Background { len_ns, .. } => {
+            push(e.cpu, e.ts_ns, Ev::K(e.kind));
+            push(e.cpu, e.ts_ns.saturating_add(len_ns), Ev::BackgroundEnd);
+        }
+        k => push(e.cpu, e.ts_ns, Ev::K(k)),
+    }
+}
+
 fn split_by_cpu(events: &[Event]) -> HashMap<u32, CpuEvents> {
     let mut raw: HashMap<u32, Vec<(u64, Ev)>> = HashMap::new();
     for e in events {
-        if let EventKind::Waking {
-            pid,
-            prio,
-            target_cpu,
-        } = e.kind
-        {
-            if target_cpu != e.cpu {
-                raw.entry(target_cpu).or_default().push((
-                    e.ts_ns,
-                    Ev::RemoteWaking {
-                        pid,
-                        prio,
-                        from: e.cpu,
-                    },
-                ));
-            }
-        }
-        let v = raw.entry(e.cpu).or_default();
-        match e.kind {
-            EventKind::Nmi { delta_ns } => {
-                v.push((e.ts_ns.saturating_sub(delta_ns), Ev::NmiStart));
-                v.push((e.ts_ns, Ev::NmiEnd));
-            }
-            EventKind::Background { len_ns, .. } => {
-                v.push((e.ts_ns, Ev::K(e.kind)));
-                v.push((e.ts_ns.saturating_add(len_ns), Ev::BackgroundEnd));
-            }
-            k => v.push((e.ts_ns, Ev::K(k))),
-        }
+        expand(e, |cpu, ts, ev| raw.entry(cpu).or_default().push((ts, ev)));
     }
     raw.into_iter()
         .map(|(cpu, mut v)| {
@@ -334,11 +365,29 @@ fn split_by_cpu(events: &[Event]) -> HashMap<u32, CpuEvents> {
         .collect()
 }
 
-/// Attribute one sample. `state` is the CPU state just before `s.expected_ns`; `first` is the
-/// index of the first CPU event at or after E.
+/// The part of an eventless stretch of `len_ns` (between two consecutive events of a CPU whose
+/// state before the later one is `st`) that counts for the whole-capture steal cross-check:
+/// all of it when at least the busy gap threshold long while a task (not idle, not inside a
+/// `Background` marker) held the CPU — a busy CPU gets a tick every 1/HZ — else nothing.
+fn busy_silence_ns(st: &CpuState, len_ns: u64, opts: &AttributionOptions) -> u64 {
+    if len_ns >= opts.busy_gap_threshold_ns
+        && !st.is_idle()
+        && !st.background
+        && st.current.is_some()
+    {
+        len_ns
+    } else {
+        0
+    }
+}
+
+/// Attribute one sample. `ce` holds the CPU's events (time-sorted, recorded order on equal
+/// timestamps) at least up to the window end; `state` is the CPU state just before
+/// `s.expected_ns`; `first` is the index in `ce` of the first event at or after E. The batch and
+/// the streaming path both call this, so a sample is explained the same way by either.
 fn attribute_one(
     s: &RawSample,
-    ce: &CpuEvents,
+    ce: CpuSlice<'_>,
     first: usize,
     state: &CpuState,
     names: &NameTables,
@@ -615,7 +664,7 @@ fn attribute_one(
     out
 }
 
-fn ev_out(ce: &CpuEvents, i: usize, cpu: u32) -> Option<Event> {
+fn ev_out(ce: CpuSlice<'_>, i: usize, cpu: u32) -> Option<Event> {
     match ce.ev[i] {
         Ev::K(k) => Some(Event {
             ts_ns: ce.ts[i],
@@ -671,7 +720,15 @@ pub fn attribute_samples(
                 st.apply(ce.ts[cursor], &ce.ev[cursor]);
                 cursor += 1;
             }
-            out[k] = Some(attribute_one(s, ce, cursor, &st, names, opts, keep(k)));
+            out[k] = Some(attribute_one(
+                s,
+                ce.slice(),
+                cursor,
+                &st,
+                names,
+                opts,
+                keep(k),
+            ));
             i += 1;
         }
     }
@@ -684,14 +741,7 @@ pub fn attribute_samples(
         let mut total = 0u64;
         for w in 0..ce.ts.len() {
             if w > 0 {
-                let len = ce.ts[w] - ce.ts[w - 1];
-                if len >= opts.busy_gap_threshold_ns
-                    && !st.is_idle()
-                    && !st.background
-                    && st.current.is_some()
-                {
-                    total += len;
-                }
+                total += busy_silence_ns(&st, ce.ts[w] - ce.ts[w - 1], opts);
             }
             st.apply(ce.ts[w], &ce.ev[w]);
         }

@@ -2,7 +2,9 @@
 //! total/max, its p99 contribution and the share of the tail it explains; one line per CPU.
 
 use super::{AttributionOptions, AttributionResult, SampleAttribution, StealCheck, SumCheck};
-use rtscope_model::attribution::{AttributionSummary, CauseSummary, ATTRIBUTION_SCHEMA_VERSION};
+use rtscope_model::attribution::{
+    AttributionSummary, CauseSummary, WorstSample, ATTRIBUTION_SCHEMA_VERSION,
+};
 use rtscope_model::record::RawSample;
 use std::collections::{BTreeMap, HashMap};
 
@@ -128,39 +130,12 @@ pub fn summarize(
             }
         })
         .collect();
-    causes.sort_by(|a, b| {
-        b.tail_p99_share
-            .partial_cmp(&a.tail_p99_share)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(b.total_ns.cmp(&a.total_ns))
-            .then(a.cause.cmp(&b.cause))
-    });
+    sort_causes(&mut causes);
     let lost: BTreeMap<u32, u64> = opts.lost_per_cpu.iter().copied().collect();
     let per_cpu_tail = cpu_tail
         .into_iter()
         .map(|(cpu, (cnt, lat, per))| {
-            let mut v: Vec<(String, u64)> = per.into_iter().collect();
-            v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            let pct = |ns: u64| {
-                if lat > 0 {
-                    100.0 * ns as f64 / lat as f64
-                } else {
-                    0.0
-                }
-            };
-            let mut line = format!(
-                "p99 tail ({cnt} samples >= {:.1} us): ",
-                p99 as f64 / 1000.0
-            );
-            let top: Vec<String> = v
-                .iter()
-                .take(3)
-                .map(|(c, ns)| format!("{c} {:.0}%", pct(*ns)))
-                .collect();
-            line.push_str(&top.join(", "));
-            if let Some(&l) = lost.get(&cpu).filter(|&&l| l > 0) {
-                line.push_str(&format!(" [{l} events lost on this CPU]"));
-            }
+            let line = per_cpu_tail_line(cnt, lat, p99, per.into_iter().collect(), &lost, cpu);
             (cpu, line)
         })
         .collect();
@@ -169,32 +144,14 @@ pub fn summarize(
         .filter(|s| lost.get(&s.cpu).is_some_and(|&l| l > 0))
         .count() as u64;
     let lost_events: u64 = lost.values().sum();
-    let mut warnings = Vec::new();
-    if lost_events > 0 {
-        warnings.push(format!(
-            "{lost_events} kernel events were lost during the capture; {samples_on_lossy_cpus} samples ran on CPUs with loss and may be misattributed"
-        ));
-    }
-    if unattributed > 0 {
-        warnings.push(format!(
-            "{unattributed} of {n} samples could not be attributed (see unattributed_reason)"
-        ));
-    }
-    if sum_check.violations > 0 {
-        warnings.push(format!(
-            "{} samples' parts do not sum to their latency",
-            sum_check.violations
-        ));
-    }
-    let steal: BTreeMap<u32, u64> = opts.steal_ns_per_cpu.iter().copied().collect();
-    let steal_check = gaps
-        .iter()
-        .map(|&(cpu, g)| StealCheck {
-            cpu,
-            no_guest_activity_ns: g,
-            steal_ns: steal.get(&cpu).copied().unwrap_or(0),
-        })
-        .collect();
+    let warnings = run_warnings(
+        lost_events,
+        samples_on_lossy_cpus,
+        unattributed,
+        n as u64,
+        sum_check.violations,
+    );
+    let steal_check = steal_checks(&gaps, opts);
     let worst: Vec<SampleAttribution> = worst_idx
         .iter()
         .filter_map(|&i| all.get(i).cloned())
@@ -213,20 +170,8 @@ pub fn summarize(
             tail_threshold_samples: tail_thr_n,
             gap_threshold_ns: opts.gap_threshold_ns,
             sum_tolerance_ns: sum_check.tolerance_ns,
-            worst: worst
-                .iter()
-                .map(|w| rtscope_model::attribution::WorstSample {
-                    cpu: w.cpu,
-                    tid: w.tid,
-                    cycle: w.cycle,
-                    expected_ns: w.expected_ns,
-                    latency_ns: w.latency_ns,
-                    handler: w.anchors.handler.clone(),
-                    parts: w.parts.clone(),
-                    segments: w.segments.clone(),
-                    threads: w.threads.clone(),
-                })
-                .collect(),
+            worst: worst.iter().map(worst_sample).collect(),
+            p99_relative_resolution: None,
         },
         worst,
         sum_check,
@@ -235,5 +180,105 @@ pub fn summarize(
         busy_gap_threshold_ns: opts.busy_gap_threshold_ns,
         samples_on_lossy_cpus,
         warnings,
+    }
+}
+
+/// Largest p99-tail share first, then largest total, then by name (a stable order for output).
+pub(super) fn sort_causes(causes: &mut [CauseSummary]) {
+    causes.sort_by(|a, b| {
+        b.tail_p99_share
+            .partial_cmp(&a.tail_p99_share)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(b.total_ns.cmp(&a.total_ns))
+            .then(a.cause.cmp(&b.cause))
+    });
+}
+
+/// One CPU's line: how many samples its p99 tail holds and the three causes explaining most of
+/// that tail's latency (`per`: cause → ns inside the tail; `lat`: the tail's latency sum).
+pub(super) fn per_cpu_tail_line(
+    cnt: u64,
+    lat: u64,
+    p99: u64,
+    mut per: Vec<(String, u64)>,
+    lost: &BTreeMap<u32, u64>,
+    cpu: u32,
+) -> String {
+    per.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let pct = |ns: u64| {
+        if lat > 0 {
+            100.0 * ns as f64 / lat as f64
+        } else {
+            0.0
+        }
+    };
+    let mut line = format!(
+        "p99 tail ({cnt} samples >= {:.1} us): ",
+        p99 as f64 / 1000.0
+    );
+    let top: Vec<String> = per
+        .iter()
+        .take(3)
+        .map(|(c, ns)| format!("{c} {:.0}%", pct(*ns)))
+        .collect();
+    line.push_str(&top.join(", "));
+    if let Some(&l) = lost.get(&cpu).filter(|&&l| l > 0) {
+        line.push_str(&format!(" [{l} events lost on this CPU]"));
+    }
+    line
+}
+
+/// What the reader must be told about a run's attribution: lost events, unattributed samples,
+/// parts that do not add up.
+pub(super) fn run_warnings(
+    lost_events: u64,
+    samples_on_lossy_cpus: u64,
+    unattributed: u64,
+    n: u64,
+    sum_violations: u64,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if lost_events > 0 {
+        warnings.push(format!(
+            "{lost_events} kernel events were lost during the capture; {samples_on_lossy_cpus} samples ran on CPUs with loss and may be misattributed"
+        ));
+    }
+    if unattributed > 0 {
+        warnings.push(format!(
+            "{unattributed} of {n} samples could not be attributed (see unattributed_reason)"
+        ));
+    }
+    if sum_violations > 0 {
+        warnings.push(format!(
+            "{sum_violations} samples' parts do not sum to their latency"
+        ));
+    }
+    warnings
+}
+
+/// Eventless busy stretches per CPU beside the steal time the guest kernel accounted.
+pub(super) fn steal_checks(gaps: &[(u32, u64)], opts: &AttributionOptions) -> Vec<StealCheck> {
+    let steal: BTreeMap<u32, u64> = opts.steal_ns_per_cpu.iter().copied().collect();
+    gaps.iter()
+        .map(|&(cpu, g)| StealCheck {
+            cpu,
+            no_guest_activity_ns: g,
+            steal_ns: steal.get(&cpu).copied().unwrap_or(0),
+        })
+        .collect()
+}
+
+/// The record's copy of a worst sample (its timeline, without the raw events).
+pub(super) fn worst_sample(w: &SampleAttribution) -> WorstSample {
+    WorstSample {
+        cpu: w.cpu,
+        tid: w.tid,
+        cycle: w.cycle,
+        expected_ns: w.expected_ns,
+        latency_ns: w.latency_ns,
+        handler: w.anchors.handler.clone(),
+        parts: w.parts.clone(),
+        segments: w.segments.clone(),
+        threads: w.threads.clone(),
     }
 }

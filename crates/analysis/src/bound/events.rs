@@ -25,68 +25,109 @@ pub struct Extracted {
     pub warnings: Vec<String>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Key {
+/// One interrupt source of a CPU as the trace names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SourceKey {
     Irq(u32),
-    Vec(Vector),
+    Vector(Vector),
     Nmi,
 }
 
-impl Key {
-    fn name(self) -> (String, SourceKind) {
+impl SourceKey {
+    pub fn name(self) -> (String, SourceKind) {
         match self {
-            Key::Irq(n) => (n.to_string(), SourceKind::Irq),
-            Key::Vec(v) => (vector_name(v), SourceKind::Irq),
-            Key::Nmi => ("nmi".into(), SourceKind::Nmi),
+            SourceKey::Irq(n) => (n.to_string(), SourceKind::Irq),
+            SourceKey::Vector(v) => (vector_name(v), SourceKind::Irq),
+            SourceKey::Nmi => ("nmi".into(), SourceKind::Nmi),
         }
+    }
+}
+
+/// One completed interrupt instance: its source and CPU, arrival and duration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instance {
+    pub cpu: u32,
+    pub key: SourceKey,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+}
+
+/// Pairs entry and exit events into interrupt instances, event by event (per CPU in time
+/// order, any interleaving across CPUs). A second entry of a source already open on the CPU
+/// replaces the first (whose exit was lost) and an exit without its entry is dropped: both are
+/// counted unmatched. Memory: one open entry per (CPU, source) at most.
+#[derive(Clone, Debug, Default)]
+pub struct InstanceMatcher {
+    open: BTreeMap<(u32, SourceKey), u64>,
+    unmatched: u64,
+}
+
+impl InstanceMatcher {
+    /// The instance `e` completes, if any. NMIs complete at their only event.
+    pub fn push(&mut self, e: &Event) -> Option<Instance> {
+        let (key, entry) = match e.kind {
+            EventKind::IrqEntry { irq } => (SourceKey::Irq(irq), true),
+            EventKind::IrqExit { irq, .. } => (SourceKey::Irq(irq), false),
+            EventKind::VectorEntry { vector } => (SourceKey::Vector(vector), true),
+            EventKind::VectorExit { vector } => (SourceKey::Vector(vector), false),
+            EventKind::Nmi { delta_ns } => {
+                return Some(Instance {
+                    cpu: e.cpu,
+                    key: SourceKey::Nmi,
+                    start_ns: e.ts_ns.saturating_sub(delta_ns),
+                    duration_ns: delta_ns,
+                })
+            }
+            _ => return None,
+        };
+        if entry {
+            if self.open.insert((e.cpu, key), e.ts_ns).is_some() {
+                self.unmatched += 1;
+            }
+            return None;
+        }
+        match self.open.remove(&(e.cpu, key)) {
+            Some(start) if e.ts_ns >= start => Some(Instance {
+                cpu: e.cpu,
+                key,
+                start_ns: start,
+                duration_ns: e.ts_ns - start,
+            }),
+            _ => {
+                self.unmatched += 1;
+                None
+            }
+        }
+    }
+
+    /// Unpartnered events so far, counting the entries still open as at the end of a trace.
+    pub fn unmatched(&self) -> u64 {
+        self.unmatched + self.open.len() as u64
+    }
+
+    /// Heap held by the open entries (approximate), for memory accounting.
+    pub fn heap_bytes(&self) -> usize {
+        self.open.len() * std::mem::size_of::<((u32, SourceKey), u64)>()
     }
 }
 
 /// Pure: turns an event stream (any CPU interleaving; per CPU in time order, as a trace file
 /// stores it) into per-CPU interrupt sources. `row` in errors is the event's index in `events`.
 pub fn interrupt_sources(events: &[Event]) -> Result<Extracted, BoundError> {
-    let mut open: BTreeMap<(u32, Key), (u64, u64)> = BTreeMap::new();
-    let mut inst: BTreeMap<(u32, Key), Vec<RawInstance>> = BTreeMap::new();
-    let mut unmatched = 0u64;
+    let mut matcher = InstanceMatcher::default();
+    let mut inst: BTreeMap<(u32, SourceKey), Vec<RawInstance>> = BTreeMap::new();
     let mut cpus_seen = std::collections::BTreeSet::new();
     for (i, e) in events.iter().enumerate() {
         cpus_seen.insert(e.cpu);
-        let (key, entry) = match e.kind {
-            EventKind::IrqEntry { irq } => (Key::Irq(irq), true),
-            EventKind::IrqExit { irq, .. } => (Key::Irq(irq), false),
-            EventKind::VectorEntry { vector } => (Key::Vec(vector), true),
-            EventKind::VectorExit { vector } => (Key::Vec(vector), false),
-            EventKind::Nmi { delta_ns } => {
-                let start = e.ts_ns.saturating_sub(delta_ns);
-                inst.entry((e.cpu, Key::Nmi))
-                    .or_default()
-                    .push(RawInstance {
-                        start_ns: start,
-                        duration_ns: delta_ns,
-                        row: i as u64,
-                    });
-                continue;
-            }
-            _ => continue,
-        };
-        if entry {
-            if open.insert((e.cpu, key), (e.ts_ns, i as u64)).is_some() {
-                unmatched += 1;
-            }
-        } else {
-            match open.remove(&(e.cpu, key)) {
-                Some((start, _)) if e.ts_ns >= start => {
-                    inst.entry((e.cpu, key)).or_default().push(RawInstance {
-                        start_ns: start,
-                        duration_ns: e.ts_ns - start,
-                        row: i as u64,
-                    });
-                }
-                _ => unmatched += 1,
-            }
+        if let Some(x) = matcher.push(e) {
+            inst.entry((x.cpu, x.key)).or_default().push(RawInstance {
+                start_ns: x.start_ns,
+                duration_ns: x.duration_ns,
+                row: i as u64,
+            });
         }
     }
-    unmatched += open.len() as u64;
+    let unmatched = matcher.unmatched();
     let mut out = Extracted {
         unmatched,
         ..Default::default()
@@ -118,12 +159,58 @@ pub fn interrupt_sources(events: &[Event]) -> Result<Extracted, BoundError> {
         *v = c.sources;
     }
     if unmatched > 0 {
-        out.warnings.push(format!(
-            "{unmatched} interrupt entry/exit events had no partner (lost events or trace edges); \
-             those instances are not counted"
-        ));
+        out.warnings.push(unmatched_warning(unmatched));
     }
     Ok(out)
+}
+
+pub(crate) fn unmatched_warning(unmatched: u64) -> String {
+    format!(
+        "{unmatched} interrupt entry/exit events had no partner (lost events or trace edges); \
+         those instances are not counted"
+    )
+}
+
+pub(crate) fn lost_warnings(lost_per_cpu: &BTreeMap<u32, u64>) -> Vec<String> {
+    lost_per_cpu
+        .iter()
+        .filter(|(_, lost)| **lost > 0)
+        .map(|(cpu, lost)| {
+            format!(
+                "CPU {cpu}: {lost} events lost during capture: interrupts may be missing, the bound may be low"
+            )
+        })
+        .collect()
+}
+
+pub(crate) fn skipped_cpu_warning(cpu: u32) -> String {
+    format!("CPU {cpu}: no preemptirq events and no samples: no thread terms, CPU skipped")
+}
+
+/// A CPU's thread terms and whether they are an estimate: measured from preemptirq events when
+/// the CPU had any; else the fallback from the largest non-interrupt delay of its samples; else
+/// the user's assumed figure; else none (the CPU cannot be analysed).
+pub(crate) fn thread_terms(
+    measured: Option<&thread::CpuThreadMeasure>,
+    max_non_interrupt_delay_ns: Option<u64>,
+    assume_thread_ns: Option<u64>,
+) -> Option<(ThreadVars, bool)> {
+    match (
+        measured.filter(|m| m.preemptirq_events > 0),
+        max_non_interrupt_delay_ns,
+        assume_thread_ns,
+    ) {
+        (Some(m), _, _) => Some((m.vars, false)),
+        (None, Some(d), _) | (None, None, Some(d)) => Some((thread::fallback_vars(d), true)),
+        (None, None, None) => None,
+    }
+}
+
+/// Time an instance (start, duration) ran inside [from, to).
+pub(crate) fn overlap_ns(start_ns: u64, duration_ns: u64, from: u64, to: u64) -> u64 {
+    let s = start_ns.max(from);
+    let e = start_ns.saturating_add(duration_ns).min(to);
+    e.saturating_sub(s)
 }
 
 /// Per CPU: (the largest non-interrupt part of a sample's latency, the largest latency).
@@ -158,9 +245,7 @@ fn irq_time_in_sample(smp: &RawSample, sources: &[InterruptSource]) -> u64 {
         let (a, d) = (src.starts(), src.durations());
         let mut i = src.ended_by(from);
         while i < a.len() && a[i] < to {
-            let s = a[i].max(from);
-            let e = a[i].saturating_add(d[i]).min(to);
-            irq += e.saturating_sub(s);
+            irq += overlap_ns(a[i], d[i], from, to);
             i += 1;
         }
     }
@@ -187,20 +272,14 @@ pub fn trace_input(
     all.extend(delays.keys().copied());
     let mut srcs = x.cpus;
     for cpu in all {
-        let m = measured.get(&cpu).filter(|m| m.preemptirq_events > 0);
         let observed = delays.get(&cpu).map(|d| d.1);
-        let (thread, estimated) = match (m, delays.get(&cpu)) {
-            (Some(m), _) => (m.vars, false),
-            (None, Some(d)) => (thread::fallback_vars(d.0), true),
-            (None, None) if assume_thread_ns.is_some() => {
-                (thread::fallback_vars(assume_thread_ns.unwrap_or(0)), true)
-            }
-            (None, None) => {
-                warnings.push(format!(
-                    "CPU {cpu}: no preemptirq events and no samples: no thread terms, CPU skipped"
-                ));
-                continue;
-            }
+        let Some((thread, estimated)) = thread_terms(
+            measured.get(&cpu),
+            delays.get(&cpu).map(|d| d.0),
+            assume_thread_ns,
+        ) else {
+            warnings.push(skipped_cpu_warning(cpu));
+            continue;
         };
         let mut c = CpuInput {
             cpu,
@@ -257,13 +336,7 @@ pub fn traced_run_input(
             samples.len()
         ));
     }
-    for (cpu, lost) in lost_per_cpu {
-        if *lost > 0 {
-            input.warnings.push(format!(
-                "CPU {cpu}: {lost} events lost during capture: interrupts may be missing, the bound may be low"
-            ));
-        }
-    }
+    input.warnings.extend(lost_warnings(lost_per_cpu));
     let series = match series_points {
         Some(n) if events.iter().any(|e| is_preemptirq(&e.kind)) => {
             time_series_replay(events, &inside, assume_thread_ns, n, opts)

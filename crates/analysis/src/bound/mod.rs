@@ -10,16 +10,87 @@
 
 pub mod events;
 pub mod json;
+pub mod online;
 pub mod render;
 pub mod source;
 pub mod thread;
 pub mod window;
 
+pub use online::{Grid, OnlineBound, OnlineSource};
 use rtscope_model::bound::{
     BoundReport, Bounds, CharBound, Contribution, CpuBound, Iteration, NonConvergence, RawCpu,
     SourceSummary, ThreadVars, BOUND_SCHEMA_VERSION,
 };
 pub use source::{InterruptSource, Normalisation, RawInstance, SourceKind};
+
+/// What the six characterizations of §5 need from one interrupt source: its observed
+/// statistics and its worst-case arrival curves over half-open windows `[t, t+Δ)`. The one
+/// fixed-point solver runs on any implementation: the exact instance list ([`InterruptSource`],
+/// curves from [`window`]) or the online summary ([`OnlineSource`], curves that are exact on its
+/// grid and never below the exact ones between grid points).
+pub trait Interference {
+    fn name(&self) -> &str;
+    fn kind(&self) -> SourceKind;
+    /// Instances seen.
+    fn count(&self) -> u64;
+    /// Observed worst-case execution time: the longest instance.
+    fn owcet_ns(&self) -> u64;
+    /// Observed minimum inter-arrival time; None when the source was seen at most once.
+    fn omiat_ns(&self) -> Option<u64>;
+    /// B_s(Δ): the largest sum of durations of instances arriving in one window of length Δ
+    /// (an upper bound of it for a summary). Non-decreasing in Δ; 0 at Δ = 0.
+    fn demand_ns(&self, delta_ns: u64) -> u64;
+    /// The largest number of arrivals in one window of length Δ (an upper bound for a summary).
+    fn arrivals(&self, delta_ns: u64) -> u64;
+}
+
+impl<T: Interference + ?Sized> Interference for &T {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn kind(&self) -> SourceKind {
+        (**self).kind()
+    }
+    fn count(&self) -> u64 {
+        (**self).count()
+    }
+    fn owcet_ns(&self) -> u64 {
+        (**self).owcet_ns()
+    }
+    fn omiat_ns(&self) -> Option<u64> {
+        (**self).omiat_ns()
+    }
+    fn demand_ns(&self, delta_ns: u64) -> u64 {
+        (**self).demand_ns(delta_ns)
+    }
+    fn arrivals(&self, delta_ns: u64) -> u64 {
+        (**self).arrivals(delta_ns)
+    }
+}
+
+impl Interference for InterruptSource {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn kind(&self) -> SourceKind {
+        self.kind
+    }
+    fn count(&self) -> u64 {
+        self.len() as u64
+    }
+    fn owcet_ns(&self) -> u64 {
+        InterruptSource::owcet_ns(self)
+    }
+    fn omiat_ns(&self) -> Option<u64> {
+        InterruptSource::omiat_ns(self)
+    }
+    fn demand_ns(&self, delta_ns: u64) -> u64 {
+        window::max_demand_ns(self, delta_ns)
+    }
+    fn arrivals(&self, delta_ns: u64) -> u64 {
+        window::max_arrivals(self, delta_ns)
+    }
+}
 
 /// Default cap on L: 1 s (the issue's default; a bound beyond it is useless for RT work).
 pub const DEFAULT_CAP_NS: u64 = 1_000_000_000;
@@ -75,7 +146,7 @@ impl CpuInput {
     }
 }
 
-fn source_order(name: &str, kind: SourceKind) -> (u8, u64, String) {
+pub(crate) fn source_order(name: &str, kind: SourceKind) -> (u8, u64, String) {
     let k = if kind == SourceKind::Nmi { 0 } else { 1 };
     match name.parse::<u64>() {
         Ok(n) => (k, n, String::new()),
@@ -196,11 +267,11 @@ fn closed_form(t: &ThreadVars, contribs: Vec<(String, u64)>, cap_ns: u64) -> Cha
 /// The least fixed point of `L = IFL + Σ_s f(s, L)` for a non-decreasing `f`, iterated from
 /// `max(IFL, 1)`: Theorem 8 asks for the least *positive* L, and over an empty window [t, t)
 /// nothing can arrive. Monotone and bounded by the cap, so either it converges or it is cut off.
-fn fixed_point(
+fn fixed_point<S: Interference>(
     t: &ThreadVars,
-    sources: &[InterruptSource],
+    sources: &[S],
     opts: &Options,
-    f: impl Fn(&InterruptSource, u64) -> u64,
+    f: impl Fn(&S, u64) -> u64,
 ) -> CharBound {
     let ifl = ifl_ns(t);
     let mut l = ifl.max(1);
@@ -220,7 +291,7 @@ fn fixed_point(
             .zip(prev.iter())
             .filter(|((_, v), p)| *v != *p)
             .map(|((s, v), _)| Contribution {
-                source: s.name.clone(),
+                source: s.name().to_string(),
                 ns: *v,
             })
             .collect();
@@ -237,7 +308,7 @@ fn fixed_point(
         contribs = sources
             .iter()
             .zip(vals.iter())
-            .map(|(s, v)| (s.name.clone(), *v))
+            .map(|(s, v)| (s.name().to_string(), *v))
             .collect();
         prev = vals;
         if next == l {
@@ -282,41 +353,41 @@ pub fn no_interrupts(t: &ThreadVars, opts: &Options) -> CharBound {
 }
 
 /// Characterization 2 — Worst single interrupt: IFL + the largest IRQ oWCET + the NMI oWCET (if any NMI).
-pub fn worst_single(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
+pub fn worst_single<S: Interference>(t: &ThreadVars, sources: &[S], opts: &Options) -> CharBound {
     let mut c = Vec::new();
     if let Some(nmi) = sources
         .iter()
-        .filter(|s| s.kind == SourceKind::Nmi)
+        .filter(|s| s.kind() == SourceKind::Nmi)
         .max_by_key(|s| s.owcet_ns())
     {
-        c.push((nmi.name.clone(), nmi.owcet_ns()));
+        c.push((nmi.name().to_string(), nmi.owcet_ns()));
     }
     // Ties go to the first source in rtsl order, so the output is deterministic.
-    let mut worst: Option<&InterruptSource> = None;
-    for s in sources.iter().filter(|s| s.kind == SourceKind::Irq) {
+    let mut worst: Option<&S> = None;
+    for s in sources.iter().filter(|s| s.kind() == SourceKind::Irq) {
         worst = match worst {
             Some(w) if w.owcet_ns() >= s.owcet_ns() => Some(w),
             _ => Some(s),
         };
     }
     if let Some(w) = worst {
-        c.push((w.name.clone(), w.owcet_ns()));
+        c.push((w.name().to_string(), w.owcet_ns()));
     }
     closed_form(t, c, opts.cap_ns)
 }
 
 /// Characterization 3 — Single (worst) of each interrupt: IFL + Σ_s oWCET_s.
-pub fn single_of_each(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
+pub fn single_of_each<S: Interference>(t: &ThreadVars, sources: &[S], opts: &Options) -> CharBound {
     let c = sources
         .iter()
-        .map(|s| (s.name.clone(), s.owcet_ns()))
+        .map(|s| (s.name().to_string(), s.owcet_ns()))
         .collect();
     closed_form(t, c, opts.cap_ns)
 }
 
 /// Characterization 4 — Sporadic: L = IFL + Σ_s ⌈L / oMIAT_s⌉·oWCET_s; a source seen once counts once. Does not
 /// converge when some source has oWCET ≥ oMIAT (its demand grows at least as fast as L).
-pub fn sporadic(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
+pub fn sporadic<S: Interference>(t: &ThreadVars, sources: &[S], opts: &Options) -> CharBound {
     if let Some(s) = sources
         .iter()
         .find(|s| s.omiat_ns().is_some_and(|m| s.owcet_ns() >= m))
@@ -334,21 +405,21 @@ pub fn sporadic(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> 
         r.latency_ns = None;
         r.converged = false;
         r.reason = Some(NonConvergence::OwcetGeOmiat {
-            source: s.name.clone(),
+            source: s.name().to_string(),
             owcet_ns: s.owcet_ns(),
             omiat_ns,
         });
-        r.dominant = Some(s.name.clone());
+        r.dominant = Some(s.name().to_string());
         r.dominant_ns = None;
         return r;
     }
     fixed_point(t, sources, opts, sporadic_demand)
 }
 
-fn sporadic_demand(s: &InterruptSource, l: u64) -> u64 {
+fn sporadic_demand<S: Interference>(s: &S, l: u64) -> u64 {
     match s.omiat_ns() {
         None => {
-            if s.is_empty() {
+            if s.count() == 0 {
                 0
             } else {
                 s.owcet_ns()
@@ -361,28 +432,28 @@ fn sporadic_demand(s: &InterruptSource, l: u64) -> u64 {
 /// Characterization 5 — Sliding window: L = IFL + Σ_s B_s(L), B_s(Δ) the largest sum of durations of the source's
 /// instances arriving in one window [t, t+Δ) — the worst observed arrival pattern with each
 /// instance's own execution time.
-pub fn sliding_window(t: &ThreadVars, sources: &[InterruptSource], opts: &Options) -> CharBound {
-    fixed_point(t, sources, opts, window::max_demand_ns)
+pub fn sliding_window<S: Interference>(t: &ThreadVars, sources: &[S], opts: &Options) -> CharBound {
+    fixed_point(t, sources, opts, |s, l| s.demand_ns(l))
 }
 
 /// Characterization 6 — Sliding window with oWCET: B_s(Δ) = oWCET_s × the largest number of arrivals in a window.
-pub fn sliding_window_owcet(
+pub fn sliding_window_owcet<S: Interference>(
     t: &ThreadVars,
-    sources: &[InterruptSource],
+    sources: &[S],
     opts: &Options,
 ) -> CharBound {
     fixed_point(t, sources, opts, |s, l| {
-        window::max_arrivals(s, l).saturating_mul(s.owcet_ns())
+        s.arrivals(l).saturating_mul(s.owcet_ns())
     })
 }
 
-pub fn summarize_sources(sources: &[InterruptSource]) -> Vec<SourceSummary> {
+pub fn summarize_sources<S: Interference>(sources: &[S]) -> Vec<SourceSummary> {
     sources
         .iter()
         .map(|s| SourceSummary {
-            source: s.name.clone(),
-            kind: s.kind.as_str().to_string(),
-            count: s.len() as u64,
+            source: s.name().to_string(),
+            kind: s.kind().as_str().to_string(),
+            count: s.count(),
             owcet_ns: s.owcet_ns(),
             omiat_ns: s.omiat_ns(),
         })
@@ -391,21 +462,40 @@ pub fn summarize_sources(sources: &[InterruptSource]) -> Vec<SourceSummary> {
 
 /// All six characterizations for one CPU.
 pub fn analyze_cpu(c: &CpuInput, opts: &Options) -> CpuBound {
-    let t = &c.thread;
+    analyze_sources(
+        c.cpu,
+        &c.thread,
+        c.thread_estimated,
+        c.observed_max_latency_ns,
+        &c.sources,
+        opts,
+    )
+}
+
+/// All six characterizations for one CPU from its thread terms and any kind of source
+/// (`sources` in rtsl order, see [`CpuInput::sort_sources`]).
+pub fn analyze_sources<S: Interference>(
+    cpu: u32,
+    t: &ThreadVars,
+    thread_estimated: bool,
+    observed_max_latency_ns: Option<u64>,
+    sources: &[S],
+    opts: &Options,
+) -> CpuBound {
     CpuBound {
-        cpu: c.cpu,
+        cpu,
         ifl_ns: ifl_ns(t),
         thread: *t,
-        thread_estimated: c.thread_estimated,
-        observed_max_latency_ns: c.observed_max_latency_ns,
-        sources: summarize_sources(&c.sources),
+        thread_estimated,
+        observed_max_latency_ns,
+        sources: summarize_sources(sources),
         bounds: Bounds {
             no_interrupts: no_interrupts(t, opts),
-            worst_single: worst_single(t, &c.sources, opts),
-            single_of_each: single_of_each(t, &c.sources, opts),
-            sporadic: sporadic(t, &c.sources, opts),
-            sliding_window: sliding_window(t, &c.sources, opts),
-            sliding_window_owcet: sliding_window_owcet(t, &c.sources, opts),
+            worst_single: worst_single(t, sources, opts),
+            single_of_each: single_of_each(t, sources, opts),
+            sporadic: sporadic(t, sources, opts),
+            sliding_window: sliding_window(t, sources, opts),
+            sliding_window_owcet: sliding_window_owcet(t, sources, opts),
         },
     }
 }
@@ -413,8 +503,18 @@ pub fn analyze_cpu(c: &CpuInput, opts: &Options) -> CpuBound {
 /// The whole report. `input` names the kind of input (`json`, `rtsl-db`, `trace`).
 pub fn analyze(input: &BoundInput, opts: &Options, input_kind: &str) -> BoundReport {
     let cpus: Vec<CpuBound> = input.cpus.iter().map(|c| analyze_cpu(c, opts)).collect();
+    report_from(cpus, input.warnings.clone(), opts, input_kind)
+}
+
+/// Assembles a report from analysed CPUs, labelling it an estimate when any CPU's thread terms
+/// were not measured.
+pub(crate) fn report_from(
+    cpus: Vec<CpuBound>,
+    mut warnings: Vec<String>,
+    opts: &Options,
+    input_kind: &str,
+) -> BoundReport {
     let estimate = cpus.iter().any(|c| c.thread_estimated);
-    let mut warnings = input.warnings.clone();
     if estimate {
         warnings.push(
             "thread terms (POID/PAIE/PSD/DST) were not measured with preemptirq tracepoints: \
@@ -430,9 +530,12 @@ pub fn analyze(input: &BoundInput, opts: &Options, input_kind: &str) -> BoundRep
         cap_ns: opts.cap_ns,
         warnings,
         series: Vec::new(),
+        online_summary: None,
     }
 }
 
+#[cfg(test)]
+mod online_tests;
 #[cfg(test)]
 mod props;
 #[cfg(test)]

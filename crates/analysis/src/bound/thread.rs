@@ -31,13 +31,13 @@ pub struct CpuThreadMeasure {
     pub sched_sections: u64,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum HKey {
     Irq(u32),
     Vec(rtscope_model::event::Vector),
 }
 
-#[derive(Default)]
+#[derive(Clone, Debug, Default)]
 struct St {
     m: CpuThreadMeasure,
     /// Cumulative interrupt execution time seen on this CPU so far.
@@ -165,11 +165,48 @@ impl St {
 
 /// Pure: per-CPU thread variables from an event stream (per CPU in time order).
 pub fn measure(events: &[Event]) -> BTreeMap<u32, CpuThreadMeasure> {
-    let mut st: BTreeMap<u32, St> = BTreeMap::new();
+    let mut m = ThreadMeasurer::default();
     for e in events {
-        st.entry(e.cpu).or_default().step(e);
+        m.push(e);
     }
-    st.into_iter().map(|(c, s)| (c, s.m)).collect()
+    m.finish()
+}
+
+/// [`measure`] fed event by event, for runs whose events are never all in memory. The maxima
+/// are running maxima; what is carried between events is, per CPU, the state machine above (the
+/// open preempt/IRQ-disabled sections, the pending wake-up, the open handlers — one per IRQ
+/// line or vector at most), so memory does not grow with the run. After the same events, in
+/// the same per-CPU order, it holds exactly what [`measure`] returns, however they were batched.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadMeasurer {
+    st: BTreeMap<u32, St>,
+}
+
+impl ThreadMeasurer {
+    /// One event; per CPU, events must come in time order (any interleaving across CPUs).
+    pub fn push(&mut self, e: &Event) {
+        self.st.entry(e.cpu).or_default().step(e);
+    }
+
+    /// The CPU's measure so far (None before its first event).
+    pub fn get(&self, cpu: u32) -> Option<&CpuThreadMeasure> {
+        self.st.get(&cpu).map(|s| &s.m)
+    }
+
+    pub fn finish(self) -> BTreeMap<u32, CpuThreadMeasure> {
+        self.st.into_iter().map(|(c, s)| (c, s.m)).collect()
+    }
+
+    /// Heap held (approximate: map entries and open handlers), for memory accounting.
+    pub fn heap_bytes(&self) -> usize {
+        self.st
+            .values()
+            .map(|s| {
+                std::mem::size_of::<(u32, St)>()
+                    + s.open_handlers.len() * std::mem::size_of::<(HKey, u64)>()
+            })
+            .sum()
+    }
 }
 
 /// The fallback on kernels without preemptirq tracepoints: the observed maximum of the

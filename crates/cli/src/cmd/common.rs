@@ -4,7 +4,6 @@
 use crate::usage;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 /// Parse `30s`, `5m`, `1h`, `1d`, `250ms`, or plain seconds. Range 1 ms ..= 30 days.
 pub fn parse_duration(flag: &str, s: &str) -> Result<f64> {
@@ -94,72 +93,25 @@ pub fn check_output(flag: &str, p: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Write a file atomically (temp file + rename): a reader never sees half a file.
+/// Write a file atomically: an exclusively created temporary with an unpredictable name beside
+/// it, then a rename (a reader never sees half a file, a planted link is never followed).
 pub fn write_atomic(p: &Path, data: &[u8]) -> Result<()> {
-    let tmp = p.with_extension(format!(
-        "{}.tmp{}",
-        p.extension().and_then(|e| e.to_str()).unwrap_or(""),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, data).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, p).with_context(|| format!("renaming to {}", p.display()))?;
-    Ok(())
+    rtscope_session::outputs::write_atomic(p, data).with_context(|| format!("writing {}", p.display()))
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
-
-extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNAL.store(sig, Ordering::SeqCst);
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// SIGINT/SIGTERM/SIGHUP set a flag the orchestration loop polls; the run then ends cleanly,
-/// writes its (partial) results and restores every knob. Measurement threads block these
-/// signals so that delivery never lands on them.
+/// Stop on SIGINT/SIGTERM/SIGHUP (and snapshot on SIGUSR2): the session crate's one set of
+/// handlers, for the verbs that run work outside a measurement session.
 pub fn install_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores to atomics (async-signal-safe).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+    rtscope_session::signals::install_handlers();
 }
 
 pub fn stop_requested() -> bool {
-    STOP.load(Ordering::SeqCst)
+    rtscope_session::signals::stop_requested()
 }
 
-pub fn stop_signal() -> i32 {
-    SIGNAL.load(Ordering::SeqCst)
-}
-
-/// RFC 3339 UTC timestamp of a SystemTime (civil-from-days; no timezone database needed).
+/// RFC 3339 UTC timestamp of a SystemTime.
 pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = if month <= 2 { y + 1 } else { y };
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60
-    )
+    rtscope_session::record::rfc3339(t)
 }
 
 /// A run id: UTC time plus 32 random bits, sortable and unique across machines.

@@ -6,12 +6,10 @@
 //! lines and footer to ns but the `-h` buckets stay 1 µs wide.
 
 use super::common::{self, check_range};
-use super::measure::{self, Display, MeasureFlags, PolicyArg};
+use super::measure::{self, MeasureFlags, PolicyArg};
 use crate::usage;
 use anyhow::Result;
-use rtscope_probe::Measurement;
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -202,6 +200,8 @@ pub fn to_measure_flags(ct: &CtFlags) -> Result<MeasureFlags> {
     m.threshold = ct.hist.map(|h| (h as u64).saturating_sub(1).max(1));
     m.linear_max = hist.saturating_sub(1).max(1);
     m.quiet = true;
+    // The drop-in behaves like cyclictest: it prints, it does not store.
+    m.no_store = true;
     m.tags = vec!["compat=cyclictest".into()];
     Ok(m)
 }
@@ -217,24 +217,21 @@ struct CtView {
     last: String,
 }
 
-impl Display for CtView {
-    fn tick(&mut self, m: &Measurement, _: Duration, _: Option<Duration>) {
-        use std::sync::atomic::Ordering::Relaxed;
+impl rtscope_session::View for CtView {
+    fn update(&mut self, snap: &rtscope_session::LiveSnapshot) {
         let mut out = String::new();
-        for (i, l) in m.live.iter().enumerate() {
-            let c = l.cycles.load(Relaxed);
-            let d = if self.nsecs { 1 } else { 1000 };
-            let min = l.min_ns.load(Relaxed);
+        let d = if self.nsecs { 1 } else { 1000 };
+        for (i, t) in snap.threads.iter().enumerate() {
             out.push_str(&rtscope_report::cyclictest::status_line(
                 i as u32,
-                l.tid.load(Relaxed),
+                t.tid,
                 self.prio,
                 self.intervals.get(i).copied().unwrap_or(0),
-                c,
-                if min == u64::MAX { 0 } else { min / d },
-                l.cur_ns.load(Relaxed) / d,
-                l.sum_ns.load(Relaxed).checked_div(c).unwrap_or(0) / d,
-                l.max_ns.load(Relaxed) / d,
+                t.samples,
+                t.min_ns / d,
+                t.cur_ns / d,
+                t.avg_ns / d,
+                t.max_ns / d,
                 self.nsecs,
             ));
             out.push('\n');
@@ -245,7 +242,7 @@ impl Display for CtView {
             } else {
                 String::new()
             };
-            self.lines = m.live.len();
+            self.lines = snap.threads.len();
             let mut o = std::io::stdout().lock();
             let _ = o.write_all(up.as_bytes());
             let _ = o.write_all(out.as_bytes());
@@ -280,7 +277,8 @@ pub fn run(a: Args) -> Result<()> {
         live: !ct.quiet && std::io::stdout().is_terminal(),
         last: String::new(),
     };
-    let (rec, _raw) = measure::execute(&r, &mut view)?;
+    let outcome = rtscope_session::execute(&r, &mut view)?;
+    let rec = outcome.record;
     let hist_size = ct.hist.unwrap_or(10_000);
     let mut res = rtscope_report::cyclictest::from_record(&rec, hist_size);
     res.with_total_column = ct.histofall;

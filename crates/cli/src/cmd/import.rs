@@ -229,6 +229,7 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
             deadline: None,
             interval_us: flags.interval.max(1),
             distance_us: flags.distance,
+            aligned: true,
             duration_s: None,
             loops: flags.loops,
             timer: TimerMode::AbsNanosleep,
@@ -261,5 +262,6 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
             .into_iter()
             .collect(),
         bench: None,
+        checkpoint: None,
     })
 }

@@ -1,21 +1,18 @@
 //! `rtscope measure`: the cyclictest-class latency probe.
 //!
-//! Flags are parsed into [`MeasureFlags`], resolved and validated into a [`Resolved`] (nothing
-//! has started yet; every error names its flag and range, exit 2), then [`execute`] runs the
-//! probe and builds the RunRecord, and [`write_outputs`] writes the files atomically.
+//! Flags are parsed into [`MeasureFlags`] and resolved into a validated `rtscope_session::Plan`
+//! (nothing has started yet; every error names its flag and range, exit 2); the session crate
+//! runs it (`rtscope_session::execute`) and this file prints what came out.
 
-use super::common::{self, check_output, check_range, parse_duration, write_atomic};
+use super::common::{self, check_output, check_range, parse_duration};
 use crate::usage;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::ValueEnum;
-use rtscope_model::{
-    ClockId, DeadlineParams, EndReason, Histogram, Policy, RunConfig, RunRecord, Stats,
-    ThreadResult, TimerMode,
-};
-use rtscope_probe::{MeasureSpec, Measurement};
-use std::io::{IsTerminal, Write};
+use rtscope_model::{ClockId, DeadlineParams, Policy, RunConfig, TimerMode};
+use rtscope_probe::MeasureSpec;
+use rtscope_session::{Outputs, Plan, StorePlan, TraceFileMode};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum PolicyArg {
@@ -54,6 +51,10 @@ pub struct MeasureFlags {
     /// Each further thread's interval is longer by this many µs (0..=1000000)
     #[arg(short = 'd', long, default_value_t = 0, value_name = "US")]
     pub distance: u64,
+    /// Start every thread's timer at the same instant (default: thread i starts i/n of an
+    /// interval later, so the threads' wake-ups never coincide)
+    #[arg(long)]
+    pub aligned: bool,
     /// Scheduling policy of the measurement threads
     #[arg(long, value_enum, default_value_t = PolicyArg::Fifo)]
     pub policy: PolicyArg,
@@ -151,9 +152,20 @@ pub struct MeasureFlags {
     /// tracefs, else untraced with a warning), bpf, tracefs, or off
     #[arg(long, value_name = "MODE", default_value = "off", num_args = 0..=1, default_missing_value = "auto")]
     pub trace: String,
-    /// Write the trace (events + every sample) to this .rtt file for `rtscope analyze`
+    /// Write the trace to this .rtt file for `rtscope analyze`: by default a flight recorder
+    /// (the event windows of the worst samples and of the worst of each cause, plus 1 s of
+    /// everything every 10 min), `--trace-file-mode all` for every event and sample
     #[arg(long, value_name = "FILE")]
     pub trace_file: Option<PathBuf>,
+    /// What --trace-file keeps: `flight` (bounded: megabytes for any run length) or `all`
+    /// (every event and every sample; grows with the run)
+    #[arg(long, value_name = "flight|all", default_value = "flight")]
+    pub trace_file_mode: String,
+    /// Store an interim record every TIME (e.g. 10m, 1h; `off` for none) so that a run killed
+    /// by SIGKILL, the OOM killer or a power cut keeps everything up to its last checkpoint
+    /// [default: 10m when the run is stored]
+    #[arg(long, value_name = "TIME|off")]
+    pub checkpoint: Option<String>,
     /// With --trace: `relevant` leaves out what no sample's attribution needs (switches between
     /// two SCHED_OTHER tasks except the last before each recorded event, wake-ups of SCHED_OTHER
     /// tasks; docs/tracing.md) or `all` [default: relevant; all with --policy other]
@@ -191,23 +203,7 @@ pub fn default_flags() -> MeasureFlags {
         .expect("measure flags have defaults")
 }
 
-/// A fully validated run: nothing has been started when this exists.
-pub struct Resolved {
-    pub id: String,
-    /// Resolved capture mechanism (never Auto): Off when untraced.
-    pub trace: rtscope_trace::Mechanism,
-    pub trace_file: Option<PathBuf>,
-    /// What the capture keeps (`--trace-keep`).
-    pub trace_keep: rtscope_trace::Keep,
-    /// `--bound`: the time-to-bound series length.
-    pub bound_points: Option<u32>,
-    pub loads: Option<(Vec<rtscope_load::LoadKind>, rtscope_load::LoadOptions)>,
-    pub config: RunConfig,
-    pub spec: MeasureSpec,
-    pub warnings: Vec<String>,
-}
-
-pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> Result<Resolved> {
+pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> Result<Plan> {
     let mut warnings = Vec::new();
     let cpus = common::resolve_cpus("--cpus", f.cpus.as_deref())?;
     check_range("--interval", f.interval, 10, 10_000_000, " us")?;
@@ -336,6 +332,34 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
     if let Some(p) = &f.trace_file {
         check_output("--trace-file", p)?;
     }
+    let trace_file_mode = match f.trace_file_mode.as_str() {
+        "flight" => TraceFileMode::default(),
+        "all" => TraceFileMode::All,
+        other => {
+            return Err(usage!(
+                "--trace-file-mode: must be flight or all; got '{other}'"
+            ))
+        }
+    };
+    let checkpoint = match f.checkpoint.as_deref() {
+        None if f.no_store => None,
+        None => Some(rtscope_session::DEFAULT_CHECKPOINT),
+        Some("off") => None,
+        Some(t) => {
+            if f.no_store {
+                return Err(usage!(
+                    "--checkpoint: checkpoints go to the results store; not with --no-store"
+                ));
+            }
+            let secs = parse_duration("--checkpoint", t)?;
+            if !(1.0..=7.0 * 86400.0).contains(&secs) {
+                return Err(usage!(
+                    "--checkpoint: {t} is out of range (1s ..= 7d, or off)"
+                ));
+            }
+            Some(Duration::from_secs_f64(secs))
+        }
+    };
     let trace_keep_asked = match &f.trace_keep {
         Some(k) => {
             if trace == rtscope_trace::Mechanism::Off {
@@ -354,10 +378,10 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
             "--bound: needs a trace (--trace, --trace=bpf or --trace=tracefs): the bound is computed from the run's kernel events"
         ));
     }
-    // Privileges: RT and DEADLINE policies need root or CAP_SYS_NICE.
-    let privileged = rtscope_probe::sys::is_root()
-        || rtscope_probe::sys::has_capability(rtscope_probe::sys::CAP_SYS_NICE);
-    if !privileged && policy != Policy::Other {
+    // Privileges: one rule for every verb (rtscope_session::privilege).
+    let privs = rtscope_session::privilege::Privileges::current();
+    let privileged = privs.sys_nice;
+    if !privs.allows(policy) {
         if f.allow_unprivileged {
             warnings.push(format!(
                 "not root and no CAP_SYS_NICE: measuring under SCHED_OTHER instead of {} (--allow-unprivileged); the figures are not real-time latencies",
@@ -368,8 +392,8 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
             return Err(anyhow::Error::new(crate::exit::ExitCode(
                 crate::exit::FAILURE,
                 format!(
-                    "error: --policy {} needs root or CAP_SYS_NICE (run with sudo, or `setcap cap_sys_nice,cap_ipc_lock+ep $(command -v rtscope)`, or pass --allow-unprivileged to measure under SCHED_OTHER)",
-                    policy.name()
+                    "error: {}",
+                    rtscope_session::privilege::denied_message(policy)
                 ),
             )));
         }
@@ -398,6 +422,7 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
         },
         interval_us: f.interval,
         distance_us: f.distance,
+        aligned: f.aligned,
         duration_s,
         loops: f.loops,
         timer,
@@ -414,8 +439,8 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
         trace: trace.name().into(),
         tags: tags.clone(),
     };
-    let tracing = trace != rtscope_trace::Mechanism::Off;
-    let mut spec = MeasureSpec::from_config(&config, f.raw.is_some() || tracing);
+    // Whether samples are streamed is the session's decision (trace, --raw, view, checkpoints).
+    let mut spec = MeasureSpec::from_config(&config, false);
     if !privileged {
         // Unprivileged mlockall of a whole run's buffers usually exceeds RLIMIT_MEMLOCK.
         spec.mlock = false;
@@ -433,414 +458,56 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
         (None, Policy::Other) => rtscope_trace::Keep::All,
         (None, _) => rtscope_trace::Keep::Relevant,
     };
-    Ok(Resolved {
+    Ok(Plan {
         id: common::new_run_id(),
         trace,
         trace_file: f.trace_file.clone(),
+        trace_file_mode,
         trace_keep,
         bound_points: f.bound.then_some(f.bound_points),
         loads,
+        raw_csv: f.raw.clone(),
+        store: (!f.no_store).then(|| StorePlan {
+            db: f.db.clone(),
+            checkpoint,
+        }),
+        outputs: Outputs {
+            json: f.json.clone(),
+            histogram_file: f.histogram_file.clone(),
+            cyclictest_json: f.cyclictest_json.clone(),
+            run_dir: None,
+        },
         config,
         spec,
         warnings,
     })
 }
 
-/// How progress is shown while the threads run.
-pub trait Display {
-    fn tick(&mut self, m: &Measurement, elapsed: Duration, total: Option<Duration>);
-    fn finish(&mut self) {}
-}
-
-pub struct NoDisplay;
-impl Display for NoDisplay {
-    fn tick(&mut self, _: &Measurement, _: Duration, _: Option<Duration>) {}
-}
-
-/// rtscope's live view on a TTY: per-thread cur/min/avg/max and a progress bar with ETA.
-pub struct LiveView {
-    lines: usize,
-    cpus: Vec<u32>,
-}
-
-impl LiveView {
-    pub fn new(cpus: &[u32]) -> Self {
-        LiveView {
-            lines: 0,
-            cpus: cpus.to_vec(),
-        }
+/// Print what a run produced: the summary, the files, where it was stored; a failed output
+/// file is an error (exit 1) after everything else was done.
+pub fn report_outcome(o: &rtscope_session::Outcome, summary: bool) -> Result<()> {
+    if summary {
+        print!("{}", rtscope_report::text::summary(&o.record));
     }
-}
-
-impl Display for LiveView {
-    fn tick(&mut self, m: &Measurement, elapsed: Duration, total: Option<Duration>) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let mut out = String::new();
-        if self.lines > 0 {
-            out.push_str(&format!("\x1b[{}A", self.lines));
-        }
-        let mut n = 0;
-        for (i, l) in m.live.iter().enumerate() {
-            let c = l.cycles.load(Relaxed);
-            let min = l.min_ns.load(Relaxed);
-            let avg = l.sum_ns.load(Relaxed).checked_div(c).unwrap_or(0);
-            out.push_str(&format!(
-                "\x1b[2KCPU {:>3} tid {:>7}  samples {:>10}  cur {:>8.1}  min {:>8.1}  avg {:>8.1}  max {:>9.1} us\n",
-                self.cpus.get(i).copied().unwrap_or(0),
-                l.tid.load(Relaxed),
-                c,
-                l.cur_ns.load(Relaxed) as f64 / 1e3,
-                if min == u64::MAX { 0.0 } else { min as f64 / 1e3 },
-                avg as f64 / 1e3,
-                l.max_ns.load(Relaxed) as f64 / 1e3
-            ));
-            n += 1;
-        }
-        let el = elapsed.as_secs_f64();
-        match total {
-            Some(t) => {
-                let frac = (el / t.as_secs_f64()).clamp(0.0, 1.0);
-                let w = 40;
-                let filled = (frac * w as f64) as usize;
-                out.push_str(&format!(
-                    "\x1b[2K[{}{}] {:>3.0}%  {:.0}/{:.0} s  ETA {:.0} s\n",
-                    "#".repeat(filled),
-                    "-".repeat(w - filled),
-                    frac * 100.0,
-                    el,
-                    t.as_secs_f64(),
-                    (t.as_secs_f64() - el).max(0.0)
-                ));
-            }
-            None => out.push_str(&format!("\x1b[2K{el:.0} s elapsed (Ctrl-C to stop)\n")),
-        }
-        n += 1;
-        self.lines = n;
-        let mut e = std::io::stderr().lock();
-        let _ = e.write_all(out.as_bytes());
-        let _ = e.flush();
+    for w in &o.written {
+        println!("wrote {w}");
     }
-}
-
-pub fn default_display(quiet: bool, cpus: &[u32]) -> Box<dyn Display> {
-    if quiet || !std::io::stderr().is_terminal() {
-        Box::new(NoDisplay)
-    } else {
-        Box::new(LiveView::new(cpus))
-    }
-}
-
-/// Run the probe for a resolved configuration; SIGINT/SIGTERM end it early (results kept,
-/// marked interrupted). Hooks let `run`/loads/trace wrap the measurement.
-pub fn execute(
-    r: &Resolved,
-    display: &mut dyn Display,
-) -> Result<(RunRecord, Vec<rtscope_model::RawSample>)> {
-    common::install_signal_handlers();
-    let started_wall = std::time::SystemTime::now();
-    let mut system = rtscope_probe::system::capture(&r.config.cpus);
-    let steal_before = rtscope_probe::system::steal_ns();
-    // Loads start first (from this long-lived thread: their death signal is tied to it) and get
-    // a moment to reach full intensity before the first sample.
-    let running_loads = match &r.loads {
-        Some((kinds, opts)) => {
-            let l = rtscope_load::start(kinds, opts).map_err(super::load::load_error)?;
-            std::thread::sleep(Duration::from_millis(500));
-            Some(l)
-        }
-        None => None,
-    };
-    let session = if r.trace != rtscope_trace::Mechanism::Off {
-        Some(
-            rtscope_trace::TraceSession::start_with(&r.config.cpus, r.trace, r.trace_keep)
-                .map_err(|e| anyhow::anyhow!("starting the {} capture: {e}", r.trace.name()))?,
-        )
-    } else {
-        None
-    };
-    let t0 = Instant::now();
-    let m = Measurement::start(&r.spec).map_err(|e| anyhow::anyhow!(e))?;
-    let total = r.config.duration_s.map(Duration::from_secs_f64);
-    let mut interrupted = false;
-    loop {
-        std::thread::sleep(Duration::from_millis(100));
-        if common::stop_requested() && !interrupted {
-            interrupted = true;
-            m.request_stop();
-        }
-        if m.all_done() {
-            break;
-        }
-        display.tick(&m, t0.elapsed(), total);
-    }
-    display.tick(&m, t0.elapsed(), total);
-    display.finish();
-    let out = m.join().map_err(|e| anyhow::anyhow!(e));
-    let wall = t0.elapsed().as_secs_f64();
-    let capture = session.map(|s| s.stop());
-    let load_reports = running_loads.map(|l| l.stop()).unwrap_or_default();
-    let out = out?;
-    let steal_after = rtscope_probe::system::steal_ns();
-    rtscope_probe::system::set_steal(&mut system, &steal_before, &steal_after, &r.config.cpus);
-    let mut hygiene = out.hygiene;
-    hygiene.peak_rss_kib = peak_rss_kib();
-    let mut rec = build_record(
-        r,
-        out.threads,
-        out.break_sample,
-        hygiene,
-        system,
-        started_wall,
-        wall,
-        interrupted,
-    );
-    rec.id = r.id.clone();
-    for l in &load_reports {
-        for w in &l.warnings {
-            rec.warnings.push(format!("load {}: {w}", l.kind));
-        }
-    }
-    rec.loads = load_reports;
-    if let Some(capture) = capture {
-        let capture = capture.map_err(|e| anyhow::anyhow!("trace capture: {e}"))?;
-        explain(r, &mut rec, capture, &out.raw)?;
-    }
-    Ok((rec, out.raw))
-}
-
-/// Per-sample attribution of a traced run: the summary goes into the record, the trace (events
-/// and every sample) into the .rtt file when asked.
-fn explain(
-    r: &Resolved,
-    rec: &mut RunRecord,
-    capture: rtscope_trace::Capture,
-    raw: &[rtscope_model::RawSample],
-) -> Result<()> {
-    use rtscope_analysis::attribution::{attribute, AttributionOptions};
-    let lost = capture.lost_total();
-    if lost > 0 {
-        rec.warnings.push(format!(
-            "TRACE LOST EVENTS: {lost} kernel events lost ({:?} per CPU): attribution on those CPUs is incomplete",
-            capture.lost_per_cpu
+    super::print_saved(o.stored.as_ref());
+    if !o.failed_outputs.is_empty() {
+        return Err(anyhow::anyhow!(
+            "could not write {} (the run itself is stored)",
+            o.failed_outputs.join("; ")
         ));
-    }
-    let mut tids: Vec<u32> = raw.iter().map(|s| s.tid).collect();
-    tids.sort_unstable();
-    tids.dedup();
-    let names = capture.names(&tids);
-    let opts = AttributionOptions {
-        tail_threshold_ns: r.config.threshold_us.map(|u| u * 1000),
-        top_n: r.config.worst_n.max(1),
-        lost_per_cpu: capture.lost_per_cpu.iter().map(|(&c, &n)| (c, n)).collect(),
-        steal_ns_per_cpu: capture
-            .steal_ns_per_cpu
-            .iter()
-            .map(|(&c, &n)| (c, n))
-            .collect(),
-        ..Default::default()
-    };
-    let result = attribute(&capture.events, raw, &names, &opts);
-    rec.warnings.extend(result.warnings.iter().cloned());
-    rec.attribution = Some(result.summary);
-    if let Some(points) = r.bound_points {
-        use rtscope_analysis::bound;
-        let bopts = bound::Options::default();
-        match bound::events::traced_run_input(
-            &capture.events,
-            raw,
-            (capture.start_ns, capture.end_ns),
-            &capture.lost_per_cpu,
-            None,
-            Some(points),
-            &bopts,
-        ) {
-            Ok((input, series)) => {
-                let mut report = bound::analyze(&input, &bopts, "trace");
-                report.series = series;
-                rec.bound = Some(report);
-            }
-            Err(e) => rec
-                .warnings
-                .push(format!("--bound: no bound computed: {e}")),
-        }
-    }
-    if let Some(path) = &r.trace_file {
-        let file = capture.into_rtt_named(raw.to_vec(), names);
-        rtscope_trace::write_rtt(path, &file)
-            .map_err(|e| anyhow::anyhow!("--trace-file {}: {e}", path.display()))?;
-        rec.trace_file = Some(path.display().to_string());
     }
     Ok(())
-}
-
-fn peak_rss_kib() -> Option<u64> {
-    // SAFETY: rusage is plain data filled by the kernel.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    (unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0).then_some(ru.ru_maxrss as u64)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn build_record(
-    r: &Resolved,
-    threads: Vec<rtscope_probe::measure::ThreadOutcome>,
-    break_sample: Option<rtscope_model::SampleRef>,
-    hygiene: rtscope_model::Hygiene,
-    system: rtscope_model::SystemInfo,
-    started: std::time::SystemTime,
-    wall_s: f64,
-    interrupted: bool,
-) -> RunRecord {
-    let mut warnings = r.warnings.clone();
-    let mut merged = Histogram::new();
-    let mut overruns = 0;
-    let mut results = Vec::new();
-    for t in threads {
-        merged.merge(&t.recorder.hist);
-        overruns += t.recorder.overruns;
-        let expected_policy = r.config.policy.name();
-        if t.observed.policy != expected_policy {
-            warnings.push(format!(
-                "thread on CPU {} ran under {} although {} was requested",
-                t.cpu, t.observed.policy, expected_policy
-            ));
-        }
-        if let Some(e) = &t.error {
-            warnings.push(format!("thread on CPU {} stopped early: {e}", t.cpu));
-        }
-        let stats = Stats::from_histogram(&t.recorder.hist);
-        results.push(ThreadResult {
-            index: t.index,
-            cpu: if r.config.policy == Policy::Deadline {
-                t.last_cpu
-            } else {
-                t.cpu
-            },
-            tid: t.recorder.tid,
-            observed_policy: t.observed.policy.clone(),
-            observed_priority: t.observed.priority,
-            cycles: t.recorder.cycles,
-            overruns: t.recorder.overruns,
-            stats,
-            worst: t.recorder.worst(),
-            above_threshold: t.recorder.above.clone(),
-            above_threshold_dropped: t.recorder.above_dropped,
-            linear: t.recorder.linear.clone(),
-            histogram: t.recorder.hist,
-        });
-    }
-    let stats = Stats::from_histogram(&merged);
-    if overruns > 0 {
-        warnings.push(format!(
-            "{overruns} periods were missed entirely (overruns); they are counted here, not folded into latency"
-        ));
-    }
-    if merged.clamped() > 0 {
-        warnings.push(format!(
-            "{} samples above 100 s were clamped in the histogram (max is exact)",
-            merged.clamped()
-        ));
-    }
-    if let Some(h) = &system.hypervisor {
-        let steal_ms = system.steal_during_run_ns.unwrap_or(0) as f64 / 1e6;
-        warnings.push(format!(
-            "running under a hypervisor ({h}): host preemption appears as latency with no guest cause; steal time on the measured CPUs during the run: {steal_ms:.1} ms"
-        ));
-    }
-    if stats
-        .percentiles
-        .iter()
-        .any(|p| !p.reliable && p.percent <= 99.99)
-    {
-        warnings.push(format!(
-            "only {} samples: percentiles marked * have fewer than 10 samples above them",
-            stats.samples
-        ));
-    }
-    if interrupted {
-        let sig = match common::stop_signal() {
-            libc::SIGINT => "SIGINT",
-            libc::SIGTERM => "SIGTERM",
-            libc::SIGHUP => "SIGHUP",
-            _ => "a signal",
-        };
-        warnings.push(format!("interrupted by {sig}: partial results"));
-    }
-    let end_reason = if break_sample.is_some() {
-        EndReason::BreakAbove
-    } else if interrupted {
-        EndReason::Interrupted
-    } else {
-        EndReason::Completed
-    };
-    RunRecord {
-        schema_version: rtscope_model::SCHEMA_VERSION,
-        id: String::new(),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_at: common::rfc3339(started),
-        wall_duration_s: wall_s,
-        end_reason,
-        interrupted,
-        break_sample,
-        config: r.config.clone(),
-        system,
-        hygiene,
-        threads: results,
-        histogram: merged,
-        stats,
-        overruns,
-        loads: Vec::new(),
-        attribution: None,
-        bound: None,
-        trace_file: None,
-        warnings,
-        tags: r.config.tags.clone(),
-        bench: None,
-    }
-}
-
-/// Write every requested file (atomically) and return the list of what was written.
-pub fn write_outputs(
-    f: &MeasureFlags,
-    rec: &RunRecord,
-    raw: &[rtscope_model::RawSample],
-) -> Result<Vec<String>> {
-    let mut written = Vec::new();
-    if let Some(p) = &f.json {
-        write_atomic(p, rtscope_report::json::run_record(rec).as_bytes())?;
-        written.push(format!("run record JSON: {}", p.display()));
-    }
-    if let Some(p) = &f.histogram_file {
-        let ct = rtscope_report::cyclictest::from_record(rec, rec.config.linear_max_us);
-        write_atomic(
-            p,
-            rtscope_report::cyclictest::write_histogram(&ct).as_bytes(),
-        )?;
-        written.push(format!("cyclictest histogram: {}", p.display()));
-    }
-    if let Some(p) = &f.cyclictest_json {
-        let ct = rtscope_report::cyclictest::from_record(rec, rec.config.linear_max_us);
-        write_atomic(p, rtscope_report::cyclictest::write_json(&ct).as_bytes())?;
-        written.push(format!("cyclictest JSON: {}", p.display()));
-    }
-    if let Some(p) = &f.raw {
-        write_atomic(p, rtscope_report::json::raw_samples_csv(raw).as_bytes())
-            .with_context(|| format!("--raw {}", p.display()))?;
-        written.push(format!("raw samples CSV: {}", p.display()));
-    }
-    Ok(written)
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let r = resolve(&a.flags, "measure", None)?;
-    let mut display = default_display(a.flags.quiet, &r.config.cpus);
-    let (rec, raw) = execute(&r, display.as_mut())?;
-    let written = write_outputs(&a.flags, &rec, &raw)?;
-    print!("{}", rtscope_report::text::summary(&rec));
-    for w in written {
-        println!("wrote {w}");
-    }
-    if !a.flags.no_store {
-        super::store_record(a.flags.db.as_deref(), &rec)?;
-    }
-    Ok(())
+    let plan = resolve(&a.flags, "measure", None)?;
+    let total = plan.config.duration_s.map(Duration::from_secs_f64);
+    let mut view = rtscope_session::live::default_view(a.flags.quiet, total);
+    let outcome = rtscope_session::execute(&plan, view.as_mut())?;
+    report_outcome(&outcome, true)
 }
+
+

@@ -24,20 +24,27 @@ pub mod trace;
 /// PostgreSQL unreachable or the SQLite file unusable: the run goes to a local fallback file and
 /// the command that imports it later is printed — nothing measured is lost.
 pub fn store_record(db: Option<&str>, rec: &rtscope_model::RunRecord) -> anyhow::Result<()> {
-    match rtscope_store::save_or_fallback(db, rec)? {
-        rtscope_store::Saved::Stored { id, location } => {
+    let saved = rtscope_store::save_or_fallback(db, rec)?;
+    print_saved(Some(&saved));
+    Ok(())
+}
+
+/// Say where a run went: the database, or the fallback file and the command that imports it.
+pub fn print_saved(saved: Option<&rtscope_store::Saved>) {
+    match saved {
+        None => {}
+        Some(rtscope_store::Saved::Stored { id, location }) => {
             println!("stored run {id} in {location}");
         }
-        rtscope_store::Saved::Fallback {
+        Some(rtscope_store::Saved::Fallback {
             path,
             reason,
             import_command,
-        } => {
+        }) => {
             eprintln!(
                 "rtscope: warning: the results database did not take the run ({reason}); kept in {}; store it later with: {import_command}",
                 path.display()
             );
         }
     }
-    Ok(())
 }

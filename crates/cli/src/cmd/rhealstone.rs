@@ -80,6 +80,7 @@ pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunR
             deadline: None,
             interval_us: 0,
             distance_us: 0,
+            aligned: true,
             duration_s: None,
             loops: None,
             timer: TimerMode::AbsNanosleep,
@@ -113,6 +114,7 @@ pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunR
         warnings: info.warnings,
         tags: info.tags,
         bench: Some(bench),
+        checkpoint: None,
     }
 }
 

@@ -90,12 +90,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         eprintln!("no stored runs match (database: {})", store.location());
         return Ok(());
     }
-    let mut rows = vec![[
+    let mut rows: Vec<[String; 12]> = vec![[
         "ID".to_string(),
         "STARTED".into(),
         "HOST".into(),
         "KERNEL".into(),
         "VERB".into(),
+        "STATE".into(),
         "POLICY".into(),
         "SCENARIO".into(),
         "SAMPLES".into(),
@@ -110,6 +111,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             r.hostname.clone(),
             r.kernel_release.clone(),
             r.verb.clone(),
+            run_state(&mut store, r),
             r.policy.clone(),
             r.scenario.clone(),
             r.samples.to_string(),
@@ -124,6 +126,19 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     db::out(&table(&rows))?;
     Ok(())
+}
+
+/// The STATE column: an interim record says whether its run is still going or died after its
+/// last checkpoint (its writer's pid and host are in the record).
+fn run_state(store: &mut rtscope_store::Store, r: &rtscope_store::RunSummary) -> String {
+    if !r.state.starts_with("checkpoint") {
+        return r.state.clone();
+    }
+    let writer = store.get_run(&r.id).ok().and_then(|rec| rec.checkpoint);
+    rtscope_store::run_state(
+        &r.state,
+        writer.as_ref().map(|c| (c.hostname.as_str(), c.pid)),
+    )
 }
 
 /// Left-aligned columns separated by two spaces; control characters from stored strings are

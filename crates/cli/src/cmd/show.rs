@@ -24,12 +24,19 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let mut o = String::new();
     use std::fmt::Write;
     writeln!(o, "run       {}", esc(&rec.id))?;
+    let state = rtscope_store::run_state(
+        &rtscope_store::stored_state(&rec),
+        rec.checkpoint
+            .as_ref()
+            .filter(|_| rec.end_reason == rtscope_model::EndReason::Checkpoint)
+            .map(|c| (c.hostname.as_str(), c.pid)),
+    );
     writeln!(
         o,
-        "started   {}  ({:.1} s, {:?})",
+        "started   {}  ({:.1} s, {})",
         esc(&rec.started_at),
         rec.wall_duration_s,
-        rec.end_reason
+        esc(&state)
     )?;
     writeln!(
         o,

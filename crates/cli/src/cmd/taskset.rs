@@ -813,6 +813,7 @@ fn record(
             deadline: None,
             interval_us: 0,
             distance_us: 0,
+            aligned: true,
             duration_s: Some(res.config.duration_s),
             loops: None,
             timer: TimerMode::AbsNanosleep,
@@ -846,5 +847,6 @@ fn record(
         warnings,
         tags,
         bench: Some(bench::BenchResult::Taskset(res.clone())),
+        checkpoint: None,
     }
 }

@@ -1,0 +1,486 @@
+//! The one run lifecycle. Every verb that runs a measurement (`run`, `measure`, `cyclictest`)
+//! resolves its flags into a [`Plan`] (validated: nothing started) and calls [`execute`], which
+//! does, in this order:
+//!
+//! 1. signals (stop on SIGINT/SIGTERM/SIGHUP, snapshot on SIGUSR2) and the system capture;
+//! 2. the loads, from this long-lived thread (their death signal is tied to it), given half a
+//!    second to reach full intensity;
+//! 3. the kernel capture, then the measurement threads;
+//! 4. the streaming loop, ~10 times a second: drain every thread's sample ring, poll the
+//!    capture, explain every sample whose window the event stream has passed (bounded look-back),
+//!    feed the online bound and the trace file, update the live view, write a checkpoint when due;
+//! 5. the end: join the threads, stop capture and loads, explain what is pending, build the
+//!    record, store it (replacing its checkpoint) and write the files.
+//!
+//! Nothing held here grows with the run's length: samples and events are consumed as they arrive
+//! and only bounded summaries stay (histograms, worst-N with their event windows, per-source
+//! interrupt summaries and arrival curves). What the user asked to keep on disk (`--raw`,
+//! `--trace-file-mode all`) is written as it comes.
+
+pub mod checkpoint;
+pub mod live;
+pub mod mirror;
+pub mod outputs;
+pub mod privilege;
+pub mod record;
+pub mod signals;
+pub mod stream;
+pub mod synth;
+
+pub use live::{LiveSnapshot, ThreadLive, View};
+pub use outputs::Outputs;
+pub use stream::TraceFileMode;
+
+use rtscope_model::{CheckpointInfo, EndReason, RawSample, RunConfig, RunRecord};
+use rtscope_probe::{MeasureSpec, Measurement};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Default interval between checkpoints of a stored run.
+pub const DEFAULT_CHECKPOINT: Duration = Duration::from_secs(600);
+/// How often the orchestrating thread drains, explains and refreshes the view.
+const TICK: Duration = Duration::from_millis(100);
+
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("{0}")]
+    Probe(#[from] rtscope_probe::ProbeError),
+    #[error("starting the {mechanism} capture: {source}")]
+    TraceStart {
+        mechanism: &'static str,
+        source: rtscope_trace::TraceError,
+    },
+    #[error("trace capture: {0}")]
+    Trace(rtscope_trace::TraceError),
+    #[error("{0}")]
+    Load(rtscope_load::LoadError),
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("storing the run: {0}")]
+    Store(String),
+    #[error("--trace-file {path}: {detail}")]
+    TraceFile { path: String, detail: String },
+}
+
+/// Where the run's record goes.
+#[derive(Clone, Debug)]
+pub struct StorePlan {
+    /// SQLite path or postgres:// URL (None: the default SQLite file).
+    pub db: Option<String>,
+    /// Interim records every this long (None: none).
+    pub checkpoint: Option<Duration>,
+}
+
+/// A fully validated run: nothing has been started when this exists.
+pub struct Plan {
+    pub id: String,
+    pub config: RunConfig,
+    pub spec: MeasureSpec,
+    /// Resolved capture mechanism (never Auto): Off when untraced.
+    pub trace: rtscope_trace::Mechanism,
+    pub trace_keep: rtscope_trace::Keep,
+    pub trace_file: Option<PathBuf>,
+    pub trace_file_mode: TraceFileMode,
+    /// `--bound`: points of the time-to-bound series.
+    pub bound_points: Option<u32>,
+    pub loads: Option<(Vec<rtscope_load::LoadKind>, rtscope_load::LoadOptions)>,
+    /// `--raw`: every sample as CSV, streamed to disk.
+    pub raw_csv: Option<PathBuf>,
+    /// None: `--no-store`.
+    pub store: Option<StorePlan>,
+    pub outputs: Outputs,
+    /// Warnings found while resolving (they go into the record).
+    pub warnings: Vec<String>,
+}
+
+/// What a run produced.
+pub struct Outcome {
+    pub record: RunRecord,
+    /// Files written ("what: path").
+    pub written: Vec<String>,
+    /// Where the record was stored, or the fallback file and why.
+    pub stored: Option<rtscope_store::Saved>,
+    /// Output files that could not be written (the record was stored before they were tried).
+    pub failed_outputs: Vec<String>,
+    /// Warnings for the terminal only (already printed once when they happened: none here yet).
+    pub notices: Vec<String>,
+}
+
+/// Run a plan from start to end. `view` shows progress; see [`live::default_view`].
+pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError> {
+    signals::install_handlers();
+    let started_wall = SystemTime::now();
+    let mut system = rtscope_probe::system::capture(&plan.config.cpus);
+    let steal_before = rtscope_probe::system::steal_ns();
+    let running_loads = match &plan.loads {
+        Some((kinds, opts)) => {
+            let l = rtscope_load::start(kinds, opts).map_err(SessionError::Load)?;
+            std::thread::sleep(Duration::from_millis(500));
+            Some(l)
+        }
+        None => None,
+    };
+    let traced = plan.trace != rtscope_trace::Mechanism::Off;
+    let mut capture = if traced {
+        Some(
+            rtscope_trace::TraceSession::start_with(
+                &plan.config.cpus,
+                plan.trace,
+                plan.trace_keep,
+            )
+            .map_err(|source| SessionError::TraceStart {
+                mechanism: plan.trace.name(),
+                source,
+            })?,
+        )
+    } else {
+        None
+    };
+    let mut explain = if traced {
+        Some(stream::Explain::new(plan)?)
+    } else {
+        None
+    };
+    let mut raw_csv = match &plan.raw_csv {
+        Some(p) => Some(
+            outputs::RawCsv::create(p).map_err(|source| SessionError::Io {
+                what: "--raw",
+                path: p.display().to_string(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
+    let mut checkpointer = plan
+        .store
+        .as_ref()
+        .and_then(|s| s.checkpoint.map(|every| (s.db.clone(), every)))
+        .map(|(db, every)| checkpoint::Checkpointer::new(db, every));
+    let streaming =
+        traced || raw_csv.is_some() || view.wants_samples() || checkpointer.is_some();
+    let mut spec = plan.spec.clone();
+    spec.stream = streaming;
+    let mut mirrors: Vec<mirror::Mirror> = spec
+        .cpus
+        .iter()
+        .enumerate()
+        .map(|(i, &cpu)| {
+            mirror::Mirror::new(
+                cpu,
+                spec.interval_ns + i as u64 * spec.distance_ns,
+                &plan.config,
+            )
+        })
+        .collect();
+
+    let t0 = Instant::now();
+    let m = Measurement::start(&spec)?;
+    let total = plan.config.duration_s.map(Duration::from_secs_f64);
+    let mut interrupted = false;
+    let mut batch: Vec<RawSample> = Vec::new();
+    let mut events = Vec::new();
+    let mut notices = Vec::new();
+    let mut failure: Option<SessionError> = None;
+    let mut last_checkpoint: Option<CheckpointInfo> = None;
+    let system0 = system.clone();
+    loop {
+        std::thread::sleep(TICK);
+        if signals::stop_requested() && !interrupted {
+            interrupted = true;
+            m.request_stop();
+        }
+        let done = m.all_done();
+        // Drain after reading `done`: a thread that is done has published its last sample.
+        drain(&m, &mut batch, &mut mirrors);
+        if let Err(e) = feed(
+            &batch,
+            &mut events,
+            capture.as_mut(),
+            explain.as_mut(),
+            raw_csv.as_mut(),
+        ) {
+            // The capture or a file failed mid-run: stop measuring, keep what was measured.
+            failure = Some(e);
+            m.request_stop();
+        }
+        let elapsed = t0.elapsed();
+        let snap = snapshot(
+            &m,
+            &mirrors,
+            elapsed,
+            total,
+            explain.as_ref(),
+            capture.as_ref(),
+            checkpointer.as_ref().map_or(0, |c| c.written),
+        );
+        view.update(&snap);
+        if signals::take_snapshot_request() {
+            eprint!("{}", live::snapshot_text(&snap));
+        }
+        if let Some(cp) = checkpointer.as_mut() {
+            if cp.due(elapsed) && !done {
+                let mut rec = interim_record(plan, &system0, &mirrors, started_wall, elapsed);
+                if let Some(x) = explain.as_ref() {
+                    x.fill_interim(&mut rec);
+                }
+                let info = CheckpointInfo {
+                    number: cp.written + 1,
+                    written_at: record::rfc3339(SystemTime::now()),
+                    elapsed_s: elapsed.as_secs_f64(),
+                    pid: std::process::id(),
+                    hostname: rec.system.hostname.clone(),
+                    interval_s: cp.every().as_secs_f64(),
+                };
+                rec.checkpoint = Some(info.clone());
+                let failed = cp.write(&rec, elapsed);
+                if failed.is_none() && cp.written == info.number {
+                    last_checkpoint = Some(info);
+                }
+                if let Some(e) = failed {
+                    let msg = format!(
+                        "checkpoint not stored ({e}); the run goes on and its record will be written at the end"
+                    );
+                    eprintln!("rtscope: warning: {msg}");
+                    notices.push(msg);
+                }
+            }
+        }
+        if done {
+            break;
+        }
+    }
+    view.finish();
+    let joined = m.join();
+    let wall = t0.elapsed().as_secs_f64();
+    // The threads are gone: anything still in the rings (none unless a thread ended between
+    // the last drain and `done`) was drained above, since rings are drained after `done` read.
+    let stopped_capture = capture.map(|c| c.finish());
+    let load_reports = running_loads.map(|l| l.stop()).unwrap_or_default();
+    let out = joined?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let steal_after = rtscope_probe::system::steal_ns();
+    rtscope_probe::system::set_steal(&mut system, &steal_before, &steal_after, &plan.config.cpus);
+    let mut hygiene = out.hygiene;
+    hygiene.peak_rss_kib = record::peak_rss_kib();
+    let threads: Vec<record::ThreadIn<'_>> = out
+        .threads
+        .iter()
+        .map(|t| record::ThreadIn {
+            index: t.index,
+            cpu: record::reported_cpu(plan.config.policy, t.cpu, t.last_cpu),
+            recorder: &t.recorder,
+            observed_policy: t.observed.policy.clone(),
+            observed_priority: t.observed.priority,
+            error: t.error.clone(),
+        })
+        .collect();
+    let end_reason = if out.break_sample.is_some() {
+        EndReason::BreakAbove
+    } else if interrupted {
+        EndReason::Interrupted
+    } else {
+        EndReason::Completed
+    };
+    let mut rec = record::build(
+        record::RecordIn {
+            id: &plan.id,
+            config: &plan.config,
+            warnings: &plan.warnings,
+            system,
+            hygiene,
+            started_at: record::rfc3339(started_wall),
+            wall_s: wall,
+            end_reason,
+            break_sample: out.break_sample,
+            stop_signal: interrupted.then(signals::stop_signal_name),
+        },
+        &threads,
+    );
+    for l in &load_reports {
+        for w in &l.warnings {
+            rec.warnings.push(format!("load {}: {w}", l.kind));
+        }
+    }
+    rec.loads = load_reports;
+    let dropped: u64 = m_dropped(&mirrors, &rec);
+    if dropped > 0 {
+        rec.warnings.push(format!(
+            "{dropped} samples could not be streamed to the analysis in time (the sample ring was full): they are in the histograms but not explained, not in --raw and not in the trace file"
+        ));
+    }
+    if let Some(c) = stopped_capture {
+        let c = c.map_err(SessionError::Trace)?;
+        if let Some(x) = explain.take() {
+            x.finish(c, &mut rec)?;
+        }
+    }
+    if let Some(w) = raw_csv.take() {
+        let (p, _) = w.finish().map_err(|source| SessionError::Io {
+            what: "--raw",
+            path: plan.raw_csv.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            source,
+        })?;
+        notices.push(format!("raw samples CSV: {}", p.display()));
+    }
+    if let Some(cp) = &checkpointer {
+        if let Some(n) = cp.note() {
+            rec.hygiene.notes.push(n);
+        }
+        rec.checkpoint = last_checkpoint;
+        if let Some(f) = &cp.failure {
+            rec.warnings.push(format!(
+                "checkpoints could not be stored during the run ({f})"
+            ));
+        }
+    }
+    // Store first, then the files: a file that cannot be written never costs the stored run.
+    let stored = match &plan.store {
+        Some(s) => Some(
+            rtscope_store::replace_or_fallback(s.db.as_deref(), &rec)
+                .map_err(|e| SessionError::Store(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let (mut written, failed_outputs) = outputs::write(&plan.outputs, &rec);
+    written.append(&mut notices.into_iter().filter(|n| n.starts_with("raw samples CSV")).collect());
+    Ok(Outcome {
+        record: rec,
+        written,
+        stored,
+        failed_outputs,
+        notices: Vec::new(),
+    })
+}
+
+/// Samples the rings dropped: the threads' own counts against what the mirrors received.
+fn m_dropped(mirrors: &[mirror::Mirror], rec: &RunRecord) -> u64 {
+    if mirrors.iter().all(|m| m.samples() == 0) {
+        return 0;
+    }
+    rec.threads
+        .iter()
+        .zip(mirrors)
+        .map(|(t, m)| t.cycles.saturating_sub(m.samples()))
+        .sum()
+}
+
+fn drain(m: &Measurement, batch: &mut Vec<RawSample>, mirrors: &mut [mirror::Mirror]) {
+    batch.clear();
+    for (ring, mi) in m.rings.iter().zip(mirrors.iter_mut()) {
+        let from = batch.len();
+        ring.drain(batch);
+        for s in &batch[from..] {
+            mi.push(s);
+        }
+    }
+}
+
+/// One tick of the streaming pipeline: samples and events into the analysis and the files.
+fn feed(
+    samples: &[RawSample],
+    events: &mut Vec<rtscope_model::event::Event>,
+    capture: Option<&mut rtscope_trace::TraceSession>,
+    explain: Option<&mut stream::Explain>,
+    raw: Option<&mut outputs::RawCsv>,
+) -> Result<(), SessionError> {
+    if let Some(w) = raw {
+        w.push(samples).map_err(|source| SessionError::Io {
+            what: "--raw",
+            path: String::new(),
+            source,
+        })?;
+    }
+    if let (Some(c), Some(x)) = (capture, explain) {
+        events.clear();
+        c.poll(events).map_err(SessionError::Trace)?;
+        let watermark = c.watermark_ns();
+        x.tick(samples, events, watermark, c)?;
+    }
+    Ok(())
+}
+
+fn snapshot(
+    m: &Measurement,
+    mirrors: &[mirror::Mirror],
+    elapsed: Duration,
+    total: Option<Duration>,
+    explain: Option<&stream::Explain>,
+    capture: Option<&rtscope_trace::TraceSession>,
+    checkpoints: u32,
+) -> LiveSnapshot {
+    LiveSnapshot {
+        elapsed,
+        total,
+        threads: mirrors
+            .iter()
+            .map(|mi| ThreadLive {
+                cpu: mi.rec.cpu,
+                tid: mi.rec.tid,
+                samples: mi.samples(),
+                overruns: mi.rec.overruns,
+                cur_ns: mi.cur_ns,
+                min_ns: if mi.min_ns == u64::MAX { 0 } else { mi.min_ns },
+                avg_ns: mi.avg_ns(),
+                max_ns: mi.max_ns,
+                p999_ns: mi.p999_ns(),
+            })
+            .collect(),
+        dominant_tail_cause: explain.and_then(|x| x.dominant_tail_cause()),
+        events_lost: capture.map(|c| c.lost_so_far().values().sum()),
+        ring_dropped: m.rings.iter().map(|r| r.dropped()).sum(),
+        rss_kib: record::current_rss_kib(),
+        checkpoints,
+    }
+}
+
+/// The record of a run still going, from the mirrors (the threads' own recorders are theirs
+/// until they end).
+fn interim_record(
+    plan: &Plan,
+    system: &rtscope_model::SystemInfo,
+    mirrors: &[mirror::Mirror],
+    started: SystemTime,
+    elapsed: Duration,
+) -> RunRecord {
+    let threads: Vec<record::ThreadIn<'_>> = mirrors
+        .iter()
+        .enumerate()
+        .map(|(i, mi)| record::ThreadIn {
+            index: i as u32,
+            cpu: mi.rec.cpu,
+            recorder: &mi.rec,
+            observed_policy: plan.config.policy.name().to_string(),
+            observed_priority: plan.config.priority as i32,
+            error: None,
+        })
+        .collect();
+    let mut rec = record::build(
+        record::RecordIn {
+            id: &plan.id,
+            config: &plan.config,
+            warnings: &plan.warnings,
+            system: system.clone(),
+            hygiene: rtscope_model::Hygiene {
+                peak_rss_kib: record::peak_rss_kib(),
+                ..Default::default()
+            },
+            started_at: record::rfc3339(started),
+            wall_s: elapsed.as_secs_f64(),
+            end_reason: EndReason::Checkpoint,
+            break_sample: None,
+            stop_signal: None,
+        },
+        &threads,
+    );
+    rec.warnings.push(format!(
+        "interim record (checkpoint at {:.0} s): the run had not finished when this was written",
+        elapsed.as_secs_f64()
+    ));
+    rec
+}

@@ -1,0 +1,227 @@
+//! The files of a run. Every file is written whole or not at all: into a temporary file created
+//! exclusively (O_EXCL, an unpredictable name, so a link planted in a shared directory is never
+//! followed) in the target's directory, synced, then renamed over the target.
+
+use rtscope_model::{RawSample, RunRecord};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Which files a run writes besides the store.
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    /// The RunRecord (rtscope JSON schema).
+    pub json: Option<PathBuf>,
+    /// The histogram in cyclictest's `-h` text format.
+    pub histogram_file: Option<PathBuf>,
+    /// rt-tests' JSON layout.
+    pub cyclictest_json: Option<PathBuf>,
+    /// `rtscope run`'s directory: run.json, histogram.txt, summary.txt, report.html.
+    pub run_dir: Option<PathBuf>,
+}
+
+fn random_hex() -> String {
+    let mut b = [0u8; 8];
+    // SAFETY: getrandom writes at most the buffer's length.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    if n != b.len() as isize {
+        // No entropy source: the clock and the pid still make a name nobody can predict to
+        // the nanosecond, and O_EXCL refuses whatever exists.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64;
+        b = (t ^ ((std::process::id() as u64) << 40)).to_le_bytes();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A new file beside `target`, created exclusively with an unpredictable name.
+pub fn create_temp_beside(target: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let stem = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let mut last = None;
+    for _ in 0..8 {
+        let p = dir.join(format!(".{stem}.{}.tmp", random_hex()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&p)
+        {
+            Ok(f) => return Ok((f, p)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name")))
+}
+
+/// Write `data` to `p` atomically (see the module comment).
+pub fn write_atomic(p: &Path, data: &[u8]) -> std::io::Result<()> {
+    let (mut f, tmp) = create_temp_beside(p)?;
+    let r = f
+        .write_all(data)
+        .and_then(|_| f.sync_data())
+        .and_then(|_| std::fs::rename(&tmp, p));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
+/// Write every requested file; returns what was written, and the first failure (after trying
+/// every file, so one bad path does not cost the others).
+pub fn write(o: &Outputs, rec: &RunRecord) -> (Vec<String>, Vec<String>) {
+    let mut written = Vec::new();
+    let mut failed = Vec::new();
+    let mut put = |what: &str, p: &Path, data: &[u8]| match write_atomic(p, data) {
+        Ok(()) => written.push(format!("{what}: {}", p.display())),
+        Err(e) => failed.push(format!("{what} {}: {e}", p.display())),
+    };
+    let json = rtscope_report::json::run_record(rec);
+    let hist = || {
+        let ct = rtscope_report::cyclictest::from_record(rec, rec.config.linear_max_us);
+        rtscope_report::cyclictest::write_histogram(&ct)
+    };
+    if let Some(p) = &o.json {
+        put("run record JSON", p, json.as_bytes());
+    }
+    if let Some(p) = &o.histogram_file {
+        put("cyclictest histogram", p, hist().as_bytes());
+    }
+    if let Some(p) = &o.cyclictest_json {
+        let ct = rtscope_report::cyclictest::from_record(rec, rec.config.linear_max_us);
+        put(
+            "cyclictest JSON",
+            p,
+            rtscope_report::cyclictest::write_json(&ct).as_bytes(),
+        );
+    }
+    if let Some(dir) = &o.run_dir {
+        put("run record JSON", &dir.join("run.json"), json.as_bytes());
+        put("cyclictest histogram", &dir.join("histogram.txt"), hist().as_bytes());
+        let summary = rtscope_report::text::summary(rec);
+        put("summary", &dir.join("summary.txt"), summary.as_bytes());
+        let report = rtscope_report::html::build(
+            std::slice::from_ref(rec),
+            &rtscope_report::html::ReportOptions {
+                title: format!("rtscope run {}", rec.id),
+                generated_at: crate::record::rfc3339(std::time::SystemTime::now()),
+                command: rec.config.cmdline.join(" "),
+            },
+        );
+        put("HTML report", &dir.join("report.html"), report.html.as_bytes());
+    }
+    (written, failed)
+}
+
+/// `--raw`: every sample as CSV, written as the run goes (constant memory), renamed into place
+/// at the end.
+pub struct RawCsv {
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    tmp: PathBuf,
+    target: PathBuf,
+    rows: u64,
+}
+
+impl RawCsv {
+    pub fn create(target: &Path) -> std::io::Result<RawCsv> {
+        let (f, tmp) = create_temp_beside(target)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
+        out.write_all(b"cpu,tid,cycle,expected_ns,latency_ns\n")?;
+        Ok(RawCsv {
+            out: Some(out),
+            tmp,
+            target: target.to_path_buf(),
+            rows: 0,
+        })
+    }
+
+    pub fn push(&mut self, samples: &[RawSample]) -> std::io::Result<()> {
+        let Some(out) = self.out.as_mut() else {
+            return Ok(());
+        };
+        for r in samples {
+            writeln!(
+                out,
+                "{},{},{},{},{}",
+                r.cpu, r.tid, r.cycle, r.expected_ns, r.latency_ns
+            )?;
+        }
+        self.rows += samples.len() as u64;
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> std::io::Result<(PathBuf, u64)> {
+        let out = self
+            .out
+            .take()
+            .ok_or_else(|| std::io::Error::other("raw CSV already finished"))?;
+        out.into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.sync_data())
+            .and_then(|_| std::fs::rename(&self.tmp, &self.target))?;
+        // Renamed: nothing for Drop to remove.
+        self.tmp = PathBuf::new();
+        Ok((self.target.clone(), self.rows))
+    }
+}
+
+impl Drop for RawCsv {
+    fn drop(&mut self) {
+        // Not finished (the run failed): no half file is left behind.
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_leaves_only_the_target() {
+        let d = tempfile::tempdir().unwrap();
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let target = d.path().join("out.json");
+        write_atomic(&target, b"new").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        // Only the target is left: the temporary was renamed.
+        let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+        assert_eq!(names.len(), 2);
+    }
+
+    #[test]
+    fn raw_csv_streams_and_renames() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("raw.csv");
+        let mut w = RawCsv::create(&target).unwrap();
+        w.push(&[RawSample {
+            cpu: 1,
+            tid: 2,
+            cycle: 3,
+            expected_ns: 4,
+            latency_ns: 5,
+        }])
+        .unwrap();
+        assert!(!target.exists());
+        let (_, rows) = w.finish().unwrap();
+        assert_eq!(rows, 1);
+        assert_eq!(
+            std::fs::read_to_string(&target).unwrap(),
+            "cpu,tid,cycle,expected_ns,latency_ns\n1,2,3,4,5\n"
+        );
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+}

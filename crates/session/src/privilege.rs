@@ -1,0 +1,40 @@
+//! Who may run what: real-time and DEADLINE policies need root or CAP_SYS_NICE, locking a run's
+//! memory needs CAP_IPC_LOCK (or a large RLIMIT_MEMLOCK). One rule for every verb.
+
+use rtscope_model::Policy;
+
+/// What the caller may do, read once before anything starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Privileges {
+    pub root: bool,
+    pub sys_nice: bool,
+    pub ipc_lock: bool,
+}
+
+impl Privileges {
+    pub fn current() -> Privileges {
+        use rtscope_probe::sys;
+        let root = sys::is_root();
+        Privileges {
+            root,
+            sys_nice: root || sys::has_capability(sys::CAP_SYS_NICE),
+            ipc_lock: root || sys::has_capability(CAP_IPC_LOCK),
+        }
+    }
+
+    /// May threads be given `policy`?
+    pub fn allows(&self, policy: Policy) -> bool {
+        policy == Policy::Other || self.sys_nice
+    }
+}
+
+/// linux/capability.h
+const CAP_IPC_LOCK: u32 = 14;
+
+/// The one message for a policy the caller may not use.
+pub fn denied_message(policy: Policy) -> String {
+    format!(
+        "--policy {} needs root or CAP_SYS_NICE (run with sudo, or `setcap cap_sys_nice,cap_ipc_lock+ep $(command -v rtscope)`, or pass --allow-unprivileged to measure under SCHED_OTHER)",
+        policy.name()
+    )
+}

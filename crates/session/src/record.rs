@@ -1,0 +1,176 @@
+//! The RunRecord of a run: from the threads' own recorders at the end, or from the mirrors at a
+//! checkpoint. One builder for both, so an interim record and the final one have the same shape.
+
+use rtscope_model::{
+    EndReason, Histogram, Policy, RunConfig, RunRecord, SampleRef, Stats, SystemInfo,
+    ThreadResult,
+};
+use rtscope_probe::recorder::Recorder;
+
+/// One thread as the builder needs it.
+pub struct ThreadIn<'a> {
+    pub index: u32,
+    /// The CPU reported: the pinned one, or the last one for unpinned DEADLINE threads.
+    pub cpu: u32,
+    pub recorder: &'a Recorder,
+    pub observed_policy: String,
+    pub observed_priority: i32,
+    pub error: Option<String>,
+}
+
+pub struct RecordIn<'a> {
+    pub id: &'a str,
+    pub config: &'a RunConfig,
+    pub warnings: &'a [String],
+    pub system: SystemInfo,
+    pub hygiene: rtscope_model::Hygiene,
+    pub started_at: String,
+    pub wall_s: f64,
+    pub end_reason: EndReason,
+    pub break_sample: Option<SampleRef>,
+    /// "SIGINT", … when the run was interrupted.
+    pub stop_signal: Option<&'static str>,
+}
+
+pub fn build(r: RecordIn<'_>, threads: &[ThreadIn<'_>]) -> RunRecord {
+    let mut warnings = r.warnings.to_vec();
+    let mut merged = Histogram::new();
+    let mut overruns = 0;
+    let mut results = Vec::with_capacity(threads.len());
+    let expected_policy = r.config.policy.name();
+    for t in threads {
+        let rec = t.recorder;
+        merged.merge(&rec.hist);
+        overruns += rec.overruns;
+        if t.observed_policy != expected_policy {
+            warnings.push(format!(
+                "thread on CPU {} ran under {} although {} was requested",
+                t.cpu, t.observed_policy, expected_policy
+            ));
+        }
+        if let Some(e) = &t.error {
+            warnings.push(format!("thread on CPU {} stopped early: {e}", t.cpu));
+        }
+        results.push(ThreadResult {
+            index: t.index,
+            cpu: t.cpu,
+            tid: rec.tid,
+            observed_policy: t.observed_policy.clone(),
+            observed_priority: t.observed_priority,
+            cycles: rec.cycles,
+            overruns: rec.overruns,
+            stats: Stats::from_histogram(&rec.hist),
+            worst: rec.worst(),
+            above_threshold: rec.above.clone(),
+            above_threshold_dropped: rec.above_dropped,
+            linear: rec.linear.clone(),
+            histogram: rec.hist.clone(),
+        });
+    }
+    let stats = Stats::from_histogram(&merged);
+    if overruns > 0 {
+        warnings.push(format!(
+            "{overruns} periods were missed entirely (overruns); they are counted here, not folded into latency"
+        ));
+    }
+    if merged.clamped() > 0 {
+        warnings.push(format!(
+            "{} samples above 100 s were clamped in the histogram (max is exact)",
+            merged.clamped()
+        ));
+    }
+    if let Some(h) = &r.system.hypervisor {
+        let steal_ms = r.system.steal_during_run_ns.unwrap_or(0) as f64 / 1e6;
+        warnings.push(format!(
+            "running under a hypervisor ({h}): host preemption appears as latency with no guest cause; steal time on the measured CPUs during the run: {steal_ms:.1} ms"
+        ));
+    }
+    if stats
+        .percentiles
+        .iter()
+        .any(|p| !p.reliable && p.percent <= 99.99)
+    {
+        warnings.push(format!(
+            "only {} samples: percentiles marked * have fewer than 10 samples above them",
+            stats.samples
+        ));
+    }
+    if let Some(sig) = r.stop_signal {
+        warnings.push(format!("interrupted by {sig}: partial results"));
+    }
+    let interrupted = matches!(r.end_reason, EndReason::Interrupted);
+    RunRecord {
+        schema_version: rtscope_model::SCHEMA_VERSION,
+        id: r.id.to_string(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: r.started_at,
+        wall_duration_s: r.wall_s,
+        end_reason: r.end_reason,
+        interrupted,
+        break_sample: r.break_sample,
+        config: r.config.clone(),
+        system: r.system,
+        hygiene: r.hygiene,
+        threads: results,
+        histogram: merged,
+        stats,
+        overruns,
+        loads: Vec::new(),
+        attribution: None,
+        bound: None,
+        trace_file: None,
+        warnings,
+        tags: r.config.tags.clone(),
+        bench: None,
+        checkpoint: None,
+    }
+}
+
+/// The CPU a thread is reported on.
+pub fn reported_cpu(policy: Policy, pinned: u32, last: u32) -> u32 {
+    if policy == Policy::Deadline {
+        last
+    } else {
+        pinned
+    }
+}
+
+/// RFC 3339 UTC timestamp of a SystemTime (civil-from-days; no timezone database needed).
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = if month <= 2 { y + 1 } else { y };
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
+/// Peak resident set of this process, KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    // SAFETY: rusage is plain data filled by the kernel.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    (unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0).then_some(ru.ru_maxrss as u64)
+}
+
+/// Current resident set of this process, KiB (/proc/self/statm).
+pub fn current_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    Some(pages * page / 1024)
+}

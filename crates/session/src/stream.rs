@@ -1,0 +1,392 @@
+//! The streaming analysis of a traced run: samples and kernel events in as they arrive, every
+//! sample explained once its CPU's event stream has passed its window, the online bound fed,
+//! the trace file written as the run goes (a flight recorder by default). Everything here holds
+//! bounded state; see the crate comment.
+
+use crate::SessionError;
+use rtscope_analysis::attribution::{AttributionOptions, KeptWindow, StreamingAttribution};
+use rtscope_analysis::bound::online::{Grid, OnlineBound};
+use rtscope_model::event::{Event, EventKind, NameTables};
+use rtscope_model::{RawSample, RunRecord};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+pub use rtscope_trace::flight::TraceFileMode;
+
+/// Events kept per CPU before the oldest pending sample: the context a kept window carries
+/// (the switch that put the current task on the CPU, an interrupt still open at E).
+const LOOKBACK_NS: u64 = 2_000_000;
+/// Names learned from /proc for tasks the capture saw switching in, at most this many (pids are
+/// recycled; a long run under `--load exec` sees millions).
+const PROC_NAMES_CAP: usize = 16_384;
+
+pub struct Explain {
+    attr: StreamingAttribution,
+    bound: Option<OnlineBound>,
+    writer: Option<rtscope_trace::flight::RttWriter>,
+    trace_file: Option<PathBuf>,
+    names: NameTables,
+    proc_names: BTreeMap<u32, String>,
+    names_refreshed_ns: u64,
+    /// When the next point of the time-to-bound series is due (simulated or real monotonic ns).
+    next_point_ns: u64,
+    point_every_ns: u64,
+    first_ts_ns: Option<u64>,
+    /// Writing the trace file failed: the run goes on untraced-to-disk, and says so.
+    writer_error: Option<String>,
+}
+
+impl Explain {
+    pub fn new(plan: &crate::Plan) -> Result<Explain, SessionError> {
+        let writer = match &plan.trace_file {
+            Some(p) => Some(
+                rtscope_trace::flight::RttWriter::create(p, plan.trace_file_mode, &plan.config.cpus)
+                    .map_err(|e| SessionError::TraceFile {
+                        path: p.display().to_string(),
+                        detail: e.to_string(),
+                    })?,
+            ),
+            None => None,
+        };
+        let mut x = Explain::offline(
+            &plan.config.cpus,
+            plan.config.worst_n,
+            plan.config.threshold_us.map(|u| u * 1000),
+            plan.bound_points,
+            plan.config.duration_s,
+        );
+        x.writer = writer;
+        x.trace_file = plan.trace_file.clone();
+        x.names.irqs = rtscope_trace::sys::irq_names(&rtscope_trace::sys::read_interrupts());
+        Ok(x)
+    }
+
+    /// The pipeline without a kernel or a file (the replay benchmark, tests).
+    pub fn offline(
+        cpus: &[u32],
+        worst_n: usize,
+        tail_threshold_ns: Option<u64>,
+        bound_points: Option<u32>,
+        duration_s: Option<f64>,
+    ) -> Explain {
+        let opts = AttributionOptions {
+            tail_threshold_ns,
+            top_n: worst_n.max(1),
+            ..Default::default()
+        };
+        // The time-to-bound series: a point every duration/points (or every 10 s for open-ended
+        // runs); the online series decimates itself, so any run length stays bounded.
+        let points = bound_points.unwrap_or(60).max(1);
+        let every = duration_s
+            .map(|d| (d * 1e9 / points as f64) as u64)
+            .unwrap_or(10_000_000_000)
+            .max(100_000_000);
+        Explain {
+            attr: StreamingAttribution::new(opts, LOOKBACK_NS),
+            bound: bound_points.map(|_| OnlineBound::new(cpus, Grid::default())),
+            writer: None,
+            trace_file: None,
+            names: NameTables::default(),
+            proc_names: BTreeMap::new(),
+            names_refreshed_ns: 0,
+            next_point_ns: 0,
+            point_every_ns: every,
+            first_ts_ns: None,
+            writer_error: None,
+        }
+    }
+
+    pub fn set_names(&mut self, names: NameTables) {
+        self.names = names;
+    }
+
+    /// One step: samples and events delivered since the last, and the capture's watermark (all
+    /// events before it have been delivered).
+    pub fn tick(
+        &mut self,
+        samples: &[RawSample],
+        events: &[Event],
+        watermark_ns: u64,
+        capture: &mut rtscope_trace::TraceSession,
+    ) -> Result<(), SessionError> {
+        // Names: the capture's (the BPF comm map) once a second, /proc for tasks seen switching
+        // in that it does not know yet.
+        if watermark_ns >= self.names_refreshed_ns + 1_000_000_000 {
+            self.names.comms = capture.comms();
+            self.names_refreshed_ns = watermark_ns;
+        }
+        self.learn_names(events);
+        self.step(samples, events, watermark_ns)
+    }
+
+    /// [`Explain::tick`] without a capture (names as set).
+    pub fn step(
+        &mut self,
+        samples: &[RawSample],
+        events: &[Event],
+        watermark_ns: u64,
+    ) -> Result<(), SessionError> {
+        if self.first_ts_ns.is_none() {
+            self.first_ts_ns = samples
+                .iter()
+                .map(|s| s.expected_ns)
+                .chain(events.iter().map(|e| e.ts_ns))
+                .min();
+            if let Some(t) = self.first_ts_ns {
+                self.next_point_ns = t + self.point_every_ns;
+            }
+        }
+        self.attr.push_samples(samples);
+        self.attr.push_events(events);
+        if let Some(b) = self.bound.as_mut() {
+            b.push_events(events);
+        }
+        if let Some(w) = self.writer.as_mut() {
+            let r = w.on_events(events).and_then(|_| w.on_samples(samples));
+            if let Err(e) = r {
+                self.writer_error = Some(e.to_string());
+                self.writer = None;
+            }
+        }
+        let Explain {
+            attr,
+            bound,
+            writer,
+            names,
+            writer_error,
+            ..
+        } = self;
+        let mut keep = |k: KeptWindow| keep_window(writer, writer_error, &k);
+        attr.advance_observed(watermark_ns, names, &mut keep, &mut |_, a| {
+            if let Some(b) = bound.as_mut() {
+                b.push_sample(a.cpu, a.latency_ns, non_interrupt_ns(a));
+            }
+        });
+        if let Some(b) = self.bound.as_mut() {
+            while self.next_point_ns > 0 && watermark_ns >= self.next_point_ns {
+                b.record_point(self.next_point_ns, &rtscope_analysis::bound::Options::default());
+                self.next_point_ns += self.point_every_ns;
+            }
+        }
+        Ok(())
+    }
+
+    fn learn_names(&mut self, events: &[Event]) {
+        for e in events {
+            if let EventKind::Switch { next_pid, .. } = e.kind {
+                if next_pid != 0
+                    && !self.names.comms.contains_key(&next_pid)
+                    && !self.proc_names.contains_key(&next_pid)
+                {
+                    if self.proc_names.len() >= PROC_NAMES_CAP {
+                        self.proc_names.clear();
+                    }
+                    let c = rtscope_trace::sys::comm_of(next_pid)
+                        .unwrap_or_else(|| format!("pid{next_pid}"));
+                    self.proc_names.insert(next_pid, c);
+                }
+            }
+        }
+        for (p, c) in &self.proc_names {
+            self.names.comms.entry(*p).or_insert_with(|| c.clone());
+        }
+    }
+
+    pub fn dominant_tail_cause(&self) -> Option<(String, f64)> {
+        self.attr.dominant_tail_cause()
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.attr.heap_bytes() + self.bound.as_ref().map_or(0, |b| b.heap_bytes())
+    }
+
+    /// The explanation so far into an interim record.
+    pub fn fill_interim(&self, rec: &mut RunRecord) {
+        let r = self.attr.snapshot(&self.names);
+        rec.attribution = Some(r.summary);
+        if let Some(b) = &self.bound {
+            let mut report = b.report(&rtscope_analysis::bound::Options::default());
+            report.series = b.series();
+            rec.bound = Some(report);
+        }
+        if let Some(p) = &self.trace_file {
+            rec.trace_file = Some(p.display().to_string());
+        }
+    }
+
+    /// End of the run: explain what is pending, finish the trace file, fill the record.
+    pub fn finish(
+        mut self,
+        capture: rtscope_trace::Capture,
+        rec: &mut RunRecord,
+    ) -> Result<(), SessionError> {
+        // What the capture delivered after the last poll.
+        let mut tids: Vec<u32> = rec.threads.iter().map(|t| t.tid).collect();
+        tids.sort_unstable();
+        tids.dedup();
+        for (p, c) in &capture.comms {
+            self.names.comms.insert(*p, c.clone());
+        }
+        self.learn_names(&capture.events);
+        for &t in &tids {
+            if let Some(c) = rtscope_trace::sys::comm_of(t) {
+                self.names.comms.entry(t).or_insert(c);
+            }
+        }
+        self.step(&[], &capture.events, u64::MAX)?;
+        let lost = capture.lost_total();
+        if lost > 0 {
+            rec.warnings.push(format!(
+                "TRACE LOST EVENTS: {lost} kernel events lost ({:?} per CPU): attribution on those CPUs is incomplete",
+                capture.lost_per_cpu
+            ));
+        }
+        self.attr.set_loss_and_steal(
+            capture.lost_per_cpu.iter().map(|(&c, &n)| (c, n)).collect(),
+            capture
+                .steal_ns_per_cpu
+                .iter()
+                .map(|(&c, &n)| (c, n))
+                .collect(),
+        );
+        let Explain {
+            attr,
+            bound,
+            mut writer,
+            names,
+            mut writer_error,
+            trace_file,
+            ..
+        } = self;
+        let mut keep = |k: KeptWindow| keep_window(&mut writer, &mut writer_error, &k);
+        let mut bound = bound;
+        let result = attr.finish_observed(&names, &mut keep, &mut |_, a| {
+            if let Some(b) = bound.as_mut() {
+                b.push_sample(a.cpu, a.latency_ns, non_interrupt_ns(a));
+            }
+        });
+        rec.warnings.extend(result.warnings.iter().cloned());
+        rec.attribution = Some(result.summary);
+        if let Some(mut b) = bound {
+            b.set_lost(&capture.lost_per_cpu);
+            let opts = rtscope_analysis::bound::Options::default();
+            b.record_point(capture.end_ns, &opts);
+            let mut report = b.report(&opts);
+            report.series = b.series();
+            rec.bound = Some(report);
+        }
+        if let (Some(w), Some(p)) = (writer, &trace_file) {
+            let meta = rtscope_trace::RttMeta {
+                tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                mechanism: capture.mechanism.name().to_string(),
+                cpus: capture.cpus.clone(),
+                start_ns: capture.start_ns,
+                end_ns: capture.end_ns,
+                kernel: rtscope_trace::sys::kernel_release(),
+                hostname: rtscope_trace::sys::hostname(),
+                lost_per_cpu: capture.lost_per_cpu.clone(),
+                steal_ns_per_cpu: capture.steal_ns_per_cpu.clone(),
+                kernel_bytes: capture.kernel_bytes,
+                notes: capture.notes.clone(),
+                keep: capture.keep.name().to_string(),
+                filtered_events: capture.filtered,
+                ..Default::default()
+            };
+            match w.finish(meta, &names) {
+                Ok(_) => rec.trace_file = Some(p.display().to_string()),
+                Err(e) => writer_error = Some(e.to_string()),
+            }
+        }
+        if let Some(e) = writer_error {
+            rec.warnings.push(format!(
+                "the trace file could not be written ({e}): the run's explanation is in the record only"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A sample's latency minus the time interrupt handlers ran inside its window: the fallback for
+/// the bound's thread terms on kernels without preemptirq tracepoints (an estimate).
+fn non_interrupt_ns(a: &rtscope_analysis::attribution::SampleAttribution) -> u64 {
+    let irq: u64 = a
+        .parts
+        .iter()
+        .filter(|(c, _)| {
+            c == rtscope_analysis::attribution::TIMER_HANDLER
+                || c == rtscope_analysis::attribution::NMI
+                || c.starts_with("irq:")
+                || c.starts_with("softirq:")
+                || c.starts_with("vector:")
+        })
+        .map(|p| p.1)
+        .sum();
+    a.latency_ns.saturating_sub(irq)
+}
+
+/// An empty record to fill offline (the replay benchmark).
+pub fn empty_record() -> RunRecord {
+    let config = rtscope_model::RunConfig {
+        verb: "replay".into(),
+        cmdline: Vec::new(),
+        cpus: Vec::new(),
+        policy: rtscope_model::Policy::Fifo,
+        priority: 95,
+        nice: 0,
+        deadline: None,
+        interval_us: 1000,
+        distance_us: 0,
+        aligned: false,
+        duration_s: None,
+        loops: None,
+        timer: rtscope_model::TimerMode::AbsNanosleep,
+        clock: rtscope_model::ClockId::Monotonic,
+        hold_cpu_dma_latency: false,
+        break_above_us: None,
+        threshold_us: None,
+        worst_n: 10,
+        linear_max_us: 10_000,
+        loads: Vec::new(),
+        trace: "replay".into(),
+        tags: Default::default(),
+    };
+    crate::record::build(
+        crate::record::RecordIn {
+            id: "replay",
+            config: &config,
+            warnings: &[],
+            system: Default::default(),
+            hygiene: Default::default(),
+            started_at: crate::record::rfc3339(std::time::UNIX_EPOCH),
+            wall_s: 0.0,
+            end_reason: rtscope_model::EndReason::Completed,
+            break_sample: None,
+            stop_signal: None,
+        },
+        &[],
+    )
+}
+
+impl Explain {
+    /// End of an offline run (no capture): explain what is pending and fill the record.
+    pub fn finish_offline(self, end_ns: u64, rec: &mut RunRecord) {
+        let capture = rtscope_trace::Capture {
+            end_ns,
+            ..Default::default()
+        };
+        let _ = self.finish(capture, rec);
+    }
+}
+
+fn keep_window(
+    writer: &mut Option<rtscope_trace::flight::RttWriter>,
+    err: &mut Option<String>,
+    k: &KeptWindow,
+) {
+    if let Some(w) = writer.as_mut() {
+        if let Err(e) = w.keep_window(&k.sample, &k.reasons, &k.events, k.from_ns, k.to_ns) {
+            *err = Some(e.to_string());
+            *writer = None;
+        }
+    }
+}

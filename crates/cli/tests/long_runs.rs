@@ -33,7 +33,11 @@ fn runs_json(db: &Path) -> serde_json::Value {
         .arg(db)
         .output()
         .expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("runs --json")
 }
 
@@ -51,7 +55,16 @@ fn checkpoint_survives_sigkill() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("results.db");
     let mut child = Command::new(bin())
-        .args(["measure", "-D", "60s", "-q", "--trace", "--checkpoint", "2s", "--db"])
+        .args([
+            "measure",
+            "-D",
+            "60s",
+            "-q",
+            "--trace",
+            "--checkpoint",
+            "2s",
+            "--db",
+        ])
         .arg(&db)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -174,14 +187,26 @@ fn traced_rss(secs: u32, dir: &Path) -> (u64, serde_json::Value, u64) {
     let json = dir.join(format!("r{secs}.json"));
     let rtt = dir.join(format!("t{secs}.rtt"));
     let out = Command::new(bin())
-        .args(["measure", "-i", "100", "-q", "--no-store", "--trace", "--bound"])
+        .args([
+            "measure",
+            "-i",
+            "100",
+            "-q",
+            "--no-store",
+            "--trace",
+            "--bound",
+        ])
         .args(["-D", &format!("{secs}s"), "--json"])
         .arg(&json)
         .arg("--trace-file")
         .arg(&rtt)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rec: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rss = rec["hygiene"]["peak_rss_kib"].as_u64().unwrap();
@@ -204,8 +229,8 @@ fn memory_and_trace_file_do_not_grow_with_the_run() {
     assert!(long < 64 * 1024, "peak RSS {long} KiB");
     // Every sample explained, the bound computed.
     let a = &rec["attribution"];
-    let explained = a["samples_attributed"].as_u64().unwrap()
-        + a["samples_unattributed"].as_u64().unwrap();
+    let explained =
+        a["samples_attributed"].as_u64().unwrap() + a["samples_unattributed"].as_u64().unwrap();
     assert!(explained * 100 >= samples * 99, "{explained} of {samples}");
     assert!(rec["bound"].is_object());
     // The flight recorder holds windows, not the run.
@@ -219,6 +244,10 @@ fn memory_and_trace_file_do_not_grow_with_the_run() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&an.stdout);
-    assert!(an.status.success(), "{}", String::from_utf8_lossy(&an.stderr));
+    assert!(
+        an.status.success(),
+        "{}",
+        String::from_utf8_lossy(&an.stderr)
+    );
     assert!(text.contains("flight recorder"), "{text}");
 }

@@ -515,10 +515,18 @@ fn bad_input_table() {
         (&["measure", "--checkpoint", "0s"], "--checkpoint"),
         (&["measure", "--checkpoint", "soon"], "--checkpoint"),
         (&["measure", "--checkpoint", "9d"], "--checkpoint"),
-        (&["measure", "--checkpoint", "5m", "--no-store"], "--checkpoint"),
+        (
+            &["measure", "--checkpoint", "5m", "--no-store"],
+            "--checkpoint",
+        ),
         (&["measure", "--trace-file", "x.rtt"], "--trace-file"),
         (
-            &["measure", "--trace", "--trace-file", "/nonexistent/dir/t.rtt"],
+            &[
+                "measure",
+                "--trace",
+                "--trace-file",
+                "/nonexistent/dir/t.rtt",
+            ],
             "--trace-file",
         ),
         (

@@ -276,7 +276,10 @@ impl Measurement {
         }
         let mut hyg = self.hygiene.clone();
         hyg.prefaulted_stack_bytes = PREFAULT_STACK_BYTES as u64;
-        hyg.prefaulted_heap_bytes = threads.iter().map(|t| t.recorder.footprint_bytes()).sum::<u64>()
+        hyg.prefaulted_heap_bytes = threads
+            .iter()
+            .map(|t| t.recorder.footprint_bytes())
+            .sum::<u64>()
             + self
                 .rings
                 .iter()

@@ -47,8 +47,9 @@ impl SampleRing {
     /// every slot written once so that the memory is resident before the loop (mlockall).
     pub fn new(min_capacity: usize) -> SampleRing {
         let cap = min_capacity.max(1024).next_power_of_two();
-        let slots: Box<[UnsafeCell<RawSample>]> =
-            (0..cap).map(|_| UnsafeCell::new(RawSample::default())).collect();
+        let slots: Box<[UnsafeCell<RawSample>]> = (0..cap)
+            .map(|_| UnsafeCell::new(RawSample::default()))
+            .collect();
         SampleRing {
             slots,
             mask: cap as u64 - 1,

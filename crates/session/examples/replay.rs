@@ -46,7 +46,10 @@ fn main() {
     let per_hour = 36_000u64;
     let (mut samples, mut events) = (Vec::new(), Vec::new());
     let t0 = Instant::now();
-    println!("# replay: {hours} h x {cpus} CPUs x {} Hz, generated stream, 100 ms steps", 1_000_000 / interval_us);
+    println!(
+        "# replay: {hours} h x {cpus} CPUs x {} Hz, generated stream, 100 ms steps",
+        1_000_000 / interval_us
+    );
     println!("# hour  wall_s  samples  events  peak_rss_MiB  analysis_heap_MiB");
     for i in 1..=steps {
         samples.clear();

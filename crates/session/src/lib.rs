@@ -127,15 +127,11 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
     let traced = plan.trace != rtscope_trace::Mechanism::Off;
     let mut capture = if traced {
         Some(
-            rtscope_trace::TraceSession::start_with(
-                &plan.config.cpus,
-                plan.trace,
-                plan.trace_keep,
-            )
-            .map_err(|source| SessionError::TraceStart {
-                mechanism: plan.trace.name(),
-                source,
-            })?,
+            rtscope_trace::TraceSession::start_with(&plan.config.cpus, plan.trace, plan.trace_keep)
+                .map_err(|source| SessionError::TraceStart {
+                    mechanism: plan.trace.name(),
+                    source,
+                })?,
         )
     } else {
         None
@@ -160,8 +156,7 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
         .as_ref()
         .and_then(|s| s.checkpoint.map(|every| (s.db.clone(), every)))
         .map(|(db, every)| checkpoint::Checkpointer::new(db, every));
-    let streaming =
-        traced || raw_csv.is_some() || view.wants_samples() || checkpointer.is_some();
+    let streaming = traced || raw_csv.is_some() || view.wants_samples() || checkpointer.is_some();
     let mut spec = plan.spec.clone();
     spec.stream = streaming;
     let mut mirrors: Vec<mirror::Mirror> = spec
@@ -323,7 +318,11 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
     if let Some(w) = raw_csv.take() {
         let (p, _) = w.finish().map_err(|source| SessionError::Io {
             what: "--raw",
-            path: plan.raw_csv.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            path: plan
+                .raw_csv
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             source,
         })?;
         notices.push(format!("raw samples CSV: {}", p.display()));
@@ -348,7 +347,12 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
         None => None,
     };
     let (mut written, failed_outputs) = outputs::write(&plan.outputs, &rec);
-    written.append(&mut notices.into_iter().filter(|n| n.starts_with("raw samples CSV")).collect());
+    written.append(
+        &mut notices
+            .into_iter()
+            .filter(|n| n.starts_with("raw samples CSV"))
+            .collect(),
+    );
     Ok(Outcome {
         record: rec,
         written,

@@ -245,8 +245,10 @@ mod tests {
     #[test]
     fn plain_view_prints_once_a_minute() {
         let mut v = PlainView::new(Duration::from_secs(60));
-        let mut s = LiveSnapshot::default();
-        s.elapsed = Duration::from_secs(30);
+        let mut s = LiveSnapshot {
+            elapsed: Duration::from_secs(30),
+            ..Default::default()
+        };
         v.update(&s);
         assert_eq!(v.next, Duration::from_secs(60));
         s.elapsed = Duration::from_secs(61);
@@ -274,6 +276,9 @@ mod tests {
         };
         let (lines, run) = describe(&s);
         assert!(lines[0].contains("max      12.3 us") && lines[0].contains("p99.9      9.0"));
-        assert_eq!(run, "tail: no_guest_activity 62%  events lost 0  RSS 31.0 MiB");
+        assert_eq!(
+            run,
+            "tail: no_guest_activity 62%  events lost 0  RSS 31.0 MiB"
+        );
     }
 }

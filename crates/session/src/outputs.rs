@@ -107,7 +107,11 @@ pub fn write(o: &Outputs, rec: &RunRecord) -> (Vec<String>, Vec<String>) {
     }
     if let Some(dir) = &o.run_dir {
         put("run record JSON", &dir.join("run.json"), json.as_bytes());
-        put("cyclictest histogram", &dir.join("histogram.txt"), hist().as_bytes());
+        put(
+            "cyclictest histogram",
+            &dir.join("histogram.txt"),
+            hist().as_bytes(),
+        );
         let summary = rtscope_report::text::summary(rec);
         put("summary", &dir.join("summary.txt"), summary.as_bytes());
         let report = rtscope_report::html::build(
@@ -118,7 +122,11 @@ pub fn write(o: &Outputs, rec: &RunRecord) -> (Vec<String>, Vec<String>) {
                 command: rec.config.cmdline.join(" "),
             },
         );
-        put("HTML report", &dir.join("report.html"), report.html.as_bytes());
+        put(
+            "HTML report",
+            &dir.join("report.html"),
+            report.html.as_bytes(),
+        );
     }
     (written, failed)
 }

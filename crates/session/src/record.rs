@@ -2,8 +2,7 @@
 //! checkpoint. One builder for both, so an interim record and the final one have the same shape.
 
 use rtscope_model::{
-    EndReason, Histogram, Policy, RunConfig, RunRecord, SampleRef, Stats, SystemInfo,
-    ThreadResult,
+    EndReason, Histogram, Policy, RunConfig, RunRecord, SampleRef, Stats, SystemInfo, ThreadResult,
 };
 use rtscope_probe::recorder::Recorder;
 

@@ -32,6 +32,9 @@ pub struct Explain {
     next_point_ns: u64,
     point_every_ns: u64,
     first_ts_ns: Option<u64>,
+    /// The latest instant any delivered sample or event reached: series points stop there (the
+    /// final flush passes an unbounded watermark).
+    last_ts_ns: u64,
     /// Writing the trace file failed: the run goes on untraced-to-disk, and says so.
     writer_error: Option<String>,
 }
@@ -40,11 +43,15 @@ impl Explain {
     pub fn new(plan: &crate::Plan) -> Result<Explain, SessionError> {
         let writer = match &plan.trace_file {
             Some(p) => Some(
-                rtscope_trace::flight::RttWriter::create(p, plan.trace_file_mode, &plan.config.cpus)
-                    .map_err(|e| SessionError::TraceFile {
-                        path: p.display().to_string(),
-                        detail: e.to_string(),
-                    })?,
+                rtscope_trace::flight::RttWriter::create(
+                    p,
+                    plan.trace_file_mode,
+                    &plan.config.cpus,
+                )
+                .map_err(|e| SessionError::TraceFile {
+                    path: p.display().to_string(),
+                    detail: e.to_string(),
+                })?,
             ),
             None => None,
         };
@@ -92,6 +99,7 @@ impl Explain {
             next_point_ns: 0,
             point_every_ns: every,
             first_ts_ns: None,
+            last_ts_ns: 0,
             writer_error: None,
         }
     }
@@ -136,6 +144,13 @@ impl Explain {
                 self.next_point_ns = t + self.point_every_ns;
             }
         }
+        let latest = samples
+            .iter()
+            .map(|s| s.expected_ns.saturating_add(s.latency_ns))
+            .chain(events.iter().map(|e| e.ts_ns))
+            .max()
+            .unwrap_or(0);
+        self.last_ts_ns = self.last_ts_ns.max(latest);
         self.attr.push_samples(samples);
         self.attr.push_events(events);
         if let Some(b) = self.bound.as_mut() {
@@ -159,12 +174,25 @@ impl Explain {
         let mut keep = |k: KeptWindow| keep_window(writer, writer_error, &k);
         attr.advance_observed(watermark_ns, names, &mut keep, &mut |_, a| {
             if let Some(b) = bound.as_mut() {
-                b.push_sample(a.cpu, a.latency_ns, non_interrupt_ns(a));
+                // The exact analysis' non-interrupt delay subtracts hard IRQs, vectors and NMIs
+                // only (softirqs and threads are thread interference): the bound computes it
+                // from the interrupt instances it holds, pushed above.
+                b.push_raw_sample(&RawSample {
+                    cpu: a.cpu,
+                    tid: a.tid,
+                    cycle: a.cycle,
+                    expected_ns: a.expected_ns,
+                    latency_ns: a.latency_ns,
+                });
             }
         });
         if let Some(b) = self.bound.as_mut() {
-            while self.next_point_ns > 0 && watermark_ns >= self.next_point_ns {
-                b.record_point(self.next_point_ns, &rtscope_analysis::bound::Options::default());
+            let until = watermark_ns.min(self.last_ts_ns);
+            while self.next_point_ns > 0 && until >= self.next_point_ns {
+                b.record_point(
+                    self.next_point_ns,
+                    &rtscope_analysis::bound::Options::default(),
+                );
                 self.next_point_ns += self.point_every_ns;
             }
         }
@@ -262,7 +290,13 @@ impl Explain {
         let mut bound = bound;
         let result = attr.finish_observed(&names, &mut keep, &mut |_, a| {
             if let Some(b) = bound.as_mut() {
-                b.push_sample(a.cpu, a.latency_ns, non_interrupt_ns(a));
+                b.push_raw_sample(&RawSample {
+                    cpu: a.cpu,
+                    tid: a.tid,
+                    cycle: a.cycle,
+                    expected_ns: a.expected_ns,
+                    latency_ns: a.latency_ns,
+                });
             }
         });
         rec.warnings.extend(result.warnings.iter().cloned());
@@ -308,22 +342,6 @@ impl Explain {
 
 /// A sample's latency minus the time interrupt handlers ran inside its window: the fallback for
 /// the bound's thread terms on kernels without preemptirq tracepoints (an estimate).
-fn non_interrupt_ns(a: &rtscope_analysis::attribution::SampleAttribution) -> u64 {
-    let irq: u64 = a
-        .parts
-        .iter()
-        .filter(|(c, _)| {
-            c == rtscope_analysis::attribution::TIMER_HANDLER
-                || c == rtscope_analysis::attribution::NMI
-                || c.starts_with("irq:")
-                || c.starts_with("softirq:")
-                || c.starts_with("vector:")
-        })
-        .map(|p| p.1)
-        .sum();
-    a.latency_ns.saturating_sub(irq)
-}
-
 /// An empty record to fill offline (the replay benchmark).
 pub fn empty_record() -> RunRecord {
     let config = rtscope_model::RunConfig {

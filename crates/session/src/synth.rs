@@ -150,7 +150,10 @@ impl Synth {
         let mut t = e + a;
         if busy {
             // A SCHED_OTHER task took the CPU a while before E; the timer preempts it.
-            v.push(ev(e.saturating_sub(200_000), EventKind::CpuIdle { state: IDLE_EXIT }));
+            v.push(ev(
+                e.saturating_sub(200_000),
+                EventKind::CpuIdle { state: IDLE_EXIT },
+            ));
             v.push(ev(
                 e.saturating_sub(199_000),
                 EventKind::Switch {
@@ -271,7 +274,10 @@ impl Synth {
                     vector: Vector::LocalTimer,
                 },
             ));
-            v.push(ev(tk + d + 200, EventKind::SoftirqEntry { vec: TIMER_SOFTIRQ }));
+            v.push(ev(
+                tk + d + 200,
+                EventKind::SoftirqEntry { vec: TIMER_SOFTIRQ },
+            ));
             v.push(ev(
                 tk + d + 200 + self.rng.range(1_000, 5_000),
                 EventKind::SoftirqExit { vec: TIMER_SOFTIRQ },
@@ -333,6 +339,9 @@ mod tests {
             assert!((9_800..=10_000).contains(&n), "cpu {c}: {n} samples");
         }
         let per_sample = ev.len() as f64 / smp.len() as f64;
-        assert!((6.0..9.0).contains(&per_sample), "{per_sample} events per sample");
+        assert!(
+            (6.0..9.0).contains(&per_sample),
+            "{per_sample} events per sample"
+        );
     }
 }

@@ -53,7 +53,7 @@ pub const REC_SIZE: usize = 48;
 /// Offset of `seq` (slot index + 1 once the record is committed).
 const SEQ_OFF: usize = 40;
 /// Slots per region: keep in sync with SLOT_BITS in rtscope.bpf.c.
-const SLOT_BITS: u32 = 18;
+const SLOT_BITS: u32 = 17;
 const SLOTS: u64 = 1 << SLOT_BITS;
 /// `cpu_filter` flag of a measured CPU (rtscope.bpf.c TRACED).
 const TRACED: u32 = 1 << 31;

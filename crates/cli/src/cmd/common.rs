@@ -96,7 +96,8 @@ pub fn check_output(flag: &str, p: &Path) -> Result<()> {
 /// Write a file atomically: an exclusively created temporary with an unpredictable name beside
 /// it, then a rename (a reader never sees half a file, a planted link is never followed).
 pub fn write_atomic(p: &Path, data: &[u8]) -> Result<()> {
-    rtscope_session::outputs::write_atomic(p, data).with_context(|| format!("writing {}", p.display()))
+    rtscope_session::outputs::write_atomic(p, data)
+        .with_context(|| format!("writing {}", p.display()))
 }
 
 /// Stop on SIGINT/SIGTERM/SIGHUP (and snapshot on SIGUSR2): the session crate's one set of

@@ -509,5 +509,3 @@ pub fn run(a: Args) -> Result<()> {
     let outcome = rtscope_session::execute(&plan, view.as_mut())?;
     report_outcome(&outcome, true)
 }
-
-

@@ -44,7 +44,10 @@ pub fn run(a: Args) -> Result<()> {
     }
     common::check_output("--out", &dir.join("run.json"))?;
     plan.outputs.run_dir = Some(dir);
-    let total = plan.config.duration_s.map(std::time::Duration::from_secs_f64);
+    let total = plan
+        .config
+        .duration_s
+        .map(std::time::Duration::from_secs_f64);
     let mut view = rtscope_session::live::default_view(a.flags.quiet, total);
     let outcome = rtscope_session::execute(&plan, view.as_mut())?;
     measure::report_outcome(&outcome, true)

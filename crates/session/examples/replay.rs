@@ -3,7 +3,7 @@
 //! Prints, per simulated hour, the wall time, peak RSS and the analysis' own heap, then the run's
 //! figures. `bench/replay-24h.sh` builds and runs it.
 //!
-//! usage: replay [--hours H] [--cpus N] [--interval-us US] [--seed S]
+//! usage: replay [--hours H] [--cpus N] [--interval-us US] [--seed S] [--every-s S]
 
 use rtscope_session::stream::Explain;
 use rtscope_session::synth::{Synth, SynthConfig};
@@ -43,14 +43,15 @@ fn main() {
     x.set_names(synth.names());
     let step_ns = 100_000_000u64; // the session's tick: 100 ms
     let steps = (duration_s * 1e9 / step_ns as f64) as u64;
-    let per_hour = 36_000u64;
+    let every_s = arg(&args, "--every-s", 3600.0).max(0.1);
+    let per_hour = ((every_s * 1e9 / step_ns as f64) as u64).max(1);
     let (mut samples, mut events) = (Vec::new(), Vec::new());
     let t0 = Instant::now();
     println!(
         "# replay: {hours} h x {cpus} CPUs x {} Hz, generated stream, 100 ms steps",
         1_000_000 / interval_us
     );
-    println!("# hour  wall_s  samples  events  peak_rss_MiB  analysis_heap_MiB");
+    println!("# sim_h  wall_s    samples      events  peak_rss_MiB  attribution_MiB  bound_MiB");
     for i in 1..=steps {
         samples.clear();
         events.clear();
@@ -61,13 +62,14 @@ fn main() {
         x.step(&samples, &events, watermark).expect("analysis");
         if i % per_hour == 0 {
             println!(
-                "{:>6} {:>7.1} {:>10} {:>11} {:>8.1} {:>8.2}",
-                i / per_hour,
+                "{:>7.3} {:>7.1} {:>10} {:>11} {:>8.1} {:>8.2} {:>8.2}",
+                (i * step_ns) as f64 / 3.6e12,
                 t0.elapsed().as_secs_f64(),
                 synth.samples_total,
                 synth.events_total,
                 peak_rss_kib() as f64 / 1024.0,
-                x.heap_bytes() as f64 / (1 << 20) as f64
+                x.heap_parts().0 as f64 / (1 << 20) as f64,
+                x.heap_parts().1 as f64 / (1 << 20) as f64
             );
         }
     }

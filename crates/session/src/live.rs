@@ -34,6 +34,12 @@ pub struct LiveSnapshot {
     pub ring_dropped: u64,
     pub rss_kib: Option<u64>,
     pub checkpoints: u32,
+    /// Heap the streaming analysis holds (look-back, pending samples, aggregates).
+    pub analysis_heap_bytes: Option<u64>,
+    /// What the capture holds: (queued batches, held events).
+    pub trace_backlog: Option<(usize, usize)>,
+    /// Samples drained from the rings and waiting for the trace to pass them.
+    pub pending_samples: Option<usize>,
 }
 
 pub trait View {
@@ -234,6 +240,20 @@ pub fn snapshot_text(s: &LiveSnapshot) -> String {
         out.push_str("  ");
         out.push_str(&run);
         out.push('\n');
+    }
+    // Where the memory is: a long run's check that nothing grows.
+    let mut mem = Vec::new();
+    if let Some(h) = s.analysis_heap_bytes {
+        mem.push(format!("analysis {:.1} MiB", h as f64 / (1024.0 * 1024.0)));
+    }
+    if let Some(p) = s.pending_samples {
+        mem.push(format!("{p} samples pending"));
+    }
+    if let Some((q, h)) = s.trace_backlog {
+        mem.push(format!("trace backlog {q} batches + {h} events"));
+    }
+    if !mem.is_empty() {
+        out.push_str(&format!("  memory: {}\n", mem.join(", ")));
     }
     out
 }

@@ -224,6 +224,22 @@ impl Explain {
         self.attr.dominant_tail_cause()
     }
 
+    pub fn buffered_events(&self) -> usize {
+        self.attr.buffered_events()
+    }
+
+    pub fn pending_samples(&self) -> usize {
+        self.attr.pending_samples()
+    }
+
+    /// (attribution, bound) heap bytes.
+    pub fn heap_parts(&self) -> (usize, usize) {
+        (
+            self.attr.heap_bytes(),
+            self.bound.as_ref().map_or(0, |b| b.heap_bytes()),
+        )
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.attr.heap_bytes() + self.bound.as_ref().map_or(0, |b| b.heap_bytes())
     }

@@ -601,6 +601,15 @@ impl TraceSession {
         }
     }
 
+    /// What the capture holds in memory now (queued batches, held and unpolled events).
+    pub fn backlog(&self) -> ReaderBacklog {
+        match &self.inner {
+            Inner::Bpf(s) => s.stream.backlog(),
+            Inner::Tracefs(s) => s.stream.backlog(),
+            Inner::Off { .. } => ReaderBacklog::default(),
+        }
+    }
+
     /// CLOCK_MONOTONIC ns up to which every event has been delivered by [`TraceSession::poll`]:
     /// no event with `ts_ns` below it comes any more (within [`WATERMARK_MARGIN_NS`]'s
     /// argument; a violation is counted in the capture's notes). Monotone; 0 before the first

@@ -31,6 +31,7 @@ pub struct Explain {
     /// When the next point of the time-to-bound series is due (simulated or real monotonic ns).
     next_point_ns: u64,
     point_every_ns: u64,
+    regular_points_left: u32,
     first_ts_ns: Option<u64>,
     /// The latest instant any delivered sample or event reached: series points stop there (the
     /// final flush passes an unbounded watermark).
@@ -90,7 +91,10 @@ impl Explain {
             .max(100_000_000);
         Explain {
             attr: StreamingAttribution::new(opts, LOOKBACK_NS),
-            bound: bound_points.map(|_| OnlineBound::new(cpus, Grid::default())),
+            // One spare so that `points` instants fit before the series decimates itself.
+            bound: bound_points.map(|_| {
+                OnlineBound::new(cpus, Grid::default()).with_series_points(points as usize + 1)
+            }),
             writer: None,
             trace_file: None,
             names: NameTables::default(),
@@ -98,6 +102,8 @@ impl Explain {
             names_refreshed_ns: 0,
             next_point_ns: 0,
             point_every_ns: every,
+            // A fixed-length run: points − 1 regular instants, the last one at the end.
+            regular_points_left: duration_s.map_or(u32::MAX, |_| points - 1),
             first_ts_ns: None,
             last_ts_ns: 0,
             writer_error: None,
@@ -188,7 +194,11 @@ impl Explain {
         });
         if let Some(b) = self.bound.as_mut() {
             let until = watermark_ns.min(self.last_ts_ns);
-            while self.next_point_ns > 0 && until >= self.next_point_ns {
+            while self.next_point_ns > 0
+                && until >= self.next_point_ns
+                && self.regular_points_left > 0
+            {
+                self.regular_points_left -= 1;
                 b.record_point(
                     self.next_point_ns,
                     &rtscope_analysis::bound::Options::default(),

@@ -6,7 +6,8 @@ interval, no distance, mlockall, /dev/cpu_dma_latency held at 0. Pairs alternate
 first. For each run we take, from the tool's own JSON:
   * min, median and average of the latencies truncated to whole microseconds (cyclictest's
     resolution; rtscope's linear 1 us histogram holds the same view of its samples), and
-  * the process CPU time (user+sys from wait4's rusage: measurement threads + main thread).
+  * the process CPU time: perf's task-clock over all its threads (measurement threads + main
+    thread), exact to the ns; without perf, user+sys from wait4's rusage (tick-sampled).
 It prints per-pair values and the median over pairs of the ratios rtscope/cyclictest.
 
 With --trace, rtscope also captures kernel events and explains every sample (its default job's
@@ -18,7 +19,7 @@ Take it on a quiet machine: the load average is printed before and after, and a 
 usage: bench/vs_cyclictest.py [--pairs 5] [--seconds 30] [--rtscope target/release/rtscope]
                               [--trace] [--extra "--aligned"]
 """
-import argparse, json, os, resource, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, resource, shutil, statistics, subprocess, sys, tempfile, time
 
 
 def lin_stats(buckets):
@@ -45,14 +46,28 @@ def loadavg():
         return " ".join(f.read().split()[:3])
 
 
+PERF = shutil.which("perf")
+
+
 def run(cmd):
+    """Runs cmd; returns (CPU seconds, wall seconds). CPU time is perf's task-clock (every
+    thread's run time from the scheduler, in ns) when perf is installed: rusage's user+sys is
+    sampled at the tick (4 ms at HZ=250), too coarse for processes that run ~10 us at a time."""
     t0 = time.time()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    err = p.stderr.read().decode(errors="replace")
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{err}")
-    return ru.ru_utime + ru.ru_stime, time.time() - t0
+    with tempfile.NamedTemporaryFile(prefix="rtscope-perf-", suffix=".csv") as pf:
+        full = ([PERF, "stat", "-x,", "-e", "task-clock", "-o", pf.name, "--"] if PERF else []) + cmd
+        p = subprocess.Popen(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, ru = os.wait4(p.pid, 0)
+        err = p.stderr.read().decode(errors="replace")
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"failed: {' '.join(full)}\n{err}")
+        cpu = ru.ru_utime + ru.ru_stime
+        if PERF:
+            for line in open(pf.name):
+                f = line.strip().split(",")
+                if len(f) > 2 and f[2] == "task-clock":
+                    cpu = float(f[0]) / 1e3
+    return cpu, time.time() - t0
 
 
 def cyclictest(secs, hist, out):
@@ -90,6 +105,7 @@ def main():
     d = tempfile.mkdtemp(prefix="rtscope-bench-")
     ratios = {"min": [], "median": [], "avg": [], "cpu": []}
     print(f"# {a.pairs} pairs x {a.seconds} s, FIFO 95, all CPUs, 1000 us; values in us (truncated), cpu in s")
+    print(f"# CPU time from {'perf task-clock' if PERF else 'rusage (tick-sampled: coarse)'}")
     print(f"# rtscope extra flags: {' '.join(extra) or '(none)'}; load average before: {loadavg()}")
     print(f"{'pair':>4} {'tool':<10} {'samples':>8} {'min':>5} {'median':>6} {'avg':>8} {'cpu_s':>7}")
     for i in range(a.pairs):

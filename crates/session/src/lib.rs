@@ -174,6 +174,13 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
 
     let t0 = Instant::now();
     let m = Measurement::start(&spec)?;
+    // The explanation must keep pace with the kernel: under a load that saturates every CPU a
+    // SCHED_OTHER main thread gets a few percent, and the capture's backlog (bounded, but tens
+    // of MiB) builds up. SCHED_FIFO 1, as the trace reader: above any load, below the measured
+    // threads. Not when those are SCHED_OTHER themselves, and untraced runs do almost nothing.
+    let _prio = (traced && plan.config.policy != rtscope_model::Policy::Other)
+        .then(MainPriority::fifo1)
+        .flatten();
     let total = plan.config.duration_s.map(Duration::from_secs_f64);
     let mut interrupted = false;
     let mut batch: Vec<RawSample> = Vec::new();
@@ -191,6 +198,16 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
         let done = m.all_done();
         // Drain after reading `done`: a thread that is done has published its last sample.
         drain(&m, &mut batch, &mut mirrors);
+        if let Some(x) = explain.as_mut() {
+            // A thread still running late delivers its sample after the trace passed it: keep
+            // the events its next wake-up may need.
+            let floor = mirrors
+                .iter()
+                .map(|mi| mi.next_expected_ns().unwrap_or(0))
+                .min()
+                .unwrap_or(0);
+            x.set_sample_floor(floor);
+        }
         if let Err(e) = feed(
             &batch,
             &mut events,
@@ -372,6 +389,37 @@ fn m_dropped(mirrors: &[mirror::Mirror], rec: &RunRecord) -> u64 {
         .zip(mirrors)
         .map(|(t, m)| t.cycles.saturating_sub(m.samples()))
         .sum()
+}
+
+/// The calling thread at SCHED_FIFO 1 until dropped (then its old policy again).
+struct MainPriority {
+    policy: libc::c_int,
+    param: libc::sched_param,
+}
+
+impl MainPriority {
+    fn fifo1() -> Option<MainPriority> {
+        // SAFETY: plain syscalls on the calling thread with valid, initialised arguments.
+        unsafe {
+            let policy = libc::sched_getscheduler(0);
+            let mut param: libc::sched_param = std::mem::zeroed();
+            if policy < 0 || libc::sched_getparam(0, &mut param) != 0 {
+                return None;
+            }
+            let fifo1 = libc::sched_param { sched_priority: 1 };
+            (libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo1) == 0)
+                .then_some(MainPriority { policy, param })
+        }
+    }
+}
+
+impl Drop for MainPriority {
+    fn drop(&mut self) {
+        // SAFETY: as above; restores what `fifo1` read.
+        unsafe {
+            libc::sched_setscheduler(0, self.policy, &self.param);
+        }
+    }
 }
 
 fn drain(m: &Measurement, batch: &mut Vec<RawSample>, mirrors: &mut [mirror::Mirror]) {

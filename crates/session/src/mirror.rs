@@ -18,6 +18,11 @@ pub struct Mirror {
 }
 
 impl Mirror {
+    /// The thread's next wake-up is due no earlier than this (None before its first sample).
+    pub fn next_expected_ns(&self) -> Option<u64> {
+        self.last_expected_ns.map(|e| e + self.interval_ns)
+    }
+
     pub fn new(cpu: u32, interval_ns: u64, c: &rtscope_model::RunConfig) -> Mirror {
         Self::with(
             cpu,

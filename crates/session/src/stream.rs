@@ -234,6 +234,11 @@ impl Explain {
         self.attr.dominant_tail_cause()
     }
 
+    /// No sample still to arrive has an expected wake-up below `ns`.
+    pub fn set_sample_floor(&mut self, ns: u64) {
+        self.attr.set_sample_floor(ns);
+    }
+
     pub fn buffered_events(&self) -> usize {
         self.attr.buffered_events()
     }

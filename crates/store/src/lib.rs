@@ -286,11 +286,11 @@ pub struct Store {
 
 impl Store {
     /// Open (creating if needed) the results database. `None` → the default SQLite file;
-    /// `postgres://…` → PostgreSQL; anything else is a SQLite file path.
+    /// `postgres://…` → PostgreSQL; `sqlite://PATH` or anything else → a SQLite file path.
     pub fn open(url: Option<&str>) -> Result<Store, StoreError> {
         match url {
             Some(u) if is_postgres_url(u) => Self::open_postgres(u, None),
-            Some(p) => Self::open_sqlite(Path::new(p)),
+            Some(p) => Self::open_sqlite(Path::new(p.strip_prefix("sqlite://").unwrap_or(p))),
             None => Self::open_sqlite(&default_db_path()),
         }
     }

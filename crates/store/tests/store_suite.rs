@@ -479,3 +479,17 @@ fn concurrent_writers_all_land() {
         assert_eq!(b.open().count_runs().unwrap(), 80, "{}", b.name());
     }
 }
+
+/// `--db sqlite:///abs/path` names the file `/abs/path` (not a directory called `sqlite:`).
+#[test]
+fn sqlite_url_names_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("r.db");
+    let url = format!("sqlite://{}", path.display());
+    let mut s = Store::open(Some(&url)).unwrap();
+    s.insert_run(&fixture::record(&Spec::new("run-bbbb2222", 2)))
+        .unwrap();
+    drop(s);
+    assert!(path.is_file());
+    assert_eq!(Store::open_sqlite(&path).unwrap().count_runs().unwrap(), 1);
+}

@@ -38,6 +38,12 @@ use std::collections::{BTreeMap, VecDeque};
 /// Events kept per CPU before the oldest pending sample for context, whatever the lookback.
 pub const MAX_LOOKBACK_EVENTS: usize = 4096;
 
+/// How long past the watermark a sample that has not arrived yet keeps its events in memory
+/// (see [`StreamingAttribution::set_sample_floor`]): a measurement thread held off longer than
+/// this (a CPU stalled for a second) has its sample explained with the state at the buffer's
+/// start, and counted.
+pub const MAX_SAMPLE_WAIT_NS: u64 = 1_000_000_000;
+
 /// A sample worth keeping with its events (the flight recorder writes these to disk).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeptWindow {
@@ -176,6 +182,7 @@ pub struct StreamingAttribution {
     nmi_starts_below_watermark: u64,
     ready: Vec<Pending>,
     new_max: Vec<u16>,
+    sample_floor_ns: Option<u64>,
 }
 
 impl StreamingAttribution {
@@ -196,7 +203,18 @@ impl StreamingAttribution {
             nmi_starts_below_watermark: 0,
             ready: Vec::new(),
             new_max: Vec::new(),
+            sample_floor_ns: None,
         }
+    }
+
+    /// No sample still to arrive has an E below `ns` (the caller's knowledge of its threads: the
+    /// next expected wake-up of the slowest). A sample is delivered only once its thread ran,
+    /// E + latency after its wake-up was due, so with a long latency the events can pass the
+    /// watermark before the sample arrives; events from `ns` − lookback on are then kept for
+    /// it (for at most [`MAX_SAMPLE_WAIT_NS`] behind the watermark). Without a floor, only
+    /// samples arriving within the lookback after the watermark passed their E are exact.
+    pub fn set_sample_floor(&mut self, ns: u64) {
+        self.sample_floor_ns = Some(self.sample_floor_ns.map_or(ns, |f| f.max(ns)));
     }
 
     /// Events lost and steal time per CPU, known at the end of the capture: used by
@@ -450,10 +468,13 @@ impl StreamingAttribution {
                     a = attribute_one(s, ce, first, &c.at_cursor, names, &self.opts, true);
                 }
                 let to_ns = p.end_ns();
+                // A late sample's whole window can lie before the buffer's start: it is kept
+                // with what the buffer holds (an empty window at R), never inverted.
                 let from_ns = s
                     .expected_ns
                     .saturating_sub(self.lookback_ns)
-                    .max(c.frontier_ns);
+                    .max(c.frontier_ns)
+                    .min(to_ns);
                 let i0 = ce.ts.partition_point(|&t| t < from_ns);
                 let i1 = ce.ts.partition_point(|&t| t <= to_ns);
                 let events = (i0..i1).filter_map(|i| ev_out(ce, i, cpu)).collect();
@@ -498,12 +519,16 @@ impl StreamingAttribution {
                 c.drop_front(k, &self.opts);
                 continue;
             };
+            let floor = self
+                .sample_floor_ns
+                .map_or(w, |f| f.max(w.saturating_sub(MAX_SAMPLE_WAIT_NS)));
             let needed_from = c
                 .pending
                 .iter()
                 .map(|p| p.s.expected_ns)
                 .min()
-                .map_or(w, |e| e.min(w));
+                .map_or(w, |e| e.min(w))
+                .min(floor);
             let cutoff = needed_from.saturating_sub(self.lookback_ns);
             let by_time = c.ts.partition_point(|&t| t < cutoff);
             let needed = c.ts.partition_point(|&t| t < needed_from);

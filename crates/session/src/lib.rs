@@ -488,7 +488,10 @@ fn snapshot(
         ring_dropped: m.rings.iter().map(|r| r.dropped()).sum(),
         rss_kib: record::current_rss_kib(),
         checkpoints,
-        analysis_heap_bytes: explain.map(|x| x.heap_bytes() as u64),
+        analysis_heap_bytes: explain.map(|x| {
+            let (a, b) = x.heap_parts();
+            (a as u64, b as u64)
+        }),
         trace_backlog: capture.map(|c| {
             let b = c.backlog();
             (b.queued_batches, b.held_events + b.unpolled_events)

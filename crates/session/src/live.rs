@@ -34,8 +34,9 @@ pub struct LiveSnapshot {
     pub ring_dropped: u64,
     pub rss_kib: Option<u64>,
     pub checkpoints: u32,
-    /// Heap the streaming analysis holds (look-back, pending samples, aggregates).
-    pub analysis_heap_bytes: Option<u64>,
+    /// Heap the streaming analysis holds: (attribution: look-back, pending samples, summary,
+    /// worst-N; bound: interrupt histories and arrival curves).
+    pub analysis_heap_bytes: Option<(u64, u64)>,
     /// What the capture holds: (queued batches, held events).
     pub trace_backlog: Option<(usize, usize)>,
     /// Samples drained from the rings and waiting for the trace to pass them.
@@ -243,8 +244,14 @@ pub fn snapshot_text(s: &LiveSnapshot) -> String {
     }
     // Where the memory is: a long run's check that nothing grows.
     let mut mem = Vec::new();
-    if let Some(h) = s.analysis_heap_bytes {
-        mem.push(format!("analysis {:.1} MiB", h as f64 / (1024.0 * 1024.0)));
+    if let Some((a, b)) = s.analysis_heap_bytes {
+        let mib = |x: u64| x as f64 / (1024.0 * 1024.0);
+        mem.push(format!(
+            "analysis {:.1} MiB (attribution {:.1}, bound {:.1})",
+            mib(a + b),
+            mib(a),
+            mib(b)
+        ));
     }
     if let Some(p) = s.pending_samples {
         mem.push(format!("{p} samples pending"));

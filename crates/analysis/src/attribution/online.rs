@@ -76,16 +76,44 @@ pub(super) fn nearest_rank(n: u64, p: f64) -> u64 {
     (((p / 100.0) * n as f64).ceil() as u64).clamp(1, n.max(1))
 }
 
-/// Sums per bucket over a dense run of buckets [lo, lo + len), grown a whole octave at a time so
-/// a histogram reallocates at most once per power of two it ever sees.
+/// Buckets a [`BucketSums`] keeps as a sorted list before it switches to a dense array.
+const SPARSE_MAX: usize = 24;
+
+/// Sums per bucket. A cause seen in few samples (most threads of a long run: one per distinct
+/// name) keeps a short sorted list of (bucket, sum); past [`SPARSE_MAX`] buckets, a dense run of
+/// buckets [lo, lo + len), grown a whole octave at a time so it reallocates at most once per
+/// power of two it ever sees. Hundreds of causes then cost kilobytes, not megabytes.
 #[derive(Clone, Debug, Default)]
 pub(super) struct BucketSums {
+    sparse: Vec<(u32, u64)>,
     lo: u32,
     v: Vec<u64>,
 }
 
 impl BucketSums {
     pub(super) fn add(&mut self, b: u32, x: u64) {
+        if self.v.is_empty() {
+            match self.sparse.binary_search_by_key(&b, |e| e.0) {
+                Ok(i) => {
+                    self.sparse[i].1 += x;
+                    return;
+                }
+                Err(i) if self.sparse.len() < SPARSE_MAX => {
+                    self.sparse.insert(i, (b, x));
+                    return;
+                }
+                Err(_) => {
+                    let old = std::mem::take(&mut self.sparse);
+                    for (ob, ox) in old {
+                        self.add_dense(ob, ox);
+                    }
+                }
+            }
+        }
+        self.add_dense(b, x);
+    }
+
+    fn add_dense(&mut self, b: u32, x: u64) {
         let octave = SUB_BUCKETS as u32;
         if self.v.is_empty() {
             self.lo = b - b % octave;
@@ -110,17 +138,27 @@ impl BucketSums {
 
     /// Sum over buckets ≥ `b`.
     pub(super) fn sum_from(&self, b: u32) -> u64 {
+        if self.v.is_empty() {
+            let i = self.sparse.partition_point(|e| e.0 < b);
+            return self.sparse[i..].iter().map(|e| e.1).sum();
+        }
         let skip = b.saturating_sub(self.lo) as usize;
         self.v.iter().skip(skip).sum()
     }
 
-    fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+    /// (bucket, sum) of the non-empty buckets, in bucket order.
+    fn iter(&self) -> Box<dyn Iterator<Item = (u32, u64)> + '_> {
+        if self.v.is_empty() {
+            return Box::new(self.sparse.iter().copied().filter(|e| e.1 > 0));
+        }
         let lo = self.lo;
-        self.v
-            .iter()
-            .enumerate()
-            .filter(|(_, &x)| x > 0)
-            .map(move |(i, &x)| (lo + i as u32, x))
+        Box::new(
+            self.v
+                .iter()
+                .enumerate()
+                .filter(|(_, &x)| x > 0)
+                .map(move |(i, &x)| (lo + i as u32, x)),
+        )
     }
 
     fn merge(&mut self, other: &BucketSums) {
@@ -143,6 +181,7 @@ impl BucketSums {
 
     pub(super) fn heap_bytes(&self) -> usize {
         self.v.capacity() * std::mem::size_of::<u64>()
+            + self.sparse.capacity() * std::mem::size_of::<(u32, u64)>()
     }
 }
 
@@ -802,6 +841,35 @@ mod tests {
                     "p99 tail (2 samples >= 1.0 us): ret 50%, irq 50%".to_string()
                 )
             ]
+        );
+    }
+
+    /// The sparse list and the dense array answer alike, across the switch.
+    #[test]
+    fn bucket_sums_sparse_then_dense() {
+        let values: Vec<u64> = (0..200u64).map(|i| (i * 7919) % 5_000_000 + 1).collect();
+        let mut s = BucketSums::default();
+        let mut reference: BTreeMap<u32, u64> = BTreeMap::new();
+        for (k, &v) in values.iter().enumerate() {
+            s.add(bucket_of(v), k as u64 + 1);
+            *reference.entry(bucket_of(v)).or_default() += k as u64 + 1;
+            if k == 10 {
+                assert!(s.v.is_empty(), "few buckets stay sparse");
+                assert!(s.heap_bytes() < 1024);
+            }
+            let got: Vec<(u32, u64)> = s.iter().collect();
+            let want: Vec<(u32, u64)> = reference.iter().map(|(&b, &x)| (b, x)).collect();
+            assert_eq!(got, want, "after {k} values");
+            for probe in [0, bucket_of(v), bucket_of(v) + 1, u32::MAX] {
+                let want: u64 = reference.range(probe..).map(|(_, &x)| x).sum();
+                assert_eq!(s.sum_from(probe), want);
+            }
+        }
+        assert!(!s.v.is_empty(), "many buckets go dense");
+        let total: u64 = reference.values().sum();
+        assert_eq!(
+            s.bucket_at_rank(total),
+            reference.keys().next_back().copied()
         );
     }
 

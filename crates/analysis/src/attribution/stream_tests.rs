@@ -918,7 +918,9 @@ fn sample_floor_keeps_events_for_a_late_thread() {
     assert_eq!(st.advance(40_000, &names, &mut |_| {}), 1);
     let r = st.finish(&names, &mut |_| {});
     assert!(
-        !r.warnings.iter().any(|w| w.contains("samples arrived after")),
+        !r.warnings
+            .iter()
+            .any(|w| w.contains("samples arrived after")),
         "{:?}",
         r.warnings
     );
@@ -935,9 +937,23 @@ fn sample_floor_keeps_events_for_a_late_thread() {
     let w = 3 * stream::MAX_SAMPLE_WAIT_NS;
     st.push_events(&[
         at(0, 10, K::IrqEntry { irq: 11 }),
-        at(0, 20, K::IrqExit { irq: 11, handled: true }),
+        at(
+            0,
+            20,
+            K::IrqExit {
+                irq: 11,
+                handled: true,
+            },
+        ),
         at(0, w - 10, K::IrqEntry { irq: 11 }),
-        at(0, w - 5, K::IrqExit { irq: 11, handled: true }),
+        at(
+            0,
+            w - 5,
+            K::IrqExit {
+                irq: 11,
+                handled: true,
+            },
+        ),
     ]);
     st.advance(w, &names, &mut |_| {});
     assert_eq!(st.buffered_events(), 2);

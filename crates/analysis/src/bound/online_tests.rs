@@ -803,6 +803,15 @@ fn report_labels_summary_and_skips_cpus_without_terms() {
     let info = r.online_summary.as_ref().unwrap();
     assert_eq!(info.input_kind, "summary");
     assert_eq!(info.grid_ratio, 1.1);
+    // The report, online_summary included, is valid bound JSON.
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../../docs/schema/bound.schema.json")).unwrap();
+    let compiled = jsonschema::JSONSchema::options().compile(&schema).unwrap();
+    let doc = serde_json::to_value(&r).unwrap();
+    assert!(doc["online_summary"].is_object());
+    if let Err(errs) = compiled.validate(&doc) {
+        panic!("{:?}", errs.map(|e| e.to_string()).collect::<Vec<_>>());
+    };
     assert_eq!(r.cpus.len(), 1);
     assert!(r
         .warnings

@@ -105,6 +105,20 @@ fn filtered_stream_attributes_every_sample_alike() {
         })
         .collect();
     for &i in differ.iter().take(3) {
+        // Both streams of the sample's CPU from 3 ms before E to its wake-up (times relative to
+        // E), so that a rare divergence can be diagnosed from the failing run's output alone.
+        let sm = &samples[i];
+        let lo = sm.expected_ns.saturating_sub(3_000_000);
+        let hi = sm.expected_ns + sm.latency_ns;
+        for (tag, st) in [("full", &full), ("filtered", &red)] {
+            for e in st
+                .iter()
+                .filter(|e| e.cpu == sm.cpu && (lo..=hi).contains(&e.ts_ns))
+            {
+                let rel = e.ts_ns as i64 - sm.expected_ns as i64;
+                println!("  {tag} {rel:+} {:?}", e.kind);
+            }
+        }
         println!(
             "sample {i}: full {:?} / {:?}\n  filtered {:?} / {:?}",
             a_full[i].parts,

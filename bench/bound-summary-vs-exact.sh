@@ -24,14 +24,14 @@ OUT=${OUT:-bench/out/bound-summary-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 RTSCOPE=${RTSCOPE:-target/release/rtscope}
 [ -x "$RTSCOPE" ] || cargo build --release --locked -q -p rtscope-cli
-echo "# $(date -u +%FT%TZ) $(uname -r); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%FT%TZ) $(uname -r); load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/summary.txt"
 for load in ${LOADS:-idle io}; do
     extra=()
     [ "$load" = idle ] || extra=(--load "$load")
     "$RTSCOPE" measure -q --no-store -D "$DURATION" --trace --bound "${extra[@]}" \
         --trace-file "$OUT/$load.rtt" --trace-file-mode all --json "$OUT/$load.run.json"
     "$RTSCOPE" bound --trace "$OUT/$load.rtt" --json >"$OUT/$load.exact.json"
-    python3 - "$load" "$OUT/$load.run.json" "$OUT/$load.exact.json" <<'EOF'
+    python3 - "$load" "$OUT/$load.run.json" "$OUT/$load.exact.json" <<'EOF' | tee -a "$OUT/summary.txt"
 import json, sys
 load, run, exact = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
 online = run["bound"]

@@ -11,6 +11,7 @@ pub mod event;
 pub mod histogram;
 pub mod load;
 pub mod record;
+pub mod slack;
 pub mod stats;
 pub mod system;
 pub mod taskset;

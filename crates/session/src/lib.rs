@@ -113,6 +113,7 @@ pub struct Outcome {
 /// Run a plan from start to end. `view` shows progress; see [`live::default_view`].
 pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError> {
     signals::install_handlers();
+    pin_malloc_mmap_threshold();
     let started_wall = SystemTime::now();
     let mut system = rtscope_probe::system::capture(&plan.config.cpus);
     let steal_before = rtscope_probe::system::steal_ns();
@@ -405,6 +406,19 @@ fn release_free_heap() {
     }
 }
 
+/// Large allocations in their own mappings, returned to the kernel when freed or shrunk.
+/// glibc raises its mmap threshold to the size of any mapped block that is freed (up to
+/// 32 MiB), so after one burst (a backlog of events during a host stall) buffers of megabytes
+/// come from the heap, whose pages stay resident and locked under mlockall after the buffers
+/// shrink. A fixed threshold turns that dynamic raise off.
+fn pin_malloc_mmap_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes the allocator's tunables; 128 KiB is glibc's default value.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
 /// The calling thread at SCHED_FIFO 1 until dropped (then its old policy again).
 struct MainPriority {
     policy: libc::c_int,
@@ -467,6 +481,8 @@ fn feed(
         c.poll(events).map_err(SessionError::Trace)?;
         let watermark = c.watermark_ns();
         x.tick(samples, events, watermark, c)?;
+        events.clear();
+        rtscope_model::slack::release_slack(events);
     }
     Ok(())
 }

@@ -60,7 +60,7 @@ const TRACED: u32 = 1 << 31;
 /// `cpu_filter` flag: apply the relevance filter (rtscope.bpf.c RELEVANT).
 const RELEVANT: u32 = 1 << 30;
 /// Offsets in rtscope.bpf.c's `struct held_sw` (valid u64, ts u64, ...) and `struct bg_burst`
-/// (first u64, last u64, count u64, last_rec u64).
+/// (first u64, last u64, count u64, last_rec u64, idle_bits u64).
 const HELD_VALID_OFF: usize = 0;
 const HELD_TS_OFF: usize = 8;
 const BG_FIRST_OFF: usize = 0;
@@ -698,6 +698,7 @@ fn run(
             }
             !due
         });
+        rtscope_model::slack::release_slack(&mut pending);
         batch.sort_by_key(|e| (e.ts_ns, e.cpu));
         let watermark = wm.iter().copied().min().unwrap_or(0);
         feed.deliver(batch, watermark, pending.len());

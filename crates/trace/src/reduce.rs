@@ -14,6 +14,11 @@
 //!   intermediate SCHED_OTHER tasks between two recorded events of a CPU disappear (charged to
 //!   the last one before them). With a real-time thread woken, the scheduler picks it next, so
 //!   inside a sample's window there is no SCHED_OTHER → SCHED_OTHER switch to lose.
+//!   One exception: a SCHED_OTHER → SCHED_OTHER switch is kept at once while the recorded
+//!   stream says the CPU is idle (its last recorded switch went to the idle task, or an idle
+//!   entry came after it). Only a lost switch away from the idle task leaves that state with a
+//!   task running, and then this switch is the first record to say the CPU is busy: held and
+//!   replaced by a later one, the CPU would look idle until then.
 //! * `sched_waking`/`sched_wakeup` of a task with prio ≥ 100 are dropped.
 //! * `hrtimer_expire_entry/exit` are dropped: neither attribution nor the bound uses them (the
 //!   timer handler of a sample is the interrupt frame its waking happened in), and they are two
@@ -36,7 +41,7 @@
 //! the records are never written; the tracefs capture runs a [`Reducer`] over the stream in its
 //! reader thread, as the events arrive. Pure: no syscalls.
 
-use rtscope_model::event::{Event, EventKind};
+use rtscope_model::event::{Event, EventKind, IDLE_EXIT};
 use std::collections::BTreeMap;
 
 /// What a capture keeps.
@@ -131,6 +136,29 @@ struct CpuFilter {
     burst: Option<(u64, u64, u32)>,
     /// Time of the CPU's last kept event (not markers or held switches).
     last_kept: Option<u64>,
+    /// What the recorded stream says, as attribution reads it: an idle entry without its exit
+    /// or a switch away from the idle task since, and whether the last switch went to it.
+    idle_entered: bool,
+    on_idle_task: bool,
+}
+
+impl CpuFilter {
+    fn looks_idle(&self) -> bool {
+        self.idle_entered || self.on_idle_task
+    }
+    /// Follow an event the output has (kept, or a held switch that will be).
+    fn track(&mut self, k: &EventKind) {
+        match *k {
+            EventKind::CpuIdle { state } => self.idle_entered = state != IDLE_EXIT,
+            EventKind::Switch { next_pid, .. } => {
+                self.on_idle_task = next_pid == 0;
+                if next_pid != 0 {
+                    self.idle_entered = false;
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn marker(cpu: u32, (first, last, n): (u64, u64, u32)) -> Event {
@@ -230,7 +258,7 @@ impl Reducer {
     fn one(&mut self, e: Event) {
         let c = self.cpus.entry(e.cpu).or_default();
         let bg_wake = is_background_wake(&e.kind) || is_hrtimer(&e.kind);
-        let bg_switch = !bg_wake && is_background_switch(&e.kind);
+        let bg_switch = !bg_wake && is_background_switch(&e.kind) && !c.looks_idle();
         if bg_wake || bg_switch {
             // The event leaves out itself (a waking, an hrtimer) or the switch it replaces in
             // `held`; either way it is activity at e.ts_ns.
@@ -247,6 +275,7 @@ impl Reducer {
                 }
             }
             // A waking is dropped; a switch replaces the held one (which is then dropped).
+            // (A held switch cannot change `looks_idle`: it is only held when that is false.)
             if bg_wake || c.held.replace(e).is_some() {
                 self.dropped += 1;
             }
@@ -264,6 +293,7 @@ impl Reducer {
             self.pending.push(h);
         }
         c.last_kept = Some(e.ts_ns);
+        c.track(&e.kind);
         self.pending.push(e);
     }
 
@@ -280,7 +310,9 @@ impl Reducer {
         if n == self.pending.len() {
             return std::mem::take(&mut self.pending);
         }
-        self.pending.drain(..n).collect()
+        let out = self.pending.drain(..n).collect();
+        rtscope_model::slack::release_slack(&mut self.pending);
+        out
     }
 }
 
@@ -472,6 +504,104 @@ mod tests {
             v.push(e);
         }
         v
+    }
+
+    /// A lost switch away from the idle task: after the idle entry at 0 the stream jumps to
+    /// A→B at 100, so A→B is the first record saying the CPU is busy and is kept at once; B→C
+    /// at 200 is held as usual and flushed before the tick at 300 (no marker: 300 − 100 < 10 µs).
+    /// D→idle at 400 is kept; E→F at 500 (again no switch from the idle task recorded) is kept;
+    /// F→G at 600 is held to the end, after its one-event marker. Nothing is dropped.
+    #[test]
+    fn keeps_a_switch_while_the_cpu_looks_idle() {
+        let v = vec![
+            Event {
+                ts_ns: 0,
+                cpu: 0,
+                kind: EventKind::CpuIdle { state: 1 },
+            },
+            sw(100, 0, (10, 120), (11, 120)),
+            sw(200, 0, (11, 120), (12, 120)),
+            tick(300, 0),
+            sw(400, 0, (13, 120), (0, 120)),
+            sw(500, 0, (14, 120), (15, 120)),
+            sw(600, 0, (15, 120), (16, 120)),
+        ];
+        let (out, dropped) = reduce(v.clone());
+        assert_eq!(dropped, 0);
+        assert_eq!(
+            out,
+            vec![v[0], v[1], v[2], v[3], v[4], v[5], bg(600, 0, 0, 1), v[6]]
+        );
+    }
+
+    /// What attribution reads from a CPU's stream at an event: the current task and whether
+    /// the CPU counts as idle (an idle entry not yet left, or the idle task current).
+    #[derive(Clone, Copy, Default, PartialEq, Debug)]
+    struct Seen {
+        current: Option<u32>,
+        idle: bool,
+    }
+
+    impl Seen {
+        fn apply(&mut self, k: &EventKind) {
+            match *k {
+                EventKind::CpuIdle { state } => self.idle = state != IDLE_EXIT,
+                EventKind::Switch { next_pid, .. } => {
+                    self.current = Some(next_pid);
+                    if next_pid != 0 {
+                        self.idle = false;
+                    }
+                }
+                _ => {}
+            }
+        }
+        fn view(&self) -> (Option<u32>, bool) {
+            (self.current, self.idle || self.current == Some(0))
+        }
+    }
+
+    /// The filter's promise, on random streams (which include idle entries followed by
+    /// SCHED_OTHER switches, as a lost switch from the idle task leaves them): before every
+    /// event the filtered stream kept (other than the held switches themselves), its CPU's
+    /// current task and idleness are what the full stream says there, and idleness agrees at
+    /// every point of the full stream.
+    #[test]
+    fn state_at_every_kept_event_matches_the_full_stream() {
+        for seed in 0..300u64 {
+            let v = random_stream(seed * 7919 + 1, 1 + (seed as usize * 13) % 700);
+            let (red, _) = reduce(v.clone());
+            for cpu in 0..3u32 {
+                let kept: Vec<&Event> = red
+                    .iter()
+                    .filter(|e| e.cpu == cpu && !matches!(e.kind, EventKind::Background { .. }))
+                    .collect();
+                let (mut full, mut filt) = (Seen::default(), Seen::default());
+                let mut k = 0;
+                for e in v.iter().filter(|e| e.cpu == cpu) {
+                    if k < kept.len() && kept[k] == e {
+                        if !is_background_switch(&e.kind) {
+                            assert_eq!(full.view(), filt.view(), "seed {seed} CPU {cpu} at {e:?}");
+                        }
+                        filt.apply(&e.kind);
+                        k += 1;
+                    }
+                    full.apply(&e.kind);
+                    // Idleness also between kept events: a held or dropped switch only ever
+                    // replaces one busy task by another.
+                    assert_eq!(
+                        full.view().1,
+                        filt.view().1,
+                        "seed {seed} CPU {cpu} after {e:?}"
+                    );
+                }
+                assert_eq!(
+                    k,
+                    kept.len(),
+                    "seed {seed} CPU {cpu}: kept events out of order"
+                );
+                assert_eq!(full.view(), filt.view(), "seed {seed} CPU {cpu} at the end");
+            }
+        }
     }
 
     /// Feeding the stream in pieces (with watermark advances between them) gives exactly the

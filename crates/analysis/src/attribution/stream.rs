@@ -128,6 +128,8 @@ impl CpuStream {
             self.gap_prev_ts = Some(ts);
             self.frontier_ns = self.frontier_ns.max(ts.saturating_add(1));
         }
+        rtscope_model::slack::release_slack_deque(&mut self.ts);
+        rtscope_model::slack::release_slack_deque(&mut self.ev);
         if self.cursor >= k {
             self.cursor -= k;
         } else {

@@ -158,7 +158,16 @@ struct bg_burst {
 	__u64 count;
 	// Time of this CPU's last record written by emit_on_f (not markers, held switches, NMIs).
 	__u64 last_rec;
+	// What the records say about idleness, as attribution reads them: IDLE_ENTERED (an idle
+	// entry since the last switch to a task) and ON_IDLE_TASK (the last switch went to pid 0).
+	// While either is set a SCHED_OTHER -> SCHED_OTHER switch is recorded at once, not held:
+	// only a lost switch away from the idle task gets there, and this switch is then the first
+	// record saying the CPU is busy (reduce.rs has the same rule).
+	__u64 idle_bits;
 };
+
+#define IDLE_ENTERED 1
+#define ON_IDLE_TASK 2
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -552,7 +561,9 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	__u64 d = ((__u64)(__u32)next_prio << 32) | (__u32)prev_prio;
 	__u32 zero = 0;
 	struct held_sw *h;
-	if ((f & RELEVANT) && prev_pid != 0 && next_pid != 0 && prev_prio >= 100 &&
+	struct bg_burst *bb = bpf_map_lookup_elem(&bgs, &zero);
+	__u64 idle_bits = bb ? bb->idle_bits : 0;
+	if ((f & RELEVANT) && !idle_bits && prev_pid != 0 && next_pid != 0 && prev_prio >= 100 &&
 	    next_prio >= 100 && (h = bpf_map_lookup_elem(&held, &zero))) {
 		__u64 now = bpf_ktime_get_ns();
 		if (h->valid)
@@ -567,6 +578,8 @@ int BPF_PROG(sched_switch, bool preempt, struct task_struct *prev, struct task_s
 	} else {
 		emit_on(cpu, f, K_SWITCH, prev_pid, next_pid, (__u64)prev_state, d);
 	}
+	if (bb)
+		bb->idle_bits = next_pid == 0 ? (idle_bits & IDLE_ENTERED) | ON_IDLE_TASK : 0;
 	// prev is `current` here: remember its name once.
 	if (!bpf_map_lookup_elem(&comms, &prev_pid)) {
 		struct comm_val v = {};
@@ -598,6 +611,10 @@ int BPF_PROG(cpu_idle, unsigned int state, unsigned int cpu_id)
 	if (state == (unsigned int)-1)
 		return 0;
 	emit(K_IDLE, state, cpu_id, 0, 0);
+	__u32 zero = 0;
+	struct bg_burst *bb = bpf_map_lookup_elem(&bgs, &zero);
+	if (bb)
+		bb->idle_bits |= IDLE_ENTERED;
 	return 0;
 }
 

@@ -481,7 +481,7 @@ fn feed(
         c.poll(events).map_err(SessionError::Trace)?;
         let watermark = c.watermark_ns();
         x.tick(samples, events, watermark, c)?;
-        events.clear();
+        // Cleared before the next poll; a burst's capacity goes back now.
         rtscope_model::slack::release_slack(events);
     }
     Ok(())

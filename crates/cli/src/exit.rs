@@ -35,22 +35,27 @@ impl std::fmt::Display for ExitCode {
 }
 impl std::error::Error for ExitCode {}
 
+/// Errors quote what the user typed: passwords are masked on the way out.
+fn redact(s: &str) -> String {
+    rtscope_model::secrets::redact(s)
+}
+
 pub fn report(r: anyhow::Result<()>) -> i32 {
     match r {
         Ok(()) => 0,
         Err(e) => {
             if let Some(u) = e.downcast_ref::<UsageError>() {
-                eprintln!("rtscope: error: {u}");
+                eprintln!("rtscope: error: {}", redact(&u.to_string()));
                 return USAGE;
             }
             if let Some(c) = e.downcast_ref::<ExitCode>() {
                 if !c.1.is_empty() {
-                    eprintln!("rtscope: {}", c.1);
+                    eprintln!("rtscope: {}", redact(&c.1));
                 }
                 return c.0;
             }
             // anyhow's alternate format prints the context chain on one line.
-            eprintln!("rtscope: error: {e:#}");
+            eprintln!("rtscope: error: {}", redact(&format!("{e:#}")));
             FAILURE
         }
     }

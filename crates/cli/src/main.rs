@@ -80,7 +80,11 @@ fn main() {
                         && !l.starts_with("Usage:")
                 })
                 .collect();
-            eprintln!("rtscope: {}", line.join(" "));
+            // clap quotes the offending value: a password in a --db URL is masked.
+            eprintln!(
+                "rtscope: {}",
+                rtscope_model::secrets::redact(&line.join(" "))
+            );
             std::process::exit(exit::USAGE);
         }
     };

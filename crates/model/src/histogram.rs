@@ -84,15 +84,19 @@ impl Histogram {
         }
         let v = ns.clamp(1, HIGHEST_TRACKABLE_NS);
         if v != ns.max(1) {
-            self.clamped += n;
+            self.clamped = self.clamped.saturating_add(n);
         }
         // `v` is inside the constant bounds, so the HDR record cannot fail.
         let _ = self.hdr.record_n(v, n);
-        self.count += n;
+        // Saturating: counts from an imported file may be crafted near 2^64 (importers refuse
+        // totals that do not fit; this keeps a sum from wrapping into a plausible value).
+        self.count = self.count.saturating_add(n);
         self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
-        self.sum_ns += ns as u128 * n as u128;
-        self.sum_sq_ns2 += (ns as u128 * ns as u128) * n as u128;
+        self.sum_ns = self.sum_ns.saturating_add(ns as u128 * n as u128);
+        self.sum_sq_ns2 = self
+            .sum_sq_ns2
+            .saturating_add((ns as u128 * ns as u128).saturating_mul(n as u128));
     }
 
     pub fn merge(&mut self, other: &Histogram) {
@@ -101,12 +105,12 @@ impl Histogram {
         }
         // Same constant bounds on both sides: add cannot fail.
         let _ = self.hdr.add(&other.hdr);
-        self.count += other.count;
+        self.count = self.count.saturating_add(other.count);
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
-        self.sum_ns += other.sum_ns;
-        self.sum_sq_ns2 += other.sum_sq_ns2;
-        self.clamped += other.clamped;
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
+        self.sum_sq_ns2 = self.sum_sq_ns2.saturating_add(other.sum_sq_ns2);
+        self.clamped = self.clamped.saturating_add(other.clamped);
     }
 
     pub fn count(&self) -> u64 {

@@ -1,11 +1,13 @@
-//! Task sets (issue 8): tasks, how a set was generated, schedulability verdicts and the observed
+//! Task sets: tasks, how a set was generated, schedulability verdicts and the observed
 //! outcome of a run. Plain data; generation lives in `bench::taskset::gen`, the tests in
 //! `analysis::sched`, the runner in `bench::taskset`.
 
 use serde::{Deserialize, Serialize};
 
 /// One sporadic/periodic task (Liu & Layland model with constrained deadlines D ≤ T).
+// A set file is input: a misspelt key is an error, not a default.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Task {
     pub id: u32,
     /// Worst-case execution time C (the work each job is calibrated to take).
@@ -32,6 +34,7 @@ impl Task {
 
 /// How a task set was produced (so a set file can be regenerated bit for bit).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct GenInfo {
     /// "randfixedsum" or "uunifast-discard".
     pub method: String,
@@ -57,6 +60,7 @@ pub struct GenInfo {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct TaskSet {
     pub schema_version: u32,
     pub tasks: Vec<Task>,

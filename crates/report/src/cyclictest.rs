@@ -9,6 +9,7 @@
 //! Both are produced from and parsed into [`CtResult`], the common model; `rtscope import
 //! cyclictest` turns that into a RunRecord.
 
+use rtscope_model::limits::{checked_sum, Budget};
 use rtscope_model::{RunRecord, ThreadResult};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -21,7 +22,13 @@ pub enum CtError {
     Json(String),
     #[error("not a cyclictest output: {0}")]
     NotCyclictest(String),
+    /// The input claims more than it can hold (rtscope_model::limits), or a count overflows.
+    #[error("{0}")]
+    Limit(String),
 }
+
+/// Largest histogram bucket index read, µs (cyclictest's `-h` size is a u32 there too).
+pub const MAX_BUCKET_US: u64 = u32::MAX as u64 - 1;
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct CtThread {
@@ -220,6 +227,12 @@ pub fn status_line(
 /// Parse cyclictest's histogram text (as printed with `-h`/`-H`, with or without `-q`: status
 /// lines and other chatter are skipped).
 pub fn parse_histogram(text: &str) -> Result<CtResult, CtError> {
+    parse_histogram_within(text, &mut Budget::for_input_env(text.len() as u64))
+}
+
+/// [`parse_histogram`] with an explicit memory budget: the dense per-thread bucket arrays are
+/// sized from the largest bucket, which a short file can set anywhere.
+pub fn parse_histogram_within(text: &str, budget: &mut Budget) -> Result<CtResult, CtError> {
     let mut rows: Vec<(usize, Vec<u64>)> = Vec::new();
     let mut r = CtResult::default();
     let mut totals: Option<Vec<u64>> = None;
@@ -285,6 +298,12 @@ pub fn parse_histogram(text: &str) -> Result<CtResult, CtError> {
                     msg: "histogram row needs a bucket and at least one count".into(),
                 });
             }
+            if v[0] > MAX_BUCKET_US {
+                return Err(CtError::Text {
+                    line: ln,
+                    msg: format!("bucket {} out of range (0..={MAX_BUCKET_US} us)", v[0]),
+                });
+            }
             rows.push((v[0] as usize, v[1..].to_vec()));
         }
     }
@@ -306,6 +325,16 @@ pub fn parse_histogram(text: &str) -> Result<CtResult, CtError> {
         )));
     }
     let size = rows.iter().map(|(b, _)| b + 1).max().unwrap_or(0);
+    budget
+        .take(
+            (n as u64).saturating_mul(size as u64),
+            8,
+            &format!(
+                "a histogram of {n} threads × {size} buckets (bucket {} is the highest row)",
+                size.saturating_sub(1)
+            ),
+        )
+        .map_err(|e| CtError::Limit(e.to_string()))?;
     r.hist_size = Some(size as u32);
     let avgs = avgs.unwrap_or_else(|| vec![0; n]);
     let ovs = ovs.unwrap_or_else(|| vec![0; n]);
@@ -321,7 +350,8 @@ pub fn parse_histogram(text: &str) -> Result<CtResult, CtError> {
             .find(|(i, _, _)| *i as usize == t)
             .map(|(_, c, o)| (c.clone(), *o))
             .unwrap_or_default();
-        let sum: u64 = counts.iter().sum();
+        let sum = checked_sum(counts.iter().copied(), &format!("thread {t} histogram"))
+            .map_err(CtError::Limit)?;
         if sum != totals[t] {
             return Err(CtError::NotCyclictest(format!(
                 "thread {t}: histogram rows sum to {sum}, '# Total:' says {}",
@@ -332,7 +362,13 @@ pub fn parse_histogram(text: &str) -> Result<CtResult, CtError> {
             index: t as u32,
             tid: None,
             cpu: None,
-            cycles: totals[t] + ovs.get(t).copied().unwrap_or(0),
+            cycles: totals[t]
+                .checked_add(ovs.get(t).copied().unwrap_or(0))
+                .ok_or_else(|| {
+                    CtError::Limit(format!(
+                        "thread {t}: '# Total:' plus '# Histogram Overflows:' exceeds 2^64-1"
+                    ))
+                })?,
             min_us: mins[t],
             avg_us: avgs.get(t).copied().unwrap_or(0) as f64,
             max_us: maxs.get(t).copied().unwrap_or(0),
@@ -412,6 +448,16 @@ pub fn write_json(r: &CtResult) -> String {
 }
 
 pub fn parse_json(text: &str) -> Result<CtResult, CtError> {
+    parse_json_within(text, &mut Budget::for_input_env(text.len() as u64))
+}
+
+/// [`parse_json`] with an explicit memory budget: every thread's dense bucket array is as long
+/// as the largest bucket of any thread, which one short entry can set anywhere.
+pub fn parse_json_within(text: &str, budget: &mut Budget) -> Result<CtResult, CtError> {
+    // serde_json's Value takes a few times the text.
+    budget
+        .take(text.len() as u64, 8, "the JSON document")
+        .map_err(|e| CtError::Limit(e.to_string()))?;
     let v: Value = serde_json::from_str(text).map_err(|e| CtError::Json(e.to_string()))?;
     let obj = v
         .as_object()
@@ -438,7 +484,37 @@ pub fn parse_json(text: &str) -> Result<CtResult, CtError> {
             r.sysinfo.push((k.clone(), val));
         }
     }
+    // The largest bucket first: the dense arrays of every thread are sized from it, and must fit
+    // before any is allocated.
     let mut max_bucket = 0usize;
+    for (k, t) in threads {
+        if let Some(h) = t.get("histogram").and_then(Value::as_object) {
+            for b in h.keys() {
+                let b: u64 = b.parse().map_err(|_| {
+                    CtError::Json(format!(
+                        "thread {k}: histogram bucket '{b}' is not a number"
+                    ))
+                })?;
+                if b > MAX_BUCKET_US {
+                    return Err(CtError::Json(format!(
+                        "thread {k}: histogram bucket {b} out of range (0..={MAX_BUCKET_US} us)"
+                    )));
+                }
+                max_bucket = max_bucket.max(b as usize + 1);
+            }
+        }
+    }
+    let n_threads = threads.len() as u64;
+    budget
+        .take(
+            n_threads.saturating_mul(max_bucket as u64),
+            8,
+            &format!(
+                "a histogram of {n_threads} threads × {max_bucket} buckets (bucket {} is the highest)",
+                max_bucket.saturating_sub(1)
+            ),
+        )
+        .map_err(|e| CtError::Limit(e.to_string()))?;
     for (k, t) in threads {
         let index: u32 = k
             .parse()
@@ -448,29 +524,19 @@ pub fn parse_json(text: &str) -> Result<CtResult, CtError> {
                 .and_then(Value::as_f64)
                 .ok_or_else(|| CtError::Json(format!("thread {k}: missing number \"{f}\"")))
         };
-        let mut counts = Vec::new();
+        let mut counts = vec![0u64; max_bucket];
         if let Some(h) = t.get("histogram").and_then(Value::as_object) {
             for (b, c) in h {
-                let b: usize = b.parse().map_err(|_| {
-                    CtError::Json(format!(
-                        "thread {k}: histogram bucket '{b}' is not a number"
-                    ))
-                })?;
-                if b > 100_000_000 {
-                    return Err(CtError::Json(format!(
-                        "thread {k}: bucket {b} out of range"
-                    )));
-                }
+                // Checked in the first pass: a number below max_bucket.
+                let b: usize = b.parse().unwrap_or(0);
                 let c = c.as_u64().ok_or_else(|| {
                     CtError::Json(format!("thread {k}: bucket {b} count is not a number"))
                 })?;
-                if counts.len() <= b {
-                    counts.resize(b + 1, 0);
-                }
                 counts[b] = c;
-                max_bucket = max_bucket.max(b + 1);
             }
         }
+        checked_sum(counts.iter().copied(), &format!("thread {k} histogram"))
+            .map_err(CtError::Limit)?;
         let (min, max, avg, cycles) = (num("min")?, num("max")?, num("avg")?, num("cycles")?);
         if min < 0.0 || max < 0.0 || avg < 0.0 || cycles < 0.0 {
             return Err(CtError::Json(format!("thread {k}: negative value")));
@@ -489,8 +555,8 @@ pub fn parse_json(text: &str) -> Result<CtResult, CtError> {
     }
     r.threads.sort_by_key(|t| t.index);
     for t in &mut r.threads {
-        t.counts.resize(max_bucket, 0);
-        let inhist: u64 = t.counts.iter().sum();
+        // Checked above: the sum fits.
+        let inhist: u64 = t.counts.iter().fold(0u64, |a, &c| a.saturating_add(c));
         if max_bucket > 0 {
             t.overflows = t.cycles.saturating_sub(inhist);
         }

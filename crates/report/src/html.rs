@@ -118,7 +118,7 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
         esc(&title),
         runs.len(),
         esc(&opts.generated_at),
-        esc(&opts.command)
+        esc(&rtscope_model::secrets::redact(&opts.command))
     );
 
     // Runs overview.
@@ -220,7 +220,9 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
             body,
             "<tr><td>{}</td><td><code>{}</code></td></tr>",
             esc(&r.id),
-            esc(&shell_join(&r.config.cmdline))
+            esc(&shell_join(&rtscope_model::secrets::redact_argv(
+                &r.config.cmdline
+            )))
         );
     }
     body.push_str("</table>");
@@ -579,11 +581,13 @@ pub fn write_figures(figs: &[Figure], dir: &Path) -> Result<Vec<PathBuf>, Figure
     let mut out = Vec::new();
     for f in figs {
         let svg_path = dir.join(format!("{}.svg", f.id));
-        std::fs::write(&svg_path, &f.svg).map_err(io(&svg_path))?;
+        rtscope_files::write_atomic(&svg_path, f.svg.as_bytes(), rtscope_files::SHARED_FILE)
+            .map_err(io(&svg_path))?;
         out.push(svg_path);
         let png_path = dir.join(format!("{}.png", f.id));
         let png = render_png(&f.svg, &opt).map_err(|e| FigureError::Render(f.id.clone(), e))?;
-        std::fs::write(&png_path, png).map_err(io(&png_path))?;
+        rtscope_files::write_atomic(&png_path, &png, rtscope_files::SHARED_FILE)
+            .map_err(io(&png_path))?;
         out.push(png_path);
     }
     Ok(out)

@@ -33,6 +33,11 @@ pub fn parse_run_record(text: &str) -> Result<RunRecord, ReadError> {
             supported: rtscope_model::SCHEMA_VERSION,
         });
     }
+    rtscope_model::limits::check_run_record_json(
+        text,
+        &mut rtscope_model::limits::Budget::for_input_env(text.len() as u64),
+    )
+    .map_err(ReadError::Parse)?;
     serde_json::from_str(text).map_err(|e| ReadError::Parse(e.to_string()))
 }
 

@@ -366,7 +366,18 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
         ),
         None => None,
     };
-    let (mut written, failed_outputs) = outputs::write(&plan.outputs, &rec);
+    let (mut written, mut failed_outputs) = outputs::write(&plan.outputs, &rec);
+    // A run that was not stored and lost an output file is kept in the fallback directory: a
+    // failed write never loses the measurement.
+    if !failed_outputs.is_empty() && stored.is_none() {
+        match rtscope_store::fallback::keep_in_fallback(&rec) {
+            Ok(p) => failed_outputs.push(format!(
+                "(the record was kept in {}; `rtscope import` stores it)",
+                p.display()
+            )),
+            Err(e) => failed_outputs.push(format!("(the record could not be kept either: {e})")),
+        }
+    }
     written.append(
         &mut notices
             .into_iter()

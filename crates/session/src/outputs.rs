@@ -4,7 +4,6 @@
 
 use rtscope_model::{RawSample, RunRecord};
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// Which files a run writes besides the store.
@@ -20,61 +19,12 @@ pub struct Outputs {
     pub run_dir: Option<PathBuf>,
 }
 
-fn random_hex() -> String {
-    let mut b = [0u8; 8];
-    // SAFETY: getrandom writes at most the buffer's length.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
-    if n != b.len() as isize {
-        // No entropy source: the clock and the pid still make a name nobody can predict to
-        // the nanosecond, and O_EXCL refuses whatever exists.
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos() as u64;
-        b = (t ^ ((std::process::id() as u64) << 40)).to_le_bytes();
-    }
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+pub use rtscope_files::create_temp_beside;
 
-/// A new file beside `target`, created exclusively with an unpredictable name.
-pub fn create_temp_beside(target: &Path) -> std::io::Result<(std::fs::File, PathBuf)> {
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let stem = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let mut last = None;
-    for _ in 0..8 {
-        let p = dir.join(format!(".{stem}.{}.tmp", random_hex()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&p)
-        {
-            Ok(f) => return Ok((f, p)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name")))
-}
-
-/// Write `data` to `p` atomically (see the module comment).
+/// Write `data` to `p` atomically (see the module comment). Records and reports hold command
+/// lines and host details: private (0600).
 pub fn write_atomic(p: &Path, data: &[u8]) -> std::io::Result<()> {
-    let (mut f, tmp) = create_temp_beside(p)?;
-    let r = f
-        .write_all(data)
-        .and_then(|_| f.sync_data())
-        .and_then(|_| std::fs::rename(&tmp, p));
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r
+    rtscope_files::write_atomic(p, data, rtscope_files::PRIVATE_FILE)
 }
 
 /// Write every requested file; returns what was written, and the first failure (after trying
@@ -142,7 +92,7 @@ pub struct RawCsv {
 
 impl RawCsv {
     pub fn create(target: &Path) -> std::io::Result<RawCsv> {
-        let (f, tmp) = create_temp_beside(target)?;
+        let (f, tmp) = create_temp_beside(target, rtscope_files::PRIVATE_FILE)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
         out.write_all(b"cpu,tid,cycle,expected_ns,latency_ns\n")?;
         Ok(RawCsv {

@@ -91,8 +91,16 @@ pub fn parse_duration_s(s: &str) -> Option<f64> {
         _ => (s, 1.0),
     };
     let v: f64 = num.parse().ok()?;
-    (v.is_finite() && v > 0.0).then_some(v * mult)
+    let secs = v * mult;
+    // The range every run verb accepts for -D (1 ms ..= 30 days).
+    (secs.is_finite() && (0.001..=MAX_DURATION_S).contains(&secs)).then_some(secs)
 }
+
+/// Most cells one campaign may have.
+pub const MAX_CELLS: usize = 100_000;
+
+/// Longest duration of one cell, s (30 days, as `-D` of every run verb).
+pub const MAX_DURATION_S: f64 = 30.0 * 86400.0;
 
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
@@ -204,7 +212,7 @@ impl Campaign {
                 err_at(
                     d.span(),
                     format!(
-                        "durations: '{}' is not a duration (e.g. 30s, 2m, 1h, 1d; > 0)",
+                        "durations: '{}' is not a duration in 1ms..=30d (e.g. 30s, 2m, 1h, 1d)",
                         d.get_ref()
                     ),
                 )
@@ -233,6 +241,25 @@ impl Campaign {
                 ));
             }
             tags.insert(k, v.into_inner());
+        }
+        // The matrix is built in memory (and listed by --dry-run): a short file must not name
+        // billions of cells.
+        let cells = [
+            policies.len(),
+            loads.len(),
+            intervals_us.len(),
+            durations.len(),
+            repetitions as usize,
+        ]
+        .iter()
+        .fold(1usize, |a, &n| a.saturating_mul(n));
+        if cells > MAX_CELLS {
+            return Err(err_at(
+                0..0,
+                format!(
+                    "the matrix has {cells} cells (policies × loads × intervals_us × durations × repetitions); at most {MAX_CELLS}"
+                ),
+            ));
         }
         Ok(Campaign {
             name,

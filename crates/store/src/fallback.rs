@@ -75,12 +75,18 @@ fn save_in(
     })
 }
 
+/// Keep a record in `$XDG_DATA_HOME/rtscope/fallback/<id>.json` (a run whose output files could
+/// not be written and that was not stored): returns the path.
+pub fn keep_in_fallback(rec: &RunRecord) -> Result<PathBuf, StoreError> {
+    write_fallback(rec, &crate::data_dir().join("fallback"))
+}
+
 fn write_fallback(rec: &RunRecord, dir: &Path) -> Result<PathBuf, StoreError> {
     let io = |path: &Path| {
         let p = path.display().to_string();
         move |source| StoreError::Io { path: p, source }
     };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    rtscope_files::create_private_dir(dir).map_err(io(dir))?;
     let safe: String = rec
         .id
         .chars()
@@ -93,22 +99,29 @@ fn write_fallback(rec: &RunRecord, dir: &Path) -> Result<PathBuf, StoreError> {
         })
         .collect();
     let path = dir.join(format!("{safe}.json"));
-    let tmp = dir.join(format!(".{safe}.json.tmp"));
-    let json = serde_json::to_vec_pretty(rec).map_err(|e| StoreError::Other(e.to_string()))?;
-    // Write then rename: the fallback file is whole or absent.
-    std::fs::write(&tmp, json).map_err(io(&tmp))?;
-    std::fs::rename(&tmp, &path).map_err(io(&path))?;
+    let mut rec = rec.clone();
+    rec.config.cmdline = rtscope_model::secrets::redact_argv(&rec.config.cmdline);
+    let json = serde_json::to_vec_pretty(&rec).map_err(|e| StoreError::Other(e.to_string()))?;
+    // Whole or absent, private, never through a planted link.
+    rtscope_files::write_atomic(&path, &json, rtscope_files::PRIVATE_FILE).map_err(io(&path))?;
     Ok(path)
 }
 
+/// The largest run record JSON read: records keep bounded summaries (histograms, worst-N with
+/// their windows), a few MB even for a day-long run.
+pub const RECORD_FILE_MAX: u64 = 256 << 20;
+
 /// Read a RunRecord JSON file (a fallback file or `rtscope export --format json` output).
 pub fn read_record_file(path: &Path) -> Result<RunRecord, StoreError> {
-    let text = std::fs::read_to_string(path).map_err(|source| StoreError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
-    serde_json::from_str(&text).map_err(|e| StoreError::BadRecord {
+    let bytes = rtscope_files::read_bounded(path, RECORD_FILE_MAX, "a run record JSON").map_err(
+        |source| StoreError::Io {
+            path: path.display().to_string(),
+            source,
+        },
+    )?;
+    let text = String::from_utf8(bytes).map_err(|e| StoreError::BadRecord {
         id: path.display().to_string(),
-        detail: e.to_string(),
-    })
+        detail: format!("not UTF-8 text: {e}"),
+    })?;
+    crate::decode_record(&path.display().to_string(), &text)
 }

@@ -35,6 +35,10 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
+    #[error("--db: {0}")]
+    BadUrl(String),
+    #[error("no results database at {0} (nothing stored there yet; pass another --db)")]
+    Missing(String),
     #[error("results database is locked by another process (gave up after waiting {0} s)")]
     Locked(u64),
     #[error("cannot reach PostgreSQL at {location}: {detail}")]
@@ -233,6 +237,15 @@ pub fn all_tags(rec: &RunRecord) -> BTreeMap<String, String> {
 }
 
 pub(crate) fn decode_record(id: &str, json: &str) -> Result<RunRecord, StoreError> {
+    let bad = |detail: String| StoreError::BadRecord {
+        id: id.to_string(),
+        detail,
+    };
+    rtscope_model::limits::check_run_record_json(
+        json,
+        &mut rtscope_model::limits::Budget::for_input_env(json.len() as u64),
+    )
+    .map_err(bad)?;
     serde_json::from_str(json).map_err(|e| StoreError::BadRecord {
         id: id.to_string(),
         detail: e.to_string(),
@@ -263,20 +276,82 @@ pub(crate) fn data_dir() -> PathBuf {
     PathBuf::from(home).join(".local/share/rtscope")
 }
 
+/// A `--db` value this crate can open: a SQLite path (or `sqlite://PATH`) or a PostgreSQL URL.
+/// Empty values and other schemes (`mysql://…`, which would otherwise become a SQLite file
+/// named `mysql:/…`) are refused before anything runs.
+pub fn check_db_url(s: &str) -> Result<(), String> {
+    if s.trim().is_empty() {
+        return Err("empty value; give a SQLite file path or postgres://user@host/db".into());
+    }
+    if let Some((scheme, _)) = s.split_once("://") {
+        if !matches!(scheme, "postgres" | "postgresql" | "sqlite") {
+            return Err(format!(
+                "unknown scheme '{scheme}://' in '{}'; accepted: a SQLite file path, sqlite://PATH, postgres://user@host/db",
+                redact_url(s)
+            ));
+        }
+        if scheme == "sqlite" && s["sqlite://".len()..].is_empty() {
+            return Err("sqlite:// needs a path".into());
+        }
+    }
+    if s.contains('\0') {
+        return Err("a NUL byte in the path".into());
+    }
+    Ok(())
+}
+
 pub fn is_postgres_url(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
 
 /// A URL for messages: the password, if any, replaced by `***`.
 pub fn redact_url(url: &str) -> String {
-    if let Some((scheme, rest)) = url.split_once("://") {
-        if let Some((auth, host)) = rest.split_once('@') {
-            if let Some((user, _)) = auth.split_once(':') {
-                return format!("{scheme}://{user}:***@{host}");
-            }
-        }
+    rtscope_model::secrets::redact(url)
+}
+
+/// A SQLite file shorter than its header says (cut by a full disk, a bad copy) is refused before
+/// SQLite opens it: opening would switch its journal mode and write to it, and a later query
+/// would find the damage. The header (sqlite.org/fileformat.html §1.3): magic at 0, page size
+/// at 16 (u16 BE, 1 = 65536), page count at 28 (u32 BE, valid when the change counter at 24
+/// equals the version-valid-for number at 92). With a WAL file present the header may lag: not
+/// checked then.
+fn check_sqlite_size(path: &Path, location: &str) -> Result<(), StoreError> {
+    use std::io::Read;
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Ok(());
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len == 0 || Path::new(&format!("{location}-wal")).exists() {
+        return Ok(());
     }
-    url.to_string()
+    let mut h = [0u8; 100];
+    if len < 100 || f.read_exact(&mut h).is_err() {
+        return Err(StoreError::Corrupt {
+            location: location.to_string(),
+            detail: format!("{len} bytes, shorter than a SQLite header"),
+        });
+    }
+    if &h[..16] != b"SQLite format 3\0" {
+        // Not SQLite at all: SQLite itself says so (and nothing is written).
+        return Ok(());
+    }
+    let page = match u16::from_be_bytes([h[16], h[17]]) {
+        1 => 65536u64,
+        p => p as u64,
+    };
+    let change = u32::from_be_bytes([h[24], h[25], h[26], h[27]]);
+    let pages = u32::from_be_bytes([h[28], h[29], h[30], h[31]]) as u64;
+    let valid_for = u32::from_be_bytes([h[92], h[93], h[94], h[95]]);
+    if change == valid_for && pages > 0 && len < page * pages {
+        return Err(StoreError::Corrupt {
+            location: location.to_string(),
+            detail: format!(
+                "{len} bytes, but its header says {pages} pages of {page} bytes ({} bytes): the file was cut",
+                page * pages
+            ),
+        });
+    }
+    Ok(())
 }
 
 pub struct Store {
@@ -288,11 +363,120 @@ impl Store {
     /// Open (creating if needed) the results database. `None` → the default SQLite file;
     /// `postgres://…` → PostgreSQL; `sqlite://PATH` or anything else → a SQLite file path.
     pub fn open(url: Option<&str>) -> Result<Store, StoreError> {
+        if let Some(u) = url {
+            check_db_url(u).map_err(StoreError::BadUrl)?;
+        }
         match url {
             Some(u) if is_postgres_url(u) => Self::open_postgres(u, None),
             Some(p) => Self::open_sqlite(Path::new(p.strip_prefix("sqlite://").unwrap_or(p))),
             None => Self::open_sqlite(&default_db_path()),
         }
+    }
+
+    /// Open an existing database for reading only (`runs`, `show`, `export`, `report`,
+    /// `compare`): nothing is created (no file, directory, WAL or `-shm`), the file is not
+    /// changed (no journal-mode switch, no migration unless the schema is older and the file
+    /// may be written), and a read-only mount or a 0444 file reads.
+    pub fn open_read_only(url: Option<&str>) -> Result<Store, StoreError> {
+        if let Some(u) = url {
+            check_db_url(u).map_err(StoreError::BadUrl)?;
+        }
+        match url {
+            Some(u) if is_postgres_url(u) => Self::open_postgres(u, None),
+            Some(p) => {
+                Self::open_sqlite_read_only(Path::new(p.strip_prefix("sqlite://").unwrap_or(p)))
+            }
+            None => Self::open_sqlite_read_only(&default_db_path()),
+        }
+    }
+
+    pub fn open_sqlite_read_only(path: &Path) -> Result<Store, StoreError> {
+        use rusqlite::OpenFlags;
+        let location = path.display().to_string();
+        let meta = std::fs::metadata(path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                StoreError::Missing(location.clone())
+            } else {
+                StoreError::Io {
+                    path: location.clone(),
+                    source: e,
+                }
+            }
+        })?;
+        if !meta.is_file() {
+            return Err(StoreError::Other(format!(
+                "{location} is not a file; pass a results database with --db"
+            )));
+        }
+        check_sqlite_size(path, &location)?;
+        // A WAL file exists while a writer has the database open (or after a crash): then the
+        // newest runs are in it and SQLite must read it through the shared-memory index, which
+        // needs the directory writable. Without a WAL every committed run is in the main file
+        // and `immutable=1` reads it with no lock file and no -shm at all.
+        let wal = PathBuf::from(format!("{location}-wal"));
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let live_wal =
+            wal.exists() && rtscope_files::may_write(dir) && rtscope_files::may_write(path);
+        let mut uri = String::from("file:");
+        for &b in path.as_os_str().as_encoded_bytes() {
+            match b {
+                b'%' | b'?' | b'#' => uri.push_str(&format!("%{b:02X}")),
+                _ => uri.push(b as char),
+            }
+        }
+        uri.push_str(if live_wal {
+            "?mode=ro"
+        } else {
+            "?mode=ro&immutable=1"
+        });
+        // Non-ASCII bytes: fall back to the plain path (no URI parameters then, so read-only
+        // through the flags alone).
+        let c = if path.as_os_str().as_encoded_bytes().is_ascii() {
+            rusqlite::Connection::open_with_flags(
+                &uri,
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+        } else {
+            rusqlite::Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+        }
+        .map_err(|e| StoreError::from_sqlite(e).with_location(&location))?;
+        backend::install_busy_handler(&c)
+            .map_err(|e| StoreError::from_sqlite(e).with_location(&location))?;
+        let mut conn = Conn::Sqlite(c);
+        let version =
+            schema::read_version(&mut conn, &location).map_err(|e| e.with_location(&location))?;
+        if version == 0 {
+            return Err(StoreError::Other(format!(
+                "{location} holds no rtscope results (an empty database); pass another --db"
+            )));
+        }
+        if version > schema::CURRENT_VERSION {
+            return Err(StoreError::TooNew {
+                location,
+                found: version,
+                supported: schema::CURRENT_VERSION,
+            });
+        }
+        if version < schema::CURRENT_VERSION {
+            // Reading an older schema needs its migration, which is a write.
+            drop(conn);
+            if !rtscope_files::may_write(path) {
+                return Err(StoreError::Other(format!(
+                    "{location} has schema version {version}, older than this rtscope's {}; it cannot be migrated here (read-only) — read it with the rtscope that wrote it or copy it somewhere writable",
+                    schema::CURRENT_VERSION
+                )));
+            }
+            return Self::open_sqlite(path);
+        }
+        Ok(Store { conn, location })
     }
 
     /// How long to wait for another process holding the SQLite write lock (default 30 s).
@@ -312,12 +496,21 @@ impl Store {
     #[doc(hidden)]
     pub fn open_sqlite_at(path: &Path, version: i64) -> Result<Store, StoreError> {
         let location = path.display().to_string();
+        // The database holds command lines and host details: its directory is created 0700 and
+        // the file 0600 (SQLite gives its -wal and -shm files the database file's mode).
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+            rtscope_files::create_private_dir(dir).map_err(|source| StoreError::Io {
                 path: dir.display().to_string(),
                 source,
             })?;
         }
+        check_sqlite_size(path, &location)?;
+        rtscope_files::precreate(path, rtscope_files::PRIVATE_FILE).map_err(|source| {
+            StoreError::Io {
+                path: location.clone(),
+                source,
+            }
+        })?;
         let c = rusqlite::Connection::open(path)
             .map_err(|e| StoreError::from_sqlite(e).with_location(&location))?;
         backend::install_busy_handler(&c)
@@ -394,6 +587,20 @@ impl Store {
         if rec.id.is_empty() {
             return Err(StoreError::Other("run record has an empty id".into()));
         }
+        // A record built by an older rtscope (or imported) may carry a password in its command
+        // line: it is masked before anything is written.
+        let masked;
+        let rec = {
+            let red = rtscope_model::secrets::redact_argv(&rec.config.cmdline);
+            if red == rec.config.cmdline {
+                rec
+            } else {
+                let mut r = rec.clone();
+                r.config.cmdline = red;
+                masked = r;
+                &masked
+            }
+        };
         let json = serde_json::to_string(rec).map_err(|e| StoreError::BadRecord {
             id: rec.id.clone(),
             detail: e.to_string(),

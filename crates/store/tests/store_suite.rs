@@ -371,6 +371,83 @@ fn corrupt_sqlite_file_is_refused_untouched() {
     assert_eq!(std::fs::read(&p).unwrap(), junk);
 }
 
+/// A database cut by 2 bytes (a full disk, a bad copy): refused, with its path, and left exactly
+/// as it was — by the storing open and by the read-only one.
+#[test]
+fn truncated_database_is_refused_untouched_with_its_path() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("results.db");
+    {
+        let mut s = Store::open_sqlite(&p).unwrap();
+        for i in 0..20 {
+            s.insert_run(&fixture::record(&Spec::new(&format!("r{i}"), i)))
+                .unwrap();
+        }
+    }
+    let mut b = std::fs::read(&p).unwrap();
+    b.truncate(b.len() - 2);
+    std::fs::write(&p, &b).unwrap();
+    for e in [
+        Store::open(Some(p.to_str().unwrap()))
+            .err()
+            .expect("refused"),
+        Store::open_read_only(Some(p.to_str().unwrap()))
+            .err()
+            .expect("refused"),
+    ] {
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        assert!(e.to_string().contains(p.to_str().unwrap()), "{e}");
+        assert!(e.to_string().contains("cut"), "{e}");
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), b);
+    let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+    assert_eq!(names.len(), 1, "no -wal or -shm beside it");
+}
+
+/// Reading never creates: no database, no directory, no WAL or -shm; reading works with the
+/// file made read-only, and the bytes stay the same.
+#[test]
+fn read_only_open_creates_and_changes_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let missing = d.path().join("typo/dir/results.db");
+    let e = Store::open_read_only(Some(missing.to_str().unwrap()))
+        .err()
+        .expect("missing");
+    assert!(matches!(e, StoreError::Missing(_)), "{e}");
+    assert!(!d.path().join("typo").exists());
+    let p = d.path().join("results.db");
+    {
+        let mut s = Store::open_sqlite(&p).unwrap();
+        s.insert_run(&fixture::record(&Spec::new("one", 1)))
+            .unwrap();
+    }
+    let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode & 0o077, 0, "database created {mode:o}");
+    let before = std::fs::read(&p).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let mut s = Store::open_read_only(Some(p.to_str().unwrap())).unwrap();
+    assert_eq!(s.count_runs().unwrap(), 1);
+    drop(s);
+    assert_eq!(std::fs::read(&p).unwrap(), before);
+    let names: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+}
+
+#[test]
+fn empty_and_unknown_database_urls_are_refused() {
+    for u in ["", "  ", "mysql://x/y", "sqlite://", "http://h/db"] {
+        let e = Store::open(Some(u)).err().expect("refused");
+        assert!(matches!(e, StoreError::BadUrl(_)), "{u}: {e}");
+    }
+    let e = rtscope_store::check_db_url("mysql://bob:hunter2@h/x").unwrap_err();
+    assert!(!e.contains("hunter2"), "{e}");
+    assert!(!std::path::Path::new("mysql:").exists());
+}
+
 #[test]
 fn a_failed_run_insert_leaves_nothing() {
     // Make the tags insert fail half-way through a run: the runs row must roll back too.

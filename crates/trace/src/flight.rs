@@ -33,9 +33,8 @@ use crate::rtt::{
 use rtscope_model::event::{Event, NameTables};
 use rtscope_model::record::RawSample;
 use std::collections::{BTreeMap, HashSet};
-use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Default period of the flight recorder's snapshots: 10 minutes.
 pub const DEFAULT_SNAPSHOT_EVERY_NS: u64 = 600_000_000_000;
@@ -89,101 +88,38 @@ impl TraceFileMode {
     }
 }
 
-/// A file being written under an unpredictable name beside its final path.
-pub(crate) struct PartFile {
-    file: Option<File>,
-    tmp: PathBuf,
-    path: PathBuf,
-}
-
-/// 64 random bits for a file name (getrandom(2); the clock and pid if that fails — `O_EXCL`
-/// still refuses anything that exists).
-fn random_u64() -> u64 {
-    let mut b = [0u8; 8];
-    // SAFETY: writes at most 8 bytes into `b`.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), libc::GRND_NONBLOCK) };
-    if n == 8 {
-        return u64::from_ne_bytes(b);
-    }
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    (t ^ ((std::process::id() as u64) << 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
+/// A trace being written under an unpredictable `<name>.<hex>.partial` name beside its final
+/// path (rtscope_files: exclusive, no link followed, removed when abandoned, renamed when done).
+pub(crate) struct PartFile(rtscope_files::AtomicFile);
 
 impl PartFile {
     pub(crate) fn create(path: &Path) -> Result<Self, RttError> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let io = |e| RttError::Io {
+        rtscope_files::AtomicFile::create_styled(
+            path,
+            rtscope_files::PRIVATE_FILE,
+            rtscope_files::TempStyle::Partial,
+        )
+        .map(PartFile)
+        .map_err(|e| RttError::Io {
             path: path.display().to_string(),
             source: e,
-        };
-        let name = path
-            .file_name()
-            .ok_or_else(|| RttError::Invalid(format!("{}: not a file name", path.display())))?
-            .to_string_lossy()
-            .into_owned();
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let mut last = None;
-        for _ in 0..16 {
-            let tmp = dir.join(format!("{name}.{:016x}.partial", random_u64()));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o644)
-                .custom_flags(libc::O_CLOEXEC)
-                .open(&tmp)
-            {
-                Ok(file) => {
-                    return Ok(PartFile {
-                        file: Some(file),
-                        tmp,
-                        path: path.to_path_buf(),
-                    })
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-                Err(e) => return Err(io(e)),
-            }
-        }
-        Err(io(
-            last.unwrap_or_else(|| std::io::Error::other("no free name"))
-        ))
+        })
     }
 
     pub(crate) fn write_all(&mut self, b: &[u8]) -> Result<(), RttError> {
-        let r = match self.file.as_mut() {
-            Some(f) => f.write_all(b),
-            None => Err(std::io::Error::other("the file was already closed")),
-        };
-        r.map_err(|e| RttError::Io {
-            path: self.tmp.display().to_string(),
+        self.0.write_all(b).map_err(|e| RttError::Io {
+            path: self.0.temp_path().display().to_string(),
             source: e,
         })
     }
 
     /// Flush to disk and rename into place (atomic on one file system).
-    pub(crate) fn persist(mut self) -> Result<(), RttError> {
-        let io = |p: &Path, e| RttError::Io {
-            path: p.display().to_string(),
-            source: e,
-        };
-        if let Some(f) = self.file.take() {
-            f.sync_all().map_err(|e| io(&self.tmp, e))?;
-        }
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| io(&self.path, e))?;
-        self.tmp = PathBuf::new();
-        Ok(())
-    }
-}
-
-impl Drop for PartFile {
-    fn drop(&mut self) {
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
+    pub(crate) fn persist(self) -> Result<(), RttError> {
+        let path = self.0.target().display().to_string();
+        self.0
+            .persist()
+            .map(|_| ())
+            .map_err(|e| RttError::Io { path, source: e })
     }
 }
 
@@ -572,6 +508,7 @@ mod tests {
     use super::*;
     use crate::rtt::{decode, read_rtt};
     use rtscope_model::event::{EventKind, Vector};
+    use std::path::PathBuf;
 
     const MS: u64 = 1_000_000;
     const S: u64 = 1_000_000_000;

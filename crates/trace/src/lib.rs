@@ -680,6 +680,16 @@ impl TraceSession {
     }
 }
 
+/// Remove what SIGKILLed rtscope processes left in tracefs (their instances); returns what was
+/// done. Without tracefs mounted there is nothing to do.
+pub fn remove_stale_instances() -> Vec<String> {
+    let root = std::path::Path::new(tracefs::TRACEFS);
+    if !root.join("instances").is_dir() {
+        return Vec::new();
+    }
+    tracefs::remove_stale_instances(root)
+}
+
 /// Tracefs instances this process (or a dead rtscope) left behind; empty after a clean stop.
 pub fn leftover_instances() -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(std::path::Path::new(tracefs::TRACEFS).join("instances")) else {

@@ -30,6 +30,7 @@
 //! record of the same section (first one from 0), so a typical event costs 4–8 bytes.
 
 use rtscope_model::event::{Event, EventKind, NameTables, Vector};
+use rtscope_model::limits::{Budget, OverBudget};
 use rtscope_model::record::RawSample;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -676,7 +677,22 @@ fn ends_with_end(buf: &[u8]) -> bool {
 
 /// Parse a trace from bytes. Every failure names the byte offset where the file went wrong; a
 /// version-3 file cut short is not a failure (`truncated_at`).
+/// Decode a whole file with the default budget for its size (`rtscope_model::limits`): a file
+/// whose counts or compressed sections claim more than its size can honestly hold is refused
+/// before anything is allocated for it.
 pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
+    decode_within(buf, &mut Budget::for_input_env(buf.len() as u64))
+}
+
+fn over(offset: usize, e: OverBudget) -> RttError {
+    corrupt(offset, e.to_string())
+}
+
+const EVENT_BYTES: u64 = std::mem::size_of::<Event>() as u64;
+const SAMPLE_BYTES: u64 = std::mem::size_of::<RawSample>() as u64;
+
+/// [`decode`] with an explicit budget.
+pub fn decode_within(buf: &[u8], budget: &mut Budget) -> Result<RttFile, RttError> {
     if buf.len() < HEADER_LEN {
         return Err(corrupt(
             buf.len(),
@@ -707,6 +723,7 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
     let cut_tolerated = v3 && !ends_with_end(buf);
     let mut pos = HEADER_LEN;
     let mut meta: Option<RttMeta> = None;
+    let mut meta_at = HEADER_LEN;
     let mut names: Option<NameTables> = None;
     let mut events: Vec<Event> = Vec::new();
     let mut samples: Option<Vec<RawSample>> = None;
@@ -770,21 +787,36 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
                 if meta.is_some() && !v3 {
                     return Err(corrupt(sec_at, "second META section"));
                 }
-                meta = Some(
-                    serde_json::from_slice(body)
-                        .map_err(|e| corrupt(body_at, format!("META: {e}")))?,
-                );
+                // Parsed JSON takes at most a few times its text.
+                budget
+                    .take(len as u64, 8, "META section")
+                    .map_err(|e| over(sec_at, e))?;
+                let m: RttMeta = serde_json::from_slice(body)
+                    .map_err(|e| corrupt(body_at, format!("META: {e}")))?;
+                meta_at = body_at;
+                meta = Some(m);
             }
             b"NAME" => {
                 if names.is_some() && !v3 {
                     return Err(corrupt(sec_at, "second NAME section"));
                 }
+                budget
+                    .take(len as u64, 8, "NAME section")
+                    .map_err(|e| over(sec_at, e))?;
                 names = Some(
                     serde_json::from_slice(body)
                         .map_err(|e| corrupt(body_at, format!("NAME: {e}")))?,
                 );
             }
-            b"EVTS" => parse_evts(body, body_at, sec_at, v3, &mut cpus_seen, &mut events)?,
+            b"EVTS" => parse_evts(
+                body,
+                body_at,
+                sec_at,
+                v3,
+                &mut cpus_seen,
+                &mut events,
+                budget,
+            )?,
             b"EVTZ" if version >= 2 => {
                 let mut c = Cur {
                     buf: body,
@@ -801,10 +833,19 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
                         format!("EVTZ: uncompressed length {raw_len} impossible for {zlen} compressed bytes"),
                     ));
                 }
+                // The inflated payload (freed after parsing) and the events it can hold (at
+                // least 2 bytes each) must fit before the first byte is inflated.
+                budget
+                    .check(
+                        raw_len,
+                        1 + EVENT_BYTES / 2,
+                        "EVTZ section (uncompressed length × events it can hold)",
+                    )
+                    .map_err(|e| over(sec_at, e))?;
                 let raw = inflate(&body[c.pos..], raw_len as usize)
                     .map_err(|e| corrupt(body_at + c.pos, format!("EVTZ: {e}")))?;
                 // Offsets inside the decompressed payload are reported relative to it.
-                parse_evts(&raw, 0, sec_at, v3, &mut cpus_seen, &mut events).map_err(
+                parse_evts(&raw, 0, sec_at, v3, &mut cpus_seen, &mut events, budget).map_err(
                     |e| match e {
                         RttError::Corrupt { offset, what } => corrupt(
                             sec_at,
@@ -819,9 +860,14 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
                     return Err(corrupt(sec_at, "second SMPL section"));
                 }
                 let v = samples.get_or_insert_with(Vec::new);
-                parse_smpl(body, body_at, v)?;
+                parse_smpl(body, body_at, v, budget)?;
             }
-            b"WIND" if v3 => windows.push(parse_wind(body, body_at)?),
+            b"WIND" if v3 => {
+                budget
+                    .take(len as u64 + 128, 2, "WIND section")
+                    .map_err(|e| over(sec_at, e))?;
+                windows.push(parse_wind(body, body_at)?)
+            }
             b"END\0" => {
                 if len != 0 {
                     return Err(corrupt(body_at, "END section must be empty"));
@@ -846,6 +892,17 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
         truncated_at.get_or_insert(pos as u64);
     }
     let meta = meta.ok_or_else(|| corrupt(HEADER_LEN, "no META section"))?;
+    // The last META is the file's (a writer's first one is provisional: end_ns 0 until the
+    // capture ends). An end before the start would make every rate nonsense.
+    if meta.end_ns != 0 && meta.end_ns < meta.start_ns {
+        return Err(corrupt(
+            meta_at,
+            format!(
+                "META: end_ns {} is before start_ns {}",
+                meta.end_ns, meta.start_ns
+            ),
+        ));
+    }
     let names = match names {
         Some(n) => n,
         None if v3 => NameTables::default(),
@@ -856,7 +913,15 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
         None if v3 => Vec::new(),
         None => return Err(corrupt(HEADER_LEN, "no SMPL section")),
     };
-    // Merge the per-CPU streams by time (stable: per-CPU order kept on equal timestamps).
+    // Merge the per-CPU streams by time (stable: per-CPU order kept on equal timestamps). The
+    // stable sort borrows a buffer of half the events.
+    budget
+        .check(
+            events.len() as u64 / 2 + 1,
+            EVENT_BYTES,
+            "sorting the events",
+        )
+        .map_err(|e| over(HEADER_LEN, e))?;
     events.sort_by_key(|e| (e.ts_ns, e.cpu));
     let flight = meta.file_mode == "flight";
     if flight {
@@ -877,25 +942,32 @@ pub fn decode(buf: &[u8]) -> Result<RttFile, RttError> {
 
 /// Drop exact duplicates (same time, CPU and fields) from events sorted by (ts, cpu): chunks
 /// of a flight file may overlap. Duplicates of one event lie in the same (ts, cpu) run.
+/// In place: no second copy of the events.
 fn dedup_events(events: &mut Vec<Event>) {
-    let mut out: Vec<Event> = Vec::with_capacity(events.len());
+    let mut kept = 0usize;
     let mut run_start = 0usize;
-    for e in events.drain(..) {
-        if out
-            .last()
-            .is_none_or(|l| (l.ts_ns, l.cpu) != (e.ts_ns, e.cpu))
-        {
-            run_start = out.len();
+    for r in 0..events.len() {
+        let starts_run = kept == 0
+            || (events[kept - 1].ts_ns, events[kept - 1].cpu) != (events[r].ts_ns, events[r].cpu);
+        if starts_run {
+            run_start = kept;
         }
-        if !out[run_start..].contains(&e) {
-            out.push(e);
+        if !events[run_start..kept].contains(&events[r]) {
+            // Slots kept..r hold events already dropped: the swap moves one of them back.
+            events.swap(kept, r);
+            kept += 1;
         }
     }
-    *events = out;
+    events.truncate(kept);
 }
 
 /// One SMPL payload, appended to `out`.
-fn parse_smpl(body: &[u8], body_at: usize, out: &mut Vec<RawSample>) -> Result<(), RttError> {
+fn parse_smpl(
+    body: &[u8],
+    body_at: usize,
+    out: &mut Vec<RawSample>,
+    budget: &mut Budget,
+) -> Result<(), RttError> {
     let len = body.len();
     let mut c = Cur {
         buf: body,
@@ -910,7 +982,10 @@ fn parse_smpl(body: &[u8], body_at: usize, out: &mut Vec<RawSample>) -> Result<(
             format!("sample count {n} exceeds what the {len}-byte section can hold"),
         ));
     }
-    out.reserve(n as usize);
+    budget
+        .take(n, SAMPLE_BYTES, "SMPL sample count")
+        .map_err(|e| over(n_at, e))?;
+    out.reserve_exact(n as usize);
     let mut prev = 0u64;
     for _ in 0..n {
         let s = read_sample(&mut c, &mut prev)?;
@@ -1030,6 +1105,7 @@ fn parse_evts(
     chunks: bool,
     cpus_seen: &mut std::collections::BTreeSet<u32>,
     events: &mut Vec<Event>,
+    budget: &mut Budget,
 ) -> Result<(), RttError> {
     let len = body.len();
     let mut c = Cur {
@@ -1054,7 +1130,10 @@ fn parse_evts(
             format!("event count {n} exceeds what the {len}-byte section can hold"),
         ));
     }
-    events.reserve(n as usize);
+    budget
+        .take(n, EVENT_BYTES, &format!("event count {n} (cpu {cpu})"))
+        .map_err(|e| over(n_at, e))?;
+    events.reserve_exact(n as usize);
     let mut ts = 0u64;
     for _ in 0..n {
         let d = unzigzag(c.varint("timestamp delta")?);
@@ -1084,10 +1163,11 @@ pub fn write_rtt(path: &Path, f: &RttFile) -> Result<u64, RttError> {
 }
 
 pub fn read_rtt(path: &Path) -> Result<RttFile, RttError> {
-    let bytes = std::fs::read(path).map_err(|e| RttError::Io {
-        path: path.display().to_string(),
-        source: e,
-    })?;
+    let bytes = rtscope_files::read_bounded(path, rtscope_files::max_input_bytes(), "a trace file")
+        .map_err(|e| RttError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
     decode(&bytes)
 }
 
@@ -1294,6 +1374,79 @@ mod tests {
         b.extend_from_slice(&z[body + len + 4..]);
         let e = decode(&b).unwrap_err().to_string();
         assert!(e.contains("impossible"), "{e}");
+    }
+
+    /// A deflate bomb: a few KB of EVTZ that inflate to 8 MB of valid events (2 bytes each,
+    /// 4 M events, over 100 MB decoded). Refused by the budget before inflating; decoded when the
+    /// user raises the budget.
+    #[test]
+    fn a_deflate_bomb_is_refused_before_it_is_inflated() {
+        use std::io::Write as _;
+        let f = sample_file();
+        let z = encode(&f);
+        let at = z.windows(4).position(|w| w == b"EVTZ").expect("has EVTZ");
+        let len = u64::from_le_bytes(z[at + 4..at + 12].try_into().expect("8 bytes")) as usize;
+        let n: u64 = 4 << 20;
+        let mut raw = Vec::new();
+        put_varint(&mut raw, 7); // cpu 7 (its own stream)
+        put_varint(&mut raw, n);
+        for _ in 0..n {
+            raw.push(0); // timestamp delta 0
+            raw.push(E_PREEMPT_DISABLE);
+        }
+        let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(&raw).expect("deflate");
+        let zraw = enc.finish().expect("deflate");
+        let mut p = Vec::new();
+        put_varint(&mut p, raw.len() as u64);
+        p.extend_from_slice(&zraw);
+        let mut b = z[..at].to_vec();
+        push_section(&mut b, b"EVTZ", &p);
+        b.extend_from_slice(&z[at + 12 + len + 4..]);
+        assert!(b.len() < 128 << 10, "a small file: {} bytes", b.len());
+        let e = decode(&b).unwrap_err().to_string();
+        assert!(e.contains("MiB of memory"), "{e}");
+        // The same bytes with room to decode them: the events are all there.
+        let back = decode_within(&b, &mut Budget::bytes(2 << 30)).expect("decodes with room");
+        assert_eq!(
+            back.events.iter().filter(|e| e.cpu == 7).count() as u64,
+            n,
+            "every event of the bomb"
+        );
+    }
+
+    #[test]
+    fn a_count_the_budget_cannot_hold_is_refused_and_start_after_end_too() {
+        let mut f = sample_file();
+        f.meta.end_ns = f.meta.start_ns.saturating_sub(1);
+        let e = decode(&encode(&f)).unwrap_err().to_string();
+        assert!(e.contains("end_ns") && e.contains("before start_ns"), "{e}");
+        let f = sample_file();
+        let b = encode_with(&f, false);
+        let e = decode_within(&b, &mut Budget::bytes(64))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MiB of memory"), "{e}");
+    }
+
+    #[test]
+    fn flight_dedup_in_place_keeps_one_of_each() {
+        let ev = |ts, cpu, state| Event {
+            ts_ns: ts,
+            cpu,
+            kind: EventKind::CpuIdle { state },
+        };
+        let mut v = vec![
+            ev(1, 0, 1),
+            ev(1, 0, 1),
+            ev(1, 0, 2),
+            ev(1, 0, 1),
+            ev(1, 1, 1),
+            ev(2, 0, 1),
+            ev(2, 0, 1),
+        ];
+        dedup_events(&mut v);
+        assert_eq!(v, vec![ev(1, 0, 1), ev(1, 0, 2), ev(1, 1, 1), ev(2, 0, 1)]);
     }
 
     #[test]

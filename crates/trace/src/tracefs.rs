@@ -623,10 +623,13 @@ fn cpumask_hex(cpus: &[u32]) -> String {
         .join(",")
 }
 
-/// Remove instances left by rtscope processes that died without cleaning up (SIGKILL).
-fn remove_stale_instances(root: &Path) {
+/// Remove instances left by rtscope processes that died without cleaning up (SIGKILL): an
+/// orphaned instance keeps tracing into its own ring buffer (pages per CPU) until removed.
+/// Returns what was removed.
+pub fn remove_stale_instances(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(root.join("instances")) else {
-        return;
+        return out;
     };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -636,10 +639,20 @@ fn remove_stale_instances(root: &Path) {
         let pid = rest.split('-').next().and_then(|p| p.parse::<i32>().ok());
         if let Some(pid) = pid {
             if !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = std::fs::remove_dir(e.path());
+                // Stop it first: rmdir of an instance that is still tracing can be refused.
+                let _ = std::fs::write(e.path().join("tracing_on"), "0");
+                match std::fs::remove_dir(e.path()) {
+                    Ok(()) => out.push(format!(
+                        "removed stale tracefs instance {name} (pid {pid} is gone)"
+                    )),
+                    Err(err) => out.push(format!(
+                        "could not remove stale tracefs instance {name} (pid {pid} is gone): {err}"
+                    )),
+                }
             }
         }
     }
+    out
 }
 
 impl TracefsSession {
@@ -670,7 +683,7 @@ impl TracefsSession {
             }
             mounted_by_us = true;
         }
-        remove_stale_instances(root);
+        let _ = remove_stale_instances(root);
         static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let inst = root.join("instances").join(format!(
             "{INSTANCE_PREFIX}{}-{}",

@@ -658,10 +658,44 @@ fn attribute_one(
     out.parts = parts;
     out.threads = threads;
     if keep_timeline {
+        cap_segments(&mut segs);
         out.segments = segs;
-        out.events = win.filter_map(|i| ev_out(ce, i, s.cpu)).collect();
+        let mut evs: Vec<Event> = win.filter_map(|i| ev_out(ce, i, s.cpu)).collect();
+        if evs.len() > TIMELINE_CAP {
+            evs.drain(TIMELINE_CAP / 2..evs.len() - TIMELINE_CAP / 2);
+            evs.shrink_to_fit();
+        }
+        out.events = evs;
     }
     out
+}
+
+/// Most segments (and events) one sample's timeline keeps. A sample seconds long (a VM paused
+/// for migration, a debugger stop) would otherwise keep every event and segment of its window in
+/// memory and in the record: the first and last halves are kept, the middle is one
+/// [`TIMELINE_CUT`] segment saying how many were left out (their time stays in `parts`).
+pub const TIMELINE_CAP: usize = 4096;
+/// Cause of the segment that stands for the middle of a capped timeline.
+pub const TIMELINE_CUT: &str = "timeline_cut";
+
+fn cap_segments(segs: &mut Vec<Segment>) {
+    if segs.len() <= TIMELINE_CAP {
+        return;
+    }
+    let head = TIMELINE_CAP / 2;
+    let tail_from = segs.len() - (TIMELINE_CAP / 2 - 1);
+    let cut = Segment {
+        start_ns: segs[head].start_ns,
+        end_ns: segs[tail_from - 1].end_ns,
+        cause: TIMELINE_CUT.into(),
+        detail: format!(
+            "{} segments left out of the timeline (their time is in the parts)",
+            tail_from - head
+        ),
+    };
+    segs.drain(head..tail_from);
+    segs.insert(head, cut);
+    segs.shrink_to_fit();
 }
 
 fn ev_out(ce: CpuSlice<'_>, i: usize, cpu: u32) -> Option<Event> {

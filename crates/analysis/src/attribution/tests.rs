@@ -880,3 +880,63 @@ fn remote_waking_from_another_cpu() {
     // The reschedule IPI on CPU 0 [1_100, 1_130) is carved out as interference.
     assert_eq!(part(&a, "vector:reschedule"), 30);
 }
+
+/// A sample 5 ms long crossed by 5000 device interrupts: 10 000 alternating segments. Its
+/// timeline keeps the first and last halves of TIMELINE_CAP and one cut segment for the middle;
+/// the parts still count every nanosecond.
+#[test]
+fn a_long_sample_keeps_a_capped_timeline() {
+    let mut evs = vec![sw(0, 0, 120, 500, 120)];
+    for k in 0..5000u64 {
+        evs.push(ev(1100 + 1000 * k, K::IrqEntry { irq: 11 }));
+        evs.push(ev(
+            1600 + 1000 * k,
+            K::IrqExit {
+                irq: 11,
+                handled: true,
+            },
+        ));
+    }
+    let t = 1100 + 5000 * 1000;
+    evs.push(ev(
+        t,
+        K::VectorEntry {
+            vector: Vector::LocalTimer,
+        },
+    ));
+    evs.push(ev(
+        t + 50,
+        K::Waking {
+            pid: TID,
+            prio: 0,
+            target_cpu: CPU,
+        },
+    ));
+    evs.push(ev(
+        t + 100,
+        K::VectorExit {
+            vector: Vector::LocalTimer,
+        },
+    ));
+    evs.push(sw(t + 200, 500, 120, TID, 0));
+    // E = 1000, R = t + 400.
+    let a = one(&evs, sample(1000, t + 400 - 1000));
+    sums(&a);
+    assert_eq!(part(&a, "irq:11:virtio0"), 5000 * 500);
+    assert_eq!(a.segments.len(), TIMELINE_CAP);
+    let cuts: Vec<&Segment> = a
+        .segments
+        .iter()
+        .filter(|s| s.cause == TIMELINE_CUT)
+        .collect();
+    assert_eq!(cuts.len(), 1);
+    assert!(
+        cuts[0].detail.contains("segments left out"),
+        "{}",
+        cuts[0].detail
+    );
+    assert!(a.events.len() <= TIMELINE_CAP, "{} events", a.events.len());
+    // The ends are intact: the first segment is the first IRQ's delay, the last the return.
+    assert_eq!(a.segments[0].start_ns, 0);
+    assert_eq!(a.segments.last().map(|s| s.end_ns), Some(a.latency_ns));
+}

@@ -311,15 +311,16 @@ fn fixed_point<S: Interference>(
             .map(|(s, v)| (s.name().to_string(), *v))
             .collect();
         prev = vals;
-        if next == l {
-            reason = None;
-            break;
-        }
+        // The cap first: a fixed point above it (thread terms alone past the cap) is no bound.
         if next > opts.cap_ns {
             reason = Some(NonConvergence::ExceedsCap {
                 cap_ns: opts.cap_ns,
                 last_ns: next,
             });
+            break;
+        }
+        if next == l {
+            reason = None;
             break;
         }
         if count >= opts.max_iterations {

@@ -166,6 +166,28 @@ fn cap_stops_the_iteration() {
     assert_eq!(single_of_each(&t, &s, &o).latency_ns, Some(148));
 }
 
+/// Thread terms near 2^63 with no interference: the iteration meets its own start (a fixed
+/// point) far above the 1 s cap. That is no bound: not converged, the cap is the reason.
+#[test]
+fn a_fixed_point_above_the_cap_is_not_a_bound() {
+    let t = ThreadVars {
+        poid_ns: 1 << 62,
+        paie_ns: 1 << 61,
+        psd_ns: 1 << 61,
+        dst_ns: 0,
+    };
+    let o = Options::default();
+    let s: Vec<InterruptSource> = Vec::new();
+    for b in [sliding_window(&t, &s, &o), no_interrupts(&t, &o)] {
+        assert!(!b.converged, "{b:?}");
+        assert_eq!(b.latency_ns, None);
+        assert!(
+            matches!(b.reason, Some(NonConvergence::ExceedsCap { .. })),
+            "{b:?}"
+        );
+    }
+}
+
 #[test]
 fn iteration_limit_is_a_reason() {
     let (t, s) = example_a();

@@ -34,18 +34,50 @@ pub enum TasksetError {
     Probe(#[from] rtscope_probe::ProbeError),
 }
 
+/// The largest task-set file read (thousands of tasks take a few hundred KB).
+pub const SET_FILE_MAX: u64 = 16 << 20;
+
+/// A TOML error as one line: `line L, column C: message` (toml's own display draws the line
+/// with a caret over several lines).
+pub fn toml_one_line(e: &toml::de::Error, text: &str) -> String {
+    let msg = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(sp) => {
+            let before = text.get(..sp.start).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {col}: {msg}")
+        }
+        None => msg,
+    }
+}
+
 /// Read a task-set file: TOML when the name ends in `.toml`, JSON otherwise.
 pub fn read_set(path: &std::path::Path) -> Result<rtscope_model::taskset::TaskSet, TasksetError> {
-    let text = std::fs::read_to_string(path)
+    let bytes = rtscope_files::read_bounded(path, SET_FILE_MAX, "a task-set file")
         .map_err(|e| TasksetError::Invalid(format!("{}: {e}", path.display())))?;
-    let set: rtscope_model::taskset::TaskSet = if path.extension().is_some_and(|e| e == "toml") {
-        toml::from_str(&text)
-            .map_err(|e| TasksetError::Invalid(format!("{}: {e}", path.display())))?
+    let text = String::from_utf8(bytes)
+        .map_err(|e| TasksetError::Invalid(format!("{}: not UTF-8 text: {e}", path.display())))?;
+    parse_set(&text, path.extension().is_some_and(|e| e == "toml"))
+        .map_err(|e| TasksetError::Invalid(format!("{}: {e}", path.display())))
+}
+
+/// A task set from its text (TOML or JSON), checked: unknown keys, a schema version this build
+/// does not read and impossible tasks are errors.
+pub fn parse_set(text: &str, toml_format: bool) -> Result<rtscope_model::taskset::TaskSet, String> {
+    let set: rtscope_model::taskset::TaskSet = if toml_format {
+        toml::from_str(text).map_err(|e| toml_one_line(&e, text))?
     } else {
-        serde_json::from_str(&text)
-            .map_err(|e| TasksetError::Invalid(format!("{}: {e}", path.display())))?
+        serde_json::from_str(text).map_err(|e| e.to_string())?
     };
-    gen::check_set(&set).map_err(|e| TasksetError::Invalid(format!("{}: {e}", path.display())))?;
+    if !(1..=rtscope_model::SCHEMA_VERSION).contains(&set.schema_version) {
+        return Err(format!(
+            "schema_version {} is not one this rtscope reads (1..={})",
+            set.schema_version,
+            rtscope_model::SCHEMA_VERSION
+        ));
+    }
+    gen::check_set(&set).map_err(|e| e.to_string())?;
     Ok(set)
 }
 

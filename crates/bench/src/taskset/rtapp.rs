@@ -85,10 +85,14 @@ fn int(v: &Value, what: &str) -> Result<i64, RtAppError> {
         .ok_or_else(|| RtAppError(format!("{what}: expected an integer, got {v}")))
 }
 
+/// Longest time a run, sleep or period may take, µs (an hour: far beyond a real-time task, and
+/// in ns still far from overflowing the sums of a task set).
+const MAX_US: i64 = 3_600_000_000;
+
 fn us(v: &Value, what: &str) -> Result<u64, RtAppError> {
     let x = int(v, what)?;
-    if x < 0 {
-        return err(format!("{what}: must be ≥ 0 µs, got {x}"));
+    if !(0..=MAX_US).contains(&x) {
+        return err(format!("{what}: must be 0..={MAX_US} µs, got {x}"));
     }
     Ok(x as u64 * 1000)
 }

@@ -8,7 +8,6 @@
 //! "no guest activity"), and the output says plainly what was not kept. A file cut short (the
 //! run did not finish writing it) is analysed up to the cut, and says so.
 
-use anyhow::Context;
 use rtscope_analysis::attribution::{
     self, AttributionOptions, AttributionResult, SampleAttribution,
 };
@@ -70,8 +69,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         ));
     }
     let t_read = Instant::now();
+    // A corrupt or oversized file is bad input (exit 2), as for `bound --trace`.
     let f = rtscope_trace::read_rtt(&a.file)
-        .with_context(|| format!("reading {}", a.file.display()))?;
+        .map_err(|e| crate::usage!("FILE {}: {e}", a.file.display()))?;
     let read_s = t_read.elapsed().as_secs_f64();
     let opts = AttributionOptions {
         gap_threshold_ns: a.gap_threshold_us * 1000,
@@ -127,8 +127,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         "attribution": r,
     });
     if let Some(p) = &a.json_out {
-        std::fs::write(p, serde_json::to_vec_pretty(&doc)?)
-            .with_context(|| format!("writing {}", p.display()))?;
+        super::common::write_atomic(p, &serde_json::to_vec_pretty(&doc)?)?;
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&doc)?);

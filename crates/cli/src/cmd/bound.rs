@@ -72,7 +72,7 @@ fn parse_cap(s: &str) -> Result<u64> {
 }
 
 fn read_json(p: &Path) -> Result<BoundInput> {
-    let text = std::fs::read_to_string(p).map_err(|e| usage!("--input {}: {e}", p.display()))?;
+    let text = super::common::read_input("--input", p)?;
     bound::json::parse(&text, &p.display().to_string()).map_err(|e| usage!("--input {e}"))
 }
 
@@ -86,7 +86,7 @@ type Series = Vec<rtscope_model::bound::BoundSeriesPoint>;
 
 /// `rtscope measure --raw` CSV → samples; every bad line is named.
 fn read_samples_csv(p: &Path) -> Result<Vec<RawSample>> {
-    let text = std::fs::read_to_string(p).map_err(|e| usage!("--samples {}: {e}", p.display()))?;
+    let text = super::common::read_input("--samples", p)?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;

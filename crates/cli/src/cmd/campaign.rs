@@ -83,19 +83,26 @@ fn measure_command(
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&a.file)
-        .map_err(|e| usage!("{}: cannot read campaign file: {e}", a.file.display()))?;
+    let text = super::common::read_input("campaign file", &a.file)?;
     let c = Campaign::parse(&a.file.display().to_string(), &text).map_err(|e| usage!("{e}"))?;
     let db_arg =
         a.db.db
             .clone()
             .unwrap_or_else(|| rtscope_store::default_db_path().display().to_string());
-    let mut store = db::open(&DbArgs {
-        db: Some(db_arg.clone()),
-    })?;
     let cells = c.cells();
-    let done = finished_cells(&mut store, &c.name)?;
-    drop(store);
+    // A dry run only reads: no database is created for it.
+    let done = if a.dry_run {
+        match rtscope_store::Store::open_read_only(Some(&db_arg)) {
+            Ok(mut store) => finished_cells(&mut store, &c.name)?,
+            Err(rtscope_store::StoreError::Missing(_)) => Default::default(),
+            Err(e) => return Err(db::map_err(e)),
+        }
+    } else {
+        let mut store = db::open(&DbArgs {
+            db: Some(db_arg.clone()),
+        })?;
+        finished_cells(&mut store, &c.name)?
+    };
     let todo: Vec<&Cell> = cells.iter().filter(|x| !done.contains(&x.id)).collect();
     let planned_s: f64 = todo.iter().map(|x| x.duration_s).sum();
     eprintln!(

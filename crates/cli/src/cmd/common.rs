@@ -74,23 +74,79 @@ pub fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
     Ok(v)
 }
 
-/// An output file's directory must exist and be writable before anything starts.
+/// An output file can be written (its directory exists and takes a new file, it is not on a
+/// kernel pseudo file system) before anything starts.
 pub fn check_output(flag: &str, p: &Path) -> Result<()> {
-    let dir = match p.parent() {
+    rtscope_files::check_output(p, Some(OUTPUT_FILE_BYTES))
+        .map_err(|e| usage!("{flag} {}: {e}", p.display()))
+}
+
+/// Room an output file (a record, a report, a table) needs: records keep bounded summaries,
+/// well under this.
+const OUTPUT_FILE_BYTES: u64 = 1 << 20;
+
+/// [`check_output`] for a directory the work fills (created 0700 if missing).
+pub fn check_output_dir(flag: &str, p: &Path) -> Result<()> {
+    rtscope_files::check_output_dir(p, Some(OUTPUT_FILE_BYTES))
+        .map_err(|e| usage!("{flag} {}: {e}", p.display()))
+}
+
+/// clap value parser for every `--db`: an empty value or an unknown scheme is refused before
+/// anything runs (`rtscope_store::check_db_url`).
+pub fn db_url(s: &str) -> Result<String, String> {
+    rtscope_store::check_db_url(s).map(|_| s.to_string())
+}
+
+/// What SIGKILLed rtscope processes left behind (a kill skips every clean-up): their cpusets,
+/// the root cpuset's `sched_load_balance` and the DEADLINE bandwidth of their killed threads
+/// (`rtscope_bench::taskset::cpuset::remove_stale`), their tracefs instances. Repaired at the
+/// start of every verb that runs work; each line says what was repaired, is printed, and goes
+/// into the run's warnings. Unprivileged, nothing can be repaired and nothing is tried.
+pub fn recover_leftovers() -> Vec<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Vec::new();
+    }
+    let mut notes = rtscope_bench::taskset::cpuset::remove_stale();
+    notes.extend(rtscope_trace::remove_stale_instances());
+    for n in &notes {
+        eprintln!("rtscope: left by a killed run: {n}");
+    }
+    notes
+        .into_iter()
+        .map(|n| format!("left by a killed run: {n}"))
+        .collect()
+}
+
+/// An input file read whole (task sets, campaigns, bound inputs): at most
+/// `rtscope_files::max_input_bytes()`, UTF-8; any failure is bad input naming the flag.
+pub fn read_input(flag: &str, p: &Path) -> Result<String> {
+    let bytes = rtscope_files::read_bounded(p, rtscope_files::max_input_bytes(), "an input file")
+        .map_err(|e| usage!("{flag} {}: cannot read: {e}", p.display()))?;
+    String::from_utf8(bytes).map_err(|e| usage!("{flag} {}: not UTF-8 text: {e}", p.display()))
+}
+
+/// Before a storing verb starts: the SQLite database's directory takes a file (it is created
+/// 0700 if missing) and is not a kernel pseudo file system. A PostgreSQL URL is checked when it
+/// is used (an unreachable server gives a fallback file, not a lost run).
+pub fn check_db_writable(db: Option<&str>) -> Result<()> {
+    let path = match db {
+        Some(u) if rtscope_store::is_postgres_url(u) => return Ok(()),
+        Some(p) => PathBuf::from(p.strip_prefix("sqlite://").unwrap_or(p)),
+        None => rtscope_store::default_db_path(),
+    };
+    let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    if !dir.is_dir() {
-        return Err(usage!("{flag}: directory {} does not exist", dir.display()));
-    }
-    if p.is_dir() {
-        return Err(usage!("{flag}: {} is a directory", p.display()));
-    }
-    let probe = dir.join(format!(".rtscope-write-test-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .map_err(|e| usage!("{flag}: cannot write in {}: {e}", dir.display()))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+    rtscope_files::check_output_dir(&dir, Some(OUTPUT_FILE_BYTES))
+        .map_err(|e| usage!("--db {}: {e}", path.display()))
+}
+
+/// This process's command line as it may be stored and shown: passwords masked
+/// (`rtscope_model::secrets`).
+pub fn cmdline() -> Vec<String> {
+    rtscope_model::secrets::redact_argv(&std::env::args().collect::<Vec<_>>())
 }
 
 /// Write a file atomically: an exclusively created temporary with an unpredictable name beside

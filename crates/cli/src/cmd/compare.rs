@@ -75,7 +75,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             ids.len()
         ));
     }
-    let mut store = db::open(&a.db)?;
+    let mut store = db::open_read(&a.db)?;
     let recs = db::load(&mut store, &ids)?;
     let opts = Options::default();
     let runs: Vec<RunOut> = recs

@@ -51,6 +51,13 @@ pub fn parse(argv: &[String]) -> Result<CtFlags> {
             .parse::<u64>()
             .map_err(|_| usage!("cyclictest {flag}: '{v}' is not a non-negative integer"))
     };
+    // Narrow values are range-checked in full before they are narrowed: `-p 4294967346` is
+    // refused, not run at priority 50.
+    let small = |flag: &str, v: &str, lo: u64, hi: u64, unit: &str| -> Result<u32> {
+        let n = num(flag, v)?;
+        common::check_range(&format!("cyclictest {flag}"), n, lo, hi, unit)?;
+        Ok(n as u32)
+    };
     while i < argv.len() {
         let a = &argv[i];
         i += 1;
@@ -94,12 +101,12 @@ pub fn parse(argv: &[String]) -> Result<CtFlags> {
             "-t" | "--threads" => {
                 let v = optional(&mut i);
                 f.threads = Some(match v {
-                    Some(v) => Some(num("-t", &v)? as u32),
+                    Some(v) => Some(small("-t", &v, 1, 4096, " threads")?),
                     None => None,
                 });
             }
             "-a" | "--affinity" => f.affinity = Some(optional(&mut i)),
-            "-p" | "--priority" => f.prio = num("-p", &required(&mut i)?)? as u32,
+            "-p" | "--priority" => f.prio = small("-p", &required(&mut i)?, 0, 99, "")?,
             "-i" | "--interval" => f.interval = num("-i", &required(&mut i)?)?,
             "-d" | "--distance" => f.distance = num("-d", &required(&mut i)?)?,
             "-D" | "--duration" => f.duration = Some(required(&mut i)?),
@@ -107,9 +114,11 @@ pub fn parse(argv: &[String]) -> Result<CtFlags> {
                 let l = num("-l", &required(&mut i)?)?;
                 f.loops = (l > 0).then_some(l);
             }
-            "-h" | "--histogram" => f.hist = Some(num("-h", &required(&mut i)?)? as u32),
+            "-h" | "--histogram" => {
+                f.hist = Some(small("-h", &required(&mut i)?, 1, 1_000_000, " us")?)
+            }
             "-H" | "--histofall" => {
-                f.hist = Some(num("-H", &required(&mut i)?)? as u32);
+                f.hist = Some(small("-H", &required(&mut i)?, 1, 1_000_000, " us")?);
                 f.histofall = true;
             }
             "-q" | "--quiet" => f.quiet = true,
@@ -262,7 +271,8 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(j) = &ct.json {
         common::check_output("cyclictest --json", std::path::Path::new(j))?;
     }
-    let r = measure::resolve(&mf, "cyclictest", None)?;
+    let mut r = measure::resolve(&mf, "cyclictest", None)?;
+    r.warnings.extend(common::recover_leftovers());
     if r.config.hold_cpu_dma_latency && ct.hist.is_none() {
         println!("# /dev/cpu_dma_latency set to 0us");
     }

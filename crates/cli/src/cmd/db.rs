@@ -9,18 +9,27 @@ use rtscope_store::{Store, StoreError};
 pub struct DbArgs {
     /// Results database: a SQLite file path or postgres://user@host/db
     /// [default: $XDG_DATA_HOME/rtscope/results.db]
-    #[arg(long, value_name = "PATH|URL")]
+    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
     pub db: Option<String>,
 }
 
+/// Open for a verb that stores (creating the database if needed).
 pub fn open(a: &DbArgs) -> anyhow::Result<Store> {
     Store::open(a.db.as_deref()).map_err(map_err)
+}
+
+/// Open for a verb that only reads: never creates or changes anything.
+pub fn open_read(a: &DbArgs) -> anyhow::Result<Store> {
+    Store::open_read_only(a.db.as_deref()).map_err(map_err)
 }
 
 /// Bad ids are bad input (exit 2); everything else is a failure (exit 1).
 pub fn map_err(e: StoreError) -> anyhow::Error {
     match e {
-        StoreError::UnknownRun(_) | StoreError::Ambiguous { .. } => usage!("{e}"),
+        StoreError::UnknownRun(_)
+        | StoreError::Ambiguous { .. }
+        | StoreError::BadUrl(_)
+        | StoreError::Missing(_) => usage!("{e}"),
         e => anyhow::Error::new(e),
     }
 }

@@ -5,7 +5,6 @@
 //! below 2048 ns and ≤ 0.1 % wide above (the stored HDR histogram; see docs/reports.md).
 
 use super::db::{self, DbArgs};
-use anyhow::Context;
 use rtscope_model::RunRecord;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -41,7 +40,10 @@ pub fn csv(rec: &RunRecord) -> String {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let mut store = db::open(&a.db)?;
+    if let Some(p) = &a.output {
+        super::common::check_output("-o", p)?;
+    }
+    let mut store = db::open_read(&a.db)?;
     let rec = store.get_run(&a.run).map_err(db::map_err)?;
     let text = match a.format {
         Format::Json => rtscope_report::json::run_record(&rec) + "\n",
@@ -49,10 +51,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     };
     match &a.output {
         Some(p) => {
-            // Write beside, then rename: no half-written export.
-            let tmp = p.with_extension("rtscope-tmp");
-            std::fs::write(&tmp, &text).with_context(|| format!("writing {}", tmp.display()))?;
-            std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
+            super::common::write_atomic(p, text.as_bytes())?;
         }
         None => db::out(&text)?,
     }

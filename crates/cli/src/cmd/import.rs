@@ -23,7 +23,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Results database (SQLite path or postgres://…)
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "URL")]
     db: Option<String>,
     /// Do not store
     #[arg(long)]
@@ -68,10 +68,16 @@ fn import_files(f: FileArgs) -> Result<()> {
         common::check_output("--json", j)?;
     }
     let tags = common::parse_tags("--tag", &f.tags)?;
+    if !f.no_store {
+        common::check_db_writable(f.db.as_deref())?;
+    }
     let mut records = Vec::new();
     for p in &f.files {
+        let bytes =
+            rtscope_files::read_bounded(p, rtscope_files::max_input_bytes(), "an imported result")
+                .map_err(|e| usage!("{}: cannot read: {e}", p.display()))?;
         let text =
-            std::fs::read_to_string(p).map_err(|e| usage!("{}: cannot read: {e}", p.display()))?;
+            String::from_utf8(bytes).map_err(|e| usage!("{}: not UTF-8 text: {e}", p.display()))?;
         let is_json = text.trim_start().starts_with('{');
         let is_run = is_json && text.contains("\"schema_version\"");
         let mut rec = match (f.kind.as_deref(), is_json, is_run) {
@@ -134,6 +140,38 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
     let mut warnings = vec![format!(
         "imported from cyclictest output {source}: latencies are whole microseconds (truncated), recorded at the bucket's lower edge"
     )];
+    // Every count read must add up without wrapping, and every value must be a latency the
+    // histograms can hold (≤ 100 s): the file's numbers are not trusted.
+    let max_us = rtscope_model::histogram::HIGHEST_TRACKABLE_NS / 1000;
+    let mut all = 0u64;
+    for t in &r.threads {
+        let field = |f: &str| format!("thread {}: {f}", t.index);
+        let n = rtscope_model::limits::checked_sum(
+            t.counts.iter().copied().chain([t.overflows]),
+            &field("histogram and overflow counts"),
+        )?;
+        all = all
+            .checked_add(n)
+            .ok_or_else(|| "the threads' sample counts add up to more than 2^64-1".to_string())?;
+        for (what, v) in [("min", t.min_us), ("max", t.max_us)] {
+            if v > max_us {
+                return Err(field(&format!(
+                    "{what} {v} us out of range (0..={max_us} us)"
+                )));
+            }
+        }
+        if !(0.0..=max_us as f64).contains(&t.avg_us) {
+            return Err(field(&format!(
+                "avg {} us out of range (0..={max_us} us)",
+                t.avg_us
+            )));
+        }
+    }
+    if limit_us > max_us {
+        return Err(format!(
+            "histogram of {limit_us} buckets: above {max_us} us (0..={max_us} us)"
+        ));
+    }
     let mut merged = Histogram::new();
     let mut threads = Vec::new();
     for t in &r.threads {

@@ -2,7 +2,6 @@
 //! intensity figures at the end (and write them as JSON). The same [`LoadFlags`] are flattened
 //! into `rtscope measure` so both verbs spell the load options identically.
 
-use anyhow::Context;
 use rtscope_load::{LoadError, LoadOptions, LoadPolicy};
 use rtscope_model::LoadReport;
 use std::path::PathBuf;
@@ -168,6 +167,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             on_stop_signal as *const () as libc::sighandler_t,
         );
     }
+    super::common::recover_leftovers();
     let loads = rtscope_load::start(&kinds, &opts).map_err(load_error)?;
     let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
     match duration {
@@ -195,30 +195,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 }
 
 fn check_writable(p: &std::path::Path) -> anyhow::Result<()> {
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(crate::usage!(
-            "--json: directory {} does not exist",
-            dir.display()
-        ));
-    }
-    if p.is_dir() {
-        return Err(crate::usage!("--json: {} is a directory", p.display()));
-    }
-    Ok(())
+    super::common::check_output("--json", p)
 }
 
-/// Writes to FILE.tmp then renames, so a crash never leaves half a JSON document.
 fn write_atomically(p: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let mut tmp = p.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, p).with_context(|| format!("renaming to {}", p.display()))?;
-    Ok(())
+    super::common::write_atomic(p, bytes)
 }
 
 fn print_reports(reports: &[LoadReport], interrupted: bool) {

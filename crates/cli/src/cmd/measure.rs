@@ -125,7 +125,7 @@ pub struct MeasureFlags {
     #[arg(long)]
     pub allow_unprivileged: bool,
     /// Results database (SQLite path or postgres://…)
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "URL")]
     pub db: Option<String>,
     /// Do not store the run in the results database
     #[arg(long)]
@@ -341,6 +341,9 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
             ))
         }
     };
+    if !f.no_store {
+        common::check_db_writable(f.db.as_deref())?;
+    }
     let checkpoint = match f.checkpoint.as_deref() {
         None if f.no_store => None,
         None => Some(rtscope_session::DEFAULT_CHECKPOINT),
@@ -410,7 +413,7 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
     };
     let config = RunConfig {
         verb: verb.to_string(),
-        cmdline: std::env::args().collect(),
+        cmdline: super::common::cmdline(),
         cpus,
         policy,
         priority: if policy == Policy::Other { 0 } else { priority },
@@ -494,8 +497,17 @@ pub fn report_outcome(o: &rtscope_session::Outcome, summary: bool) -> Result<()>
     }
     super::print_saved(o.stored.as_ref());
     if !o.failed_outputs.is_empty() {
+        let stored = match &o.stored {
+            Some(rtscope_store::Saved::Stored { location, .. }) => {
+                format!(" (the run itself is stored in {location})")
+            }
+            Some(rtscope_store::Saved::Fallback { path, .. }) => {
+                format!(" (the run itself is kept in {})", path.display())
+            }
+            None => String::new(),
+        };
         return Err(anyhow::anyhow!(
-            "could not write {} (the run itself is stored)",
+            "could not write {}{stored}",
             o.failed_outputs.join("; ")
         ));
     }
@@ -503,7 +515,8 @@ pub fn report_outcome(o: &rtscope_session::Outcome, summary: bool) -> Result<()>
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let plan = resolve(&a.flags, "measure", None)?;
+    let mut plan = resolve(&a.flags, "measure", None)?;
+    plan.warnings.extend(common::recover_leftovers());
     let total = plan.config.duration_s.map(Duration::from_secs_f64);
     let mut view = rtscope_session::live::default_view(a.flags.quiet, total);
     let outcome = rtscope_session::execute(&plan, view.as_mut())?;

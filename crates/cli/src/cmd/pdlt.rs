@@ -142,6 +142,7 @@ pub fn run(a: Args) -> Result<()> {
             "pdlt needs root or CAP_SYS_NICE (SCHED_FIFO, mlockall)"
         ));
     }
+    super::common::recover_leftovers();
     bc::install_stop_handlers().map_err(anyhow::Error::new)?;
     let reaper = Reaper::start().map_err(anyhow::Error::new)?;
     let started = std::time::SystemTime::now();

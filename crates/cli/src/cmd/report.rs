@@ -31,7 +31,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     if a.runs.is_empty() && a.campaign.is_none() {
         return Err(usage!("report: give run ids or --campaign NAME"));
     }
-    let mut store = db::open(&a.db)?;
+    let mut store = db::open_read(&a.db)?;
     let mut runs = db::load(&mut store, &a.runs)?;
     if let Some(c) = &a.campaign {
         let found = store
@@ -67,7 +67,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let opts = ReportOptions {
         title,
         generated_at: super::common::rfc3339(std::time::SystemTime::now()),
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        command: super::common::cmdline().join(" "),
     };
     let report = build(&runs, &opts);
     super::common::write_atomic(&a.output, report.html.as_bytes())?;

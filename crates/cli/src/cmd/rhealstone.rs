@@ -19,7 +19,7 @@ pub struct OutArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Store the RunRecord in this results database (SQLite path or postgres://…).
-    #[arg(long, value_name = "PATH|URL")]
+    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
     pub db: Option<String>,
     /// Store the RunRecord in the default results database.
     #[arg(long)]
@@ -33,6 +33,9 @@ impl OutArgs {
     pub fn validate(&self) -> Result<std::collections::BTreeMap<String, String>> {
         if let Some(p) = &self.json {
             check_output("--json", p)?;
+        }
+        if self.store || self.db.is_some() {
+            super::common::check_db_writable(self.db.as_deref())?;
         }
         parse_tags("--tag", &self.tags)
     }
@@ -72,7 +75,7 @@ pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunR
         break_sample: None,
         config: RunConfig {
             verb: info.verb.into(),
-            cmdline: std::env::args().collect(),
+            cmdline: super::common::cmdline(),
             cpus: cpus.clone(),
             policy: Policy::Fifo,
             priority: info.priority,
@@ -119,17 +122,41 @@ pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunR
 }
 
 /// Write --json and store (--db/--store) as asked.
+/// Store first (or keep the record in the fallback directory when the database cannot take it),
+/// then the file: a failed write never loses the measurement.
 pub fn emit(out: &OutArgs, rec: &rtscope_model::RunRecord) -> Result<()> {
+    let mut kept = false;
+    if out.store || out.db.is_some() {
+        match rtscope_store::save_or_fallback(out.db.as_deref(), rec) {
+            Ok(rtscope_store::Saved::Stored { id, location }) => {
+                eprintln!("rtscope: stored run {id} in {location}");
+                kept = true;
+            }
+            Ok(rtscope_store::Saved::Fallback {
+                path,
+                reason,
+                import_command,
+            }) => {
+                eprintln!(
+                    "rtscope: not stored ({reason}); the record is in {} — store it later with: {import_command}",
+                    path.display()
+                );
+                kept = true;
+            }
+            Err(e) => eprintln!("rtscope: the run could not be stored: {e}"),
+        }
+    }
     if let Some(p) = &out.json {
         let s = serde_json::to_string_pretty(rec).context("serialising the RunRecord")?;
-        write_atomic(p, s.as_bytes())?;
+        if let Err(e) = write_atomic(p, s.as_bytes()) {
+            if !kept {
+                if let Ok(f) = rtscope_store::fallback::keep_in_fallback(rec) {
+                    return Err(e.context(format!("the record was kept in {}", f.display())));
+                }
+            }
+            return Err(e);
+        }
         eprintln!("rtscope: wrote {}", p.display());
-    }
-    if out.store || out.db.is_some() {
-        let mut st = rtscope_store::Store::open(out.db.as_deref())
-            .context("opening the results database")?;
-        let id = st.insert_run(rec).context("storing the run")?;
-        eprintln!("rtscope: stored run {id} in {}", st.location());
     }
     Ok(())
 }
@@ -209,6 +236,7 @@ pub fn run(a: Args) -> Result<()> {
             "rhealstone needs root or CAP_SYS_NICE (SCHED_FIFO, mlockall)"
         ));
     }
+    super::common::recover_leftovers();
     bc::install_stop_handlers().map_err(anyhow::Error::new)?;
     let reaper = Reaper::start().map_err(anyhow::Error::new)?;
     let started = std::time::SystemTime::now();

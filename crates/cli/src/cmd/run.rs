@@ -25,6 +25,10 @@ pub struct Args {
     out: PathBuf,
 }
 
+/// Room a run directory needs: record and report (≈1 MB), flight-recorder trace (≈2 MB an
+/// hour), with margin.
+const RUN_DIR_BYTES: u64 = 16 << 20;
+
 pub fn run(a: Args) -> Result<()> {
     let mut flags = a.flags.clone();
     // The default job explains its samples: tracing is on (auto) unless the user chose a mode.
@@ -33,8 +37,10 @@ pub fn run(a: Args) -> Result<()> {
     }
     let mut plan = measure::resolve(&flags, "run", Some(DEFAULT_DURATION_S))?;
     let dir = a.out.join(&plan.id);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| crate::usage!("--out: cannot create {}: {e}", dir.display()))?;
+    // The run's files (record, report, histogram, flight-recorder trace) take a few MB; a run
+    // must not go for its whole duration only to find the disk full.
+    rtscope_files::check_output_dir(&dir, Some(RUN_DIR_BYTES))
+        .map_err(|e| crate::usage!("--out {}: {e}", dir.display()))?;
     if plan.trace != rtscope_trace::Mechanism::Off {
         if plan.trace_file.is_none() {
             plan.trace_file = Some(dir.join("trace.rtt"));
@@ -42,13 +48,13 @@ pub fn run(a: Args) -> Result<()> {
         // A traced default job also puts the latency bound next to the observed maximum.
         plan.bound_points.get_or_insert(flags.bound_points);
     }
-    common::check_output("--out", &dir.join("run.json"))?;
     plan.outputs.run_dir = Some(dir);
     let total = plan
         .config
         .duration_s
         .map(std::time::Duration::from_secs_f64);
     let mut view = rtscope_session::live::default_view(a.flags.quiet, total);
+    plan.warnings.extend(common::recover_leftovers());
     let outcome = rtscope_session::execute(&plan, view.as_mut())?;
     measure::report_outcome(&outcome, true)
 }

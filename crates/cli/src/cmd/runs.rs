@@ -40,14 +40,70 @@ pub struct Args {
     json: bool,
 }
 
+/// `YYYY`, `YYYY-MM`, `YYYY-MM-DD`, then optionally `THH`, `:MM`, `:SS`, fraction and zone:
+/// every field present is in its calendar range (no month 13, no 31 April, no hour 25).
+fn valid_rfc3339_prefix(d: &str) -> bool {
+    let b = d.as_bytes();
+    if !(b.len() >= 4
+        && b.iter()
+            .all(|c| c.is_ascii_digit() || b"-:TZ.+".contains(c))
+        && b[..4].iter().all(u8::is_ascii_digit))
+    {
+        return false;
+    }
+    let num = |from: usize, to: usize| -> Option<u32> {
+        d.get(from..to)
+            .filter(|s| s.bytes().all(|c| c.is_ascii_digit()))
+            .and_then(|s| s.parse().ok())
+    };
+    let year = num(0, 4).unwrap_or(0);
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    // (separator position, field start, field end, range): each field checked when present.
+    if b.len() > 4 {
+        let Some(month) = (b[4] == b'-').then(|| num(5, 7)).flatten() else {
+            return false;
+        };
+        if !(1..=12).contains(&month) {
+            return false;
+        }
+        if b.len() > 7 {
+            let Some(day) = (b[7] == b'-').then(|| num(8, 10)).flatten() else {
+                return false;
+            };
+            let days = match month {
+                2 if leap => 29,
+                2 => 28,
+                4 | 6 | 9 | 11 => 30,
+                _ => 31,
+            };
+            if !(1..=days).contains(&day) {
+                return false;
+            }
+            if b.len() > 10 {
+                if b[10] != b'T' {
+                    return false;
+                }
+                let Some(h) = num(11, 13) else { return false };
+                if h > 23 {
+                    return false;
+                }
+                for (sep, lim) in [(13usize, 59u32), (16, 60)] {
+                    if b.len() > sep && b[sep] == b':' {
+                        match num(sep + 1, sep + 3) {
+                            Some(v) if v <= lim => {}
+                            _ => return false,
+                        }
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
 fn check_date(flag: &str, s: &Option<String>) -> anyhow::Result<()> {
     if let Some(d) = s {
-        let b = d.as_bytes();
-        let ok = b.len() >= 4
-            && b.iter()
-                .all(|c| c.is_ascii_digit() || b"-:TZ.+".contains(c))
-            && b[..4].iter().all(u8::is_ascii_digit);
-        if !ok {
+        if !valid_rfc3339_prefix(d) {
             return Err(usage!(
                 "{flag}: '{d}' is not an RFC 3339 date/time prefix (e.g. 2026-11-01 or 2026-11-01T10:00:00Z)"
             ));
@@ -80,7 +136,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         until: a.until,
         limit: a.limit,
     };
-    let mut store = db::open(&a.db)?;
+    let mut store = db::open_read(&a.db)?;
     let runs = store.list_runs(&f).map_err(db::map_err)?;
     if a.json {
         db::out(&(serde_json::to_string_pretty(&runs)? + "\n"))?;
@@ -162,4 +218,38 @@ pub fn table<const N: usize>(rows: &[[String; N]]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_rfc3339_prefix as ok;
+
+    #[test]
+    fn dates_are_checked_field_by_field() {
+        for d in [
+            "2026",
+            "2026-11",
+            "2026-11-01",
+            "2024-02-29",
+            "2026-11-01T10",
+            "2026-11-01T10:00:00Z",
+            "2026-11-01T23:59:60.5+01:00",
+        ] {
+            assert!(ok(d), "{d}");
+        }
+        for d in [
+            "2027-13-45",
+            "2026-00",
+            "2026-04-31",
+            "2025-02-29",
+            "2026-11-01T25",
+            "2026-11-01T10:61",
+            "2026/11/01",
+            "20",
+            "2026-1",
+            "2026-11-01X10",
+        ] {
+            assert!(!ok(d), "{d}");
+        }
+    }
 }

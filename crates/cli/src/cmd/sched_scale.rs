@@ -69,6 +69,7 @@ pub fn run(a: Args) -> Result<()> {
             "sched-scale needs root (SCHED_FIFO, mlockall, tracefs)"
         ));
     }
+    super::common::recover_leftovers();
     bc::install_stop_handlers().map_err(anyhow::Error::new)?;
     let reaper = Reaper::start().map_err(anyhow::Error::new)?;
     let started = std::time::SystemTime::now();

@@ -14,7 +14,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let mut store = db::open(&a.db)?;
+    let mut store = db::open_read(&a.db)?;
     let rec = store.get_run(&a.run).map_err(db::map_err)?;
     if a.json {
         db::out(&(rtscope_report::json::run_record(&rec) + "\n"))?;
@@ -45,7 +45,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         esc(&rec.system.kernel_release),
         esc(&rec.system.preempt_model)
     )?;
-    writeln!(o, "command   {}", esc(&rec.config.cmdline.join(" ")))?;
+    writeln!(
+        o,
+        "command   {}",
+        esc(&rtscope_model::secrets::redact_argv(&rec.config.cmdline).join(" "))
+    )?;
     let tags = rtscope_store::all_tags(&rec);
     if !tags.is_empty() {
         let t: Vec<String> = tags

@@ -162,7 +162,7 @@ struct RunArgs {
     #[arg(long)]
     no_store: bool,
     /// Results database (SQLite path or postgres:// URL).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::common::db_url)]
     db: Option<String>,
     /// key=value tags stored with the run.
     #[arg(long)]
@@ -269,15 +269,13 @@ fn gen_cmd(g: GenArgs) -> anyhow::Result<()> {
         (None, 1) => println!("{}", ts::write_set(&sets[0], toml_format)?),
         (None, _) => return Err(usage!("--count > 1 needs -o DIR")),
         (Some(p), 1) if !p.is_dir() && !p.to_string_lossy().ends_with('/') => {
-            std::fs::write(p, ts::write_set(&sets[0], toml_format)?)
-                .with_context(|| format!("writing {}", p.display()))?;
+            super::common::write_atomic(p, ts::write_set(&sets[0], toml_format)?.as_bytes())?;
         }
         (Some(dir), _) => {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            super::common::check_output_dir("-o", dir)?;
             for (i, s) in sets.iter().enumerate() {
                 let p = dir.join(format!("set-{i:03}.{ext}"));
-                std::fs::write(&p, ts::write_set(s, toml_format)?)
-                    .with_context(|| format!("writing {}", p.display()))?;
+                super::common::write_atomic(&p, ts::write_set(s, toml_format)?.as_bytes())?;
             }
             eprintln!("wrote {} sets to {}", sets.len(), dir.display());
         }
@@ -441,6 +439,12 @@ fn print_predictions(p: &[TestResult]) {
 }
 
 fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
+    if let Some(p) = &r.json {
+        super::common::check_output("--json", p)?;
+    }
+    if !r.no_store {
+        super::common::check_db_writable(r.db.as_deref())?;
+    }
     let cpus = resolve_cpus(&r.plan.cpus)?;
     let access = match r.access.as_str() {
         "seq" | "sequential" => Access::Sequential,
@@ -490,8 +494,7 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
             (plan, set, path.display().to_string(), None, Vec::new())
         }
         (None, Some(path)) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| usage!("--rt-app: {}: {e}", path.display()))?;
+            let text = super::common::read_input("--rt-app", path)?;
             let w = rtapp::parse(&text, &cpus)
                 .map_err(|e| usage!("--rt-app {}: {e}", path.display()))?;
             let set = TaskSet {
@@ -608,11 +611,10 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
         print_result(&res, &plan, &notes);
     }
     let rec = record(&res, &cpus, started, wall, tags);
-    if let Some(p) = &r.json {
-        let s = serde_json::to_string_pretty(&rec)?;
-        std::fs::write(p, s).with_context(|| format!("writing {}", p.display()))?;
-    }
+    // Store first: a file that cannot be written never costs the stored run.
+    let mut kept = false;
     if !r.no_store {
+        kept = true;
         match rtscope_store::save_or_fallback(r.db.as_deref(), &rec) {
             Ok(rtscope_store::Saved::Stored { id, location }) => {
                 if !r.quiet {
@@ -626,7 +628,21 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
             }) => {
                 eprintln!("rtscope: warning: results database unavailable ({reason}); saved {} — later: {import_command}", path.display());
             }
-            Err(e) => eprintln!("rtscope: warning: run not stored: {e}"),
+            Err(e) => {
+                kept = false;
+                eprintln!("rtscope: warning: run not stored: {e}")
+            }
+        }
+    }
+    if let Some(p) = &r.json {
+        let s = serde_json::to_string_pretty(&rec)?;
+        if let Err(e) = super::common::write_atomic(p, s.as_bytes()) {
+            if !kept {
+                if let Ok(f) = rtscope_store::fallback::keep_in_fallback(&rec) {
+                    return Err(e.context(format!("the record was kept in {}", f.display())));
+                }
+            }
+            return Err(e);
         }
     }
     if res.interrupted {
@@ -805,7 +821,7 @@ fn record(
         break_sample: None,
         config: RunConfig {
             verb: "taskset".into(),
-            cmdline: std::env::args().collect(),
+            cmdline: super::common::cmdline(),
             cpus: cpus.to_vec(),
             policy,
             priority: 0,

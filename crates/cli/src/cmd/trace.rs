@@ -124,14 +124,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         ));
     }
     let keep: rtscope_trace::Keep = a.keep.parse().map_err(|e| crate::usage!("--keep: {e}"))?;
-    if let Some(parent) = a.output.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !parent.is_dir() {
-            return Err(crate::usage!(
-                "--output: directory {} does not exist",
-                parent.display()
-            ));
-        }
-    }
+    super::common::check_output("--output", &a.output)?;
     let resolved =
         rtscope_trace::check(mech).with_context(|| format!("--mechanism {}", mech.name()))?;
     if resolved == Mechanism::Off {
@@ -142,6 +135,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
     }
     // SIGINT/SIGTERM set a flag; the loop stops and tracing state is removed as on a normal end.
     super::common::install_signal_handlers();
+    super::common::recover_leftovers();
     let session =
         TraceSession::start_with(&cpus, resolved, keep).context("starting the capture")?;
     eprintln!(

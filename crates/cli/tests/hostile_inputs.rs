@@ -234,6 +234,18 @@ fn small_files_with_huge_claims_are_refused_within_limits() {
         b"name = \"c\"\npolicies = [\"fifo\"]\nloads = [\"idle\"]\nintervals_us = [1000]\nrepetitions = 1\ndurations = [\"99999999999d\"]\n",
     );
     let not_utf8 = put(t, "bin.json", &[0x7b, 0xff, 0xfe, 0x7d]);
+    let rtapp = put(
+        t,
+        "rtapp.json",
+        br#"{"tasks":{"a":{"instance":1000000000,"run":1000,"timer":{"ref":"x","period":10000}}}}"#,
+    );
+    let bound_json = put(
+        t,
+        "bound.json",
+        br#"{"cpus":[{"cpu":0,"thread":{"poid_ns":1,"paie_ns":1,"psd_ns":1,"dst_ns":1},"irqs":[{"source":"33","start_ns":18446744073709551615,"duration_ns":18446744073709551615}]}]}"#,
+    );
+    let junk_db: Vec<u8> = (0..3000u32).map(|i| (i * 131 % 251) as u8).collect();
+    let junk_db = put(t, "junk.db", &junk_db);
     let s = |p: &Path| p.display().to_string();
     let xdg = t.join("xdg");
     std::fs::create_dir(&xdg).expect("xdg");
@@ -267,6 +279,24 @@ fn small_files_with_huge_claims_are_refused_within_limits() {
                 "--no-store".into(),
                 s(&record),
             ],
+        ),
+        (
+            "taskset run --rt-app: 10^9 instances",
+            vec![
+                "taskset".into(),
+                "run".into(),
+                "--rt-app".into(),
+                s(&rtapp),
+                "--no-store".into(),
+            ],
+        ),
+        (
+            "bound --input: times of 2^64-1",
+            vec!["bound".into(), "--input".into(), s(&bound_json)],
+        ),
+        (
+            "bound --rtsl-db: not a database",
+            vec!["bound".into(), "--rtsl-db".into(), s(&junk_db)],
         ),
         (
             "import: not UTF-8",

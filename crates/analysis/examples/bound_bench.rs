@@ -1,4 +1,4 @@
-//! Throughput of the bound analysis (issue 5 target: 10 M interrupt records in < 10 s, one core).
+//! Throughput of the bound analysis (target: 10 M interrupt records in < 10 s, one core).
 //!
 //! `cargo run --release -p rtscope-analysis --example bound_bench [-- RECORDS]`
 //!

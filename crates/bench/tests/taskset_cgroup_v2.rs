@@ -1,5 +1,5 @@
 //! Partitioned SCHED_DEADLINE on cgroup v2 cpuset partitions, on a real kernel under QEMU (TCG):
-//! this machine binds the cpuset controller to cgroup v1, so the v2 path can only be exercised in
+//! where the host binds the cpuset controller to cgroup v1, the v2 path can only be exercised in
 //! a guest that mounts cgroup2 alone (scripts/qemu-run.sh: Debian's stock kernel, busybox
 //! initramfs, 4 CPUs). One boot runs four scenarios with the real `rtscope` binary:
 //!

@@ -571,12 +571,15 @@ fn read_only_verbs_read_a_read_only_database_and_change_nothing() {
     assert!(st.success(), "remount ro");
     let out = d.path().join("e.json").display().to_string();
     let html = d.path().join("r.html").display().to_string();
+    let latest = d.path().join("latest.html").display().to_string();
     let mut failures = Vec::new();
     for args in [
         vec!["runs", "--db", &dbs],
         vec!["show", "--db", &dbs, &id],
         vec!["export", "--db", &dbs, &id, "-o", &out],
         vec!["report", "--db", &dbs, &id, "-o", &html],
+        // No id: the latest stored run.
+        vec!["report", "--db", &dbs, "-o", &latest],
         vec!["compare", "--db", &dbs, &id, &id],
     ] {
         let o = run(&args, &[], false);
@@ -595,6 +598,8 @@ fn read_only_verbs_read_a_read_only_database_and_change_nothing() {
     let same = std::fs::read(&db).expect("db") == bytes;
     umount(&ro);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let l = std::fs::read_to_string(&latest).expect("latest.html");
+    assert!(l.contains(&id), "the report of the latest run names it");
     assert_eq!(before, after, "files appeared or went");
     assert!(same, "the database changed");
 }

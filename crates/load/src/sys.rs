@@ -3,29 +3,12 @@
 use crate::LoadPolicy;
 use std::io;
 
-/// Parses a kernel-style CPU list (`0-3,8,10-11`), as in /sys/devices/system/cpu/online and
-/// `--cpus`. `None` if malformed.
-pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-                if a > b {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().ok()?),
-        }
-    }
-    Some(out)
-}
+pub use rtscope_model::cpus::parse_cpu_list;
 
 pub(crate) fn online_cpus() -> Vec<u32> {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
-        .and_then(|s| parse_cpu_list(&s))
+        .and_then(|s| parse_cpu_list(&s).ok())
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| {
             let n = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -135,17 +118,4 @@ pub(crate) fn process_running(pid: i32) -> bool {
 
 pub(crate) fn sleep_ms(ms: u64) {
     std::thread::sleep(std::time::Duration::from_millis(ms));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0-1\n"), Some(vec![0, 1]));
-        assert_eq!(parse_cpu_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
-        assert_eq!(parse_cpu_list("3-1"), None);
-        assert_eq!(parse_cpu_list("x"), None);
-    }
 }

@@ -1,4 +1,4 @@
-//! Per-run attribution summary (issue 4): which causes explain the latency tail.
+//! Per-run attribution summary: which causes explain the latency tail.
 //! Produced by `rtscope_analysis::attribution`; plain data.
 
 use serde::{Deserialize, Serialize};

@@ -88,15 +88,14 @@ impl<'de> Deserialize<'de> for BenchHistogram {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-// The Taskset variant is stored inline (its owner's choice, issue 8); the bench variants are
-// boxed. A record holds one BenchResult, so the size difference costs nothing measurable.
+// The Taskset variant is stored inline; the bench variants are boxed. A record holds one BenchResult, so the size difference costs nothing measurable.
 #[allow(clippy::large_enum_variant)]
 pub enum BenchResult {
     Other {
         name: String,
         data: serde_json::Value,
     },
-    /// A task-set run (issue 8).
+    /// A task-set run.
     Taskset(crate::taskset::TasksetResult),
     /// `rtscope rhealstone` (Kar & Porter 1989; heursch-2001 §3.1).
     Rhealstone(Box<RhealstoneResult>),

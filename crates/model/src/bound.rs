@@ -1,4 +1,4 @@
-//! Latency-bound results (issue 5, ECRTS'20 Theorem 8). JSON field names are fixed by the issue:
+//! Latency-bound results (ECRTS'20 Theorem 8). These JSON field names are a published interface:
 //! `{"schema_version", "cpus":[{"cpu", "ifl_ns", "thread":{…}, "bounds":{"no_interrupts":
 //! {"latency_ns","converged"}, …}}]}`; everything else here is additive. Schema:
 //! `docs/schema/bound.schema.json`. Plain data; the analysis lives in `rtscope-analysis::bound`.

@@ -2,7 +2,7 @@
 //! analysis can consume. Timestamps are CLOCK_MONOTONIC ns (the kernel's `ktime_get_ns`, which is
 //! what eBPF's `bpf_ktime_get_ns` and tracefs' `mono` clock give), so they line up with samples.
 //!
-//! Owned by the `trace` work (issue 4); extend here, keep it plain data.
+//! Plain data: the capture (`trace`) produces it, the analysis consumes it.
 
 use serde::{Deserialize, Serialize};
 
@@ -171,9 +171,9 @@ pub enum EventKind {
     CpuIdle {
         state: u32,
     },
-    // --- Added by the bound work (issue 5), variants only, at the end. ---
+    // New variants go at the end: the .rtt encoding numbers them (docs/trace-format.md).
     /// preemptirq:preempt_disable (CONFIG_PREEMPTIRQ_TRACEPOINTS; fires when the preempt count
-    /// leaves 0). Absent on kernels without those tracepoints (this machine).
+    /// leaves 0). Absent on kernels built without those tracepoints.
     PreemptDisable,
     /// preemptirq:preempt_enable (the preempt count returns to 0).
     PreemptEnable,
@@ -181,7 +181,6 @@ pub enum EventKind {
     IrqDisable,
     /// preemptirq:irq_enable (local IRQs unmasked).
     IrqEnable,
-    // --- Added by the relevance filter (issue 4). ---
     /// Not a kernel event: `events` events that the capture's relevance filter left out
     /// (SCHED_OTHER switches and wake-ups, hrtimer expiries) happened from this event's time to `len_ns` later,
     /// no two of them (nor the ends and the recorded events around) further apart than the

@@ -7,6 +7,7 @@ pub mod attribution;
 pub mod bench;
 pub mod bound;
 pub mod config;
+pub mod cpus;
 pub mod event;
 pub mod histogram;
 pub mod limits;

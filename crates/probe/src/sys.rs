@@ -149,48 +149,5 @@ pub fn online_cpus() -> io::Result<Vec<u32>> {
     parse_cpu_list(s.trim()).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
-/// Parse a kernel CPU list ("0-3,5,7-8").
-pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    if s.trim().is_empty() {
-        return Ok(out);
-    }
-    for part in s.trim().split(',') {
-        let part = part.trim();
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a, b),
-            None => (part, part),
-        };
-        let a: u32 = a
-            .trim()
-            .parse()
-            .map_err(|_| format!("bad CPU number '{part}'"))?;
-        let b: u32 = b
-            .trim()
-            .parse()
-            .map_err(|_| format!("bad CPU number '{part}'"))?;
-        if a > b || b >= 4096 {
-            return Err(format!("bad CPU range '{part}'"));
-        }
-        out.extend(a..=b);
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(
-            parse_cpu_list("0-3,5,7-8").unwrap(),
-            vec![0, 1, 2, 3, 5, 7, 8]
-        );
-        assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("x").is_err());
-        assert!(parse_cpu_list("").unwrap().is_empty());
-    }
-}
+/// Parse a kernel CPU list ("0-3,5,7-8"): the one parser, in `rtscope_model::cpus`.
+pub use rtscope_model::cpus::parse_cpu_list;

@@ -44,7 +44,8 @@ pub const MAGIC: &[u8; 8] = b"RTSTRACE";
 pub const VERSION: u16 = 3;
 /// Oldest version this build reads.
 pub const MIN_VERSION: u16 = 1;
-/// deflate level of EVTZ sections: 6 compresses an io trace 2.4× at ~25 MB/s on this VM.
+/// deflate level of EVTZ sections: 6 compresses an io trace 2.4× at ~25 MB/s on one core of a
+/// 2-vCPU KVM guest (docs/trace-format.md).
 const DEFLATE_LEVEL: u32 = 6;
 const HEADER_LEN: usize = 16;
 

@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn parses_interrupts() {
-        // Shape of this VM's /proc/interrupts (trimmed).
+        // The shape of a 2-vCPU KVM guest's /proc/interrupts (kernel 6.18, trimmed).
         let t = "           CPU0       CPU1       \n  4:        371          0   IO-APIC   4-edge      ttyS0\n  9:          0          0   IO-APIC   9-fasteoi   acpi\nLOC:      49231      51422   Local timer interrupts\nERR:          0\n";
         let r = parse_interrupts(t);
         assert_eq!(r.len(), 4);

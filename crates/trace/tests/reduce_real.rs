@@ -200,7 +200,7 @@ fn bpf_filters_in_the_kernel() {
             a.cycle, a.expected_ns, a.latency_ns, a.unattributed_reason
         );
     }
-    // ≤ 1 %: on this VM the eBPF stream loses the events of a CPU while a thread of the guest
+    // ≤ 1 %: under KVM (Firecracker) the eBPF stream can lose the events of a CPU while a thread of the guest
     // agent (/process_api) holds it (docs/tracing.md, "Unattributed samples"), 0.1–0.6 % of
     // samples, clustered.
     assert!(

@@ -1,4 +1,4 @@
-//! Per-sample cause attribution (issue 4). Pure: events and samples in, explanations out.
+//! Per-sample cause attribution. Pure: events and samples in, explanations out.
 //!
 //! For a sample on CPU c with planned wake-up E and user-space resume R = E + latency, the window
 //! [E, R) is cut into the phases of a timer wake-up (seed de-oliveira-2020 §3–4: the thread is

@@ -1,6 +1,6 @@
 //! The thread-context variables of Table 1 (ECRTS'20 §4.2, measured as §5's latency parser
 //! does) from an event stream with `preemptirq` tracepoints, and the fallback when a kernel has
-//! none (this machine: no CONFIG_PREEMPTIRQ_TRACEPOINTS).
+//! none (kernels built without CONFIG_PREEMPTIRQ_TRACEPOINTS, e.g. distribution defaults).
 //!
 //! Mainline's preemptirq events do not say *why* preemption was disabled (the paper's patched
 //! kernel had `preempt_disable_sched`), so a preempt-disabled section is classified by what

@@ -1,4 +1,4 @@
-//! Schedulability tests for task sets (issue 8; Lelli 2014 thesis §2.3 and Ch. 3, Cerqueira &
+//! Schedulability tests for task sets (Lelli 2014 thesis §2.3 and Ch. 3, Cerqueira &
 //! Brandenburg 2013 §4: only an analysis of the whole set says whether all tasks meet their
 //! deadlines). Pure functions over `model::taskset::Task`; every verdict carries its arithmetic.
 //!

@@ -200,7 +200,7 @@ pub fn parse_line(l: &str) -> Option<Line<'_>> {
 mod tests {
     use super::*;
 
-    // Lines copied from this machine's tracefs (kernel 6.18), `trace` file of an instance with
+    // Lines as kernel 6.18's tracefs prints them, `trace` file of an instance with
     // timer:hrtimer_start, timer:hrtimer_expire_entry, irq_vectors:local_timer_entry and
     // sched:sched_waking enabled.
     const FIXTURE: &str = include_str!("../../tests/fixtures/tracefs-lines.txt");

@@ -232,7 +232,7 @@ pub fn run(
     if cfg.wants("interrupt_response") && !stop("") {
         progress("interrupt_response", "hrtimer_expire");
         push("interrupt_response", "hrtimer_expire", true,
-            "programmed hrtimer expiry (hrtimer_start `expires`) → the timer interrupt's hrtimer core reading the clock (hrtimer_expire_entry `now`), both CLOCK_MONOTONIC ns from trace events; on this VM it includes the hypervisor's timer injection",
+            "programmed hrtimer expiry (hrtimer_start `expires`) → the timer interrupt's hrtimer core reading the clock (hrtimer_expire_entry `now`), both CLOCK_MONOTONIC ns from trace events; in a virtual machine it includes the hypervisor's timer injection",
             irq::interrupt_response(cfg, reaper, hi), cfg.irq_iterations.min(n))?;
     }
     // Kar's t1…t6 order for the composite.

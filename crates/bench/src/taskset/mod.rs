@@ -1,4 +1,4 @@
-//! Task sets (issue 8; Lelli 2014 thesis §2.3 Tables 2.1–2.2 and Ch. 3): generation, placement,
+//! Task sets (Lelli 2014 thesis §2.3 Tables 2.1–2.2 and Ch. 3): generation, placement,
 //! a runner with one thread per periodic task doing calibrated work over its own working set,
 //! predictions from `rtscope_analysis::sched` beside the observed outcome, and rt-app JSON input.
 

@@ -21,7 +21,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{mpsc, Barrier};
 
-/// Most tasks a run may have (bounded SIGXCPU table; the machine has 2 CPUs anyway).
+/// Most tasks a run may have (the SIGXCPU table is bounded; 256 tasks is far more than a
+/// schedulable set on a few CPUs holds).
 pub const MAX_TASKS: usize = 256;
 
 static STOP: AtomicBool = AtomicBool::new(false);

@@ -145,9 +145,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         None => None,
     };
     let cpus = match &a.cpus {
-        Some(l) => rtscope_load::parse_cpu_list(l)
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| crate::usage!("--cpus: expected a list like 0-1,3, got '{l}'"))?,
+        Some(l) => super::common::resolve_cpus("--cpus", Some(l))?,
         None => Vec::new(),
     };
     if let Some(p) = &a.json {

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 pub struct Args {
     #[command(flatten)]
     db: DbArgs,
-    /// Run ids (or unique prefixes); the first is the comparison baseline
+    /// Run ids (or unique prefixes); the first is the comparison baseline [default: the latest
+    /// stored run]
     runs: Vec<String>,
     /// Every run of this campaign (in the order they were taken)
     #[arg(long, value_name = "NAME")]
@@ -28,11 +29,28 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    if a.runs.is_empty() && a.campaign.is_none() {
-        return Err(usage!("report: give run ids or --campaign NAME"));
-    }
     let mut store = db::open_read(&a.db)?;
-    let mut runs = db::load(&mut store, &a.runs)?;
+    // No ids and no campaign: the latest stored run, as a user expects.
+    let ids: Vec<String> = if a.runs.is_empty() && a.campaign.is_none() {
+        let latest = store
+            .list_runs(&RunFilter {
+                limit: Some(1),
+                ..Default::default()
+            })
+            .map_err(db::map_err)?;
+        match latest.last() {
+            Some(r) => vec![r.id.clone()],
+            None => {
+                return Err(usage!(
+                    "report: no stored runs in {} (give run ids, --campaign NAME or --db)",
+                    store.location()
+                ))
+            }
+        }
+    } else {
+        a.runs.clone()
+    };
+    let mut runs = db::load(&mut store, &ids)?;
     if let Some(c) = &a.campaign {
         let found = store
             .load_runs(&RunFilter {

@@ -263,7 +263,13 @@ pub fn run(a: Args) -> Result<()> {
             warnings.push(format!("{}/{}: unavailable: {u}", m.metric, m.variant));
         }
     }
-    warnings.push("measured inside a VM: timer interrupts are injected by the hypervisor, and host stalls of several ms appear in the maxima".into());
+    // Said only when a hypervisor was detected, with what detected it.
+    if let (Some(h), src) = rtscope_probe::system::hypervisor() {
+        warnings.push(format!(
+            "measured inside a virtual machine ({h}; detected by {}): timer interrupts are injected by the hypervisor, and host stalls appear in the maxima",
+            src.unwrap_or_else(|| "cpuinfo".into())
+        ));
+    }
     let rec = bench_record(
         RecordInfo {
             verb: "rhealstone",

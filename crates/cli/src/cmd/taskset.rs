@@ -1,4 +1,4 @@
-//! `rtscope taskset gen|check|run` (issue 8): generate random task sets, predict their
+//! `rtscope taskset gen|check|run`: generate random task sets, predict their
 //! schedulability, run them under SCHED_DEADLINE / SCHED_FIFO / CFS and compare.
 //!
 //! Flags are resolved and validated (task set read, placement computed) before a thread is
@@ -284,20 +284,7 @@ fn gen_cmd(g: GenArgs) -> anyhow::Result<()> {
 }
 
 fn resolve_cpus(spec: &Option<String>) -> anyhow::Result<Vec<u32>> {
-    let online = rtscope_probe::sys::online_cpus().context("reading online CPUs")?;
-    match spec {
-        None => Ok(online),
-        Some(s) => {
-            let v = rtscope_probe::sys::parse_cpu_list(s).map_err(|e| usage!("--cpus: {e}"))?;
-            if v.is_empty() {
-                return Err(usage!("--cpus: empty list"));
-            }
-            if let Some(c) = v.iter().find(|c| !online.contains(c)) {
-                return Err(usage!("--cpus: CPU {c} is not online (online: {online:?})"));
-            }
-            Ok(v)
-        }
-    }
+    super::common::resolve_cpus("--cpus", spec.as_deref())
 }
 
 fn resolve_policy(p: &PlanArgs) -> anyhow::Result<(PolicyKind, PlacementKind)> {

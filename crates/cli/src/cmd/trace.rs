@@ -63,30 +63,6 @@ pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
     Some(Duration::from_secs_f64(secs))
 }
 
-fn online_cpus() -> Vec<u32> {
-    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    parse_cpu_list(text.trim()).unwrap_or_else(|| vec![0])
-}
-
-/// `0,2-3` → [0, 2, 3].
-pub(crate) fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
-    let mut v = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        if let Some((a, b)) = part.split_once('-') {
-            let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-            if a > b || b - a > 4096 {
-                return None;
-            }
-            v.extend(a..=b);
-        } else {
-            v.push(part.trim().parse().ok()?);
-        }
-    }
-    v.sort_unstable();
-    v.dedup();
-    (!v.is_empty()).then_some(v)
-}
-
 pub fn run(a: Args) -> anyhow::Result<()> {
     match a.cmd {
         Sub::Record(r) => record(r),
@@ -103,17 +79,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
                 a.duration
             )
         })?;
-    let online = online_cpus();
-    let cpus = match &a.cpus {
-        None => online.clone(),
-        Some(s) => parse_cpu_list(s)
-            .ok_or_else(|| crate::usage!("--cpus: must be a list like 0,1 or 0-3, got '{s}'"))?,
-    };
-    if let Some(c) = cpus.iter().find(|c| !online.contains(c)) {
-        return Err(crate::usage!(
-            "--cpus: cpu {c} is not online (online: {online:?})"
-        ));
-    }
+    let cpus = super::common::resolve_cpus("--cpus", a.cpus.as_deref())?;
     let mech: Mechanism = a
         .mechanism
         .parse()

@@ -81,19 +81,9 @@ pub struct Cell {
 }
 
 /// `30s`, `2m`, `1h`, `1d`, or bare seconds.
+/// A cell's duration in the one grammar (`rtscope_model::duration`), 1 ms ..= 30 days.
 pub fn parse_duration_s(s: &str) -> Option<f64> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last()? {
-        's' => (&s[..s.len() - 1], 1.0),
-        'm' => (&s[..s.len() - 1], 60.0),
-        'h' => (&s[..s.len() - 1], 3600.0),
-        'd' => (&s[..s.len() - 1], 86400.0),
-        _ => (s, 1.0),
-    };
-    let v: f64 = num.parse().ok()?;
-    let secs = v * mult;
-    // The range every run verb accepts for -D (1 ms ..= 30 days).
-    (secs.is_finite() && (0.001..=MAX_DURATION_S).contains(&secs)).then_some(secs)
+    rtscope_model::duration::parse_secs_in(s, 0.001, MAX_DURATION_S).ok()
 }
 
 /// Most cells one campaign may have.

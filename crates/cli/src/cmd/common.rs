@@ -7,28 +7,12 @@ use std::path::{Path, PathBuf};
 
 /// Parse `30s`, `5m`, `1h`, `1d`, `250ms`, or plain seconds. Range 1 ms ..= 30 days.
 pub fn parse_duration(flag: &str, s: &str) -> Result<f64> {
-    let t = s.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else if let Some(n) = t.strip_suffix('d') {
-        (n, 86400.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num.trim().parse().map_err(|_| {
-        usage!("{flag}: '{s}' is not a duration (use e.g. 30s, 5m, 1h, 1d, 250ms or plain seconds)")
-    })?;
-    let secs = v * mult;
-    if !secs.is_finite() || !(0.001..=30.0 * 86400.0).contains(&secs) {
-        return Err(usage!("{flag}: {s} is out of range (1ms ..= 30d)"));
-    }
-    Ok(secs)
+    parse_duration_in(flag, s, 0.001, 30.0 * 86400.0)
+}
+
+/// A duration flag in the one grammar (`rtscope_model::duration`) and its range, seconds.
+pub fn parse_duration_in(flag: &str, s: &str, lo: f64, hi: f64) -> Result<f64> {
+    rtscope_model::duration::parse_secs_in(s, lo, hi).map_err(|e| usage!("{flag}: {e}"))
 }
 
 /// Resolve a CPU list against the online CPUs; every listed CPU must be online.

@@ -100,29 +100,9 @@ pub struct Args {
 }
 
 /// Parses `-D`: `90`, `90s`, `500ms`, `5m`, `2h`.
+/// `-D` in the one grammar (`rtscope_model::duration`), 1 ms ..= 30 days.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("expected a duration like 30s, 5m or 1h, got '{s}'"))?;
-    let d = match unit {
-        "" | "s" => Duration::from_secs(n),
-        "ms" => Duration::from_millis(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        "h" => Duration::from_secs(n.saturating_mul(3600)),
-        "d" => Duration::from_secs(n.saturating_mul(86400)),
-        _ => {
-            return Err(format!(
-                "unknown unit '{unit}' in '{s}' (use ms, s, m, h, d)"
-            ))
-        }
-    };
-    if d.is_zero() {
-        return Err(format!("must be > 0, got '{s}'"));
-    }
-    Ok(d)
+    rtscope_model::duration::parse_secs_in(s, 0.001, 30.0 * 86400.0).map(Duration::from_secs_f64)
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -251,7 +231,7 @@ mod tests {
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("1.5s").is_err());
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("5x").is_err());
     }
 }

@@ -138,9 +138,10 @@ struct RunArgs {
     rt_app: Option<PathBuf>,
     #[command(flatten)]
     plan: PlanArgs,
-    /// Seconds (0.5..=600; rt-app files: default their global.duration).
-    #[arg(long)]
-    duration: Option<f64>,
+    /// How long (0.5s..=10m; a bare number is seconds; rt-app files: default their
+    /// global.duration).
+    #[arg(short = 'D', long, value_name = "TIME")]
+    duration: Option<String>,
     /// Working-set size per task, KiB (Lelli 2014 §3.5.3 used 16 and 256).
     #[arg(long, default_value_t = 16)]
     wss_kb: u64,
@@ -553,7 +554,17 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
         }
         _ => return Err(usage!("taskset run: give a task-set FILE or --rt-app FILE")),
     };
-    let duration = r.duration.or(file_duration).unwrap_or(3.0);
+    let duration = match &r.duration {
+        Some(d) => Some(super::common::parse_duration_in(
+            "--duration",
+            d,
+            0.5,
+            600.0,
+        )?),
+        None => None,
+    }
+    .or(file_duration)
+    .unwrap_or(3.0);
     if !(0.5..=600.0).contains(&duration) {
         return Err(usage!("--duration: must be 0.5..=600 s, got {duration}"));
     }

@@ -40,29 +40,6 @@ struct RecordArgs {
     keep: String,
 }
 
-/// `5s`, `250ms`, `2m`, `1h`, `100us`; bare numbers are seconds.
-pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    let mult = match unit {
-        "" | "s" => 1.0,
-        "ms" => 1e-3,
-        "us" => 1e-6,
-        "m" => 60.0,
-        "h" => 3600.0,
-        _ => return None,
-    };
-    let secs = v * mult;
-    if !secs.is_finite() || secs < 0.0 {
-        return None;
-    }
-    Some(Duration::from_secs_f64(secs))
-}
-
 pub fn run(a: Args) -> anyhow::Result<()> {
     match a.cmd {
         Sub::Record(r) => record(r),
@@ -71,14 +48,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 
 fn record(a: RecordArgs) -> anyhow::Result<()> {
     // Validate everything before touching the kernel.
-    let dur = parse_duration(&a.duration)
-        .filter(|d| *d >= Duration::from_millis(1) && *d <= Duration::from_secs(86_400))
-        .ok_or_else(|| {
-            crate::usage!(
-                "--duration: must be 1ms..=24h like 5s or 500ms, got '{}'",
-                a.duration
-            )
-        })?;
+    let dur = Duration::from_secs_f64(super::common::parse_duration_in(
+        "--duration",
+        &a.duration,
+        0.001,
+        86400.0,
+    )?);
     let cpus = super::common::resolve_cpus("--cpus", a.cpus.as_deref())?;
     let mech: Mechanism = a
         .mechanism

@@ -320,7 +320,11 @@ fn partitioned_deadline_on_cgroup_v2_in_qemu() {
         "three valid partitions: {during}"
     );
     let b = line(&out, "B-EXIT=");
-    assert_eq!(exit_of(&out, "B"), 130, "interrupted run exits 130: {b}");
+    assert_eq!(
+        exit_of(&out, "B"),
+        0,
+        "an interrupted run exits 0 like every verb (partial results written): {b}"
+    );
     let stop: f64 = b
         .split("B-STOP-S=")
         .nth(1)

@@ -22,7 +22,7 @@ pub struct Args {
     #[arg(long, value_name = "PCT")]
     threshold: Option<f64>,
     /// Metric the threshold applies to: avg, median, p99, p99.99, max
-    #[arg(long, default_value = "p99")]
+    #[arg(long, default_value = "p99", value_parser = ["avg", "mean", "median", "p50", "p99", "p99.99", "p9999", "max"])]
     metric: String,
     /// JSON instead of tables
     #[arg(long)]

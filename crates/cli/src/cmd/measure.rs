@@ -150,7 +150,7 @@ pub struct MeasureFlags {
     pub load_flags: super::load::LoadFlags,
     /// Capture kernel events on the measured CPUs and explain every sample: auto (eBPF, else
     /// tracefs, else untraced with a warning), bpf, tracefs, or off
-    #[arg(long, value_name = "MODE", default_value = "off", num_args = 0..=1, default_missing_value = "auto")]
+    #[arg(long, value_name = "MODE", default_value = "off", num_args = 0..=1, default_missing_value = "auto", value_parser = ["auto", "bpf", "tracefs", "off"])]
     pub trace: String,
     /// Write the trace to this .rtt file for `rtscope analyze`: by default a flight recorder
     /// (the event windows of the worst samples and of the worst of each cause, plus 1 s of
@@ -159,7 +159,7 @@ pub struct MeasureFlags {
     pub trace_file: Option<PathBuf>,
     /// What --trace-file keeps: `flight` (bounded: megabytes for any run length) or `all`
     /// (every event and every sample; grows with the run)
-    #[arg(long, value_name = "flight|all", default_value = "flight")]
+    #[arg(long, value_name = "flight|all", default_value = "flight", value_parser = ["flight", "all"])]
     pub trace_file_mode: String,
     /// Store an interim record every TIME (e.g. 10m, 1h; `off` for none) so that a run killed
     /// by SIGKILL, the OOM killer or a power cut keeps everything up to its last checkpoint

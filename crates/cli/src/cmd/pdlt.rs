@@ -23,7 +23,7 @@ pub struct Args {
     #[arg(long, default_value_t = 70)]
     consumer_priority: u32,
     /// The long system call: read, munmap, getdents, mmap_populate.
-    #[arg(long, default_value = "read")]
+    #[arg(long, default_value = "read", value_parser = ["read", "munmap", "getdents", "mmap_populate"])]
     syscall: String,
     /// Bytes (read, munmap, mmap_populate; suffix K/M/G) or directory entries (getdents)
     /// [default: 8M read, 16M munmap/mmap_populate, 20000 getdents]

@@ -28,7 +28,7 @@ struct RecordArgs {
     #[arg(long = "cpus")]
     cpus: Option<String>,
     /// Capture mechanism: auto, bpf, tracefs.
-    #[arg(long = "mechanism", default_value = "auto")]
+    #[arg(long = "mechanism", default_value = "auto", value_parser = ["auto", "bpf", "tracefs"])]
     mechanism: String,
     /// Output trace file.
     #[arg(short = 'o', long = "output", default_value = "trace.rtt")]
@@ -36,7 +36,7 @@ struct RecordArgs {
     /// `relevant` leaves out switches between two SCHED_OTHER tasks (except the last before each
     /// recorded event) and wake-ups of SCHED_OTHER tasks — right when the latency you study is a
     /// real-time or DEADLINE thread's; `all` keeps every event (docs/tracing.md).
-    #[arg(long = "keep", default_value = "relevant", value_name = "relevant|all")]
+    #[arg(long = "keep", default_value = "relevant", value_name = "relevant|all", value_parser = ["relevant", "all"])]
     keep: String,
 }
 

@@ -18,11 +18,14 @@ pub struct OutArgs {
     /// Write the RunRecord (with its `bench` field) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Store the RunRecord in this results database (SQLite path or postgres://…).
+    /// Results database (SQLite path or postgres://…) [default: $XDG_DATA_HOME/rtscope/results.db]
     #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
     pub db: Option<String>,
-    /// Store the RunRecord in the default results database.
-    #[arg(long)]
+    /// Do not store the RunRecord (every verb that produces a result stores it by default)
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    /// Storing is the default; kept so that older scripts still run
+    #[arg(long, hide = true)]
     pub store: bool,
     /// key=value tag on the stored record (repeatable).
     #[arg(long = "tag", value_name = "KEY=VALUE")]
@@ -34,7 +37,7 @@ impl OutArgs {
         if let Some(p) = &self.json {
             check_output("--json", p)?;
         }
-        if self.store || self.db.is_some() {
+        if !self.no_store {
             super::common::check_db_writable(self.db.as_deref())?;
         }
         parse_tags("--tag", &self.tags)
@@ -126,7 +129,7 @@ pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunR
 /// then the file: a failed write never loses the measurement.
 pub fn emit(out: &OutArgs, rec: &rtscope_model::RunRecord) -> Result<()> {
     let mut kept = false;
-    if out.store || out.db.is_some() {
+    if !out.no_store {
         match rtscope_store::save_or_fallback(out.db.as_deref(), rec) {
             Ok(rtscope_store::Saved::Stored { id, location }) => {
                 eprintln!("rtscope: stored run {id} in {location}");

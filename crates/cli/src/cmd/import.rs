@@ -22,13 +22,14 @@ pub struct Args {
     /// Also write the resulting RunRecord JSON (single input only)
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Results database (SQLite path or postgres://…)
-    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "URL")]
+    /// Results database: a SQLite file path or postgres://user@host/db [default:
+    /// $XDG_DATA_HOME/rtscope/results.db]
+    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
     db: Option<String>,
-    /// Do not store
+    /// Do not store the run in the results database
     #[arg(long)]
     no_store: bool,
-    /// Tags key=value
+    /// key=value tag stored with the run (repeatable)
     #[arg(long = "tag", value_name = "K=V")]
     tags: Vec<String>,
 }

@@ -124,8 +124,9 @@ pub struct MeasureFlags {
     /// Without root/CAP_SYS_NICE: measure under SCHED_OTHER instead of failing
     #[arg(long)]
     pub allow_unprivileged: bool,
-    /// Results database (SQLite path or postgres://…)
-    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "URL")]
+    /// Results database: a SQLite file path or postgres://user@host/db [default:
+    /// $XDG_DATA_HOME/rtscope/results.db]
+    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
     pub db: Option<String>,
     /// Do not store the run in the results database
     #[arg(long)]

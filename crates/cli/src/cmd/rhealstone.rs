@@ -18,17 +18,18 @@ pub struct OutArgs {
     /// Write the RunRecord (with its `bench` field) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Results database (SQLite path or postgres://…) [default: $XDG_DATA_HOME/rtscope/results.db]
+    /// Results database: a SQLite file path or postgres://user@host/db [default:
+    /// $XDG_DATA_HOME/rtscope/results.db]
     #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
     pub db: Option<String>,
-    /// Do not store the RunRecord (every verb that produces a result stores it by default)
+    /// Do not store the run in the results database
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
     /// Storing is the default; kept so that older scripts still run
     #[arg(long, hide = true)]
     pub store: bool,
-    /// key=value tag on the stored record (repeatable).
-    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    /// key=value tag stored with the run (repeatable)
+    #[arg(long = "tag", value_name = "K=V")]
     pub tags: Vec<String>,
 }
 

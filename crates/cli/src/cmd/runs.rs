@@ -9,7 +9,7 @@ pub struct Args {
     #[command(flatten)]
     db: DbArgs,
     /// Only runs carrying this tag (repeatable; all must match)
-    #[arg(long, value_name = "KEY=VALUE", value_parser = db::parse_tag)]
+    #[arg(long, value_name = "K=V", value_parser = db::parse_tag)]
     tag: Vec<(String, String)>,
     /// Only runs of this campaign (same as --tag campaign=NAME)
     #[arg(long)]

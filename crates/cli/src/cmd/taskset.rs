@@ -68,8 +68,9 @@ struct GenArgs {
     /// Number of sets (each its own RNG stream of the seed).
     #[arg(long, default_value_t = 1)]
     count: u32,
-    /// CPUs the set is meant for: U above this is rejected (default: online CPUs).
-    #[arg(long)]
+    /// How many CPUs the set is meant for: U above this is rejected (default: the online
+    /// CPUs). `--cpus N` (its old name) still works; `--cpus` elsewhere is a CPU list.
+    #[arg(long = "cpu-count", value_name = "N", alias = "cpus")]
     cpus: Option<u32>,
     /// Output file, or directory (count > 1, an existing directory or a path ending in '/':
     /// set-000.json …); stdout when absent.
@@ -111,7 +112,7 @@ struct PlanArgs {
     #[arg(long, default_value_t = 0.0)]
     inflate_us: f64,
     /// CPUs to use (kernel list, e.g. 0-1); default: all online.
-    #[arg(long)]
+    #[arg(long, value_name = "LIST")]
     cpus: Option<String>,
     /// Do not bisect the kernel's free DEADLINE bandwidth (fair-server detection).
     #[arg(long)]
@@ -157,16 +158,17 @@ struct RunArgs {
     #[arg(long)]
     no_overrun_signal: bool,
     /// Write the RunRecord (with the task-set result under "bench") to this JSON file.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Do not store the run in the results database.
     #[arg(long)]
     no_store: bool,
-    /// Results database (SQLite path or postgres:// URL).
-    #[arg(long, value_parser = crate::cmd::common::db_url)]
+    /// Results database: a SQLite file path or postgres://user@host/db [default:
+    /// $XDG_DATA_HOME/rtscope/results.db]
+    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
     db: Option<String>,
-    /// key=value tags stored with the run.
-    #[arg(long)]
+    /// key=value tag stored with the run (repeatable)
+    #[arg(long, value_name = "K=V")]
     tag: Vec<String>,
     /// Print nothing but the summary line.
     #[arg(short, long)]
@@ -229,7 +231,7 @@ fn gen_cmd(g: GenArgs) -> anyhow::Result<()> {
     };
     if g.utilisation > cpus as f64 {
         return Err(usage!(
-            "-u: U = {} exceeds the {cpus} CPUs the set is for (--cpus): infeasible on any scheduler",
+            "-u: U = {} exceeds the {cpus} CPUs the set is for (--cpu-count): infeasible on any scheduler",
             g.utilisation
         ));
     }

@@ -22,10 +22,15 @@ enum Sub {
 #[derive(clap::Args)]
 struct RecordArgs {
     /// How long to record, e.g. 5s, 500ms, 2m (1ms..=24h).
-    #[arg(short = 'D', long = "duration", default_value = "5s")]
+    #[arg(
+        short = 'D',
+        long = "duration",
+        value_name = "TIME",
+        default_value = "5s"
+    )]
     duration: String,
     /// CPUs to trace: a list like 0,1 or 0-3 (default: all online CPUs).
-    #[arg(long = "cpus")]
+    #[arg(long = "cpus", value_name = "LIST")]
     cpus: Option<String>,
     /// Capture mechanism: auto, bpf, tracefs.
     #[arg(long = "mechanism", default_value = "auto", value_parser = ["auto", "bpf", "tracefs"])]

@@ -5,7 +5,6 @@
 use rtscope_load::{LoadError, LoadOptions, LoadPolicy};
 use rtscope_model::LoadReport;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Load options shared by `load` and `measure` (`#[command(flatten)]`).
@@ -105,12 +104,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     rtscope_model::duration::parse_secs_in(s, 0.001, 30.0 * 86400.0).map(Duration::from_secs_f64)
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
 #[derive(serde::Serialize)]
 struct LoadJson<'a> {
     schema_version: u32,
@@ -134,17 +127,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let opts = a.flags.options(cpus, a.force, a.exec.clone())?;
     rtscope_load::validate(&kinds, &opts).map_err(load_error)?;
 
-    // SAFETY: the handler only stores to an atomic.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_stop_signal as *const () as libc::sighandler_t,
-        );
-        libc::signal(
-            libc::SIGTERM,
-            on_stop_signal as *const () as libc::sighandler_t,
-        );
-    }
+    // The session's one set of handlers: SIGINT, SIGTERM and SIGHUP stop the loads cleanly.
+    super::common::install_signal_handlers();
     super::common::recover_leftovers();
     let loads = rtscope_load::start(&kinds, &opts).map_err(load_error)?;
     let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
@@ -156,10 +140,10 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         None => eprintln!("rtscope: load {} running until Ctrl-C", names.join(",")),
     }
     let t0 = Instant::now();
-    while !STOP.load(Ordering::SeqCst) && duration.is_none_or(|d| t0.elapsed() < d) {
+    while !super::common::stop_requested() && duration.is_none_or(|d| t0.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let interrupted = STOP.load(Ordering::SeqCst);
+    let interrupted = super::common::stop_requested();
     let reports = loads.stop();
     print_reports(&reports, interrupted);
     if let Some(p) = &a.json {

@@ -46,6 +46,11 @@ fn d_ct_text(b: &[u8]) -> Result<(), String> {
         .map(|_| ())
         .map_err(|e| e.to_string())
 }
+fn d_ct_verbose(b: &[u8]) -> Result<(), String> {
+    rtscope_report::cyclictest::parse_verbose(text(b)?)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
 fn d_ct_json(b: &[u8]) -> Result<(), String> {
     rtscope_report::cyclictest::parse_json(text(b)?)
         .map(|_| ())
@@ -83,6 +88,7 @@ fn formats() -> Vec<(&'static str, Decode)> {
         ("rtt", d_rtt as Decode),
         ("cyclictest-text", d_ct_text as Decode),
         ("cyclictest-json", d_ct_json as Decode),
+        ("cyclictest-verbose", d_ct_verbose as Decode),
         ("run-record", d_record as Decode),
         ("taskset-json", d_set_json as Decode),
         ("taskset-toml", d_set_toml as Decode),

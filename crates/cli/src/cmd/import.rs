@@ -92,8 +92,17 @@ fn import_files(f: FileArgs) -> Result<()> {
                     to_record(&r, &p.display().to_string())
                         .map_err(|e| usage!("{}: {e}", p.display()))
                 })?,
-            (_, false, _) => ct::parse_histogram(&text)
-                .map_err(|e| usage!("{}: {e}", p.display()))
+            (_, false, _) => match ct::text_kind(&text) {
+                ct::TextKind::Verbose => ct::parse_verbose(&text),
+                ct::TextKind::SummaryOnly => {
+                    return Err(usage!(
+                        "{}: only cyclictest's summary lines (min/avg/max, no distribution): re-run cyclictest with -h N, -v or --json",
+                        p.display()
+                    ))
+                }
+                _ => ct::parse_histogram(&text),
+            }
+            .map_err(|e| usage!("{}: {e}", p.display()))
                 .and_then(|r| {
                     to_record(&r, &p.display().to_string())
                         .map_err(|e| usage!("{}: {e}", p.display()))

@@ -44,7 +44,8 @@ const VERBS: &[&[&str]] = &[
     &["export"],
 ];
 
-/// Verbs that produce a result: they store it by default and take `--no-store`, `--db`, `--tag`.
+/// Verbs that produce a result: they store it by default and take `--no-store`, `--db`, `--tag`
+/// and `-q`.
 const PRODUCERS: &[&[&str]] = &[
     &["run"],
     &["measure"],
@@ -79,7 +80,7 @@ fn shared_flags_have_one_spelling() {
     }
     for v in PRODUCERS {
         let h = help(v);
-        for flag in ["--no-store", "--db", "--tag"] {
+        for flag in ["--no-store", "--db", "--tag", "--quiet"] {
             if spelling(&h, flag).is_none() {
                 bad.push(format!("{v:?} produces a result but has no {flag}"));
             }

@@ -32,6 +32,9 @@ pub struct Args {
     /// key=value tag stored with the run (repeatable)
     #[arg(long = "tag", value_name = "K=V")]
     tags: Vec<String>,
+    /// No line per imported file (errors are still printed)
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 struct FileArgs {
@@ -41,6 +44,7 @@ struct FileArgs {
     db: Option<String>,
     no_store: bool,
     tags: Vec<String>,
+    quiet: bool,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -58,6 +62,7 @@ pub fn run(a: Args) -> Result<()> {
         db: a.db,
         no_store: a.no_store,
         tags: a.tags,
+        quiet: a.quiet,
     })
 }
 
@@ -115,14 +120,16 @@ fn import_files(f: FileArgs) -> Result<()> {
         if let Some(j) = &f.json {
             common::write_atomic(j, rtscope_report::json::run_record(rec).as_bytes())?;
         }
-        println!(
-            "{}: {} threads, {} samples, max {} us — imported as run {}",
-            p.display(),
-            rec.threads.len(),
-            rec.stats.samples,
-            rec.stats.max_ns.unwrap_or(0) / 1000,
-            rec.id
-        );
+        if !f.quiet {
+            println!(
+                "{}: {} threads, {} samples, max {} us — imported as run {}",
+                p.display(),
+                rec.threads.len(),
+                rec.stats.samples,
+                rec.stats.max_ns.unwrap_or(0) / 1000,
+                rec.id
+            );
+        }
         if !f.no_store {
             super::store_record(f.db.as_deref(), rec).context("storing the imported run")?;
         }

@@ -147,7 +147,7 @@ pub fn run(a: Args) -> Result<()> {
     let reaper = Reaper::start().map_err(anyhow::Error::new)?;
     let started = std::time::SystemTime::now();
     let t0 = std::time::Instant::now();
-    eprintln!(
+    a.out.progress(&format!(
         "rtscope pdlt: {} of {} on CPU {}, producer FIFO {}, consumer FIFO {}, step {} µs",
         syscall.name(),
         size,
@@ -155,9 +155,9 @@ pub fn run(a: Args) -> Result<()> {
         cfg.producer_priority,
         cfg.consumer_priority,
         a.step_us
-    );
+    ));
     let res = pdlt::run(&cfg, &reaper, |m| {
-        eprintln!("  scanning under preempt={m} …")
+        a.out.progress(&format!("  scanning under preempt={m} …"))
     });
     drop(reaper);
     let res = res.map_err(bench_err)?;

@@ -31,6 +31,18 @@ pub struct OutArgs {
     /// key=value tag stored with the run (repeatable)
     #[arg(long = "tag", value_name = "K=V")]
     pub tags: Vec<String>,
+    /// No progress lines (the result and errors are still printed)
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+impl OutArgs {
+    /// A progress line on stderr, unless `-q`.
+    pub fn progress(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
 }
 
 impl OutArgs {
@@ -245,15 +257,17 @@ pub fn run(a: Args) -> Result<()> {
     let reaper = Reaper::start().map_err(anyhow::Error::new)?;
     let started = std::time::SystemTime::now();
     let t0 = std::time::Instant::now();
-    eprintln!(
+    a.out.progress(&format!(
         "rtscope rhealstone: CPU {}, SCHED_FIFO {}/{}/{}, {} iterations per metric (cap {secs} s each)",
         cfg.cpu,
         cfg.priority_high,
         cfg.priority_high - 10,
         cfg.priority_high - 20,
         cfg.iterations
-    );
-    let res = rhealstone::run(&cfg, &reaper, |m, v| eprintln!("  {m} / {v} …"));
+    ));
+    let res = rhealstone::run(&cfg, &reaper, |m, v| {
+        a.out.progress(&format!("  {m} / {v} …"))
+    });
     drop(reaper);
     let res = res.map_err(bench_err)?;
     let interrupted = bc::stop_requested();

@@ -74,11 +74,11 @@ pub fn run(a: Args) -> Result<()> {
     let reaper = Reaper::start().map_err(anyhow::Error::new)?;
     let started = std::time::SystemTime::now();
     let t0 = std::time::Instant::now();
-    eprintln!(
+    a.out.progress(&format!(
         "rtscope sched-scale: CPU {}, SCHED_FIFO {}, {} wake-ups every {} ms per level, N = {:?}",
         cfg.cpu, cfg.priority, cfg.wakeups, a.sleep_ms, cfg.loads
-    );
-    let res = sched_scale::run(&cfg, &reaper, |n| eprintln!("  N = {n} …"));
+    ));
+    let res = sched_scale::run(&cfg, &reaper, |n| a.out.progress(&format!("  N = {n} …")));
     drop(reaper);
     let res = res.map_err(bench_err)?;
     print_table(&res);

@@ -38,6 +38,22 @@ pub fn resolve_cpus(flag: &str, spec: Option<&str>) -> Result<Vec<u32>> {
     Ok(cpus)
 }
 
+/// The one CPU a benchmark pins every thread to: `--cpus` with exactly one online CPU, or
+/// `default` (the bench crate's choice, the last online CPU).
+pub fn one_cpu(spec: Option<&str>, default: impl FnOnce() -> u32) -> Result<u32> {
+    match spec {
+        None => Ok(default()),
+        Some(s) => match resolve_cpus("--cpus", Some(s))?.as_slice() {
+            [c] => Ok(*c),
+            many => Err(usage!(
+                "--cpus: this benchmark runs on one CPU, got {} ({s}); give one, e.g. --cpus {}",
+                many.len(),
+                many[many.len() - 1]
+            )),
+        },
+    }
+}
+
 pub fn fmt_cpus(c: &[u32]) -> String {
     c.iter()
         .map(|x| x.to_string())

@@ -14,8 +14,9 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// CPU of consumer and producer [default: the last online CPU]
-    #[arg(long)]
-    cpu: Option<u32>,
+    /// (one CPU, e.g. `--cpus 1`; `--cpu N`, its old name, still works)
+    #[arg(long = "cpus", value_name = "LIST", alias = "cpu")]
+    cpus: Option<String>,
     /// SCHED_FIFO priority of the producer (2..=99).
     #[arg(long, default_value_t = 80)]
     priority: u32,
@@ -110,7 +111,7 @@ pub fn run(a: Args) -> Result<()> {
         ));
     }
     let cfg = Config {
-        cpu: a.cpu.unwrap_or_else(bc::default_cpu),
+        cpu: super::common::one_cpu(a.cpus.as_deref(), bc::default_cpu)?,
         producer_priority: a.priority,
         consumer_priority: a.consumer_priority,
         syscall,

@@ -187,8 +187,9 @@ pub fn us_u(ns: Option<u64>) -> String {
 #[derive(clap::Args)]
 pub struct Args {
     /// CPU every benchmark thread is pinned to [default: the last online CPU]
-    #[arg(long)]
-    cpu: Option<u32>,
+    /// (one CPU, e.g. `--cpus 1`; `--cpu N`, its old name, still works)
+    #[arg(long = "cpus", value_name = "LIST", alias = "cpu")]
+    cpus: Option<String>,
     /// Highest SCHED_FIFO priority (21..=99); the medium and low threads run 10 and 20 below.
     #[arg(long, default_value_t = 80)]
     priority: u32,
@@ -233,7 +234,7 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     let cfg = Config {
-        cpu: a.cpu.unwrap_or_else(bc::default_cpu),
+        cpu: super::common::one_cpu(a.cpus.as_deref(), bc::default_cpu)?,
         priority_high: a.priority,
         iterations: a.iterations,
         max_duration_ns: (secs * 1e9) as u64,

@@ -14,8 +14,9 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// CPU of the SCHED_FIFO thread and all load processes [default: the last online CPU]
-    #[arg(long)]
-    cpu: Option<u32>,
+    /// (one CPU, e.g. `--cpus 1`; `--cpu N`, its old name, still works)
+    #[arg(long = "cpus", value_name = "LIST", alias = "cpu")]
+    cpus: Option<String>,
     /// SCHED_FIFO priority of the measuring thread (1..=99).
     #[arg(long, default_value_t = 80)]
     priority: u32,
@@ -50,7 +51,7 @@ pub fn run(a: Args) -> Result<()> {
         ));
     }
     let cfg = Config {
-        cpu: a.cpu.unwrap_or_else(bc::default_cpu),
+        cpu: super::common::one_cpu(a.cpus.as_deref(), bc::default_cpu)?,
         priority: a.priority,
         loads,
         wakeups: a.wakeups,

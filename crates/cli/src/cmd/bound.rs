@@ -36,8 +36,8 @@ pub struct Args {
     /// Print the JSON report instead of text.
     #[arg(long)]
     json: bool,
-    /// Stop a fixed point (not converged) once L exceeds this: 1us ..= 1h, suffix ns/us/ms/s
-    /// (plain number = ns).
+    /// Stop a fixed point (not converged) once L exceeds this: 1us ..= 1h, with a unit (ns, us,
+    /// ms, s, m, h)
     #[arg(long, default_value = "1s")]
     cap: String,
     /// Stop a fixed point (not converged) after this many iterations (1 ..= 10000000).
@@ -45,30 +45,18 @@ pub struct Args {
     max_iterations: u64,
 }
 
-/// `1s`, `500ms`, `250us`, `1000ns`, or plain ns → ns, integer only.
+/// `--cap` in the one duration grammar (`rtscope_model::duration`), 1 µs ..= 1 h. A bare number
+/// meant ns here before the grammar was shared (it means seconds everywhere now): refused, with
+/// the spelling that keeps the old meaning, instead of silently becoming a million times larger.
 fn parse_cap(s: &str) -> Result<u64> {
     let t = s.trim();
-    let (num, mult) = if let Some(n) = t.strip_suffix("ns") {
-        (n, 1u64)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1_000)
-    } else if let Some(n) = t.strip_suffix("ms") {
-        (n, 1_000_000)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1_000_000_000)
-    } else {
-        (t, 1)
-    };
-    let v: u64 = num.trim().parse().map_err(|_| {
-        usage!("--cap: '{s}' is not a duration (integer with ns, us, ms or s; plain = ns)")
-    })?;
-    let ns = v
-        .checked_mul(mult)
-        .ok_or_else(|| usage!("--cap: {s} is out of range (1us ..= 1h)"))?;
-    if !(1_000..=3_600_000_000_000).contains(&ns) {
-        return Err(usage!("--cap: {s} is out of range (1us ..= 1h)"));
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(usage!(
+            "--cap: '{s}' has no unit; a bare number meant ns here before and means seconds in the shared grammar: write {t}ns (or {t}s)"
+        ));
     }
-    Ok(ns)
+    let secs = super::common::parse_duration_in("--cap", s, 1e-6, 3600.0)?;
+    Ok((secs * 1e9).round() as u64)
 }
 
 fn read_json(p: &Path) -> Result<BoundInput> {
@@ -224,10 +212,12 @@ mod tests {
     fn cap_parsing() {
         assert_eq!(parse_cap("1s").unwrap(), 1_000_000_000);
         assert_eq!(parse_cap("250us").unwrap(), 250_000);
-        assert_eq!(parse_cap("5000").unwrap(), 5_000);
+        assert_eq!(parse_cap("5000ns").unwrap(), 5_000);
+        assert_eq!(parse_cap("1.5ms").unwrap(), 1_500_000);
+        let e = parse_cap("5000").unwrap_err().to_string();
+        assert!(e.contains("write 5000ns"), "{e}");
         assert!(parse_cap("10ns").is_err());
         assert!(parse_cap("2h").is_err());
         assert!(parse_cap("-1s").is_err());
-        assert!(parse_cap("1.5s").is_err());
     }
 }

@@ -31,6 +31,28 @@ impl Privileges {
 /// linux/capability.h
 const CAP_IPC_LOCK: u32 = 14;
 
+/// What a verb needs beyond an ordinary user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Real-time policies and locked memory: root or CAP_SYS_NICE.
+    RealTime,
+    /// Kernel state only root may change (tracefs instances, cpusets, preemption model).
+    Root,
+}
+
+/// The one check and message for every verb: `Err` says what `verb` needs, why, and how to
+/// grant it.
+pub fn require(verb: &str, need: Need, why: &str) -> Result<(), String> {
+    let p = Privileges::current();
+    match need {
+        Need::RealTime if !p.sys_nice => Err(format!(
+            "{verb} needs root or CAP_SYS_NICE ({why}): run it with sudo, or `setcap cap_sys_nice,cap_ipc_lock+ep $(command -v rtscope)`"
+        )),
+        Need::Root if !p.root => Err(format!("{verb} needs root ({why}): run it with sudo")),
+        _ => Ok(()),
+    }
+}
+
 /// The one message for a policy the caller may not use.
 pub fn denied_message(policy: Policy) -> String {
     format!(

@@ -103,8 +103,7 @@ pub fn db_url(s: &str) -> Result<String, String> {
 /// start of every verb that runs work; each line says what was repaired, is printed, and goes
 /// into the run's warnings. Unprivileged, nothing can be repaired and nothing is tried.
 pub fn recover_leftovers() -> Vec<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_session::privilege::Privileges::current().root {
         return Vec::new();
     }
     let mut notes = rtscope_bench::taskset::cpuset::remove_stale();
@@ -141,6 +140,11 @@ pub fn check_db_writable(db: Option<&str>) -> Result<()> {
     };
     rtscope_files::check_output_dir(&dir, Some(OUTPUT_FILE_BYTES))
         .map_err(|e| usage!("--db {}: {e}", path.display()))
+}
+
+/// The session's one privilege rule; a refusal is a failure (exit 1), not bad input.
+pub fn require(verb: &str, need: rtscope_session::privilege::Need, why: &str) -> Result<()> {
+    rtscope_session::privilege::require(verb, need, why).map_err(anyhow::Error::msg)
 }
 
 /// This process's command line as it may be stored and shown: passwords masked

@@ -136,13 +136,11 @@ pub fn run(a: Args) -> Result<()> {
             return Err(anyhow::anyhow!(m));
         }
     }
-    if !rtscope_probe::sys::is_root()
-        && !rtscope_probe::sys::has_capability(rtscope_probe::sys::CAP_SYS_NICE)
-    {
-        return Err(anyhow::anyhow!(
-            "pdlt needs root or CAP_SYS_NICE (SCHED_FIFO, mlockall)"
-        ));
-    }
+    super::common::require(
+        "pdlt",
+        rtscope_session::privilege::Need::RealTime,
+        "SCHED_FIFO, mlockall",
+    )?;
     super::common::recover_leftovers();
     bc::install_stop_handlers().map_err(anyhow::Error::new)?;
     let reaper = Reaper::start().map_err(anyhow::Error::new)?;

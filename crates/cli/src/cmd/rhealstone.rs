@@ -246,13 +246,11 @@ pub fn run(a: Args) -> Result<()> {
     };
     cfg.validate().map_err(bench_err)?;
     let tags = a.out.validate()?;
-    if !rtscope_probe::sys::is_root()
-        && !rtscope_probe::sys::has_capability(rtscope_probe::sys::CAP_SYS_NICE)
-    {
-        return Err(anyhow::anyhow!(
-            "rhealstone needs root or CAP_SYS_NICE (SCHED_FIFO, mlockall)"
-        ));
-    }
+    super::common::require(
+        "rhealstone",
+        rtscope_session::privilege::Need::RealTime,
+        "SCHED_FIFO, mlockall",
+    )?;
     super::common::recover_leftovers();
     bc::install_stop_handlers().map_err(anyhow::Error::new)?;
     let reaper = Reaper::start().map_err(anyhow::Error::new)?;

@@ -65,11 +65,11 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     let tags = a.out.validate()?;
-    if !rtscope_probe::sys::is_root() {
-        return Err(anyhow::anyhow!(
-            "sched-scale needs root (SCHED_FIFO, mlockall, tracefs)"
-        ));
-    }
+    super::common::require(
+        "sched-scale",
+        rtscope_session::privilege::Need::Root,
+        "SCHED_FIFO, mlockall, tracefs",
+    )?;
     super::common::recover_leftovers();
     bc::install_stop_handlers().map_err(anyhow::Error::new)?;
     let reaper = Reaper::start().map_err(anyhow::Error::new)?;

@@ -570,18 +570,17 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
     if !(0.5..=600.0).contains(&duration) {
         return Err(usage!("--duration: must be 0.5..=600 s, got {duration}"));
     }
-    if !rtscope_probe::sys::is_root()
-        && !rtscope_probe::sys::has_capability(rtscope_probe::sys::CAP_SYS_NICE)
+    // CFS at nice ≥ 0 needs nothing; any real-time policy or negative nice needs CAP_SYS_NICE.
+    if plan
+        .specs
+        .iter()
+        .any(|s| !matches!(s.policy, ts::ThreadPolicy::Other(n) if n >= 0))
     {
-        let rt = plan
-            .specs
-            .iter()
-            .any(|s| !matches!(s.policy, ts::ThreadPolicy::Other(n) if n >= 0));
-        if rt {
-            return Err(anyhow::anyhow!(
-                "real-time policies need root or CAP_SYS_NICE"
-            ));
-        }
+        super::common::require(
+            "taskset run",
+            rtscope_session::privilege::Need::RealTime,
+            "SCHED_DEADLINE/SCHED_FIFO threads or negative nice",
+        )?;
     }
     for n in &notes {
         eprintln!("rtscope: note: {n}");

@@ -58,6 +58,14 @@ enum Command {
     Report(cmd::report::Args),
     /// Export a stored run.
     Export(cmd::export::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell), generated from the
+    /// same flag definitions as --help.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), generated from the same flag definitions as --help.
+    Man,
 }
 
 fn main() {
@@ -123,6 +131,21 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Export(a) => cmd::export::run(a),
+        // Rendered whole, then printed like every read-only verb (a closed pipe ends quietly).
+        Command::Completions { shell } => {
+            let mut c = <Cli as clap::CommandFactory>::command();
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut c, "rtscope", &mut buf);
+            cmd::db::out(&String::from_utf8_lossy(&buf))
+        }
+        Command::Man => {
+            let c = <Cli as clap::CommandFactory>::command();
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(c)
+                .render(&mut buf)
+                .map_err(anyhow::Error::from)
+                .and_then(|_| cmd::db::out(&String::from_utf8_lossy(&buf)))
+        }
     };
     std::process::exit(exit::report(result));
 }

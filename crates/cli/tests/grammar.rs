@@ -88,3 +88,40 @@ fn shared_flags_have_one_spelling() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// `rtscope completions SHELL` and `rtscope man` come from the same definitions as `--help`:
+/// every verb and the shared flags are in them.
+#[test]
+fn completions_and_man_page_cover_every_verb() {
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+            .args(args)
+            .output()
+            .expect("rtscope");
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    for shell in ["bash", "zsh", "fish"] {
+        let c = run(&["completions", shell]);
+        for v in VERBS {
+            assert!(c.contains(v[0]), "{shell}: no {}", v[0]);
+        }
+        for flag in ["no-store", "duration", "cpus"] {
+            assert!(c.contains(flag), "{shell}: no --{flag}");
+        }
+    }
+    // roff escapes hyphens (`sched\\-scale`).
+    let man = run(&["man"]).replace("\\-", "-");
+    assert!(
+        man.contains(".TH rtscope 1"),
+        "{}",
+        &man[..man.len().min(200)]
+    );
+    for v in VERBS {
+        assert!(man.contains(v[0]), "man page: no {}", v[0]);
+    }
+}

@@ -39,6 +39,9 @@ pub enum StoreError {
     BadUrl(String),
     #[error("no results database at {0} (nothing stored there yet; pass another --db)")]
     Missing(String),
+    /// The file exists but holds no tables yet (empty, or being created by a writer).
+    #[error("{0} holds no stored runs yet (an empty database)")]
+    Empty(String),
     #[error("results database is locked by another process (gave up after waiting {0} s)")]
     Locked(u64),
     #[error("cannot reach PostgreSQL at {location}: {detail}")]
@@ -454,9 +457,8 @@ impl Store {
         let version =
             schema::read_version(&mut conn, &location).map_err(|e| e.with_location(&location))?;
         if version == 0 {
-            return Err(StoreError::Other(format!(
-                "{location} holds no rtscope results (an empty database); pass another --db"
-            )));
+            // An empty file: nothing stored yet, or a writer creating it right now.
+            return Err(StoreError::Empty(location));
         }
         if version > schema::CURRENT_VERSION {
             return Err(StoreError::TooNew {

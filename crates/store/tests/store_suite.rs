@@ -416,6 +416,15 @@ fn read_only_open_creates_and_changes_nothing() {
         .expect("missing");
     assert!(matches!(e, StoreError::Missing(_)), "{e}");
     assert!(!d.path().join("typo").exists());
+    // An empty file (a writer creating it this moment): "nothing stored yet", left as it is.
+    let empty = d.path().join("empty.db");
+    std::fs::write(&empty, b"").unwrap();
+    let e = Store::open_read_only(Some(empty.to_str().unwrap()))
+        .err()
+        .expect("empty");
+    assert!(matches!(e, StoreError::Empty(_)), "{e}");
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+    std::fs::remove_file(&empty).unwrap();
     let p = d.path().join("results.db");
     {
         let mut s = Store::open_sqlite(&p).unwrap();

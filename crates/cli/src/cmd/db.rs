@@ -29,7 +29,8 @@ pub fn map_err(e: StoreError) -> anyhow::Error {
         StoreError::UnknownRun(_)
         | StoreError::Ambiguous { .. }
         | StoreError::BadUrl(_)
-        | StoreError::Missing(_) => usage!("{e}"),
+        | StoreError::Missing(_)
+        | StoreError::Empty(_) => usage!("{e}"),
         e => anyhow::Error::new(e),
     }
 }

@@ -136,14 +136,25 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         until: a.until,
         limit: a.limit,
     };
-    let mut store = db::open_read(&a.db)?;
-    let runs = store.list_runs(&f).map_err(db::map_err)?;
+    // An empty database (nothing stored yet, or a run creating it at this moment) lists no runs.
+    let (mut store, location) = match rtscope_store::Store::open_read_only(a.db.db.as_deref()) {
+        Ok(store) => {
+            let l = store.location().to_string();
+            (Some(store), l)
+        }
+        Err(rtscope_store::StoreError::Empty(location)) => (None, location),
+        Err(e) => return Err(db::map_err(e)),
+    };
+    let runs = match store.as_mut() {
+        Some(s) => s.list_runs(&f).map_err(db::map_err)?,
+        None => Vec::new(),
+    };
     if a.json {
         db::out(&(serde_json::to_string_pretty(&runs)? + "\n"))?;
         return Ok(());
     }
     if runs.is_empty() {
-        eprintln!("no stored runs match (database: {})", store.location());
+        eprintln!("no stored runs match (database: {location})");
         return Ok(());
     }
     let mut rows: Vec<[String; 12]> = vec![[
@@ -167,7 +178,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             r.hostname.clone(),
             r.kernel_release.clone(),
             r.verb.clone(),
-            run_state(&mut store, r),
+            run_state(store.as_mut(), r),
             r.policy.clone(),
             r.scenario.clone(),
             r.samples.to_string(),
@@ -186,11 +197,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 
 /// The STATE column: an interim record says whether its run is still going or died after its
 /// last checkpoint (its writer's pid and host are in the record).
-fn run_state(store: &mut rtscope_store::Store, r: &rtscope_store::RunSummary) -> String {
+fn run_state(store: Option<&mut rtscope_store::Store>, r: &rtscope_store::RunSummary) -> String {
     if !r.state.starts_with("checkpoint") {
         return r.state.clone();
     }
-    let writer = store.get_run(&r.id).ok().and_then(|rec| rec.checkpoint);
+    let writer = store
+        .and_then(|s| s.get_run(&r.id).ok())
+        .and_then(|rec| rec.checkpoint);
     rtscope_store::run_state(
         &r.state,
         writer.as_ref().map(|c| (c.hostname.as_str(), c.pid)),

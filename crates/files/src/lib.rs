@@ -324,17 +324,28 @@ pub fn check_output(target: &Path, need_bytes: Option<u64>) -> Result<(), String
     if target.is_dir() {
         return Err(format!("{} is a directory", target.display()));
     }
-    if let Some(fs) = pseudo_fs(&dir) {
-        return Err(format!(
-            "{} is on {fs}, a kernel pseudo file system, not a place for output files",
-            dir.display()
-        ));
-    }
+    not_pseudo(&dir, &dir)?;
     let (f, probe) = create_temp_beside(target, PRIVATE_FILE)
         .map_err(|e| format!("cannot create a file in {}: {e}", dir.display()))?;
     drop(f);
     let _ = std::fs::remove_file(&probe);
-    if let (Some(need), Some(free)) = (need_bytes, free_bytes(&dir)) {
+    room(&dir, need_bytes)
+}
+
+/// `at` (where `shown` will be) is not on a kernel pseudo file system.
+fn not_pseudo(at: &Path, shown: &Path) -> Result<(), String> {
+    match pseudo_fs(at) {
+        Some(fs) => Err(format!(
+            "{} is on {fs}, a kernel pseudo file system, not a place for output files",
+            shown.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The file system holding `dir` has `need` bytes free (when both are known).
+fn room(dir: &Path, need: Option<u64>) -> Result<(), String> {
+    if let (Some(need), Some(free)) = (need, free_bytes(dir)) {
         if need > free {
             return Err(format!(
                 "needs about {} MiB in {}, {} MiB free",
@@ -367,22 +378,8 @@ pub fn check_output_dir(dir: &Path, need_bytes: Option<u64>) -> Result<(), Strin
             }
         }
     }
-    if let Some(fs) = pseudo_fs(&probe_at) {
-        return Err(format!(
-            "{} is on {fs}, a kernel pseudo file system, not a place for output files",
-            dir.display()
-        ));
-    }
-    if let (Some(need), Some(free)) = (need_bytes, free_bytes(&probe_at)) {
-        if need > free {
-            return Err(format!(
-                "needs about {} MiB in {}, {} MiB free",
-                need.div_ceil(1 << 20),
-                probe_at.display(),
-                free >> 20
-            ));
-        }
-    }
+    not_pseudo(&probe_at, dir)?;
+    room(&probe_at, need_bytes)?;
     // The directories this creates, deepest first: removed again if the check fails after.
     let mut created = Vec::new();
     let mut p = dir.to_path_buf();

@@ -19,8 +19,6 @@ pub struct Outputs {
     pub run_dir: Option<PathBuf>,
 }
 
-pub use rtscope_files::create_temp_beside;
-
 /// Write `data` to `p` atomically (see the module comment). Records and reports hold command
 /// lines and host details: private (0600).
 pub fn write_atomic(p: &Path, data: &[u8]) -> std::io::Result<()> {
@@ -84,21 +82,18 @@ pub fn write(o: &Outputs, rec: &RunRecord) -> (Vec<String>, Vec<String>) {
 /// `--raw`: every sample as CSV, written as the run goes (constant memory), renamed into place
 /// at the end.
 pub struct RawCsv {
-    out: Option<std::io::BufWriter<std::fs::File>>,
-    tmp: PathBuf,
-    target: PathBuf,
+    // The shared atomic writer: renamed into place by `finish`, removed if the run fails.
+    out: Option<std::io::BufWriter<rtscope_files::AtomicFile>>,
     rows: u64,
 }
 
 impl RawCsv {
     pub fn create(target: &Path) -> std::io::Result<RawCsv> {
-        let (f, tmp) = create_temp_beside(target, rtscope_files::PRIVATE_FILE)?;
+        let f = rtscope_files::AtomicFile::create(target, rtscope_files::PRIVATE_FILE)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
         out.write_all(b"cpu,tid,cycle,expected_ns,latency_ns\n")?;
         Ok(RawCsv {
             out: Some(out),
-            tmp,
-            target: target.to_path_buf(),
             rows: 0,
         })
     }
@@ -123,22 +118,8 @@ impl RawCsv {
             .out
             .take()
             .ok_or_else(|| std::io::Error::other("raw CSV already finished"))?;
-        out.into_inner()
-            .map_err(|e| e.into_error())
-            .and_then(|f| f.sync_data())
-            .and_then(|_| std::fs::rename(&self.tmp, &self.target))?;
-        // Renamed: nothing for Drop to remove.
-        self.tmp = PathBuf::new();
-        Ok((self.target.clone(), self.rows))
-    }
-}
-
-impl Drop for RawCsv {
-    fn drop(&mut self) {
-        // Not finished (the run failed): no half file is left behind.
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
+        let path = out.into_inner().map_err(|e| e.into_error())?.persist()?;
+        Ok((path, self.rows))
     }
 }
 

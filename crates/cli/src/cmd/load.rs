@@ -122,7 +122,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         None => Vec::new(),
     };
     if let Some(p) = &a.json {
-        check_writable(p)?;
+        super::common::check_output("--json", p)?;
     }
     let opts = a.flags.options(cpus, a.force, a.exec.clone())?;
     rtscope_load::validate(&kinds, &opts).map_err(load_error)?;
@@ -151,17 +151,9 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             schema_version: rtscope_model::SCHEMA_VERSION,
             loads: &reports,
         };
-        write_atomically(p, &serde_json::to_vec_pretty(&doc)?)?;
+        super::common::write_atomic(p, &serde_json::to_vec_pretty(&doc)?)?;
     }
     Ok(())
-}
-
-fn check_writable(p: &std::path::Path) -> anyhow::Result<()> {
-    super::common::check_output("--json", p)
-}
-
-fn write_atomically(p: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    super::common::write_atomic(p, bytes)
 }
 
 fn print_reports(reports: &[LoadReport], interrupted: bool) {

@@ -103,6 +103,25 @@ fn check_common(r: &rtscope_model::taskset::TasksetResult, policy: &str) {
     assert!(cpuset::ours().is_empty(), "cpusets left behind");
 }
 
+/// Per-task misses, lateness and overruns, for a failure message.
+fn per_task(r: &rtscope_model::taskset::TasksetResult) -> String {
+    let mut s = String::new();
+    for t in &r.tasks {
+        s += &format!(
+            "[task {} jobs {} misses {} ({} after overrun) max_late {} ns max_resp {} ns max_exec {} ns overruns {}] ",
+            t.id,
+            t.jobs,
+            t.misses,
+            t.misses_after_overrun,
+            t.max_lateness_ns,
+            t.max_response_ns,
+            t.max_exec_ns,
+            t.dl_overruns
+        );
+    }
+    s + &r.warnings.join("; ")
+}
+
 #[test]
 fn deadline_global_run() {
     if !root() {
@@ -110,14 +129,48 @@ fn deadline_global_run() {
         return;
     }
     let _g = SERIAL.lock();
-    let Some(r) = run_or_skip(PolicyKind::Deadline, PlacementKind::Global) else {
-        return;
-    };
-    check_common(&r, "deadline");
-    // U = 0.31 on ≥ 1 CPU with runtime margin 1.2: EDF guarantees every deadline; only host
-    // stalls can cause a miss, so allow a handful.
-    assert!(r.miss_pct < 2.0, "miss {} %", r.miss_pct);
-    assert!(r.predictions.iter().any(|p| p.test == "kernel-admission"));
+    // U = 0.31 on ≥ 1 CPU with runtime margin 1.2: EDF meets every deadline of a reservation
+    // that is never overdrawn. A vCPU stall while a reservation runs is charged to its runtime
+    // (SIGXCPU) and CBS throttles it for several periods: such a run says nothing about EDF
+    // and is repeated, at most three times. Misses not preceded by an overrun (a stall delays
+    // every task by its length) must stay a handful in every run.
+    for attempt in 1..=3 {
+        let Some(r) = run_or_skip(PolicyKind::Deadline, PlacementKind::Global) else {
+            return;
+        };
+        check_common(&r, "deadline");
+        assert!(r.predictions.iter().any(|p| p.test == "kernel-admission"));
+        let unexplained: u64 = r
+            .tasks
+            .iter()
+            .map(|t| t.misses - t.misses_after_overrun)
+            .sum();
+        assert!(
+            (unexplained as f64 * 100.0 / r.total_jobs as f64) < 2.0,
+            "{unexplained} misses without an overrun: {}",
+            per_task(&r)
+        );
+        for t in &r.tasks {
+            assert!(t.misses_after_overrun <= t.misses);
+            assert!(t.misses_after_overrun == 0 || t.dl_overruns > 0);
+        }
+        if r.miss_pct < 2.0 {
+            return;
+        }
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("after a runtime overrun")),
+            "overrun misses not explained: {:?}",
+            r.warnings
+        );
+        println!(
+            "attempt {attempt}: {} % misses after overruns: {}",
+            r.miss_pct,
+            per_task(&r)
+        );
+    }
+    panic!("three runs in a row had reservations throttled after overruns");
 }
 
 #[test]

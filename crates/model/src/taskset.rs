@@ -144,6 +144,10 @@ pub struct TaskOutcome {
     pub involuntary_switches: Option<u64>,
     /// SCHED_DEADLINE runtime overruns signalled by SIGXCPU (SCHED_FLAG_DL_OVERRUN).
     pub dl_overruns: u64,
+    /// Misses of jobs that finished at or after this task's first overrun: the reservation was
+    /// throttled, so these misses are the overrun's consequence, not the scheduler's choice.
+    #[serde(default)]
+    pub misses_after_overrun: u64,
 }
 
 /// Work-loop calibration: ns per visited 64-byte element, before and after the run.

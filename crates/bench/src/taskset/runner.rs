@@ -117,6 +117,9 @@ struct Job {
     start: u64,
     finish: u64,
     exec: u64,
+    /// SIGXCPU count of this task when the job finished: a miss at or after the first overrun
+    /// follows a throttled reservation (see `after_overrun`).
+    overruns: u64,
 }
 
 struct ThreadOut {
@@ -433,6 +436,7 @@ pub fn run(
                             start,
                             finish,
                             exec,
+                            overruns: SLOT_XCPU[i].load(Ordering::Relaxed),
                         });
                         k += 1;
                     }
@@ -531,11 +535,13 @@ pub fn run(
 
     let dur = window_ns as f64;
     let mut tasks = Vec::with_capacity(n);
+    let mut overrun_notes = Vec::new();
     for (i, (spec, o)) in plan.specs.iter().zip(&outs).enumerate() {
         let t = &spec.task;
         let jobs = &o.jobs;
         let nj = jobs.len() as u64 + o.dropped;
         let mut misses = o.dropped;
+        let mut after_overrun = 0u64;
         let mut max_r = 0u64;
         let mut sum_r = 0f64;
         let mut max_late = i64::MIN;
@@ -550,6 +556,9 @@ pub fn run(
             let late = j.finish as i64 - (j.release + t.deadline_ns) as i64;
             if late > 0 {
                 misses += 1;
+                if j.overruns > 0 {
+                    after_overrun += 1;
+                }
             }
             max_r = max_r.max(r);
             sum_r += r as f64;
@@ -562,6 +571,15 @@ pub fn run(
             sum_sd += sd as f64;
             max_e = max_e.max(j.exec);
             sum_e += j.exec as f64;
+        }
+        if after_overrun > 0 {
+            // SCHED_DEADLINE charges everything between pick and switch-out to the runtime,
+            // including a hypervisor stall of the vCPU; CBS then postpones the deadline by a
+            // period per Q overdrawn and throttles, so one stall can cost many later jobs.
+            overrun_notes.push(format!(
+                "task {}: {after_overrun} of {misses} misses came at or after a runtime overrun (SIGXCPU): the reservation was charged beyond Q (a host stall while it ran, or jobs longer than C) and throttled until a later deadline",
+                t.id
+            ));
         }
         let d = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| b.saturating_sub(a));
         let ran = jobs.len();
@@ -596,6 +614,7 @@ pub fn run(
             voluntary_switches: d(o.c0.voluntary, o.c1.voluntary),
             involuntary_switches: d(o.c0.involuntary, o.c1.involuntary),
             dl_overruns: SLOT_XCPU[i].load(Ordering::Relaxed),
+            misses_after_overrun: after_overrun,
         });
     }
     for (o, t) in outs.iter().zip(&tasks) {
@@ -606,6 +625,7 @@ pub fn run(
             ));
         }
     }
+    warnings.append(&mut overrun_notes);
     let total_jobs: u64 = tasks.iter().map(|t| t.jobs).sum();
     let total_misses: u64 = tasks.iter().map(|t| t.misses).sum();
     let unmatched = XCPU_UNMATCHED.load(Ordering::Relaxed);
@@ -629,14 +649,8 @@ pub fn run(
             ));
         }
     }
-    if std::fs::read_to_string("/sys/class/dmi/id/sys_vendor")
-        .map(|s| !s.trim().is_empty())
-        .unwrap_or(false)
-        || std::fs::read_to_string("/proc/cpuinfo")
-            .map(|s| s.contains(" hypervisor"))
-            .unwrap_or(false)
-    {
-        warnings.push("running under a hypervisor: host stalls (vCPU preemption) show up as misses no scheduler can prevent".into());
+    if let (Some(h), _) = rtscope_probe::system::hypervisor() {
+        warnings.push(format!("running under a hypervisor ({h}): host stalls (vCPU preemption) show up as misses no scheduler can prevent"));
     }
     let total_ovr: u64 = tasks.iter().map(|t| t.dl_overruns).sum::<u64>() + unmatched;
     let mu: f64 = tasks.iter().map(|t| t.measured_utilisation).sum();

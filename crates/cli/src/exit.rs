@@ -3,6 +3,9 @@
 //! 0 success · 1 the work failed (kernel refused, I/O error) · 2 bad input: nothing was started ·
 //! 3 a comparison found a regression beyond the user's threshold.
 
+/// The exit-code table, the same for every verb (`rtscope --help`, README, docs/cli.md).
+pub const TABLE: &str = "Exit codes (every verb):\n  0  done (also a run stopped by SIGINT/SIGTERM/SIGHUP: partial results, marked interrupted)\n  1  the work failed (the kernel refused, an I/O error after the work started)\n  2  bad input: one line naming the flag or field and the accepted range; nothing was started\n  3  compare: a regression beyond --threshold";
+
 pub const FAILURE: i32 = 1;
 pub const USAGE: i32 = 2;
 #[allow(dead_code)]

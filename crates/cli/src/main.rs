@@ -12,7 +12,8 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "rtscope",
     version,
-    about = "Measure, explain and bound real-time latency on Linux"
+    about = "Measure, explain and bound real-time latency on Linux",
+    after_help = exit::TABLE
 )]
 struct Cli {
     #[command(subcommand)]
@@ -28,7 +29,7 @@ enum Command {
     /// Drop-in for cyclictest: accepts its common flags and prints its formats.
     #[command(disable_help_flag = true, disable_version_flag = true)]
     Cyclictest(cmd::cyclictest::Args),
-    /// Import results: cyclictest -h/-H text, -v output and --json, rtscope run-record JSON (rtsl databases: `bound --rtsl-db`).
+    /// Import results: cyclictest -h/-H text, -v output, -q status lines and --json, rtscope run-record JSON (rtsl databases: `bound --rtsl-db`).
     Import(cmd::import::Args),
     /// Run a background workload on its own (idle, cpu-cache, hackbench, disk, net, io, exec).
     Load(cmd::load::Args),

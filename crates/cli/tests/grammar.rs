@@ -63,6 +63,7 @@ fn shared_flags_have_one_spelling() {
         ("--db", "--db <PATH|URL>"),
         ("--cpus", "--cpus <LIST>"),
         ("--tag", "--tag <K=V>"),
+        ("--json", "--json [<FILE|->]"),
     ];
     let mut bad = Vec::new();
     for v in VERBS {
@@ -80,13 +81,75 @@ fn shared_flags_have_one_spelling() {
     }
     for v in PRODUCERS {
         let h = help(v);
-        for flag in ["--no-store", "--db", "--tag", "--quiet"] {
+        for flag in ["--no-store", "--db", "--tag", "--quiet", "--json"] {
             if spelling(&h, flag).is_none() {
                 bad.push(format!("{v:?} produces a result but has no {flag}"));
             }
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// One exit-code table: `rtscope --help` prints it and the README holds the same lines.
+#[test]
+fn exit_code_table_in_help_and_readme() {
+    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .arg("--help")
+        .output()
+        .expect("rtscope --help");
+    let help = String::from_utf8_lossy(&o.stdout);
+    let table = &help[help.find("Exit codes").expect("exit codes in --help")..];
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    for line in table.lines().filter(|l| !l.trim().is_empty()) {
+        assert!(readme.contains(line), "README lacks {line:?}");
+    }
+    assert_eq!(table.lines().filter(|l| l.starts_with("  ")).count(), 4);
+}
+
+/// `--json -` makes stdout one JSON document; `--json FILE` writes the file; in `analyze --json
+/// x.rtt` the optional value took the trace, and the error names the new spelling.
+#[test]
+fn json_flag_means_file_or_stdout() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("r.db");
+    let ct = d.path().join("ct.txt");
+    // cyclictest -q status lines (rt-tests 2.x layout).
+    std::fs::write(
+        &ct,
+        "# /dev/cpu_dma_latency set to 0us\nT: 0 (16875) P:90 I:1000 C:    100 Min:     25 Act:   39 Avg:   40 Max:     140\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rtscope"))
+            .args(args)
+            .output()
+            .expect("rtscope")
+    };
+    let dbs = db.to_str().unwrap();
+    let o = run(&["import", "--db", dbs, "--json", "-", ct.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+    assert_eq!(rec["stats"]["samples"], 100);
+    assert_eq!(rec["stats"]["max_ns"], 140_000);
+    assert_eq!(rec["config"]["priority"], 90);
+    let file = d.path().join("runs.json");
+    for args in [
+        vec!["runs", "--db", dbs, "--json", "-"],
+        vec!["runs", "--db", dbs, "--json"],
+    ] {
+        let o = run(&args);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
+        assert_eq!(v.as_array().map(Vec::len), Some(1), "{args:?}");
+    }
+    let o = run(&["runs", "--db", dbs, "--json", file.to_str().unwrap()]);
+    assert!(o.status.success() && o.stdout.is_empty());
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(v[0]["id"], rec["id"]);
+    let o = run(&["analyze", "--json", "x.rtt"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("rtscope analyze x.rtt --json -"), "{e}");
 }
 
 /// `rtscope completions SHELL` and `rtscope man` come from the same definitions as `--help`:

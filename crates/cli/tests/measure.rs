@@ -379,7 +379,20 @@ fn real_cyclictest_outputs_are_imported() {
         .unwrap();
     assert!(out.status.success());
     std::fs::write(&txt, &out.stdout).unwrap();
-    for f in [&txt, &js] {
+    // The status lines alone: `-q` without a histogram, and the screen output (redrawn lines).
+    let q = d.path().join("ct-q.txt");
+    let screen = d.path().join("ct-screen.txt");
+    for (f, quiet) in [(&q, true), (&screen, false)] {
+        let mut c = Command::new("cyclictest");
+        c.args(["-m", "-S", "-p95", "-i1000", "-D", "2"]);
+        if quiet {
+            c.arg("-q");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success());
+        std::fs::write(f, &o.stdout).unwrap();
+    }
+    for f in [&txt, &js, &q, &screen] {
         let o = d.path().join("o.json");
         let imp = Command::new(bin())
             .args(["import", "cyclictest", "--no-store", "--json"])
@@ -609,7 +622,8 @@ fn run_default_job_writes_every_file_traced_and_stored() {
         stdout.contains("tail CPU 0:"),
         "per-CPU tail line: {stdout}"
     );
-    assert!(stdout.contains("stored run"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("stored run"), "{stderr}");
     // The stored run is listed by `rtscope runs`.
     let runs = Command::new(bin())
         .args(["runs", "--db"])

@@ -60,6 +60,9 @@ pub struct CtResult {
     /// sysinfo: sysname, nodename, release, version, machine, realtime
     pub sysinfo: Vec<(String, String)>,
     pub dma_latency_line: bool,
+    /// From the status lines when only they were read (`P:` and the first thread's `I:`).
+    pub summary_priority: Option<u32>,
+    pub summary_interval_us: Option<u64>,
 }
 
 /// Build the cyclictest view of a run record. `hist_size` buckets are emitted; samples ≥
@@ -97,6 +100,7 @@ pub fn from_record(rec: &RunRecord, hist_size: u32) -> CtResult {
             ),
         ],
         dma_latency_line: rec.hygiene.cpu_dma_latency_us.is_some(),
+        ..Default::default()
     }
 }
 
@@ -411,7 +415,7 @@ pub fn text_kind(text: &str) -> TextKind {
         if verbose_line(l).is_some() {
             return TextKind::Verbose;
         }
-        if l.starts_with("T:") && l.contains("Min:") && l.contains("Max:") {
+        if summary_line(l).is_some() {
             summary = true;
         }
     }
@@ -420,6 +424,98 @@ pub fn text_kind(text: &str) -> TextKind {
     } else {
         TextKind::Unknown
     }
+}
+
+/// One thread's status line, `T:%2d (%5d) P:%2d I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld Max:%8ld`
+/// (rt-tests 2.x; `-q` prints it once at the end, otherwise it is redrawn in place with `\r` or a
+/// cursor-up escape). Returns (thread, tid, priority, interval, cycles, min, avg, max).
+fn summary_line(l: &str) -> Option<(u32, u32, u32, u64, u64, u64, f64, u64)> {
+    // Cursor movement (`ESC [ n A`) and carriage returns come before the line when redrawn.
+    let l = l
+        .rsplit('\x1b')
+        .next()?
+        .trim_start_matches(|c: char| c == '[' || c.is_ascii_digit());
+    let l = l.trim_start_matches('A').trim();
+    let rest = l.strip_prefix("T:")?;
+    let (idx, rest) = rest.split_once('(')?;
+    let (tid, rest) = rest.split_once(')')?;
+    let mut kv = std::collections::HashMap::new();
+    // "P:90 I:1000 C:    100 Min:     25 …": a key ends with ':', its value is the next word.
+    let mut key: Option<&str> = None;
+    for w in rest.split_whitespace() {
+        match (key.take(), w.split_once(':')) {
+            (_, Some((k, v))) if !v.is_empty() => {
+                kv.insert(k, v);
+            }
+            (_, Some((k, _))) => key = Some(k),
+            (Some(k), None) => {
+                kv.insert(k, w);
+            }
+            (None, None) => return None,
+        }
+    }
+    let num = |k: &str| kv.get(k)?.parse::<u64>().ok();
+    Some((
+        idx.trim().parse().ok()?,
+        tid.trim().parse().ok()?,
+        num("P")? as u32,
+        num("I")?,
+        num("C")?,
+        num("Min")?,
+        kv.get("Avg")?.parse::<f64>().ok()?,
+        num("Max")?,
+    ))
+}
+
+/// Parse cyclictest's status lines alone (`-q`, or the screen output redrawn in place): per
+/// thread the last line's cycles, min, average and max, µs. No distribution: `hist_size` stays
+/// None and every thread's `counts` is empty.
+pub fn parse_summary(text: &str) -> Result<CtResult, CtError> {
+    let mut threads: Vec<CtThread> = Vec::new();
+    let mut prio = None;
+    let mut interval = None;
+    for (n, l) in text.split(['\n', '\r']).enumerate() {
+        let Some((idx, tid, p, i, c, min, avg, max)) = summary_line(l) else {
+            continue;
+        };
+        if idx as usize > threads.len() + 1024 {
+            return Err(CtError::Text {
+                line: n + 1,
+                msg: format!("thread index {idx} out of range"),
+            });
+        }
+        prio.get_or_insert(p);
+        interval.get_or_insert(i);
+        let t = CtThread {
+            index: idx,
+            tid: Some(tid),
+            cpu: None,
+            cycles: c,
+            min_us: min,
+            avg_us: avg,
+            max_us: max,
+            ..Default::default()
+        };
+        // Redrawn screens repeat each thread: the last line holds the final values.
+        match threads.iter_mut().find(|x| x.index == idx) {
+            Some(x) => *x = t,
+            None => threads.push(t),
+        }
+    }
+    if threads.is_empty() {
+        return Err(CtError::NotCyclictest(
+            "no `T: n (tid) P:… I:… C:… Min:… Avg:… Max:…` status line".into(),
+        ));
+    }
+    threads.sort_by_key(|t| t.index);
+    Ok(CtResult {
+        threads,
+        dma_latency_line: text.contains("/dev/cpu_dma_latency set to"),
+        cmdline: None,
+        summary_priority: prio,
+        summary_interval_us: interval,
+        ..Default::default()
+    })
 }
 
 /// Parse cyclictest's verbose output (`-v`): one `thread: cycle: latency` line per sample
@@ -732,6 +828,30 @@ mod tests {
         assert_eq!((t1.min_us, t1.max_us), (14, 60));
         assert!((t1.avg_us - 1111.0 / 33.0).abs() < 1e-9);
         assert_eq!(t1.counts[60], 1);
+    }
+
+    #[test]
+    fn status_lines_are_read_from_q_and_from_the_redrawn_screen() {
+        let q = include_str!("../tests/fixtures/cyclictest-q.txt");
+        let r = parse_summary(q).unwrap();
+        assert_eq!(r.threads.len(), 2);
+        let t1 = &r.threads[1];
+        assert_eq!(
+            (t1.index, t1.tid, t1.cycles, t1.min_us, t1.avg_us, t1.max_us),
+            (1, Some(16876), 74, 13, 24.0, 52)
+        );
+        assert_eq!(
+            (r.summary_priority, r.summary_interval_us),
+            (Some(90), Some(1000))
+        );
+        assert!(r.hist_size.is_none() && r.dma_latency_line);
+        // The screen redraws each thread's line after a cursor-up escape: the last one counts.
+        let screen = "policy: fifo: loadavg: 0.1 0.1 0.1 1/80 1\n\nT: 0 ( 7) P:80 I:1000 C:      1 Min:1000000 Act:    0 Avg:    0 Max:       0\n\x1b[2AT: 0 ( 7) P:80 I:1000 C:    999 Min:      5 Act:    9 Avg:    8 Max:     70\n";
+        assert_eq!(text_kind(screen), TextKind::SummaryOnly);
+        let r = parse_summary(screen).unwrap();
+        assert_eq!(r.threads.len(), 1);
+        assert_eq!((r.threads[0].cycles, r.threads[0].max_us), (999, 70));
+        assert!(parse_summary("hello\n").is_err());
     }
 
     #[test]

@@ -40,7 +40,16 @@ pub fn write(o: &Outputs, rec: &RunRecord) -> (Vec<String>, Vec<String>) {
         rtscope_report::cyclictest::write_histogram(&ct)
     };
     if let Some(p) = &o.json {
-        put("run record JSON", p, json.as_bytes());
+        if p == Path::new("-") {
+            // `--json -`: the record is the command's stdout.
+            let mut so = std::io::stdout().lock();
+            let _ = so
+                .write_all(json.as_bytes())
+                .and_then(|_| so.write_all(b"\n"))
+                .and_then(|_| so.flush());
+        } else {
+            put("run record JSON", p, json.as_bytes());
+        }
     }
     if let Some(p) = &o.histogram_file {
         put("cyclictest histogram", p, hist().as_bytes());

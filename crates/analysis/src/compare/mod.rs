@@ -239,6 +239,24 @@ pub fn side(h: &Histogram, opts: &Options) -> Side {
     }
 }
 
+/// The row of a run that kept no distribution (cyclictest status lines imported): its exact
+/// count, min, average and max; every quantile and interval is unknown.
+pub fn side_from_stats(s: &rtscope_model::Stats) -> Side {
+    Side {
+        samples: s.samples,
+        min_ns: s.min_ns,
+        avg_ns: s.avg_ns,
+        avg_ci99_ns: None,
+        median_ns: None,
+        p99_ns: None,
+        p99_ci99_ns: None,
+        p9999_ns: None,
+        p9999_ci99_ns: None,
+        p9999_reliable: false,
+        max_ns: s.max_ns,
+    }
+}
+
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {

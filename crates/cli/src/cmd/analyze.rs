@@ -21,7 +21,8 @@ use std::time::Instant;
 #[derive(clap::Args)]
 pub struct Args {
     /// The trace file (.rtt) written by `measure --trace` or `trace record`.
-    file: PathBuf,
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
     /// How many worst samples to show with their full timeline (0..=10000).
     #[arg(long = "top", default_value_t = 10)]
     top: usize,
@@ -36,17 +37,38 @@ pub struct Args {
     /// Also report the share of samples above this latency (µs) each cause explains.
     #[arg(long = "threshold-us")]
     threshold_us: Option<u64>,
-    /// Print JSON (schema: docs/trace-format.md, "analyze JSON") instead of text.
-    #[arg(long = "json")]
-    json: bool,
-    /// Write the JSON to this file as well as printing text.
-    #[arg(long = "json-out")]
+    /// The analysis as JSON (schema: docs/trace-format.md, "analyze JSON") to FILE, or to stdout
+    /// instead of the text with `-`
+    #[command(flatten)]
+    json: super::common::JsonOut,
+    /// Old spelling of `--json FILE`.
+    #[arg(long = "json-out", hide = true)]
     json_out: Option<PathBuf>,
 }
 
 pub const ANALYZE_SCHEMA_VERSION: u32 = 1;
 
-pub fn run(a: Args) -> anyhow::Result<()> {
+pub fn run(mut a: Args) -> anyhow::Result<()> {
+    if let Some(p) = a.json_out.take() {
+        a.json.path = Some(p);
+    }
+    // `--json` takes an optional FILE: in `analyze --json x.rtt` it took the trace.
+    let file = match a.file.take() {
+        Some(f) => f,
+        None => match &a.json.path {
+            Some(p) if p.extension().is_some_and(|e| e == "rtt") => return Err(crate::usage!(
+                "FILE: missing (--json took {} as its output): write `rtscope analyze {} --json -`",
+                p.display(),
+                p.display()
+            )),
+            _ => {
+                return Err(crate::usage!(
+                    "FILE: the .rtt trace file to analyse is required"
+                ))
+            }
+        },
+    };
+    a.json.check()?;
     if a.top > 10_000 {
         return Err(crate::usage!("--top: must be 0..=10000, got {}", a.top));
     }
@@ -62,16 +84,16 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             a.busy_gap_threshold_us
         ));
     }
-    if !a.file.is_file() {
+    if !file.is_file() {
         return Err(crate::usage!(
             "FILE: {} is not a readable file",
-            a.file.display()
+            file.display()
         ));
     }
     let t_read = Instant::now();
     // A corrupt or oversized file is bad input (exit 2), as for `bound --trace`.
-    let f = rtscope_trace::read_rtt(&a.file)
-        .map_err(|e| crate::usage!("FILE {}: {e}", a.file.display()))?;
+    let f = rtscope_trace::read_rtt(&file)
+        .map_err(|e| crate::usage!("FILE {}: {e}", file.display()))?;
     let read_s = t_read.elapsed().as_secs_f64();
     let opts = AttributionOptions {
         gap_threshold_ns: a.gap_threshold_us * 1000,
@@ -114,7 +136,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let throughput = f.events.len() as f64 / analyse_s.max(1e-9);
     let doc = serde_json::json!({
         "schema_version": ANALYZE_SCHEMA_VERSION,
-        "file": a.file.display().to_string(),
+        "file": file.display().to_string(),
         "meta": f.meta,
         "events": f.events.len(),
         "samples": f.samples.len(),
@@ -126,18 +148,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         "event_counts": rtscope_model::event::count_by_kind(&f.events),
         "attribution": r,
     });
-    if let Some(p) = &a.json_out {
-        super::common::write_atomic(p, &serde_json::to_vec_pretty(&doc)?)?;
-    }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+    a.json.write(&serde_json::to_string_pretty(&doc)?)?;
+    if a.json.to_stdout() {
         return Ok(());
     }
     let m = &f.meta;
     let dur = m.end_ns.saturating_sub(m.start_ns) as f64 / 1e9;
     println!(
         "{}: {} events, {} samples{}, mechanism {}, cpus {:?}, {}, kernel {}",
-        a.file.display(),
+        file.display(),
         f.events.len(),
         f.samples.len(),
         if flight.is_some() { " kept" } else { "" },

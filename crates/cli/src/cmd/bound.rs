@@ -33,9 +33,10 @@ pub struct Args {
     /// (1 ..= 1000): the sliding-window bound from the data seen so far vs the observed maximum.
     #[arg(long, value_name = "N", requires = "trace")]
     series: Option<u32>,
-    /// Print the JSON report instead of text.
-    #[arg(long)]
-    json: bool,
+    /// The bound report as JSON (docs/schema/bound.schema.json): FILE, or stdout instead of the
+    /// text with `-`
+    #[command(flatten)]
+    json: super::common::JsonOut,
     /// Stop a fixed point (not converged) once L exceeds this: 1us ..= 1h, with a unit (ns, us,
     /// ms, s, m, h)
     #[arg(long, default_value = "1s")]
@@ -145,6 +146,7 @@ fn read_trace(
 pub fn run(a: Args) -> Result<()> {
     // Validate everything before reading anything.
     let cap_ns = parse_cap(&a.cap)?;
+    a.json.check()?;
     if let Some(t) = a.assume_thread_ns {
         if !(1..=1_000_000_000).contains(&t) {
             return Err(usage!(
@@ -187,21 +189,13 @@ pub fn run(a: Args) -> Result<()> {
     };
     let mut report = bound::analyze(&input, &opts, kind);
     report.series = series;
-    let out = if a.json {
-        let mut s =
-            serde_json::to_string_pretty(&report).context("serialising the bound report")?;
-        s.push('\n');
-        s
-    } else {
-        bound::render::text(&report)
-    };
-    use std::io::Write;
-    let mut so = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth a message.
-    match so.write_all(out.as_bytes()).and_then(|_| so.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing the report to stdout"),
+    a.json
+        .write(&serde_json::to_string_pretty(&report).context("serialising the bound report")?)?;
+    if a.json.to_stdout() {
+        return Ok(());
     }
+    // A closed pipe (`| head`) is not an error worth a message.
+    super::db::out(&bound::render::text(&report))
 }
 
 #[cfg(test)]

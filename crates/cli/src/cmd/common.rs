@@ -256,3 +256,123 @@ mod tests {
         assert!(parse_tags("--tag", &["sp ace=1".into()]).is_err());
     }
 }
+
+/// `--json FILE|-`, the same in every verb: the verb's JSON document to FILE (written atomically)
+/// or, with `-` or no value, to stdout (then the human text is not printed: stdout stays JSON).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct JsonOut {
+    /// Write the result as JSON to FILE, or to stdout with `-` (or no value)
+    #[arg(long = "json", value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
+    pub path: Option<PathBuf>,
+}
+
+impl JsonOut {
+    pub fn to_stdout(&self) -> bool {
+        self.path.as_deref() == Some(Path::new("-"))
+    }
+    /// Check the destination before any work starts.
+    pub fn check(&self) -> Result<()> {
+        match &self.path {
+            Some(p) if p != Path::new("-") => check_output("--json", p),
+            _ => Ok(()),
+        }
+    }
+    /// Write `text` (a JSON document; a final newline is added on stdout).
+    pub fn write(&self, text: &str) -> Result<()> {
+        match &self.path {
+            None => Ok(()),
+            Some(p) if p == Path::new("-") => super::db::out(&format!("{}\n", text.trim_end())),
+            Some(p) => write_atomic(p, text.as_bytes()),
+        }
+    }
+}
+
+/// The output flags of every verb that produces a run: `--json FILE|-`, `--db`, `--no-store`,
+/// `--tag`, `-q`. Every such verb stores by default.
+#[derive(clap::Args, Debug, Clone)]
+pub struct OutArgs {
+    /// The RunRecord as JSON: FILE, or stdout with `-` (the text is then not printed)
+    #[command(flatten)]
+    pub json: JsonOut,
+    /// Results database: a SQLite file path or postgres://user@host/db [default:
+    /// $XDG_DATA_HOME/rtscope/results.db]
+    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
+    pub db: Option<String>,
+    /// Do not store the run in the results database
+    #[arg(long, conflicts_with = "store")]
+    pub no_store: bool,
+    /// Storing is the default; kept so that older scripts still run
+    #[arg(long, hide = true)]
+    pub store: bool,
+    /// key=value tag stored with the run (repeatable)
+    #[arg(long = "tag", value_name = "K=V")]
+    pub tags: Vec<String>,
+    /// No progress lines (the result and errors are still printed)
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+impl OutArgs {
+    /// Whether the human text goes to stdout (not with `--json -`).
+    pub fn text(&self) -> bool {
+        !self.json.to_stdout()
+    }
+    /// A progress line on stderr, unless `-q`.
+    pub fn progress(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+}
+
+impl OutArgs {
+    pub fn validate(&self) -> Result<std::collections::BTreeMap<String, String>> {
+        self.json.check()?;
+        if !self.no_store {
+            super::common::check_db_writable(self.db.as_deref())?;
+        }
+        parse_tags("--tag", &self.tags)
+    }
+}
+
+/// Write --json and store (--db/--store) as asked.
+/// Store first (or keep the record in the fallback directory when the database cannot take it),
+/// then the file: a failed write never loses the measurement.
+pub fn emit(out: &OutArgs, rec: &rtscope_model::RunRecord) -> Result<()> {
+    let mut kept = false;
+    if !out.no_store {
+        match rtscope_store::save_or_fallback(out.db.as_deref(), rec) {
+            Ok(rtscope_store::Saved::Stored { id, location }) => {
+                eprintln!("rtscope: stored run {id} in {location}");
+                kept = true;
+            }
+            Ok(rtscope_store::Saved::Fallback {
+                path,
+                reason,
+                import_command,
+            }) => {
+                eprintln!(
+                    "rtscope: not stored ({reason}); the record is in {} — store it later with: {import_command}",
+                    path.display()
+                );
+                kept = true;
+            }
+            Err(e) => eprintln!("rtscope: the run could not be stored: {e}"),
+        }
+    }
+    if let Some(p) = &out.json.path {
+        let s = serde_json::to_string_pretty(rec).context("serialising the RunRecord")?;
+        if let Err(e) = out.json.write(&s) {
+            if !kept {
+                if let Ok(f) = rtscope_store::fallback::keep_in_fallback(rec) {
+                    return Err(e.context(format!("the record was kept in {}", f.display())));
+                }
+            }
+            return Err(e);
+        }
+        if !out.json.to_stdout() {
+            eprintln!("rtscope: wrote {}", p.display());
+        }
+    }
+    Ok(())
+}

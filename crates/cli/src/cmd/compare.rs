@@ -24,9 +24,9 @@ pub struct Args {
     /// Metric the threshold applies to: avg, median, p99, p99.99, max
     #[arg(long, default_value = "p99", value_parser = ["avg", "mean", "median", "p50", "p99", "p99.99", "p9999", "max"])]
     metric: String,
-    /// JSON instead of tables
-    #[arg(long)]
-    json: bool,
+    /// The comparison as JSON (FILE, or stdout with `-`); tables otherwise
+    #[command(flatten)]
+    json: super::common::JsonOut,
 }
 
 #[derive(Serialize)]
@@ -34,6 +34,8 @@ struct Out {
     baseline: String,
     runs: Vec<RunOut>,
     pairs: Vec<PairOut>,
+    /// Runs left out of the pairwise tests, and why.
+    notes: Vec<String>,
     caveat: &'static str,
 }
 #[derive(Serialize)]
@@ -53,6 +55,7 @@ struct PairOut {
 const CAVEAT: &str = "samples within a run are autocorrelated (a host stall hits consecutive samples): p-values assume independence and overstate certainty; repeat runs to be sure";
 
 pub fn run(a: Args) -> anyhow::Result<()> {
+    a.json.check()?;
     let metric = Metric::parse(&a.metric).ok_or_else(|| {
         usage!(
             "--metric: '{}' is not one of avg, median, p99, p99.99, max",
@@ -83,12 +86,24 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         .map(|r| RunOut {
             id: r.id.clone(),
             label: db::label(r),
-            stats: cmp::side(&r.histogram, &opts),
+            stats: if has_distribution(r) {
+                cmp::side(&r.histogram, &opts)
+            } else {
+                cmp::side_from_stats(&r.stats)
+            },
         })
         .collect();
     let base = &recs[0];
+    let mut notes = Vec::new();
+    for r in recs.iter().filter(|r| !has_distribution(r)) {
+        notes.push(format!(
+            "{}: no latency distribution stored (imported from cyclictest status lines): only samples, min, avg and max are shown; it takes part in no test",
+            r.id
+        ));
+    }
     let pairs: Vec<PairOut> = recs[1..]
         .iter()
+        .filter(|c| has_distribution(base) && has_distribution(c))
         .map(|c| {
             let comparison = cmp::compare(&base.histogram, &c.histogram, &opts);
             let regression = a.threshold.and_then(|t| comparison.regression(metric, t));
@@ -104,11 +119,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         baseline: base.id.clone(),
         runs,
         pairs,
+        notes,
         caveat: CAVEAT,
     };
-    if a.json {
-        db::out(&(serde_json::to_string_pretty(&out)? + "\n"))?;
-    } else {
+    if a.json.path.is_some() {
+        a.json.write(&serde_json::to_string_pretty(&out)?)?;
+    }
+    if !a.json.to_stdout() {
         db::out(&render(&out))?;
     }
     let regressions: Vec<String> = out
@@ -128,6 +145,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         .into());
     }
     Ok(())
+}
+
+/// Samples without a histogram: a run that kept only summary statistics.
+fn has_distribution(r: &rtscope_model::RunRecord) -> bool {
+    r.histogram.count() > 0 || r.stats.samples == 0
 }
 
 fn ci(v: Option<f64>, c: Option<(f64, f64)>) -> String {
@@ -245,6 +267,9 @@ fn render(o: &Out) -> String {
         if let Some(r) = &p.regression {
             out.push_str(&format!("  ! REGRESSION: {r}\n"));
         }
+    }
+    for n in &o.notes {
+        out.push_str(&format!("note: {n}\n"));
     }
     out.push_str(&format!("\nnote: {CAVEAT}\n"));
     out

@@ -19,32 +19,14 @@ pub struct Args {
     /// fallback file written when the database was unreachable).
     #[arg(required = true, value_name = "[KIND] FILE")]
     args: Vec<String>,
-    /// Also write the resulting RunRecord JSON (single input only)
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Results database: a SQLite file path or postgres://user@host/db [default:
-    /// $XDG_DATA_HOME/rtscope/results.db]
-    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
-    db: Option<String>,
-    /// Do not store the run in the results database
-    #[arg(long)]
-    no_store: bool,
-    /// key=value tag stored with the run (repeatable)
-    #[arg(long = "tag", value_name = "K=V")]
-    tags: Vec<String>,
-    /// No line per imported file (errors are still printed)
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    out: common::OutArgs,
 }
 
 struct FileArgs {
     kind: Option<String>,
     files: Vec<PathBuf>,
-    json: Option<PathBuf>,
-    db: Option<String>,
-    no_store: bool,
-    tags: Vec<String>,
-    quiet: bool,
+    out: common::OutArgs,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -58,25 +40,15 @@ pub fn run(a: Args) -> Result<()> {
     import_files(FileArgs {
         kind,
         files: files.into_iter().map(PathBuf::from).collect(),
-        json: a.json,
-        db: a.db,
-        no_store: a.no_store,
-        tags: a.tags,
-        quiet: a.quiet,
+        out: a.out,
     })
 }
 
 fn import_files(f: FileArgs) -> Result<()> {
-    if f.json.is_some() && f.files.len() != 1 {
+    if f.out.json.path.is_some() && f.files.len() != 1 {
         return Err(usage!("--json: only with a single input file"));
     }
-    if let Some(j) = &f.json {
-        common::check_output("--json", j)?;
-    }
-    let tags = common::parse_tags("--tag", &f.tags)?;
-    if !f.no_store {
-        common::check_db_writable(f.db.as_deref())?;
-    }
+    let tags = f.out.validate()?;
     let mut records = Vec::new();
     for p in &f.files {
         let bytes =
@@ -99,28 +71,19 @@ fn import_files(f: FileArgs) -> Result<()> {
                 })?,
             (_, false, _) => match ct::text_kind(&text) {
                 ct::TextKind::Verbose => ct::parse_verbose(&text),
-                ct::TextKind::SummaryOnly => {
-                    return Err(usage!(
-                        "{}: only cyclictest's summary lines (min/avg/max, no distribution): re-run cyclictest with -h N, -v or --json",
-                        p.display()
-                    ))
-                }
+                ct::TextKind::SummaryOnly => ct::parse_summary(&text),
                 _ => ct::parse_histogram(&text),
             }
             .map_err(|e| usage!("{}: {e}", p.display()))
-                .and_then(|r| {
-                    to_record(&r, &p.display().to_string())
-                        .map_err(|e| usage!("{}: {e}", p.display()))
-                })?,
+            .and_then(|r| {
+                to_record(&r, &p.display().to_string()).map_err(|e| usage!("{}: {e}", p.display()))
+            })?,
         };
         rec.tags.extend(tags.clone());
         records.push((p.clone(), rec));
     }
     for (p, rec) in &records {
-        if let Some(j) = &f.json {
-            common::write_atomic(j, rtscope_report::json::run_record(rec).as_bytes())?;
-        }
-        if !f.quiet {
+        if !f.out.quiet && f.out.text() {
             println!(
                 "{}: {} threads, {} samples, max {} us — imported as run {}",
                 p.display(),
@@ -130,9 +93,7 @@ fn import_files(f: FileArgs) -> Result<()> {
                 rec.id
             );
         }
-        if !f.no_store {
-            super::store_record(f.db.as_deref(), rec).context("storing the imported run")?;
-        }
+        common::emit(&f.out, rec).context("storing the imported run")?;
     }
     Ok(())
 }
@@ -142,9 +103,9 @@ fn import_files(f: FileArgs) -> Result<()> {
 /// values between the limit and the max: one is recorded at the max, the rest at the limit, and
 /// the record says so.
 pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
-    if r.hist_size.is_none() {
-        return Err("no histogram in this cyclictest output (only min/avg/max): re-run cyclictest with -h N or -H N".into());
-    }
+    // Status lines alone (`-q`, or --json without -h): the per-thread min/avg/max and cycle
+    // counts are kept as exact statistics; there is no distribution to rebuild.
+    let summary_only = r.hist_size.is_none() && r.threads.iter().all(|t| t.counts.is_empty());
     let flags = r
         .cmdline
         .as_deref()
@@ -157,6 +118,11 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
     let mut warnings = vec![format!(
         "imported from cyclictest output {source}: latencies are whole microseconds (truncated), recorded at the bucket's lower edge"
     )];
+    if summary_only {
+        warnings[0] = format!(
+            "imported from cyclictest output {source}: status lines only (min/avg/max and cycles per thread, whole microseconds): no histogram, no percentiles; re-run cyclictest with -h N, -v or --json for the distribution"
+        );
+    }
     // Every count read must add up without wrapping, and every value must be a latency the
     // histograms can hold (≤ 100 s): the file's numbers are not trusted.
     let max_us = rtscope_model::histogram::HIGHEST_TRACKABLE_NS / 1000;
@@ -227,7 +193,11 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
             observed_priority: flags.prio as i32,
             cycles: t.cycles,
             overruns: 0,
-            stats: Stats::from_histogram(&h),
+            stats: if summary_only {
+                summary_stats(t.cycles, t.min_us, t.avg_us, t.max_us)
+            } else {
+                Stats::from_histogram(&h)
+            },
             histogram: h,
             linear: lin,
             worst: Vec::new(),
@@ -235,7 +205,10 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
             above_threshold_dropped: 0,
         });
     }
-    let policy = match (flags.policy.as_deref(), flags.prio) {
+    let policy = match (
+        flags.policy.as_deref(),
+        r.summary_priority.unwrap_or(flags.prio),
+    ) {
         (Some("rr"), _) => Policy::Rr,
         (Some("other") | Some("normal"), _) | (None, 0) => Policy::Other,
         _ => Policy::Fifo,
@@ -256,7 +229,22 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
     } else {
         system.preempt_model_source = "cyclictest sysinfo.realtime".into();
     }
-    let stats = Stats::from_histogram(&merged);
+    let stats = if summary_only {
+        let n: u64 = threads.iter().map(|t| t.stats.samples).sum();
+        let weighted: f64 = threads
+            .iter()
+            .map(|t| t.stats.samples as f64 * t.stats.avg_ns.unwrap_or(0.0))
+            .sum();
+        Stats {
+            samples: n,
+            min_ns: threads.iter().filter_map(|t| t.stats.min_ns).min(),
+            max_ns: threads.iter().filter_map(|t| t.stats.max_ns).max(),
+            avg_ns: (n > 0).then(|| weighted / n as f64),
+            ..Default::default()
+        }
+    } else {
+        Stats::from_histogram(&merged)
+    };
     Ok(RunRecord {
         schema_version: rtscope_model::SCHEMA_VERSION,
         id: common::new_run_id(),
@@ -278,11 +266,11 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
             priority: if policy == Policy::Other {
                 0
             } else {
-                flags.prio
+                r.summary_priority.unwrap_or(flags.prio)
             },
             nice: 0,
             deadline: None,
-            interval_us: flags.interval.max(1),
+            interval_us: r.summary_interval_us.unwrap_or(flags.interval).max(1),
             distance_us: flags.distance,
             aligned: true,
             duration_s: None,
@@ -319,4 +307,16 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
         bench: None,
         checkpoint: None,
     })
+}
+
+/// Statistics from a status line: exact count, min, average and max; nothing else is known.
+fn summary_stats(cycles: u64, min_us: u64, avg_us: f64, max_us: u64) -> Stats {
+    let some = cycles > 0;
+    Stats {
+        samples: cycles,
+        min_ns: some.then_some(min_us * 1000),
+        max_ns: some.then_some(max_us * 1000),
+        avg_ns: some.then_some(avg_us * 1000.0),
+        ..Default::default()
+    }
 }

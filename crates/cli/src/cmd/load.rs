@@ -88,9 +88,9 @@ pub struct Args {
     /// Confirm a real-time load policy (--load-policy fifo)
     #[arg(long)]
     force: bool,
-    /// Also write the figures as JSON to FILE
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    /// The loads' figures as JSON: FILE, or stdout with `-` (the text is then not printed)
+    #[command(flatten)]
+    json: super::common::JsonOut,
     #[command(flatten)]
     flags: LoadFlags,
     /// exec: the command and its arguments, after `--` (run without a shell)
@@ -121,9 +121,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         Some(l) => super::common::resolve_cpus("--cpus", Some(l))?,
         None => Vec::new(),
     };
-    if let Some(p) = &a.json {
-        super::common::check_output("--json", p)?;
-    }
+    a.json.check()?;
     let opts = a.flags.options(cpus, a.force, a.exec.clone())?;
     rtscope_load::validate(&kinds, &opts).map_err(load_error)?;
 
@@ -145,14 +143,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     let interrupted = super::common::stop_requested();
     let reports = loads.stop();
-    print_reports(&reports, interrupted);
-    if let Some(p) = &a.json {
-        let doc = LoadJson {
-            schema_version: rtscope_model::SCHEMA_VERSION,
-            loads: &reports,
-        };
-        super::common::write_atomic(p, &serde_json::to_vec_pretty(&doc)?)?;
+    if !a.json.to_stdout() {
+        print_reports(&reports, interrupted);
     }
+    a.json.write(&serde_json::to_string_pretty(&LoadJson {
+        schema_version: rtscope_model::SCHEMA_VERSION,
+        loads: &reports,
+    })?)?;
     Ok(())
 }
 

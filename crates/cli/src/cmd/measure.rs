@@ -106,8 +106,9 @@ pub struct MeasureFlags {
     /// Size of the linear 1 µs histogram (cyclictest -h view), µs (1..=1000000)
     #[arg(long, default_value_t = 10_000, value_name = "US")]
     pub linear_max: u32,
-    /// Write the RunRecord (rtscope JSON schema) here
-    #[arg(long, value_name = "FILE")]
+    /// The RunRecord (rtscope JSON schema) as JSON: FILE, or stdout with `-` (the summary is
+    /// then not printed)
+    #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<PathBuf>,
     /// Write the histogram in cyclictest's -h text format here
     #[arg(long, value_name = "FILE")]
@@ -291,7 +292,7 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
         ("--cyclictest-json", &f.cyclictest_json),
         ("--raw", &f.raw),
     ] {
-        if let Some(p) = p {
+        if let Some(p) = p.as_deref().filter(|p| *p != std::path::Path::new("-")) {
             check_output(flag, p)?;
         }
     }
@@ -493,8 +494,9 @@ pub fn report_outcome(o: &rtscope_session::Outcome, summary: bool) -> Result<()>
     if summary {
         print!("{}", rtscope_report::text::summary(&o.record));
     }
+    // Status on stderr: stdout carries the result.
     for w in &o.written {
-        println!("wrote {w}");
+        eprintln!("wrote {w}");
     }
     super::print_saved(o.stored.as_ref());
     if !o.failed_outputs.is_empty() {
@@ -521,5 +523,6 @@ pub fn run(a: Args) -> Result<()> {
     let total = plan.config.duration_s.map(Duration::from_secs_f64);
     let mut view = rtscope_session::live::default_view(a.flags.quiet, total);
     let outcome = rtscope_session::execute(&plan, view.as_mut())?;
-    report_outcome(&outcome, true)
+    let json_stdout = a.flags.json.as_deref() == Some(std::path::Path::new("-"));
+    report_outcome(&outcome, !json_stdout)
 }

@@ -34,7 +34,8 @@ pub fn print_saved(saved: Option<&rtscope_store::Saved>) {
     match saved {
         None => {}
         Some(rtscope_store::Saved::Stored { id, location }) => {
-            println!("stored run {id} in {location}");
+            // Status on stderr: stdout carries the result (`--json -` keeps it pure JSON).
+            eprintln!("stored run {id} in {location}");
         }
         Some(rtscope_store::Saved::Fallback {
             path,

@@ -4,58 +4,13 @@
 //! distribution and Kar's composite figure. Also holds the record/output helpers the other two
 //! bench verbs (sched-scale, pdlt) share.
 
-use crate::cmd::common::{check_output, new_run_id, parse_tags, rfc3339, write_atomic};
+pub use super::common::{emit, OutArgs};
+use crate::cmd::common::{new_run_id, rfc3339};
 use crate::usage;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rtscope_bench::common::{self as bc, reaper::Reaper, BenchError};
 use rtscope_bench::rhealstone::{self, Config, METRICS};
 use rtscope_model::bench::BenchResult;
-use std::path::PathBuf;
-
-/// Output flags shared by rhealstone, sched-scale and pdlt.
-#[derive(clap::Args, Debug, Clone)]
-pub struct OutArgs {
-    /// Write the RunRecord (with its `bench` field) as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Results database: a SQLite file path or postgres://user@host/db [default:
-    /// $XDG_DATA_HOME/rtscope/results.db]
-    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
-    pub db: Option<String>,
-    /// Do not store the run in the results database
-    #[arg(long, conflicts_with = "store")]
-    pub no_store: bool,
-    /// Storing is the default; kept so that older scripts still run
-    #[arg(long, hide = true)]
-    pub store: bool,
-    /// key=value tag stored with the run (repeatable)
-    #[arg(long = "tag", value_name = "K=V")]
-    pub tags: Vec<String>,
-    /// No progress lines (the result and errors are still printed)
-    #[arg(short, long)]
-    pub quiet: bool,
-}
-
-impl OutArgs {
-    /// A progress line on stderr, unless `-q`.
-    pub fn progress(&self, line: &str) {
-        if !self.quiet {
-            eprintln!("{line}");
-        }
-    }
-}
-
-impl OutArgs {
-    pub fn validate(&self) -> Result<std::collections::BTreeMap<String, String>> {
-        if let Some(p) = &self.json {
-            check_output("--json", p)?;
-        }
-        if !self.no_store {
-            super::common::check_db_writable(self.db.as_deref())?;
-        }
-        parse_tags("--tag", &self.tags)
-    }
-}
 
 /// Map a bench error: bad input → exit 2, the rest → exit 1.
 pub fn bench_err(e: BenchError) -> anyhow::Error {
@@ -135,46 +90,6 @@ pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunR
         bench: Some(bench),
         checkpoint: None,
     }
-}
-
-/// Write --json and store (--db/--store) as asked.
-/// Store first (or keep the record in the fallback directory when the database cannot take it),
-/// then the file: a failed write never loses the measurement.
-pub fn emit(out: &OutArgs, rec: &rtscope_model::RunRecord) -> Result<()> {
-    let mut kept = false;
-    if !out.no_store {
-        match rtscope_store::save_or_fallback(out.db.as_deref(), rec) {
-            Ok(rtscope_store::Saved::Stored { id, location }) => {
-                eprintln!("rtscope: stored run {id} in {location}");
-                kept = true;
-            }
-            Ok(rtscope_store::Saved::Fallback {
-                path,
-                reason,
-                import_command,
-            }) => {
-                eprintln!(
-                    "rtscope: not stored ({reason}); the record is in {} — store it later with: {import_command}",
-                    path.display()
-                );
-                kept = true;
-            }
-            Err(e) => eprintln!("rtscope: the run could not be stored: {e}"),
-        }
-    }
-    if let Some(p) = &out.json {
-        let s = serde_json::to_string_pretty(rec).context("serialising the RunRecord")?;
-        if let Err(e) = write_atomic(p, s.as_bytes()) {
-            if !kept {
-                if let Ok(f) = rtscope_store::fallback::keep_in_fallback(rec) {
-                    return Err(e.context(format!("the record was kept in {}", f.display())));
-                }
-            }
-            return Err(e);
-        }
-        eprintln!("rtscope: wrote {}", p.display());
-    }
-    Ok(())
 }
 
 pub fn us(ns: Option<f64>) -> String {
@@ -270,7 +185,9 @@ pub fn run(a: Args) -> Result<()> {
     drop(reaper);
     let res = res.map_err(bench_err)?;
     let interrupted = bc::stop_requested();
-    print_result(&res);
+    if a.out.text() {
+        print_result(&res);
+    }
     let mut warnings = Vec::new();
     for m in &res.metrics {
         if let Some(s) = &m.stopped_early {

@@ -56,5 +56,6 @@ pub fn run(a: Args) -> Result<()> {
     let mut view = rtscope_session::live::default_view(a.flags.quiet, total);
     plan.warnings.extend(common::recover_leftovers());
     let outcome = rtscope_session::execute(&plan, view.as_mut())?;
-    measure::report_outcome(&outcome, true)
+    let json_stdout = flags.json.as_deref() == Some(std::path::Path::new("-"));
+    measure::report_outcome(&outcome, !json_stdout)
 }

@@ -35,9 +35,9 @@ pub struct Args {
     /// Only the N most recent matches
     #[arg(long, value_name = "N")]
     limit: Option<u64>,
-    /// JSON array instead of a table
-    #[arg(long)]
-    json: bool,
+    /// The matching runs as a JSON array (FILE, or stdout with `-`) instead of a table
+    #[command(flatten)]
+    json: super::common::JsonOut,
 }
 
 /// `YYYY`, `YYYY-MM`, `YYYY-MM-DD`, then optionally `THH`, `:MM`, `:SS`, fraction and zone:
@@ -113,6 +113,7 @@ fn check_date(flag: &str, s: &Option<String>) -> anyhow::Result<()> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
+    a.json.check()?;
     check_date("--since", &a.since)?;
     check_date("--until", &a.until)?;
     if let Some(p) = &a.policy {
@@ -149,9 +150,8 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         Some(s) => s.list_runs(&f).map_err(db::map_err)?,
         None => Vec::new(),
     };
-    if a.json {
-        db::out(&(serde_json::to_string_pretty(&runs)? + "\n"))?;
-        return Ok(());
+    if a.json.path.is_some() {
+        return a.json.write(&serde_json::to_string_pretty(&runs)?);
     }
     if runs.is_empty() {
         eprintln!("no stored runs match (database: {location})");

@@ -82,7 +82,9 @@ pub fn run(a: Args) -> Result<()> {
     let res = sched_scale::run(&cfg, &reaper, |n| a.out.progress(&format!("  N = {n} …")));
     drop(reaper);
     let res = res.map_err(bench_err)?;
-    print_table(&res);
+    if a.out.text() {
+        print_table(&res);
+    }
     if let Some(p) = &a.csv {
         write_atomic(p, to_csv(&res).as_bytes())?;
         eprintln!("rtscope: wrote {}", p.display());

@@ -8,17 +8,17 @@ pub struct Args {
     db: DbArgs,
     /// Run id (or a unique prefix of one)
     run: String,
-    /// The whole RunRecord as JSON
-    #[arg(long)]
-    json: bool,
+    /// The whole RunRecord as JSON (FILE, or stdout with `-`)
+    #[command(flatten)]
+    json: super::common::JsonOut,
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
+    a.json.check()?;
     let mut store = db::open_read(&a.db)?;
     let rec = store.get_run(&a.run).map_err(db::map_err)?;
-    if a.json {
-        db::out(&(rtscope_report::json::run_record(&rec) + "\n"))?;
-        return Ok(());
+    if a.json.path.is_some() {
+        return a.json.write(&rtscope_report::json::run_record(&rec));
     }
     let esc = |s: &str| s.escape_debug().to_string();
     let mut o = String::new();

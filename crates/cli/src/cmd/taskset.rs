@@ -125,9 +125,9 @@ struct CheckArgs {
     set: PathBuf,
     #[command(flatten)]
     plan: PlanArgs,
-    /// Print the predictions as JSON.
-    #[arg(long)]
-    json: bool,
+    /// The predictions as JSON (FILE, or stdout with `-`)
+    #[command(flatten)]
+    json: super::common::JsonOut,
 }
 
 #[derive(clap::Args)]
@@ -157,9 +157,9 @@ struct RunArgs {
     /// Do not ask for SIGXCPU on DEADLINE runtime overruns.
     #[arg(long)]
     no_overrun_signal: bool,
-    /// Write the RunRecord (with the task-set result under "bench") to this JSON file.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    /// The RunRecord (task-set result under "bench") as JSON: FILE, or stdout with `-`
+    #[command(flatten)]
+    json: super::common::JsonOut,
     /// Do not store the run in the results database.
     #[arg(long)]
     no_store: bool,
@@ -354,6 +354,7 @@ fn plan_options(p: &PlanArgs) -> ts::plan::PlanOptions {
 }
 
 fn check_cmd(c: CheckArgs) -> anyhow::Result<()> {
+    c.json.check()?;
     let set = ts::read_set(&c.set).map_err(invalid)?;
     let (policy, placement) = resolve_policy(&c.plan)?;
     let cpus = resolve_cpus(&c.plan.cpus)?;
@@ -364,18 +365,15 @@ fn check_cmd(c: CheckArgs) -> anyhow::Result<()> {
     let plan = ts::plan::plan_with(&set, policy, placement, &cpus, lim, &plan_options(&c.plan))
         .map_err(invalid)?;
     let preds = ts::predict(&plan, lim, (c.plan.inflate_us * 1000.0) as u64);
-    if c.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "schema_version": rtscope_model::SCHEMA_VERSION,
-                "utilisation": set.utilisation(),
-                "placement": plan.placement,
-                "admission": adm,
-                "predictions": preds,
-            }))?
-        );
-    } else {
+    c.json
+        .write(&serde_json::to_string_pretty(&serde_json::json!({
+            "schema_version": rtscope_model::SCHEMA_VERSION,
+            "utilisation": set.utilisation(),
+            "placement": plan.placement,
+            "admission": adm,
+            "predictions": preds,
+        }))?)?;
+    if !c.json.to_stdout() {
         println!(
             "task set {}: {} tasks, U = {:.4}",
             c.set.display(),
@@ -429,9 +427,7 @@ fn print_predictions(p: &[TestResult]) {
 }
 
 fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
-    if let Some(p) = &r.json {
-        super::common::check_output("--json", p)?;
-    }
+    r.json.check()?;
     if !r.no_store {
         super::common::check_db_writable(r.db.as_deref())?;
     }
@@ -604,7 +600,8 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
         other => anyhow::Error::new(other),
     })?;
     let wall = started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0);
-    if r.quiet {
+    if r.json.to_stdout() {
+    } else if r.quiet {
         println!("{}", summary_line(&res));
     } else {
         print_result(&res, &plan, &notes);
@@ -633,9 +630,9 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
             }
         }
     }
-    if let Some(p) = &r.json {
+    if r.json.path.is_some() {
         let s = serde_json::to_string_pretty(&rec)?;
-        if let Err(e) = super::common::write_atomic(p, s.as_bytes()) {
+        if let Err(e) = r.json.write(&s) {
             if !kept {
                 if let Ok(f) = rtscope_store::fallback::keep_in_fallback(&rec) {
                     return Err(e.context(format!("the record was kept in {}", f.display())));

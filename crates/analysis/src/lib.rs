@@ -5,4 +5,5 @@ pub mod attribution;
 pub mod benchstats;
 pub mod bound;
 pub mod compare;
+pub mod mbwi;
 pub mod sched;

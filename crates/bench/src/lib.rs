@@ -1,5 +1,6 @@
 //! See Cargo.toml description.
 pub mod common;
+pub mod mbwi;
 pub mod pdlt;
 pub mod rhealstone;
 pub mod sched_scale;

@@ -107,11 +107,7 @@ fn kill(c: &Child, sig: i32) {
 }
 
 fn root() -> bool {
-    if !rtscope_probe::sys::is_root() {
-        println!("SKIPPED: needs root (SCHED_FIFO, SysV IPC cleanup checks)");
-        return false;
-    }
-    true
+    rtscope_testkit::root_or_skip("SCHED_FIFO, SysV IPC cleanup checks")
 }
 
 #[test]

@@ -45,6 +45,10 @@ enum Command {
     SchedScale(cmd::sched_scale::Args),
     /// Preemption scan of a system call (process dispatch latency vs timer offset).
     Pdlt(cmd::pdlt::Args),
+    /// Bandwidth inheritance (M-BWI): simulator, SCHED_DEADLINE + PI futex runs, lock overheads.
+    Mbwi(cmd::mbwi::Args),
+    /// The thesis' scheduler lab (PRAcTISE): cpudl/cpupri/pull structures on emulated CPUs.
+    Practise(cmd::practise::Args),
     /// Task sets: generate and run.
     Taskset(cmd::taskset::Args),
     /// Run a matrix of measurements from a TOML file.
@@ -125,6 +129,8 @@ fn main() {
         Command::Rhealstone(a) => cmd::rhealstone::run(a),
         Command::SchedScale(a) => cmd::sched_scale::run(a),
         Command::Pdlt(a) => cmd::pdlt::run(a),
+        Command::Mbwi(a) => cmd::mbwi::run(a),
+        Command::Practise(a) => cmd::practise::run(a),
         Command::Taskset(a) => cmd::taskset::run(a),
         Command::Campaign(a) => cmd::campaign::run(a),
         Command::Runs(a) => cmd::runs::run(a),

@@ -6,14 +6,11 @@
 
 use rtscope_model::event::{Event, EventKind, NameTables, Vector};
 use rtscope_model::record::RawSample;
+use rtscope_testkit::bin;
 use rtscope_trace::flight::{RttWriter, TraceFileMode};
 use rtscope_trace::RttMeta;
 use std::path::Path;
 use std::process::Command;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_rtscope")
-}
 
 const MS: u64 = 1_000_000;
 const TID: u32 = 4242;
@@ -129,7 +126,7 @@ fn write_flight_file(path: &Path) -> Vec<RawSample> {
 }
 
 fn analyze(path: &Path, json: bool) -> (bool, String, String) {
-    let mut c = Command::new(bin());
+    let mut c = Command::new(bin!());
     c.arg("analyze").arg(path);
     if json {
         c.arg("--json");

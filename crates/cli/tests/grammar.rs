@@ -42,6 +42,12 @@ const VERBS: &[&[&str]] = &[
     &["compare"],
     &["report"],
     &["export"],
+    &["practise", "test"],
+    &["practise", "perf"],
+    &["practise", "replay"],
+    &["mbwi", "sim"],
+    &["mbwi", "run"],
+    &["mbwi", "overhead"],
 ];
 
 /// Verbs that produce a result: they store it by default and take `--no-store`, `--db`, `--tag`
@@ -54,6 +60,12 @@ const PRODUCERS: &[&[&str]] = &[
     &["sched-scale"],
     &["pdlt"],
     &["taskset", "run"],
+    &["practise", "test"],
+    &["practise", "perf"],
+    &["practise", "replay"],
+    &["mbwi", "sim"],
+    &["mbwi", "run"],
+    &["mbwi", "overhead"],
 ];
 
 #[test]

@@ -4,20 +4,12 @@
 //! password reaches a file, a report or the terminal; read-only verbs never write; a full disk is
 //! found before the run, not after it.
 
+use rtscope_testkit::bin;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_rtscope")
-}
-
-fn is_root() -> bool {
-    // SAFETY: no arguments.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// Address space of every child: decoders that believe a claim fail here instead of being
 /// granted untouched pages by overcommit.
@@ -34,7 +26,7 @@ struct Out {
 
 /// Run rtscope with `args` under RLIMIT_AS; exit code, output and peak RSS (wait4).
 fn run(args: &[&str], env: &[(&str, &Path)], limit: bool) -> Out {
-    let mut c = Command::new(bin());
+    let mut c = Command::new(bin!());
     c.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -373,7 +365,7 @@ fn small_files_with_huge_claims_are_refused_within_limits() {
 /// fallback file, the database it is imported into, `show`, the HTML report, stdout and stderr.
 #[test]
 fn no_password_reaches_a_file_a_report_or_the_terminal() {
-    if !is_root() {
+    if !rtscope_testkit::is_root() {
         println!("SKIPPED: needs root (measure runs SCHED_FIFO threads)");
         return;
     }
@@ -528,7 +520,7 @@ fn umount(at: &Path) {
 
 #[test]
 fn read_only_verbs_read_a_read_only_database_and_change_nothing() {
-    if !is_root() {
+    if !rtscope_testkit::is_root() {
         println!("SKIPPED: needs root (mounts a read-only tmpfs)");
         return;
     }
@@ -606,7 +598,7 @@ fn read_only_verbs_read_a_read_only_database_and_change_nothing() {
 
 #[test]
 fn a_full_disk_is_found_before_the_run() {
-    if !is_root() {
+    if !rtscope_testkit::is_root() {
         println!("SKIPPED: needs root (mounts a small tmpfs)");
         return;
     }
@@ -759,7 +751,7 @@ fn our_cgroups() -> Vec<String> {
 /// its record.
 #[test]
 fn the_next_run_repairs_what_a_killed_run_left() {
-    if !is_root() {
+    if !rtscope_testkit::is_root() {
         println!("SKIPPED: needs root (cpusets, SCHED_DEADLINE)");
         return;
     }
@@ -769,7 +761,7 @@ fn the_next_run_repairs_what_a_killed_run_left() {
         "set.json",
         br#"{"schema_version":1,"tasks":[{"id":0,"wcet_ns":1000000,"period_ns":10000000,"deadline_ns":10000000},{"id":1,"wcet_ns":1000000,"period_ns":10000000,"deadline_ns":10000000}]}"#,
     );
-    let mut child = Command::new(bin())
+    let mut child = Command::new(bin!())
         .args([
             "taskset",
             "run",
@@ -823,16 +815,12 @@ fn the_next_run_repairs_what_a_killed_run_left() {
     assert!(our_cgroups().is_empty(), "left: {:?}", our_cgroups());
     let rec: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("o.json")).expect("json");
-    let warnings: Vec<String> = rec["warnings"]
-        .as_array()
-        .expect("warnings")
-        .iter()
-        .filter_map(|w| w.as_str().map(String::from))
-        .collect();
+    let warnings = rec["warnings"].as_array().expect("warnings");
     assert!(
-        warnings
-            .iter()
-            .any(|w| w.starts_with("left by a killed run")),
+        warnings.iter().any(|w| w["code"] == "system"
+            && w["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("left by a killed run"))),
         "{warnings:?}"
     );
     assert!(o.stderr.contains("left by a killed run"), "{}", o.stderr);
@@ -853,7 +841,7 @@ fn our_instances() -> Vec<String> {
 /// verb removes it (and says so).
 #[test]
 fn the_next_run_removes_a_killed_capture_instance() {
-    if !is_root() {
+    if !rtscope_testkit::is_root() {
         println!("SKIPPED: needs root (tracefs)");
         return;
     }
@@ -862,7 +850,7 @@ fn the_next_run_removes_a_killed_capture_instance() {
         return;
     }
     let d = tempfile::tempdir().expect("tmp");
-    let mut child = Command::new(bin())
+    let mut child = Command::new(bin!())
         .args([
             "trace",
             "record",

@@ -2,33 +2,13 @@
 //! SIGKILL, a store that fails mid-run, the SIGUSR2 snapshot, and memory that does not grow with
 //! the run's length.
 
+use rtscope_testkit::{bin, need_root};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_rtscope")
-}
-
-fn is_root() -> bool {
-    // SAFETY: no arguments.
-    unsafe { libc::geteuid() == 0 }
-}
-
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-macro_rules! need_root {
-    () => {
-        if !is_root() {
-            println!("SKIPPED: needs root (SCHED_FIFO, mlockall, tracing)");
-            return;
-        }
-        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    };
-}
-
 fn runs_json(db: &Path) -> serde_json::Value {
-    let out = Command::new(bin())
+    let out = Command::new(bin!())
         .args(["runs", "--json", "--db"])
         .arg(db)
         .output()
@@ -51,10 +31,10 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
 
 #[test]
 fn checkpoint_survives_sigkill() {
-    need_root!();
+    need_root!("SCHED_FIFO, mlockall, tracing");
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("results.db");
-    let mut child = Command::new(bin())
+    let mut child = Command::new(bin!())
         .args([
             "measure",
             "-D",
@@ -89,7 +69,7 @@ fn checkpoint_survives_sigkill() {
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get()) as i64;
     assert!(samples >= 3_500 * ncpu, "samples counted: {samples}");
     let id = r["id"].as_str().unwrap();
-    let show = Command::new(bin())
+    let show = Command::new(bin!())
         .args(["show", id, "--db"])
         .arg(&db)
         .output()
@@ -99,14 +79,14 @@ fn checkpoint_survives_sigkill() {
         text.contains("interrupted (last checkpoint"),
         "show marks the dead run: {text}"
     );
-    let list = Command::new(bin())
+    let list = Command::new(bin!())
         .args(["runs", "--db"])
         .arg(&db)
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&list.stdout).contains("interrupted (last checkpoint"));
     // The interim record carries the explanation so far.
-    let json = Command::new(bin())
+    let json = Command::new(bin!())
         .args(["show", id, "--json", "--db"])
         .arg(&db)
         .output()
@@ -119,12 +99,12 @@ fn checkpoint_survives_sigkill() {
 
 #[test]
 fn store_failing_mid_run_keeps_the_run() {
-    need_root!();
+    need_root!("SCHED_FIFO, mlockall, tracing");
     let d = tempfile::tempdir().unwrap();
     let dbdir = d.path().join("db");
     let db = dbdir.join("results.db");
     let xdg = d.path().join("xdg");
-    let child = Command::new(bin())
+    let child = Command::new(bin!())
         .args(["measure", "-D", "6s", "-q", "--checkpoint", "1s", "--db"])
         .arg(&db)
         .env("XDG_DATA_HOME", &xdg)
@@ -159,10 +139,10 @@ fn store_failing_mid_run_keeps_the_run() {
 
 #[test]
 fn sigusr2_prints_a_snapshot_and_the_run_goes_on() {
-    need_root!();
+    need_root!("SCHED_FIFO, mlockall, tracing");
     let d = tempfile::tempdir().unwrap();
     let json = d.path().join("r.json");
-    let child = Command::new(bin())
+    let child = Command::new(bin!())
         .args(["measure", "-D", "4s", "-q", "--no-store", "--json"])
         .arg(&json)
         .stdout(Stdio::null())
@@ -186,7 +166,7 @@ fn sigusr2_prints_a_snapshot_and_the_run_goes_on() {
 fn traced_rss(secs: u32, dir: &Path) -> (u64, serde_json::Value, u64) {
     let json = dir.join(format!("r{secs}.json"));
     let rtt = dir.join(format!("t{secs}.rtt"));
-    let out = Command::new(bin())
+    let out = Command::new(bin!())
         .args([
             "measure",
             "-i",
@@ -215,7 +195,7 @@ fn traced_rss(secs: u32, dir: &Path) -> (u64, serde_json::Value, u64) {
 
 #[test]
 fn memory_and_trace_file_do_not_grow_with_the_run() {
-    need_root!();
+    need_root!("SCHED_FIFO, mlockall, tracing");
     let d = tempfile::tempdir().unwrap();
     let (short, _, short_file) = traced_rss(4, d.path());
     let (long, rec, long_file) = traced_rss(16, d.path());
@@ -244,7 +224,7 @@ fn memory_and_trace_file_do_not_grow_with_the_run() {
         long_file < short_file * 3 + 256 * 1024,
         "trace file {short_file} B at 4 s, {long_file} B at 16 s"
     );
-    let an = Command::new(bin())
+    let an = Command::new(bin!())
         .arg("analyze")
         .arg(d.path().join("t16.rtt"))
         .output()

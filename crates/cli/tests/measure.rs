@@ -1,39 +1,9 @@
 //! Real-kernel tests of `rtscope measure` and `rtscope cyclictest` (root, a few seconds each).
 
+use rtscope_testkit::{bin, need_root, read_json, tmp};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_rtscope")
-}
-
-fn is_root() -> bool {
-    // SAFETY: no arguments.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Real-kernel tests run one at a time: concurrent runs would share the CPUs and the
-/// /dev/cpu_dma_latency request, and disturb each other's counts.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-macro_rules! need_root {
-    () => {
-        if !is_root() {
-            println!("SKIPPED: needs root (SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency)");
-            return;
-        }
-        let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    };
-}
-
-fn tmp() -> tempfile::TempDir {
-    tempfile::tempdir().expect("temp dir")
-}
-
-fn read_json(p: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(p).expect("json written")).expect("valid json")
-}
 
 fn schema() -> jsonschema::JSONSchema {
     let root =
@@ -101,7 +71,7 @@ fn run_policy(policy: &str, extra: &[&str], want_policy: u32, want_prio: u32) {
     let js = json.to_str().unwrap().to_string();
     args.push(&js);
     args.extend_from_slice(extra);
-    let child = Command::new(bin())
+    let child = Command::new(bin!())
         .args(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -165,35 +135,35 @@ fn rtscope_cpus() -> usize {
 
 #[test]
 fn fifo_two_seconds() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     run_policy("fifo", &[], 1, 95);
 }
 
 #[test]
 fn rr_two_seconds() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     run_policy("rr", &["-p", "80"], 2, 80);
 }
 
 #[test]
 fn other_two_seconds() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     run_policy("other", &["--nice", "-5"], 0, 0);
 }
 
 #[test]
 fn deadline_two_seconds() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     run_policy("deadline", &[], 6, 0);
 }
 
 #[test]
 fn timer_modes_and_loops() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     for timer in ["rel", "timerfd", "posix"] {
         let d = tmp();
         let json = d.path().join("r.json");
-        let out = Command::new(bin())
+        let out = Command::new(bin!())
             .args([
                 "measure",
                 "-l",
@@ -232,11 +202,11 @@ fn timer_modes_and_loops() {
 
 #[test]
 fn sigint_keeps_partial_results_and_restores_knobs() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     let before = std::fs::read("/dev/cpu_dma_latency").ok();
     let d = tmp();
     let json = d.path().join("r.json");
-    let child = Command::new(bin())
+    let child = Command::new(bin!())
         .args(["measure", "-D", "60s", "-q", "--no-store", "--json"])
         .arg(&json)
         .stdout(Stdio::piped())
@@ -272,10 +242,10 @@ fn sigint_keeps_partial_results_and_restores_knobs() {
 
 #[test]
 fn break_above_names_thread_and_cycle() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     let d = tmp();
     let json = d.path().join("r.json");
-    let out = Command::new(bin())
+    let out = Command::new(bin!())
         .args([
             "measure",
             "-D",
@@ -298,10 +268,10 @@ fn break_above_names_thread_and_cycle() {
 
 #[test]
 fn output_files_in_every_format() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     let d = tmp();
     let p = |n: &str| d.path().join(n);
-    let out = Command::new(bin())
+    let out = Command::new(bin!())
         .args([
             "measure",
             "-l",
@@ -333,7 +303,7 @@ fn output_files_in_every_format() {
     let h = std::fs::read_to_string(p("h.txt")).unwrap();
     assert!(h.contains("# Histogram\n") && h.contains("# Total:"));
     // Our own importer reads back what we wrote, and so must the totals.
-    let imp = Command::new(bin())
+    let imp = Command::new(bin!())
         .args(["import", "cyclictest", "--no-store", "--json"])
         .arg(p("imp.json"))
         .arg(p("h.txt"))
@@ -350,7 +320,7 @@ fn output_files_in_every_format() {
         v["stats"]["samples"].as_u64().unwrap(),
         500 * rtscope_cpus() as u64
     );
-    let imp = Command::new(bin())
+    let imp = Command::new(bin!())
         .args(["import", "cyclictest", "--no-store"])
         .arg(p("c.json"))
         .output()
@@ -364,7 +334,7 @@ fn output_files_in_every_format() {
 
 #[test]
 fn real_cyclictest_outputs_are_imported() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     if Command::new("cyclictest").arg("--help").output().is_err() {
         println!("SKIPPED: cyclictest (rt-tests) not installed; scripts/setup.sh installs it");
         return;
@@ -394,7 +364,7 @@ fn real_cyclictest_outputs_are_imported() {
     }
     for f in [&txt, &js, &q, &screen] {
         let o = d.path().join("o.json");
-        let imp = Command::new(bin())
+        let imp = Command::new(bin!())
             .args(["import", "cyclictest", "--no-store", "--json"])
             .arg(&o)
             .arg(f)
@@ -421,10 +391,10 @@ fn real_cyclictest_outputs_are_imported() {
 
 #[test]
 fn cyclictest_drop_in_prints_cyclictest_formats() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     let d = tmp();
     let js = d.path().join("ct.json");
-    let out = Command::new(bin())
+    let out = Command::new(bin!())
         .args([
             "cyclictest",
             "-m",
@@ -460,7 +430,7 @@ fn cyclictest_drop_in_prints_cyclictest_formats() {
     let c1 = v["thread"]["1"]["cycles"].as_u64().unwrap_or(666);
     assert!((450..=700).contains(&c1), "thread 1 cycles {c1}");
     // Quiet without -h: final T: lines.
-    let out = Command::new(bin())
+    let out = Command::new(bin!())
         .args(["cyclictest", "-m", "-t1", "-p80", "-l", "200", "-q"])
         .output()
         .unwrap();
@@ -552,7 +522,7 @@ fn bad_input_table() {
     ];
     for (args, flag) in cases {
         let t0 = Instant::now();
-        let out = Command::new(bin())
+        let out = Command::new(bin!())
             .args(*args)
             .env("RTSCOPE_TEST_JSON", &json)
             .output()
@@ -579,9 +549,9 @@ fn bad_input_table() {
 
 #[test]
 fn run_default_job_writes_every_file_traced_and_stored() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     let d = tmp();
-    let out = Command::new(bin())
+    let out = Command::new(bin!())
         .args(["run", "-D", "2s", "-q", "-o"])
         .arg(d.path().join("res"))
         .arg("--db")
@@ -625,7 +595,7 @@ fn run_default_job_writes_every_file_traced_and_stored() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("stored run"), "{stderr}");
     // The stored run is listed by `rtscope runs`.
-    let runs = Command::new(bin())
+    let runs = Command::new(bin!())
         .args(["runs", "--db"])
         .arg(d.path().join("results.db"))
         .output()
@@ -637,10 +607,10 @@ fn run_default_job_writes_every_file_traced_and_stored() {
 /// time-to-bound series in the record, and the estimate label on a kernel without preemptirq.
 #[test]
 fn traced_run_with_bound() {
-    need_root!();
+    need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     let d = tmp();
     let json = d.path().join("r.json");
-    let out = Command::new(bin())
+    let out = Command::new(bin!())
         .args([
             "measure",
             "--trace=bpf",

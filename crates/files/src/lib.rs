@@ -31,16 +31,8 @@ pub const PRIVATE_DIR: u32 = 0o700;
 /// 64 bits nobody can predict: getrandom(2); if that fails, the clock and the pid (`O_EXCL`
 /// still refuses any name that exists).
 pub fn random_u64() -> u64 {
-    let mut b = [0u8; 8];
-    // SAFETY: getrandom writes at most `b.len()` bytes into `b`.
-    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), libc::GRND_NONBLOCK) };
-    if n == b.len() as isize {
-        return u64::from_ne_bytes(b);
-    }
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    (t ^ ((std::process::id() as u64) << 40)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    // rand's thread generator: a CSPRNG seeded from the kernel (getrandom).
+    rand::random()
 }
 
 fn parent_dir(target: &Path) -> PathBuf {

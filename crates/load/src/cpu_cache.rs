@@ -19,15 +19,14 @@ pub(crate) fn run(slot: &Slot, wss_bytes: u64) -> Infallible {
     // Touch every page now so the loop measures cache misses, not page faults.
     let mut ws: Vec<u64> = (0..words as u64).collect();
     slot.set(C_WARM, 1);
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15 ^ (crate::sys::getpid() as u64);
+    // rand's SmallRng (Xoshiro256++): a few ns per draw, no allocation in the loop.
+    let mut rng: rand::rngs::SmallRng =
+        rand::SeedableRng::seed_from_u64(crate::sys::getpid() as u64);
     let mut sum: u64 = 0;
     let mut done: u64 = 0;
     loop {
         for _ in 0..PUBLISH_EVERY / 2 {
-            // xorshift64: cheap, and its low bits are good enough to pick an index.
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rand::RngCore::next_u64(&mut rng);
             // Lemire's multiply-shift maps x onto 0..words without a division.
             let i = ((x as u128 * words as u128) >> 64) as usize;
             let j = ((x.rotate_left(32) as u128 * words as u128) >> 64) as usize;

@@ -103,6 +103,10 @@ pub enum BenchResult {
     SchedScale(Box<SchedScaleResult>),
     /// `rtscope pdlt` (heursch-2001 §2.5–2.7, Figs. 3–8).
     Pdlt(Box<PdltResult>),
+    /// `rtscope practise` (lelli-2014 thesis §2.3, PRAcTISE).
+    Practise(Box<crate::practise::PractiseResult>),
+    /// `rtscope mbwi` (Lelli 2014 thesis Ch. 4: bandwidth inheritance, §4.4.2–4.4.3).
+    Mbwi(Box<crate::mbwi::MbwiResult>),
 }
 
 // ---------------------------------------------------------------------------------------------

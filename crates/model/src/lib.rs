@@ -13,12 +13,15 @@ pub mod event;
 pub mod histogram;
 pub mod limits;
 pub mod load;
+pub mod mbwi;
+pub mod practise;
 pub mod record;
 pub mod secrets;
 pub mod slack;
 pub mod stats;
 pub mod system;
 pub mod taskset;
+pub mod warning;
 
 pub use config::*;
 pub use histogram::Histogram;
@@ -26,6 +29,7 @@ pub use load::LoadReport;
 pub use record::*;
 pub use stats::{Percentile, Stats};
 pub use system::SystemInfo;
+pub use warning::{Warning, WarningCode, Warnings};
 
 /// Version of the RunRecord JSON schema (`docs/schema/run-record.schema.json`).
 pub const SCHEMA_VERSION: u32 = 1;

@@ -117,7 +117,8 @@ pub struct RunRecord {
     pub attribution: Option<crate::attribution::AttributionSummary>,
     pub bound: Option<crate::bound::BoundReport>,
     pub trace_file: Option<String>,
-    pub warnings: Vec<String>,
+    /// Each with a stable code (crate::warning); plain strings of older records read back too.
+    pub warnings: Vec<crate::warning::Warning>,
     pub tags: std::collections::BTreeMap<String, String>,
     /// Results of other verbs (rhealstone, sched-scale, pdlt, taskset) stored in the same record.
     #[serde(default)]

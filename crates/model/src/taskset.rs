@@ -221,5 +221,5 @@ pub struct TasksetResult {
     /// Did any job miss? (to compare with the verdicts)
     pub any_miss: bool,
     pub interrupted: bool,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::warning::Warning>,
 }

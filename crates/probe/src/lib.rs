@@ -7,6 +7,7 @@ pub mod hygiene;
 pub mod measure;
 pub mod recorder;
 pub mod ring;
+pub mod signals;
 pub mod sys;
 pub mod system;
 pub mod timer;

@@ -428,8 +428,8 @@ pub fn text_kind(text: &str) -> TextKind {
 
 /// One thread's status line, `T:%2d (%5d) P:%2d I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld Max:%8ld`
 /// (rt-tests 2.x; `-q` prints it once at the end, otherwise it is redrawn in place with `\r` or a
-/// cursor-up escape). Returns (thread, tid, priority, interval, cycles, min, avg, max).
-fn summary_line(l: &str) -> Option<(u32, u32, u32, u64, u64, u64, f64, u64)> {
+/// cursor-up escape).
+fn summary_line(l: &str) -> Option<StatusLine> {
     // Cursor movement (`ESC [ n A`) and carriage returns come before the line when redrawn.
     let l = l
         .rsplit('\x1b')
@@ -455,16 +455,28 @@ fn summary_line(l: &str) -> Option<(u32, u32, u32, u64, u64, u64, f64, u64)> {
         }
     }
     let num = |k: &str| kv.get(k)?.parse::<u64>().ok();
-    Some((
-        idx.trim().parse().ok()?,
-        tid.trim().parse().ok()?,
-        num("P")? as u32,
-        num("I")?,
-        num("C")?,
-        num("Min")?,
-        kv.get("Avg")?.parse::<f64>().ok()?,
-        num("Max")?,
-    ))
+    Some(StatusLine {
+        thread: idx.trim().parse().ok()?,
+        tid: tid.trim().parse().ok()?,
+        priority: num("P")? as u32,
+        interval_us: num("I")?,
+        cycles: num("C")?,
+        min_us: num("Min")?,
+        avg_us: kv.get("Avg")?.parse::<f64>().ok()?,
+        max_us: num("Max")?,
+    })
+}
+
+/// The fields of one status line (µs).
+struct StatusLine {
+    thread: u32,
+    tid: u32,
+    priority: u32,
+    interval_us: u64,
+    cycles: u64,
+    min_us: u64,
+    avg_us: f64,
+    max_us: u64,
 }
 
 /// Parse cyclictest's status lines alone (`-q`, or the screen output redrawn in place): per
@@ -475,7 +487,17 @@ pub fn parse_summary(text: &str) -> Result<CtResult, CtError> {
     let mut prio = None;
     let mut interval = None;
     for (n, l) in text.split(['\n', '\r']).enumerate() {
-        let Some((idx, tid, p, i, c, min, avg, max)) = summary_line(l) else {
+        let Some(StatusLine {
+            thread: idx,
+            tid,
+            priority: p,
+            interval_us: i,
+            cycles: c,
+            min_us: min,
+            avg_us: avg,
+            max_us: max,
+        }) = summary_line(l)
+        else {
             continue;
         };
         if idx as usize > threads.len() + 1024 {

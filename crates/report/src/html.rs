@@ -559,8 +559,16 @@ fn run_tables(body: &mut String, r: &RunRecord) {
     }
     if !r.warnings.is_empty() || !r.hygiene.notes.is_empty() {
         body.push_str("<h3>Warnings</h3><ul>");
-        for w in r.warnings.iter().chain(r.hygiene.notes.iter()) {
-            let _ = write!(body, "<li class=warn>{}</li>", esc(w));
+        for w in &r.warnings {
+            let _ = write!(
+                body,
+                "<li class=warn><code>{}</code> {}</li>",
+                w.code.as_str(),
+                esc(&w.message)
+            );
+        }
+        for n in &r.hygiene.notes {
+            let _ = write!(body, "<li class=warn>{}</li>", esc(n));
         }
         body.push_str("</ul>");
     }

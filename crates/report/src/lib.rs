@@ -1,9 +1,15 @@
 //! Every output format rtscope writes lives here, one module per format.
 //! `probe` never formats; `cli` only picks which of these to call.
 
+pub mod analyze;
+pub mod bench;
+pub mod compare;
 pub mod cyclictest;
 pub mod figures;
 pub mod html;
 pub mod json;
+pub mod mbwi;
+pub mod practise;
 pub mod svg;
+pub mod taskset;
 pub mod text;

@@ -211,7 +211,7 @@ pub fn summary(rec: &RunRecord) -> String {
         bound_lines(&mut s, b);
     }
     for w in &rec.warnings {
-        let _ = writeln!(s, "warning: {w}");
+        let _ = writeln!(s, "warning [{}]: {}", w.code.as_str(), w.message);
     }
     s
 }

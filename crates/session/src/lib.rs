@@ -23,7 +23,8 @@ pub mod mirror;
 pub mod outputs;
 pub mod privilege;
 pub mod record;
-pub mod signals;
+/// The one signal module (it lives in `probe`, the lowest crate that runs work).
+pub use rtscope_probe::signals;
 pub mod stream;
 pub mod synth;
 
@@ -94,7 +95,7 @@ pub struct Plan {
     pub store: Option<StorePlan>,
     pub outputs: Outputs,
     /// Warnings found while resolving (they go into the record).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<rtscope_model::Warning>,
 }
 
 /// What a run produced.
@@ -319,15 +320,18 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
     );
     for l in &load_reports {
         for w in &l.warnings {
-            rec.warnings.push(format!("load {}: {w}", l.kind));
+            rec.warnings.push(rtscope_model::Warning::new(
+                rtscope_model::WarningCode::Load,
+                format!("load {}: {w}", l.kind),
+            ));
         }
     }
     rec.loads = load_reports;
     let dropped: u64 = m_dropped(&mirrors, &rec);
     if dropped > 0 {
-        rec.warnings.push(format!(
+        rec.warnings.push(rtscope_model::Warning::new(rtscope_model::WarningCode::LostEvents, format!(
             "{dropped} samples could not be streamed to the analysis in time (the sample ring was full): they are in the histograms but not explained, not in --raw and not in the trace file"
-        ));
+        )));
     }
     if let Some(c) = stopped_capture {
         let c = c.map_err(SessionError::Trace)?;
@@ -353,8 +357,9 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
         }
         rec.checkpoint = last_checkpoint;
         if let Some(f) = &cp.failure {
-            rec.warnings.push(format!(
-                "checkpoints could not be stored during the run ({f})"
+            rec.warnings.push(rtscope_model::Warning::new(
+                rtscope_model::WarningCode::Other,
+                format!("checkpoints could not be stored during the run ({f})"),
             ));
         }
     }
@@ -580,9 +585,12 @@ fn interim_record(
         },
         &threads,
     );
-    rec.warnings.push(format!(
+    rec.warnings.push(rtscope_model::Warning::new(
+        rtscope_model::WarningCode::Interrupted,
+        format!(
         "interim record (checkpoint at {:.0} s): the run had not finished when this was written",
         elapsed.as_secs_f64()
+    ),
     ));
     rec
 }

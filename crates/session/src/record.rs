@@ -4,6 +4,7 @@
 use rtscope_model::{
     EndReason, Histogram, Policy, RunConfig, RunRecord, SampleRef, Stats, SystemInfo, ThreadResult,
 };
+use rtscope_model::{Warning, WarningCode, Warnings};
 use rtscope_probe::recorder::Recorder;
 
 /// One thread as the builder needs it.
@@ -20,7 +21,7 @@ pub struct ThreadIn<'a> {
 pub struct RecordIn<'a> {
     pub id: &'a str,
     pub config: &'a RunConfig,
-    pub warnings: &'a [String],
+    pub warnings: &'a [Warning],
     pub system: SystemInfo,
     pub hygiene: rtscope_model::Hygiene,
     pub started_at: String,
@@ -42,13 +43,19 @@ pub fn build(r: RecordIn<'_>, threads: &[ThreadIn<'_>]) -> RunRecord {
         merged.merge(&rec.hist);
         overruns += rec.overruns;
         if t.observed_policy != expected_policy {
-            warnings.push(format!(
-                "thread on CPU {} ran under {} although {} was requested",
-                t.cpu, t.observed_policy, expected_policy
-            ));
+            warnings.warn(
+                WarningCode::NotRealtime,
+                format!(
+                    "thread on CPU {} ran under {} although {} was requested",
+                    t.cpu, t.observed_policy, expected_policy
+                ),
+            );
         }
         if let Some(e) = &t.error {
-            warnings.push(format!("thread on CPU {} stopped early: {e}", t.cpu));
+            warnings.warn(
+                WarningCode::ThreadStopped,
+                format!("thread on CPU {} stopped early: {e}", t.cpu),
+            );
         }
         results.push(ThreadResult {
             index: t.index,
@@ -68,19 +75,22 @@ pub fn build(r: RecordIn<'_>, threads: &[ThreadIn<'_>]) -> RunRecord {
     }
     let stats = Stats::from_histogram(&merged);
     if overruns > 0 {
-        warnings.push(format!(
+        warnings.warn(WarningCode::Overruns, format!(
             "{overruns} periods were missed entirely (overruns); they are counted here, not folded into latency"
         ));
     }
     if merged.clamped() > 0 {
-        warnings.push(format!(
-            "{} samples above 100 s were clamped in the histogram (max is exact)",
-            merged.clamped()
-        ));
+        warnings.warn(
+            WarningCode::Other,
+            format!(
+                "{} samples above 100 s were clamped in the histogram (max is exact)",
+                merged.clamped()
+            ),
+        );
     }
     if let Some(h) = &r.system.hypervisor {
         let steal_ms = r.system.steal_during_run_ns.unwrap_or(0) as f64 / 1e6;
-        warnings.push(format!(
+        warnings.warn(WarningCode::Hypervisor, format!(
             "running under a hypervisor ({h}): host preemption appears as latency with no guest cause; steal time on the measured CPUs during the run: {steal_ms:.1} ms"
         ));
     }
@@ -89,13 +99,19 @@ pub fn build(r: RecordIn<'_>, threads: &[ThreadIn<'_>]) -> RunRecord {
         .iter()
         .any(|p| !p.reliable && p.percent <= 99.99)
     {
-        warnings.push(format!(
-            "only {} samples: percentiles marked * have fewer than 10 samples above them",
-            stats.samples
-        ));
+        warnings.warn(
+            WarningCode::FewSamples,
+            format!(
+                "only {} samples: percentiles marked * have fewer than 10 samples above them",
+                stats.samples
+            ),
+        );
     }
     if let Some(sig) = r.stop_signal {
-        warnings.push(format!("interrupted by {sig}: partial results"));
+        warnings.warn(
+            WarningCode::Interrupted,
+            format!("interrupted by {sig}: partial results"),
+        );
     }
     let interrupted = matches!(r.end_reason, EndReason::Interrupted);
     RunRecord {
@@ -172,4 +188,98 @@ pub fn current_rss_kib() -> Option<u64> {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
     Some(pages * page / 1024)
+}
+
+/// A run id: UTC time to the second plus 32 random bits; sortable, and unique across machines.
+pub fn new_run_id() -> String {
+    let now = std::time::SystemTime::now();
+    let ts: String = rfc3339(now)
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .collect();
+    format!("{}-{:08x}", &ts[2..14], rand::random::<u32>())
+}
+
+/// What a verb that runs work without measurement threads (benchmarks, task sets) knows about
+/// its run; [`work_record`] turns it into the one RunRecord shape every verb stores.
+pub struct WorkInfo {
+    pub verb: String,
+    pub cmdline: Vec<String>,
+    /// The CPUs the work ran on.
+    pub cpus: Vec<u32>,
+    /// The policy and priority of the work's threads (the highest one for a benchmark).
+    pub policy: rtscope_model::Policy,
+    pub priority: u32,
+    pub duration_s: Option<f64>,
+    pub started: std::time::SystemTime,
+    pub wall_s: f64,
+    pub interrupted: bool,
+    pub hygiene: rtscope_model::Hygiene,
+    /// Periods missed or jobs that missed their deadline, as the verb counts them.
+    pub overruns: u64,
+    pub warnings: Vec<Warning>,
+    pub tags: std::collections::BTreeMap<String, String>,
+    pub bench: rtscope_model::bench::BenchResult,
+}
+
+/// The RunRecord of a verb without measurement threads: no threads, no latency histogram; the
+/// verb's own result is in `bench`. The latency-loop fields of `config` (interval, timer, clock,
+/// histogram sizes) do not apply to such a run and keep their defaults.
+pub fn work_record(w: WorkInfo) -> RunRecord {
+    use rtscope_model::{ClockId, TimerMode};
+    let mut warnings = w.warnings;
+    warnings.sort();
+    warnings.dedup();
+    RunRecord {
+        schema_version: rtscope_model::SCHEMA_VERSION,
+        id: new_run_id(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_at: rfc3339(w.started),
+        wall_duration_s: w.wall_s,
+        end_reason: if w.interrupted {
+            EndReason::Interrupted
+        } else {
+            EndReason::Completed
+        },
+        interrupted: w.interrupted,
+        break_sample: None,
+        config: RunConfig {
+            verb: w.verb,
+            cmdline: w.cmdline,
+            cpus: w.cpus.clone(),
+            policy: w.policy,
+            priority: w.priority,
+            nice: 0,
+            deadline: None,
+            interval_us: 0,
+            distance_us: 0,
+            aligned: true,
+            duration_s: w.duration_s,
+            loops: None,
+            timer: TimerMode::AbsNanosleep,
+            clock: ClockId::Monotonic,
+            hold_cpu_dma_latency: false,
+            break_above_us: None,
+            threshold_us: None,
+            worst_n: 0,
+            linear_max_us: 0,
+            loads: Vec::new(),
+            trace: "off".into(),
+            tags: w.tags.clone(),
+        },
+        system: rtscope_probe::system::capture(&w.cpus),
+        hygiene: w.hygiene,
+        threads: Vec::new(),
+        histogram: Histogram::new(),
+        stats: Stats::default(),
+        overruns: w.overruns,
+        loads: Vec::new(),
+        attribution: None,
+        bound: None,
+        trace_file: None,
+        warnings,
+        tags: w.tags,
+        bench: Some(w.bench),
+        checkpoint: None,
+    }
 }

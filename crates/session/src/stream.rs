@@ -295,10 +295,10 @@ impl Explain {
         self.step(&[], &capture.events, u64::MAX)?;
         let lost = capture.lost_total();
         if lost > 0 {
-            rec.warnings.push(format!(
+            rec.warnings.push(rtscope_model::Warning::new(rtscope_model::WarningCode::LostEvents, format!(
                 "TRACE LOST EVENTS: {lost} kernel events lost ({:?} per CPU): attribution on those CPUs is incomplete",
                 capture.lost_per_cpu
-            ));
+            )));
         }
         self.attr.set_loss_and_steal(
             capture.lost_per_cpu.iter().map(|(&c, &n)| (c, n)).collect(),
@@ -330,7 +330,13 @@ impl Explain {
                 });
             }
         });
-        rec.warnings.extend(result.warnings.iter().cloned());
+        // The attribution's own limits (unexplained stretches, missing events).
+        rec.warnings.extend(
+            result
+                .warnings
+                .iter()
+                .map(|w| rtscope_model::Warning::new(rtscope_model::WarningCode::Trace, w.clone())),
+        );
         rec.attribution = Some(result.summary);
         if let Some(mut b) = bound {
             b.set_lost(&capture.lost_per_cpu);
@@ -363,9 +369,9 @@ impl Explain {
             }
         }
         if let Some(e) = writer_error {
-            rec.warnings.push(format!(
+            rec.warnings.push(rtscope_model::Warning::new(rtscope_model::WarningCode::Trace, format!(
                 "the trace file could not be written ({e}): the run's explanation is in the record only"
-            ));
+            )));
         }
         Ok(())
     }

@@ -52,14 +52,14 @@ impl Default for SynthConfig {
     }
 }
 
-/// xorshift64*: enough randomness for shapes, no allocation, reproducible.
-struct Rng(u64);
+/// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
+struct Rng(rand::rngs::SmallRng);
 impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(rand::SeedableRng::seed_from_u64(seed))
+    }
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        rand::RngCore::next_u64(&mut self.0)
     }
     fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
@@ -104,7 +104,7 @@ impl Synth {
             })
             .collect();
         Synth {
-            rng: Rng(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
+            rng: Rng::new(cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
             cfg,
             cpus,
             now_ns: t0,

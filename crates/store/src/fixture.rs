@@ -50,18 +50,14 @@ impl Spec {
     }
 }
 
-/// SplitMix64: tiny, deterministic, good enough for synthetic data.
-pub struct Rng(u64);
+/// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
+pub struct Rng(rand::rngs::SmallRng);
 impl Rng {
     pub fn new(seed: u64) -> Rng {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+        Rng(rand::SeedableRng::seed_from_u64(seed))
     }
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        rand::RngCore::next_u64(&mut self.0)
     }
     /// Uniform in (0, 1).
     pub fn unit(&mut self) -> f64 {

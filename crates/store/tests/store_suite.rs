@@ -579,3 +579,61 @@ fn sqlite_url_names_the_file() {
     assert!(path.is_file());
     assert_eq!(Store::open_sqlite(&path).unwrap().count_runs().unwrap(), 1);
 }
+
+/// A database written by rtscope before warnings had codes (fixtures/records-2026-11-24.db:
+/// `measure -D 1s`, `measure -D 1s --trace auto`, `import` of cyclictest `-q` status lines and
+/// of a `-h 200` histogram, `rhealstone --only task_switch --iterations 2000`, `sched-scale
+/// --loads 0,10 --wakeups 20 --sleep-ms 1 --no-trace` and a 1 s two-task `taskset run --policy
+/// deadline`, each `--db` into one file, on the development VM): every run still reads, and
+/// its plain-string warnings come back with the codes of their wording.
+#[test]
+fn records_of_the_previous_format_still_read() {
+    use rtscope_model::WarningCode;
+    let d = tempfile::tempdir().unwrap();
+    // A copy: opening for write may migrate the schema, and the fixture must stay as written.
+    let db = d.path().join("old.db");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/records-2026-11-24.db"
+        ),
+        &db,
+    )
+    .unwrap();
+    let mut s = Store::open_sqlite(&db).expect("open the older database");
+    let runs = s.list_runs(&RunFilter::default()).expect("list");
+    assert_eq!(runs.len(), 7);
+    let mut verbs: Vec<String> = runs.iter().map(|r| r.verb.clone()).collect();
+    verbs.sort();
+    assert_eq!(
+        verbs,
+        [
+            "import-cyclictest",
+            "import-cyclictest",
+            "measure",
+            "measure",
+            "rhealstone",
+            "sched-scale",
+            "taskset"
+        ]
+    );
+    let mut codes = std::collections::BTreeSet::new();
+    for r in &runs {
+        let rec = s.get_run(&r.id).unwrap_or_else(|e| panic!("{}: {e}", r.id));
+        assert_eq!(rec.id, r.id);
+        for w in &rec.warnings {
+            assert!(!w.message.is_empty());
+            codes.insert(w.code);
+        }
+        if rec.config.verb == "import-cyclictest" {
+            assert!(rec.warnings.iter().all(|w| w.code == WarningCode::Import));
+        }
+        // Written back in today's form, it reads again unchanged.
+        let json = serde_json::to_string(&rec).unwrap();
+        let again: RunRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(again, rec);
+    }
+    // The VM those runs came from was detected as one: the wording maps back to its code.
+    assert!(codes.contains(&WarningCode::Hypervisor), "{codes:?}");
+    assert!(codes.contains(&WarningCode::Import), "{codes:?}");
+}

@@ -458,13 +458,8 @@ mod tests {
     /// A random stream: 1–3 CPUs, SCHED_OTHER and real-time switches and wake-ups, idle,
     /// hrtimers and ticks, some on the same nanosecond, gaps around the 10 µs split.
     fn random_stream(seed: u64, n: usize) -> Vec<Event> {
-        let mut x = seed | 1;
-        let mut next = move || {
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        };
+        let mut rng: rand::rngs::SmallRng = rand::SeedableRng::seed_from_u64(seed);
+        let mut next = move || rand::RngCore::next_u64(&mut rng);
         let mut ts = 1_000u64;
         let mut v = Vec::with_capacity(n);
         for _ in 0..n {

@@ -10,16 +10,15 @@ use rtscope_model::event::{Event, EventKind, Vector};
 use rtscope_model::record::RawSample;
 use std::collections::BTreeMap;
 
-/// splitmix64: deterministic streams without a dependency.
-struct Rng(u64);
+/// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
+struct Rng(rand::rngs::SmallRng);
 
 impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(rand::SeedableRng::seed_from_u64(seed))
+    }
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        rand::RngCore::next_u64(&mut self.0)
     }
     /// Uniform in [lo, hi).
     fn range(&mut self, lo: u64, hi: u64) -> u64 {
@@ -225,7 +224,7 @@ struct Run {
 }
 
 fn run(seed: u64, cpus: u32, run_ns: u64, max_latency_ns: u64, preemptirq_cpu: Option<u32>) -> Run {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let streams: Vec<CpuStream> = (0..cpus)
         .map(|c| {
             cpu_stream(
@@ -256,7 +255,7 @@ fn run(seed: u64, cpus: u32, run_ns: u64, max_latency_ns: u64, preemptirq_cpu: O
 /// Feeds a run the way a session would: events in random batches, each sample once its CPU's
 /// events up to 1 ms past the sample's end were pushed.
 fn feed(ob: &mut OnlineBound, r: &Run, seed: u64) {
-    let mut rng = Rng(seed ^ 0x5eed);
+    let mut rng = Rng::new(seed ^ 0x5eed);
     let mut pending: BTreeMap<u32, Vec<RawSample>> = BTreeMap::new();
     for s in &r.samples {
         pending.entry(s.cpu).or_default().push(*s);
@@ -482,7 +481,7 @@ fn summary_bound_never_below_exact_and_within_stated_excess() {
             );
         }
         if curves {
-            check_curves(&ob, &input, &grid, &mut Rng(seed));
+            check_curves(&ob, &input, &grid, &mut Rng::new(seed));
         }
     }
     eprintln!("max summary/exact ratio per characterization: {worst:?}");
@@ -597,7 +596,7 @@ fn memory_is_independent_of_run_length() {
 #[test]
 fn memory_cap_shortens_windows_soundly() {
     let opts = Options::default();
-    let mut rng = Rng(99);
+    let mut rng = Rng::new(99);
     let mut evs = Vec::new();
     let mut t = 0u64;
     // 200 kHz for 0.2 s, with gaps.
@@ -655,7 +654,7 @@ fn memory_cap_shortens_windows_soundly() {
     );
     assert!(on.warnings.iter().any(|w| w.contains("extrapolated")));
     let x = &input.cpus[0].sources[0];
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     for _ in 0..2_000 {
         let d = rng.range(0, 400 * MS);
         assert!(src.demand_ns(d) >= window::max_demand_ns(x, d), "Δ={d}");

@@ -172,14 +172,14 @@ proptest! {
     }
 }
 
-/// xorshift64*: a dependency-free PRNG for the fuzz loop (reproducible from the seed).
-struct Rng(u64);
+/// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
+struct Rng(rand::rngs::SmallRng);
 impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(rand::SeedableRng::seed_from_u64(seed))
+    }
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        rand::RngCore::next_u64(&mut self.0)
     }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
@@ -219,7 +219,7 @@ fn fuzz_json_reader() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
     let o = Options {
         cap_ns: 10_000_000,
         max_iterations: 1_000,

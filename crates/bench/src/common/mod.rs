@@ -9,8 +9,6 @@ pub mod svg;
 pub mod sync;
 pub mod tracefs;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error(transparent)]
@@ -44,41 +42,15 @@ impl BenchError {
 
 pub type Result<T> = std::result::Result<T, BenchError>;
 
-static STOP: AtomicBool = AtomicBool::new(false);
+/// `stop_requested` is set by SIGINT/SIGTERM/SIGHUP (after [`install_stop_handlers`]) or by
+/// [`request_stop`]: every loop checks it and winds down, so cleanup always runs on the normal
+/// path.
+pub use rtscope_probe::signals::{clear_stop, request_stop, stop_requested};
 
-/// Set by SIGINT/SIGTERM (after [`install_stop_handlers`]) or by [`request_stop`]: every loop
-/// checks it and winds down, so cleanup always runs on the normal path.
-#[inline]
-pub fn stop_requested() -> bool {
-    STOP.load(Ordering::Relaxed)
-}
-
-pub fn request_stop() {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-pub fn clear_stop() {
-    STOP.store(false, Ordering::Relaxed);
-}
-
-extern "C" fn on_signal(_sig: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    STOP.store(true, Ordering::Relaxed);
-}
-
-/// SIGINT and SIGTERM set the stop flag instead of killing the process.
+/// SIGINT, SIGTERM and SIGHUP set the stop flag instead of killing the process (the one signal
+/// module, `rtscope_probe::signals`).
 pub fn install_stop_handlers() -> Result<()> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: sigaction with a plain handler that only stores to an atomic.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                return Err(BenchError::last_os("sigaction"));
-            }
-        }
-    }
+    rtscope_probe::signals::install_handlers();
     Ok(())
 }
 

@@ -16,6 +16,8 @@ use rtscope_analysis::sched::KernelLimits;
 use rtscope_model::taskset::{
     AdmissionInfo, Calibration, TaskOutcome, TaskSet, TasksetResult, TasksetRunConfig,
 };
+use rtscope_model::{WarningCode, Warnings};
+use rtscope_probe::signals;
 use rtscope_probe::sys;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -25,14 +27,9 @@ use std::sync::{mpsc, Barrier};
 /// schedulable set on a few CPUs holds).
 pub const MAX_TASKS: usize = 256;
 
-static STOP: AtomicBool = AtomicBool::new(false);
 static SLOT_TID: [AtomicI32; MAX_TASKS] = [const { AtomicI32::new(0) }; MAX_TASKS];
 static SLOT_XCPU: [AtomicU64; MAX_TASKS] = [const { AtomicU64::new(0) }; MAX_TASKS];
 static XCPU_UNMATCHED: AtomicU64 = AtomicU64::new(0);
-
-extern "C" fn on_stop(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
 
 /// SIGXCPU from SCHED_FLAG_DL_OVERRUN: the kernel sends it to the thread group, normally handled
 /// by the overrunning thread itself; attribute it by gettid (async-signal-safe), else count it
@@ -48,46 +45,9 @@ extern "C" fn on_xcpu(_: libc::c_int) {
     XCPU_UNMATCHED.fetch_add(1, Ordering::Relaxed);
 }
 
-struct SigGuard {
-    old: Vec<(libc::c_int, libc::sigaction)>,
-}
-
-impl SigGuard {
-    fn install() -> SigGuard {
-        let mut old = Vec::new();
-        for (sig, h) in [
-            (libc::SIGINT, on_stop as extern "C" fn(libc::c_int)),
-            (libc::SIGTERM, on_stop),
-            (libc::SIGXCPU, on_xcpu),
-        ] {
-            // SAFETY: plain sigaction with a handler that only touches atomics.
-            unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = h as usize;
-                libc::sigemptyset(&mut sa.sa_mask);
-                sa.sa_flags = libc::SA_RESTART;
-                let mut prev: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(sig, &sa, &mut prev) == 0 {
-                    old.push((sig, prev));
-                }
-            }
-        }
-        SigGuard { old }
-    }
-}
-
-impl Drop for SigGuard {
-    fn drop(&mut self) {
-        for (sig, prev) in &self.old {
-            // SAFETY: restoring the disposition saved above.
-            unsafe { libc::sigaction(*sig, prev, std::ptr::null_mut()) };
-        }
-    }
-}
-
 /// Whether a stop was requested (SIGINT/SIGTERM) during the last run.
 pub fn stop_requested() -> bool {
-    STOP.load(Ordering::SeqCst)
+    signals::stop_requested()
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -243,7 +203,7 @@ fn sleep_until(t: u64) {
                 std::ptr::null_mut(),
             )
         };
-        if rc != libc::EINTR || STOP.load(Ordering::Relaxed) {
+        if rc != libc::EINTR || signals::stop_requested() {
             return;
         }
     }
@@ -266,10 +226,10 @@ pub fn run(
             plan.specs.len()
         )));
     }
-    STOP.store(false, Ordering::SeqCst);
+    signals::clear_stop();
     let mut warnings = Vec::new();
     for s in cpuset::remove_stale() {
-        warnings.push(s);
+        warnings.warn(WarningCode::System, s);
     }
     let has_dl = plan
         .specs
@@ -280,17 +240,20 @@ pub fn run(
         .iter()
         .any(|s| matches!(s.policy, ThreadPolicy::Fifo(_) | ThreadPolicy::Rr(_)));
     if (has_dl || has_rt) && !kernel::rt_throttling_on() {
-        warnings.push("RT throttling is off (sched_rt_runtime_us = -1): a FIFO overload can starve the machine until the run ends".into());
+        warnings.warn(WarningCode::System, "RT throttling is off (sched_rt_runtime_us = -1): a FIFO overload can starve the machine until the run ends");
     }
     let (admission, limits) = match &opts.admission {
         Some(a) => a.clone(),
         None => admission_info(opts.cpus.len() as u32, opts.probe_admission && has_dl),
     };
     let predictions = super::plan::predict(plan, limits, opts.inflate_ns);
-    let _sig = SigGuard::install();
+    let _sig = signals::Guard::install(&[(libc::SIGXCPU, on_xcpu)]);
     let hyg = rtscope_probe::hygiene::mlockall();
     if let Err(e) = &hyg {
-        warnings.push(format!("{e}: page faults may disturb the jobs"));
+        warnings.warn(
+            WarningCode::NotRealtime,
+            format!("{e}: page faults may disturb the jobs"),
+        );
     }
     for (i, s) in SLOT_TID.iter().enumerate() {
         s.store(0, Ordering::Relaxed);
@@ -315,7 +278,9 @@ pub fn run(
         Some(Cpusets::create(&plan.groups)?)
     };
     if let Some(c) = &cpusets {
-        warnings.extend(c.notes.iter().cloned());
+        for n in &c.notes {
+            warnings.warn(WarningCode::System, n.clone());
+        }
     }
 
     let n = plan.specs.len();
@@ -392,7 +357,7 @@ pub fn run(
                     loop {
                         let release = start_t + spec.offset_ns + k * period;
                         if release >= end_t
-                            || STOP.load(Ordering::Relaxed)
+                            || signals::stop_requested()
                             || jobs.len() == cap
                             || spec.max_jobs.is_some_and(|m| k >= m)
                         {
@@ -406,7 +371,7 @@ pub fn run(
                             break;
                         }
                         sleep_until(release);
-                        if STOP.load(Ordering::Relaxed) {
+                        if signals::stop_requested() {
                             break;
                         }
                         let start = now();
@@ -489,7 +454,7 @@ pub fn run(
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
 
-    let interrupted = STOP.load(Ordering::SeqCst);
+    let interrupted = signals::stop_requested();
     // The measured window: the requested duration, or up to the stop when interrupted.
     let window_ns = now()
         .saturating_sub(t0.load(Ordering::SeqCst))
@@ -576,7 +541,7 @@ pub fn run(
             // SCHED_DEADLINE charges everything between pick and switch-out to the runtime,
             // including a hypervisor stall of the vCPU; CBS then postpones the deadline by a
             // period per Q overdrawn and throttles, so one stall can cost many later jobs.
-            overrun_notes.push(format!(
+            overrun_notes.warn(WarningCode::DeadlineOverrun, format!(
                 "task {}: {after_overrun} of {misses} misses came at or after a runtime overrun (SIGXCPU): the reservation was charged beyond Q (a host stall while it ran, or jobs longer than C) and throttled until a later deadline",
                 t.id
             ));
@@ -619,7 +584,7 @@ pub fn run(
     }
     for (o, t) in outs.iter().zip(&tasks) {
         if o.dropped > 0 {
-            warnings.push(format!(
+            warnings.warn(WarningCode::Overruns, format!(
                 "task {}: {} jobs never started (thread still behind 1 s after the end): counted as misses",
                 t.id, o.dropped
             ));
@@ -630,18 +595,18 @@ pub fn run(
     let total_misses: u64 = tasks.iter().map(|t| t.misses).sum();
     let unmatched = XCPU_UNMATCHED.load(Ordering::Relaxed);
     if unmatched > 0 {
-        warnings.push(format!("{unmatched} SIGXCPU were delivered to a thread other than the overrunning one (counted in the total only)"));
+        warnings.warn(WarningCode::DeadlineOverrun, format!("{unmatched} SIGXCPU were delivered to a thread other than the overrunning one (counted in the total only)"));
     }
     for c in &calibration {
         if let Some(dp) = c.drift_pct {
             if dp.abs() > 10.0 {
-                warnings.push(format!("calibration drifted {dp:+.1} % during the run (WSS {} B): job lengths differ from C", c.wss_bytes));
+                warnings.warn(WarningCode::Calibration, format!("calibration drifted {dp:+.1} % during the run (WSS {} B): job lengths differ from C", c.wss_bytes));
             }
         }
     }
     for t in &tasks {
         if t.jobs > 0 && t.avg_exec_ns > t.wcet_ns as f64 * 1.1 {
-            warnings.push(format!(
+            warnings.warn(WarningCode::Calibration, format!(
                 "task {}: jobs took {:.0} µs CPU on average for C = {:.0} µs (cold caches after preemption/migration, or interference)",
                 t.id,
                 t.avg_exec_ns / 1e3,
@@ -650,7 +615,7 @@ pub fn run(
         }
     }
     if let (Some(h), _) = rtscope_probe::system::hypervisor() {
-        warnings.push(format!("running under a hypervisor ({h}): host stalls (vCPU preemption) show up as misses no scheduler can prevent"));
+        warnings.warn(WarningCode::Hypervisor, format!("running under a hypervisor ({h}): host stalls (vCPU preemption) show up as misses no scheduler can prevent"));
     }
     let total_ovr: u64 = tasks.iter().map(|t| t.dl_overruns).sum::<u64>() + unmatched;
     let mu: f64 = tasks.iter().map(|t| t.measured_utilisation).sum();

@@ -8,11 +8,9 @@
 //! "no guest activity"), and the output says plainly what was not kept. A file cut short (the
 //! run did not finish writing it) is analysed up to the cut, and says so.
 
-use rtscope_analysis::attribution::{
-    self, AttributionOptions, AttributionResult, SampleAttribution,
-};
-use rtscope_model::event::{softirq_name, Event, EventKind, NameTables};
+use rtscope_analysis::attribution::{self, AttributionOptions, AttributionResult};
 use rtscope_model::record::RawSample;
+use rtscope_report::analyze as text;
 use rtscope_trace::rtt::{KeptKind, RttFile};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -56,11 +54,13 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     let file = match a.file.take() {
         Some(f) => f,
         None => match &a.json.path {
-            Some(p) if p.extension().is_some_and(|e| e == "rtt") => return Err(crate::usage!(
+            Some(p) if p.extension().is_some_and(|e| e == "rtt") => {
+                return Err(crate::usage!(
                 "FILE: missing (--json took {} as its output): write `rtscope analyze {} --json -`",
                 p.display(),
                 p.display()
-            )),
+            ))
+            }
             _ => {
                 return Err(crate::usage!(
                     "FILE: the .rtt trace file to analyse is required"
@@ -203,10 +203,13 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         println!("note: {n}");
     }
     // A flight file's events cover only the kept stretches: counts, no rates.
-    print_event_counts(&f.events, flight.is_none().then_some(dur));
-    print_summary(&r);
+    print!(
+        "{}",
+        text::event_counts(&f.events, flight.is_none().then_some(dur))
+    );
+    print!("{}", text::summary(&r));
     for (i, s) in r.worst.iter().enumerate() {
-        print_sample(i + 1, s, &f.names);
+        print!("{}", text::sample(i + 1, s, &f.names));
     }
     eprintln!(
         "rtscope: read in {:.3} s; attribution of {} events in {:.3} s ({:.2} M events/s)",
@@ -216,10 +219,6 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         throughput / 1e6
     );
     Ok(())
-}
-
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
 }
 
 /// 86 400 000: digits in groups of three.
@@ -430,179 +429,5 @@ impl FlightView {
             "not_recorded": "events outside the kept windows and snapshots (use --trace-file-mode all to keep everything)",
             "kept": f.windows,
         })
-    }
-}
-
-fn print_summary(r: &AttributionResult) {
-    let s = &r.summary;
-    if s.samples_attributed + s.samples_unattributed == 0 {
-        println!("no samples in this trace (trace record only): nothing to attribute");
-        return;
-    }
-    println!(
-        "samples: {} attributed, {} unattributed; p99 {:.1} us ({} samples in the p99 tail){}",
-        s.samples_attributed,
-        s.samples_unattributed,
-        us(s.p99_latency_ns),
-        s.tail_p99_samples,
-        s.tail_threshold_ns
-            .map(|t| format!(
-                "; {} samples above {:.1} us",
-                s.tail_threshold_samples,
-                us(t)
-            ))
-            .unwrap_or_default()
-    );
-    println!(
-        "parts sum to latency: {} samples checked, max error {} ns (tolerance {} ns), {} violations",
-        r.sum_check.samples_checked, r.sum_check.max_abs_error_ns, r.sum_check.tolerance_ns, r.sum_check.violations
-    );
-    println!(
-        "\n{:<34} {:>9} {:>12} {:>10} {:>10} {:>8} {:>8}",
-        "cause", "samples", "total_us", "max_us", "p99_us", "tail99%", "tail>T%"
-    );
-    for c in &s.causes {
-        println!(
-            "{:<34} {:>9} {:>12.1} {:>10.1} {:>10.1} {:>8.1} {:>8}",
-            c.cause,
-            c.samples_affected,
-            us(c.total_ns),
-            us(c.max_ns),
-            us(c.p99_contribution_ns),
-            100.0 * c.tail_p99_share,
-            c.tail_threshold_share
-                .map(|x| format!("{:.1}", 100.0 * x))
-                .unwrap_or_else(|| "-".into())
-        );
-    }
-    println!();
-    for (cpu, line) in &s.per_cpu_tail {
-        println!("cpu{cpu}: {line}");
-    }
-    for sc in &r.steal_check {
-        println!(
-            "cpu{}: eventless stretches while busy (>= {:.0} us) {:.3} ms vs steal time {:.3} ms",
-            sc.cpu,
-            us(r.busy_gap_threshold_ns),
-            sc.no_guest_activity_ns as f64 / 1e6,
-            sc.steal_ns as f64 / 1e6
-        );
-    }
-}
-
-/// Recorded events per kind and CPU (per second in brackets when `dur_s` is the time they
-/// cover), one line per kind.
-fn print_event_counts(events: &[Event], dur_s: Option<f64>) {
-    let m = rtscope_model::event::count_by_kind(events);
-    let mut kinds: Vec<&str> = m.values().flat_map(|k| k.keys().copied()).collect();
-    kinds.sort_unstable();
-    kinds.dedup();
-    let cpus: Vec<u32> = m.keys().copied().collect();
-    print!("events by kind      ");
-    for c in &cpus {
-        print!(" {:>18}", format!("cpu{c}"));
-    }
-    println!();
-    for k in kinds {
-        print!("  {k:<18}");
-        for c in &cpus {
-            let n = m[c].get(k).copied().unwrap_or(0);
-            match dur_s {
-                Some(d) => print!(" {:>18}", format!("{n} ({:.0}/s)", n as f64 / d.max(1e-9))),
-                None => print!(" {n:>18}"),
-            }
-        }
-        println!();
-    }
-}
-
-fn ev_text(e: &Event, names: &NameTables) -> String {
-    match e.kind {
-        EventKind::IrqEntry { irq } => format!("irq_handler_entry irq={irq} ({})", names.irq(irq)),
-        EventKind::IrqExit { irq, handled } => format!("irq_handler_exit irq={irq} handled={handled}"),
-        EventKind::SoftirqRaise { vec } => format!("softirq_raise {}", softirq_name(vec)),
-        EventKind::SoftirqEntry { vec } => format!("softirq_entry {}", softirq_name(vec)),
-        EventKind::SoftirqExit { vec } => format!("softirq_exit {}", softirq_name(vec)),
-        EventKind::VectorEntry { vector } => format!("{}_entry", vector.name()),
-        EventKind::VectorExit { vector } => format!("{}_exit", vector.name()),
-        EventKind::Nmi { delta_ns } => format!("nmi_handler delta={delta_ns} ns"),
-        EventKind::HrtimerEntry { function, .. } => format!("hrtimer_expire_entry fn={function:#x}"),
-        EventKind::HrtimerExit { .. } => "hrtimer_expire_exit".into(),
-        EventKind::Waking { pid, prio, target_cpu } => {
-            format!("sched_waking {}:{pid} prio={prio} target_cpu={target_cpu}", names.comm(pid))
-        }
-        EventKind::Wakeup { pid, prio, target_cpu } => {
-            format!("sched_wakeup {}:{pid} prio={prio} target_cpu={target_cpu}", names.comm(pid))
-        }
-        EventKind::Switch { prev_pid, prev_prio, prev_state, next_pid, next_prio } => format!(
-            "sched_switch {}:{prev_pid} [{prev_prio}] state={prev_state:#x} ==> {}:{next_pid} [{next_prio}]",
-            names.comm(prev_pid),
-            names.comm(next_pid)
-        ),
-        EventKind::Migrate { pid, orig_cpu, dest_cpu } => {
-            format!("sched_migrate_task {}:{pid} {orig_cpu} -> {dest_cpu}", names.comm(pid))
-        }
-        EventKind::CpuIdle { state } => {
-            if state == u32::MAX {
-                "cpu_idle exit".into()
-            } else {
-                format!("cpu_idle state={state}")
-            }
-        }
-        EventKind::Background { len_ns, events } => {
-            format!("[{events} SCHED_OTHER switches/wake-ups or hrtimer expiries left out by the filter over {len_ns} ns]")
-        }
-        other => format!("{other:?}"),
-    }
-}
-
-fn print_sample(rank: usize, s: &SampleAttribution, names: &NameTables) {
-    println!(
-        "\n#{rank} cpu{} tid {} ({}) cycle {}: latency {:.1} us at {} ns",
-        s.cpu,
-        s.tid,
-        names.comm(s.tid),
-        s.cycle,
-        us(s.latency_ns),
-        s.expected_ns
-    );
-    if let Some(r) = &s.unattributed_reason {
-        println!("  unattributed: {r}");
-    }
-    let parts: Vec<String> = s
-        .parts
-        .iter()
-        .map(|(c, ns)| format!("{c} {:.1}", us(*ns)))
-        .collect();
-    println!("  parts (us): {}", parts.join(", "));
-    for t in &s.threads {
-        println!(
-            "  ran meanwhile: {}:{} prio {} for {:.1} us ({})",
-            t.comm,
-            t.pid,
-            t.prio,
-            us(t.ran_ns),
-            t.relation
-        );
-    }
-    println!("  timeline (us from the planned wake-up):");
-    for g in &s.segments {
-        println!(
-            "    {:>10.3} .. {:>10.3}  {:<30} {}",
-            us(g.start_ns),
-            us(g.end_ns),
-            g.cause,
-            g.detail
-        );
-    }
-    if !s.events.is_empty() {
-        println!("  events:");
-        for e in s.events.iter().take(200) {
-            let rel = e.ts_ns as i64 - s.expected_ns as i64;
-            println!("    {:>+10.3}  {}", rel as f64 / 1000.0, ev_text(e, names));
-        }
-        if s.events.len() > 200 {
-            println!("    ... {} more events", s.events.len() - 200);
-        }
     }
 }

@@ -102,7 +102,7 @@ pub fn db_url(s: &str) -> Result<String, String> {
 /// (`rtscope_bench::taskset::cpuset::remove_stale`), their tracefs instances. Repaired at the
 /// start of every verb that runs work; each line says what was repaired, is printed, and goes
 /// into the run's warnings. Unprivileged, nothing can be repaired and nothing is tried.
-pub fn recover_leftovers() -> Vec<String> {
+pub fn recover_leftovers() -> Vec<rtscope_model::Warning> {
     if !rtscope_session::privilege::Privileges::current().root {
         return Vec::new();
     }
@@ -113,7 +113,12 @@ pub fn recover_leftovers() -> Vec<String> {
     }
     notes
         .into_iter()
-        .map(|n| format!("left by a killed run: {n}"))
+        .map(|n| {
+            rtscope_model::Warning::new(
+                rtscope_model::WarningCode::System,
+                format!("left by a killed run: {n}"),
+            )
+        })
         .collect()
 }
 
@@ -177,26 +182,7 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
 
 /// A run id: UTC time plus 32 random bits, sortable and unique across machines.
 pub fn new_run_id() -> String {
-    let now = std::time::SystemTime::now();
-    let mut rnd = [0u8; 4];
-    // SAFETY: getrandom writes at most the buffer's length.
-    let n = unsafe { libc::getrandom(rnd.as_mut_ptr() as *mut _, 4, 0) };
-    if n != 4 {
-        let ns = now
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .subsec_nanos();
-        rnd = (ns ^ std::process::id()).to_le_bytes();
-    }
-    let ts: String = rfc3339(now)
-        .chars()
-        .filter(|c| c.is_ascii_digit())
-        .collect();
-    format!("{}-{}", &ts[2..14], hex(&rnd))
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    rtscope_session::record::new_run_id()
 }
 
 /// `key=value` tags.

@@ -300,7 +300,11 @@ pub fn to_record(r: &CtResult, source: &str) -> Result<RunRecord, String> {
         attribution: None,
         bound: None,
         trace_file: None,
-        warnings,
+        // Every warning of an import is about what the cyclictest output could not carry.
+        warnings: warnings
+            .into_iter()
+            .map(|w| rtscope_model::Warning::new(rtscope_model::WarningCode::Import, w))
+            .collect(),
         tags: [("source".to_string(), "cyclictest".to_string())]
             .into_iter()
             .collect(),

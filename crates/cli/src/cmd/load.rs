@@ -144,54 +144,13 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let interrupted = super::common::stop_requested();
     let reports = loads.stop();
     if !a.json.to_stdout() {
-        print_reports(&reports, interrupted);
+        print!("{}", rtscope_report::bench::loads(&reports, interrupted));
     }
     a.json.write(&serde_json::to_string_pretty(&LoadJson {
         schema_version: rtscope_model::SCHEMA_VERSION,
         loads: &reports,
     })?)?;
     Ok(())
-}
-
-fn print_reports(reports: &[LoadReport], interrupted: bool) {
-    for r in reports {
-        println!(
-            "load {} ran {:.2} s{}",
-            r.kind,
-            r.duration_s,
-            if interrupted {
-                " (stopped by signal)"
-            } else {
-                ""
-            }
-        );
-        for (k, v) in &r.params {
-            println!("  {k:<34} {v}");
-        }
-        for (k, v) in r.figures.iter().filter(|(k, _)| !k.starts_with("sys_")) {
-            println!("  {k:<34} {}", fmt_figure(*v));
-        }
-        for w in &r.warnings {
-            println!("  warning: {w}");
-        }
-    }
-    // The /proc deltas are machine-wide and identical in every report: print them once.
-    if let Some(r) = reports.first() {
-        println!("machine-wide, /proc deltas over the run (all loads and everything else):");
-        for (k, v) in r.figures.iter().filter(|(k, _)| k.starts_with("sys_")) {
-            println!("  {k:<34} {}", fmt_figure(*v));
-        }
-    }
-}
-
-fn fmt_figure(v: f64) -> String {
-    if v == v.trunc() && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else if v.abs() >= 100.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use crate::usage;
 use anyhow::Result;
 use clap::ValueEnum;
 use rtscope_model::{ClockId, DeadlineParams, Policy, RunConfig, TimerMode};
+use rtscope_model::{WarningCode, Warnings};
 use rtscope_probe::MeasureSpec;
 use rtscope_session::{Outputs, Plan, StorePlan, TraceFileMode};
 use std::path::PathBuf;
@@ -253,10 +254,13 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
         )?;
         check_range("--dl-runtime", rt, 2, dl, " us (must be ≤ --dl-deadline)")?;
         if f.dl_period.is_some() && period != f.interval {
-            warnings.push(format!(
-                "DEADLINE period {period} us differs from the interval {} us",
-                f.interval
-            ));
+            warnings.warn(
+                WarningCode::Other,
+                format!(
+                    "DEADLINE period {period} us differs from the interval {} us",
+                    f.interval
+                ),
+            );
         }
         Some(DeadlineParams {
             runtime_ns: rt * 1000,
@@ -313,10 +317,13 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
         .map_err(|e: String| usage!("--trace: {e}"))?;
     let trace = match rtscope_trace::check(asked) {
         Ok(rtscope_trace::Mechanism::Off) if asked == rtscope_trace::Mechanism::Auto => {
-            warnings.push(format!(
-                "--trace=auto: no capture mechanism works here ({}); the run is untraced",
-                rtscope_trace::unavailable_reasons().join("; ")
-            ));
+            warnings.warn(
+                WarningCode::Trace,
+                format!(
+                    "--trace=auto: no capture mechanism works here ({}); the run is untraced",
+                    rtscope_trace::unavailable_reasons().join("; ")
+                ),
+            );
             rtscope_trace::Mechanism::Off
         }
         Ok(m) => m,
@@ -388,7 +395,7 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
     let privileged = privs.sys_nice;
     if !privs.allows(policy) {
         if f.allow_unprivileged {
-            warnings.push(format!(
+            warnings.warn(WarningCode::NotRealtime, format!(
                 "not root and no CAP_SYS_NICE: measuring under SCHED_OTHER instead of {} (--allow-unprivileged); the figures are not real-time latencies",
                 policy.name()
             ));
@@ -449,7 +456,10 @@ pub fn resolve(f: &MeasureFlags, verb: &str, default_duration: Option<f64>) -> R
     if !privileged {
         // Unprivileged mlockall of a whole run's buffers usually exceeds RLIMIT_MEMLOCK.
         spec.mlock = false;
-        warnings.push("unprivileged: memory not locked (mlockall needs CAP_IPC_LOCK)".into());
+        warnings.warn(
+            WarningCode::NotRealtime,
+            "unprivileged: memory not locked (mlockall needs CAP_IPC_LOCK)",
+        );
     }
     // SCHED_OTHER measurement threads: their own switches and wake-ups are what the filter
     // leaves out, so keep everything.

@@ -9,8 +9,10 @@ pub mod db;
 pub mod export;
 pub mod import;
 pub mod load;
+pub mod mbwi;
 pub mod measure;
 pub mod pdlt;
+pub mod practise;
 pub mod report;
 pub mod rhealstone;
 pub mod run;
@@ -19,15 +21,6 @@ pub mod sched_scale;
 pub mod show;
 pub mod taskset;
 pub mod trace;
-
-/// Save a run in the results database (every run of every verb is stored unless --no-store).
-/// PostgreSQL unreachable or the SQLite file unusable: the run goes to a local fallback file and
-/// the command that imports it later is printed — nothing measured is lost.
-pub fn store_record(db: Option<&str>, rec: &rtscope_model::RunRecord) -> anyhow::Result<()> {
-    let saved = rtscope_store::save_or_fallback(db, rec)?;
-    print_saved(Some(&saved));
-    Ok(())
-}
 
 /// Say where a run went: the database, or the fallback file and the command that imports it.
 pub fn print_saved(saved: Option<&rtscope_store::Saved>) {

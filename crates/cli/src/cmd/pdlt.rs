@@ -161,7 +161,7 @@ pub fn run(a: Args) -> Result<()> {
     drop(reaper);
     let res = res.map_err(bench_err)?;
     if a.out.text() {
-        print_result(&res);
+        print!("{}", rtscope_report::bench::pdlt(&res));
     }
     if let Some(p) = &a.csv {
         write_atomic(p, pdlt::to_csv(&res).as_bytes())?;
@@ -197,34 +197,5 @@ mod tests {
         assert!(parse_size("x").is_err());
         assert_eq!(parse_offsets("-2:10.5").unwrap(), (-2000, 10500));
         assert!(parse_offsets("5").is_err());
-    }
-}
-
-fn print_result(res: &rtscope_model::bench::PdltResult) {
-    for sc in &res.scans {
-        println!(
-            "preempt={}: {} points; {} alone: median {:.1} µs (min {:.1}, max {:.1}); PDLT baseline {:.1} µs, max {:.1} µs",
-            sc.preempt_model,
-            sc.points.len(),
-            res.syscall,
-            sc.syscall_calibration.median_ns.unwrap_or(0) as f64 / 1000.0,
-            sc.syscall_calibration.min_ns.unwrap_or(0) as f64 / 1000.0,
-            sc.syscall_calibration.max_ns.unwrap_or(0) as f64 / 1000.0,
-            sc.baseline_pdlt_ns.unwrap_or(0) as f64 / 1000.0,
-            sc.max_pdlt_ns.unwrap_or(0) as f64 / 1000.0
-        );
-        println!("  non-preemptible regions (offset start…end µs, peak PDLT µs, slope):");
-        for t in &sc.triangles {
-            println!(
-                "    {:>9.1} … {:>9.1}  peak {:>8.1}  slope {:+.2}",
-                t.start_offset_ns as f64 / 1000.0,
-                t.end_offset_ns as f64 / 1000.0,
-                t.peak_pdlt_ns as f64 / 1000.0,
-                t.slope
-            );
-        }
-    }
-    for n in &res.notes {
-        println!("note: {n}");
     }
 }

@@ -5,12 +5,12 @@
 //! bench verbs (sched-scale, pdlt) share.
 
 pub use super::common::{emit, OutArgs};
-use crate::cmd::common::{new_run_id, rfc3339};
 use crate::usage;
 use anyhow::Result;
 use rtscope_bench::common::{self as bc, reaper::Reaper, BenchError};
 use rtscope_bench::rhealstone::{self, Config, METRICS};
 use rtscope_model::bench::BenchResult;
+use rtscope_model::{WarningCode, Warnings};
 
 /// Map a bench error: bad input → exit 2, the rest → exit 1.
 pub fn bench_err(e: BenchError) -> anyhow::Error {
@@ -27,49 +27,23 @@ pub struct RecordInfo<'a> {
     pub started: std::time::SystemTime,
     pub wall_s: f64,
     pub interrupted: bool,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<rtscope_model::Warning>,
     pub tags: std::collections::BTreeMap<String, String>,
 }
 
 /// A RunRecord carrying a bench result (no probe threads: `threads` is empty).
 pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunRecord {
-    use rtscope_model::*;
-    let cpus = vec![info.cpu];
-    RunRecord {
-        schema_version: SCHEMA_VERSION,
-        id: new_run_id(),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_at: rfc3339(info.started),
-        wall_duration_s: info.wall_s,
-        end_reason: if info.interrupted { EndReason::Interrupted } else { EndReason::Completed },
+    rtscope_session::record::work_record(rtscope_session::record::WorkInfo {
+        verb: info.verb.into(),
+        cmdline: super::common::cmdline(),
+        cpus: vec![info.cpu],
+        policy: rtscope_model::Policy::Fifo,
+        priority: info.priority,
+        duration_s: None,
+        started: info.started,
+        wall_s: info.wall_s,
         interrupted: info.interrupted,
-        break_sample: None,
-        config: RunConfig {
-            verb: info.verb.into(),
-            cmdline: super::common::cmdline(),
-            cpus: cpus.clone(),
-            policy: Policy::Fifo,
-            priority: info.priority,
-            nice: 0,
-            deadline: None,
-            interval_us: 0,
-            distance_us: 0,
-            aligned: true,
-            duration_s: None,
-            loops: None,
-            timer: TimerMode::AbsNanosleep,
-            clock: ClockId::Monotonic,
-            hold_cpu_dma_latency: false,
-            break_above_us: None,
-            threshold_us: None,
-            worst_n: 0,
-            linear_max_us: 0,
-            loads: Vec::new(),
-            trace: "tracefs-instance".into(),
-            tags: info.tags.clone(),
-        },
-        system: rtscope_probe::system::capture(&cpus),
-        hygiene: Hygiene {
+        hygiene: rtscope_model::Hygiene {
             mlockall: true,
             prefaulted_stack_bytes: rtscope_bench::common::rt::PREFAULT_STACK_BYTES as u64,
             notes: vec![
@@ -77,26 +51,11 @@ pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunR
             ],
             ..Default::default()
         },
-        threads: Vec::new(),
-        histogram: Histogram::new(),
-        stats: Stats::default(),
         overruns: 0,
-        loads: Vec::new(),
-        attribution: None,
-        bound: None,
-        trace_file: None,
         warnings: info.warnings,
         tags: info.tags,
-        bench: Some(bench),
-        checkpoint: None,
-    }
-}
-
-pub fn us(ns: Option<f64>) -> String {
-    ns.map_or("-".into(), |v| format!("{:.2}", v / 1000.0))
-}
-pub fn us_u(ns: Option<u64>) -> String {
-    us(ns.map(|v| v as f64))
+        bench,
+    })
 }
 
 #[derive(clap::Args)]
@@ -186,20 +145,26 @@ pub fn run(a: Args) -> Result<()> {
     let res = res.map_err(bench_err)?;
     let interrupted = bc::stop_requested();
     if a.out.text() {
-        print_result(&res);
+        print!("{}", rtscope_report::bench::rhealstone(&res));
     }
     let mut warnings = Vec::new();
     for m in &res.metrics {
         if let Some(s) = &m.stopped_early {
-            warnings.push(format!("{}/{}: {s}", m.metric, m.variant));
+            warnings.warn(
+                WarningCode::Interrupted,
+                format!("{}/{}: {s}", m.metric, m.variant),
+            );
         }
         if let Some(u) = &m.unavailable {
-            warnings.push(format!("{}/{}: unavailable: {u}", m.metric, m.variant));
+            warnings.warn(
+                WarningCode::Unavailable,
+                format!("{}/{}: unavailable: {u}", m.metric, m.variant),
+            );
         }
     }
     // Said only when a hypervisor was detected, with what detected it.
     if let (Some(h), src) = rtscope_probe::system::hypervisor() {
-        warnings.push(format!(
+        warnings.warn(WarningCode::Hypervisor, format!(
             "measured inside a virtual machine ({h}; detected by {}): timer interrupts are injected by the hypervisor, and host stalls appear in the maxima",
             src.unwrap_or_else(|| "cpuinfo".into())
         ));
@@ -218,48 +183,4 @@ pub fn run(a: Args) -> Result<()> {
         BenchResult::Rhealstone(Box::new(res)),
     );
     emit(&a.out, &rec)
-}
-
-fn print_result(r: &rtscope_model::bench::RhealstoneResult) {
-    println!(
-        "{:<19} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
-        "metric", "variant", "samples", "mean_us", "min_us", "median_us", "p99_us", "max_us"
-    );
-    for m in &r.metrics {
-        if let Some(u) = &m.unavailable {
-            println!("{:<19} {:<14} unavailable: {u}", m.metric, m.variant);
-            continue;
-        }
-        let s = &m.stats;
-        println!(
-            "{:<19} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}{}",
-            m.metric,
-            m.variant,
-            s.samples,
-            us(s.avg_ns),
-            us_u(s.min_ns),
-            us_u(s.median_ns),
-            us_u(s.percentile(99.0).map(|p| p.value_ns)),
-            us_u(s.max_ns),
-            if m.primary { "" } else { "  (variant)" }
-        );
-        if let Some(e) = &m.stopped_early {
-            println!("{:<34} note: {e}", "");
-        }
-    }
-    if let Some(c) = &r.composite {
-        println!();
-        println!(
-            "Rhealstone composite: {:.0} Rhealstones/s (mean component {:.2} µs){}",
-            c.rhealstones_per_s,
-            c.mean_component_ns / 1000.0,
-            if c.missing.is_empty() {
-                String::new()
-            } else {
-                format!(" — PARTIAL, missing: {}", c.missing.join(", "))
-            }
-        );
-        println!("  formula: {}", c.formula);
-        println!("  source:  {}", c.citation);
-    }
 }

@@ -2,13 +2,14 @@
 //! SCHED_OTHER load processes on the same CPU (heursch-2001 §4, Table 3), with the fitted slope
 //! and its 95 % confidence interval.
 
-use super::rhealstone::{bench_err, bench_record, emit, us, OutArgs, RecordInfo};
+use super::rhealstone::{bench_err, bench_record, emit, OutArgs, RecordInfo};
 use crate::cmd::common::{check_output, write_atomic};
 use crate::usage;
 use anyhow::Result;
 use rtscope_bench::common::{self as bc, reaper::Reaper};
 use rtscope_bench::sched_scale::{self, parse_loads, Config, DEFAULT_LOADS};
 use rtscope_model::bench::{BenchResult, SchedScaleResult};
+use rtscope_model::{WarningCode, Warnings};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -83,7 +84,7 @@ pub fn run(a: Args) -> Result<()> {
     drop(reaper);
     let res = res.map_err(bench_err)?;
     if a.out.text() {
-        print_table(&res);
+        print!("{}", rtscope_report::bench::sched_scale(&res));
     }
     if let Some(p) = &a.csv {
         write_atomic(p, to_csv(&res).as_bytes())?;
@@ -95,10 +96,13 @@ pub fn run(a: Args) -> Result<()> {
     }
     let mut warnings = Vec::new();
     if let Some(t) = &res.trace_unavailable {
-        warnings.push(format!("kernel events: {t}"));
+        warnings.warn(WarningCode::Trace, format!("kernel events: {t}"));
     }
     if DEFAULT_LOADS.len() != res.rows.len() && bc::stop_requested() {
-        warnings.push("interrupted: not every load level was measured".into());
+        warnings.warn(
+            WarningCode::Interrupted,
+            "interrupted: not every load level was measured",
+        );
     }
     let rec = bench_record(
         RecordInfo {
@@ -114,69 +118,6 @@ pub fn run(a: Args) -> Result<()> {
         BenchResult::SchedScale(Box::new(res)),
     );
     emit(&a.out, &rec)
-}
-
-fn pct(cv: Option<f64>) -> String {
-    cv.map_or("-".into(), |v| format!("{:.1}", v * 100.0))
-}
-
-fn print_table(r: &SchedScaleResult) {
-    println!("wake-up → run (own clock: programmed expiry → first user-space instruction), µs");
-    println!(
-        "{:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} | {:>9} {:>9} {:>9} {:>8} | {:>10}",
-        "N",
-        "wakeups",
-        "mean",
-        "min",
-        "max",
-        "stddev",
-        "sd/mean%",
-        "irq→run",
-        "min",
-        "max",
-        "sd/mean%",
-        "wake→swtch"
-    );
-    for row in &r.rows {
-        let s = &row.wakeup_to_run_stats;
-        let k = row.irq_to_run_stats.as_ref();
-        println!(
-            "{:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} | {:>9} {:>9} {:>9} {:>8} | {:>10}",
-            row.load_processes,
-            row.wakeups,
-            us(s.avg_ns),
-            us(s.min_ns.map(|v| v as f64)),
-            us(s.max_ns.map(|v| v as f64)),
-            us(s.stddev_ns),
-            pct(row.wakeup_to_run_cv),
-            us(k.and_then(|k| k.avg_ns)),
-            us(k.and_then(|k| k.min_ns).map(|v| v as f64)),
-            us(k.and_then(|k| k.max_ns).map(|v| v as f64)),
-            pct(row.irq_to_run_cv),
-            us(row.waking_to_switch_stats.as_ref().and_then(|w| w.avg_ns)),
-        );
-    }
-    for (name, f) in [
-        ("wake-up→run", &r.fit_wakeup_to_run),
-        ("irq→run", &r.fit_irq_to_run),
-    ] {
-        if let Some(f) = f {
-            println!(
-                "fit {name}: {:.4} µs per load process, {:.0}% CI [{:.4}, {:.4}], intercept {:.2} µs, R² {:.3} ({} levels)",
-                f.slope / 1000.0,
-                f.confidence * 100.0,
-                f.slope_ci_low / 1000.0,
-                f.slope_ci_high / 1000.0,
-                f.intercept / 1000.0,
-                f.r_squared,
-                f.points
-            );
-        }
-    }
-    println!("(heursch-2001 Table 3, Linux 2.4.0-test6, AMD K6 400 MHz: 1.0 µs at N=0 … 52.1 µs at N=200, ≈0.26 µs per load process)");
-    if let Some(t) = &r.trace_unavailable {
-        println!("kernel events: {t}");
-    }
 }
 
 fn to_csv(r: &SchedScaleResult) -> String {

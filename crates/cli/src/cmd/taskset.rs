@@ -11,7 +11,8 @@ use rtscope_bench::taskset::{
     self as ts, gen, rtapp, work::Access, PlacementKind, PolicyKind, RunOptions, RunPlan,
     TasksetError,
 };
-use rtscope_model::taskset::{TaskSet, TasksetResult, TestResult, Verdict};
+use rtscope_model::taskset::{TaskSet, TasksetResult};
+use rtscope_report::taskset as text;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -380,50 +381,19 @@ fn check_cmd(c: CheckArgs) -> anyhow::Result<()> {
             set.tasks.len(),
             set.utilisation()
         );
-        print_placement(&plan);
+        let groups: Vec<(Vec<u32>, u32, f64)> = plan
+            .specs
+            .iter()
+            .map(|s| (s.cpus.clone(), s.task.id, s.task.utilisation()))
+            .collect();
+        print!(
+            "{}",
+            text::placement(&plan.placement.kind, &plan.placement.heuristic, &groups)
+        );
         println!("admission: {}", adm.method);
-        print_predictions(&preds);
+        print!("{}", text::predictions(&preds));
     }
     Ok(())
-}
-
-fn print_placement(plan: &RunPlan) {
-    if plan.placement.kind != "global" {
-        let mut by: std::collections::BTreeMap<String, (f64, Vec<u32>)> = Default::default();
-        for s in &plan.specs {
-            let e = by.entry(format!("{:?}", s.cpus)).or_default();
-            e.0 += s.task.utilisation();
-            e.1.push(s.task.id);
-        }
-        for (cpus, (u, ids)) in by {
-            println!(
-                "  {} {cpus}: U = {u:.4}, tasks {ids:?}",
-                plan.placement.heuristic
-            );
-        }
-    }
-}
-
-fn verdict(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Schedulable => "schedulable",
-        Verdict::NotSchedulable => "NOT schedulable",
-        Verdict::Inconclusive => "inconclusive",
-    }
-}
-
-fn print_predictions(p: &[TestResult]) {
-    println!("predictions:");
-    for r in p {
-        println!(
-            "  {:<22} {:<8} {:<16} {}{}",
-            r.test,
-            r.scope,
-            verdict(r.verdict),
-            if r.exact { "" } else { "(sufficient) " },
-            r.detail
-        );
-    }
 }
 
 fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
@@ -602,9 +572,9 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
     let wall = started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0);
     if r.json.to_stdout() {
     } else if r.quiet {
-        println!("{}", summary_line(&res));
+        println!("{}", text::summary_line(&res));
     } else {
-        print_result(&res, &plan, &notes);
+        print!("{}", text::result(&res));
     }
     let rec = record(&res, &cpus, started, wall, tags);
     // Store first: a file that cannot be written never costs the stored run.
@@ -649,138 +619,6 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn summary_line(r: &TasksetResult) -> String {
-    let pred = overall(&r.predictions);
-    format!(
-        "policy={} placement={} U={:.3} jobs={} misses={} ({:.3} %) overruns={} measuredU={:.3} predicted={}",
-        r.config.policy,
-        r.config.placement.kind,
-        r.set.utilisation(),
-        r.total_jobs,
-        r.total_misses,
-        r.miss_pct,
-        r.total_dl_overruns,
-        r.measured_utilisation,
-        pred
-    )
-}
-
-/// One word for the whole set: schedulable if an exact or sufficient timing test says so for
-/// every scope; not schedulable if any exact test fails; inconclusive otherwise.
-fn overall(p: &[TestResult]) -> &'static str {
-    let timing: Vec<&TestResult> = p.iter().filter(|r| r.test != "kernel-admission").collect();
-    let mut scopes: Vec<&str> = timing.iter().map(|r| r.scope.as_str()).collect();
-    scopes.sort_unstable();
-    scopes.dedup();
-    if timing.iter().any(|r| r.verdict == Verdict::NotSchedulable) {
-        return "not-schedulable";
-    }
-    let all_ok = scopes.iter().all(|s| {
-        timing
-            .iter()
-            .any(|r| r.scope == *s && r.verdict == Verdict::Schedulable)
-    });
-    if all_ok && !scopes.is_empty() {
-        "schedulable"
-    } else {
-        "inconclusive"
-    }
-}
-
-fn print_result(r: &TasksetResult, plan: &RunPlan, _notes: &[String]) {
-    println!(
-        "task set {}: {} tasks, U = {:.4}, policy {}{}, placement {} ({}), {:.1} s, WSS {} KiB {}",
-        r.config.source,
-        r.tasks.len(),
-        r.set.utilisation(),
-        r.config.policy,
-        r.config
-            .priorities
-            .as_deref()
-            .map(|p| format!("/{p}"))
-            .unwrap_or_default(),
-        r.config.placement.kind,
-        r.config.placement.heuristic,
-        r.config.duration_s,
-        r.config.wss_bytes / 1024,
-        r.config.access
-    );
-    print_placement(plan);
-    for c in &r.calibration {
-        println!(
-            "calibration: {:.3} ns/element at start, {} at end (drift {})",
-            c.ns_per_element_start,
-            c.ns_per_element_end
-                .map(|v| format!("{v:.3}"))
-                .unwrap_or("-".into()),
-            c.drift_pct
-                .map(|v| format!("{v:+.1} %"))
-                .unwrap_or("-".into())
-        );
-    }
-    println!(
-        "admission: limit {:.3}/CPU; {}",
-        r.admission.limit_per_cpu, r.admission.method
-    );
-    println!(
-        "{:>4} {:>8} {:>8} {:>8} {:>9} {:>5} {:>6} {:>7} {:>9} {:>9} {:>8} {:>8} {:>7} {:>5} {:>6} {:>5}",
-        "id", "C_us", "T_ms", "D_ms", "policy", "prio", "jobs", "miss%", "maxR_ms", "avgR_ms", "minLax", "avgLax", "exec/C", "migr", "csw", "ovr"
-    );
-    for t in &r.tasks {
-        println!(
-            "{:>4} {:>8.0} {:>8.1} {:>8.1} {:>9} {:>5} {:>6} {:>7.2} {:>9.3} {:>9.3} {:>8.3} {:>8.3} {:>7.2} {:>5} {:>6} {:>5}",
-            t.id,
-            t.wcet_ns as f64 / 1e3,
-            t.period_ns as f64 / 1e6,
-            t.deadline_ns as f64 / 1e6,
-            t.policy,
-            t.priority,
-            t.jobs,
-            t.miss_pct,
-            t.max_response_ns as f64 / 1e6,
-            t.avg_response_ns / 1e6,
-            t.min_norm_laxity,
-            t.avg_norm_laxity,
-            t.avg_exec_ns / t.wcet_ns.max(1) as f64,
-            t.migrations.map(|m| m.to_string()).unwrap_or("-".into()),
-            t.voluntary_switches
-                .zip(t.involuntary_switches)
-                .map(|(a, b)| (a + b).to_string())
-                .unwrap_or("-".into()),
-            t.dl_overruns
-        );
-    }
-    print_predictions(&r.predictions);
-    println!("observed: {}", summary_line(r));
-    for w in &r.warnings {
-        println!("warning: {w}");
-    }
-}
-
-fn rfc3339(t: std::time::SystemTime) -> String {
-    let s = t
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (s / 86_400, s % 86_400);
-    // Civil from days (H. Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 fn record(
     res: &TasksetResult,
     cpus: &[u32],
@@ -788,58 +626,22 @@ fn record(
     wall: f64,
     tags: std::collections::BTreeMap<String, String>,
 ) -> rtscope_model::RunRecord {
-    use rtscope_model::*;
-    let ns = started
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let policy = match res.config.policy.as_str() {
-        "deadline" => Policy::Deadline,
-        "fifo" => Policy::Fifo,
-        _ => Policy::Other,
-    };
-    let mut warnings = res.warnings.clone();
-    warnings.sort();
-    warnings.dedup();
-    RunRecord {
-        schema_version: SCHEMA_VERSION,
-        id: format!("ts-{:x}-{:x}", ns, std::process::id()),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_at: rfc3339(started),
-        wall_duration_s: wall,
-        end_reason: if res.interrupted {
-            EndReason::Interrupted
-        } else {
-            EndReason::Completed
+    use rtscope_model::Policy;
+    rtscope_session::record::work_record(rtscope_session::record::WorkInfo {
+        verb: "taskset".into(),
+        cmdline: super::common::cmdline(),
+        cpus: cpus.to_vec(),
+        policy: match res.config.policy.as_str() {
+            "deadline" => Policy::Deadline,
+            "fifo" => Policy::Fifo,
+            _ => Policy::Other,
         },
+        priority: 0,
+        duration_s: Some(res.config.duration_s),
+        started,
+        wall_s: wall,
         interrupted: res.interrupted,
-        break_sample: None,
-        config: RunConfig {
-            verb: "taskset".into(),
-            cmdline: super::common::cmdline(),
-            cpus: cpus.to_vec(),
-            policy,
-            priority: 0,
-            nice: 0,
-            deadline: None,
-            interval_us: 0,
-            distance_us: 0,
-            aligned: true,
-            duration_s: Some(res.config.duration_s),
-            loops: None,
-            timer: TimerMode::AbsNanosleep,
-            clock: ClockId::Monotonic,
-            hold_cpu_dma_latency: false,
-            break_above_us: None,
-            threshold_us: None,
-            worst_n: 0,
-            linear_max_us: 0,
-            loads: Vec::new(),
-            trace: "off".into(),
-            tags: tags.clone(),
-        },
-        system: rtscope_probe::system::capture(cpus),
-        hygiene: Hygiene {
+        hygiene: rtscope_model::Hygiene {
             mlockall: true,
             timer_slack_ns: Some(1),
             notes: vec![
@@ -847,17 +649,9 @@ fn record(
             ],
             ..Default::default()
         },
-        threads: Vec::new(),
-        histogram: Histogram::new(),
-        stats: Stats::default(),
         overruns: res.total_misses,
-        loads: Vec::new(),
-        attribution: None,
-        bound: None,
-        trace_file: None,
-        warnings,
+        warnings: res.warnings.clone(),
         tags,
-        bench: Some(bench::BenchResult::Taskset(res.clone())),
-        checkpoint: None,
-    }
+        bench: rtscope_model::bench::BenchResult::Taskset(res.clone()),
+    })
 }

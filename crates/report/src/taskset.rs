@@ -1,0 +1,175 @@
+//! Text of `taskset check` and `taskset run`: placement, predictions and the per-task table.
+
+use rtscope_model::taskset::{TasksetResult, TestResult, Verdict};
+use std::fmt::Write as _;
+
+/// One line per CPU group of a partitioned or clustered placement: its CPUs, Σ U and task ids.
+/// `groups` holds (CPUs, task id, task utilisation); a global placement prints nothing.
+pub fn placement(kind: &str, heuristic: &str, groups: &[(Vec<u32>, u32, f64)]) -> String {
+    let mut o = String::new();
+    if kind != "global" {
+        let mut by: std::collections::BTreeMap<String, (f64, Vec<u32>)> = Default::default();
+        for (cpus, id, u) in groups {
+            let e = by.entry(format!("{cpus:?}")).or_default();
+            e.0 += u;
+            e.1.push(*id);
+        }
+        for (cpus, (u, ids)) in by {
+            let _ = writeln!(o, "  {heuristic} {cpus}: U = {u:.4}, tasks {ids:?}");
+        }
+    }
+    o
+}
+
+pub fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Schedulable => "schedulable",
+        Verdict::NotSchedulable => "NOT schedulable",
+        Verdict::Inconclusive => "inconclusive",
+    }
+}
+
+pub fn predictions(p: &[TestResult]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "predictions:");
+    for r in p {
+        let _ = writeln!(
+            o,
+            "  {:<22} {:<8} {:<16} {}{}",
+            r.test,
+            r.scope,
+            verdict(r.verdict),
+            if r.exact { "" } else { "(sufficient) " },
+            r.detail
+        );
+    }
+    o
+}
+
+pub fn summary_line(r: &TasksetResult) -> String {
+    let pred = overall(&r.predictions);
+    format!(
+        "policy={} placement={} U={:.3} jobs={} misses={} ({:.3} %) overruns={} measuredU={:.3} predicted={}",
+        r.config.policy,
+        r.config.placement.kind,
+        r.set.utilisation(),
+        r.total_jobs,
+        r.total_misses,
+        r.miss_pct,
+        r.total_dl_overruns,
+        r.measured_utilisation,
+        pred
+    )
+}
+
+/// One word for the whole set: schedulable if an exact or sufficient timing test says so for
+/// every scope; not schedulable if any exact test fails; inconclusive otherwise.
+pub fn overall(p: &[TestResult]) -> &'static str {
+    let timing: Vec<&TestResult> = p.iter().filter(|r| r.test != "kernel-admission").collect();
+    let mut scopes: Vec<&str> = timing.iter().map(|r| r.scope.as_str()).collect();
+    scopes.sort_unstable();
+    scopes.dedup();
+    if timing.iter().any(|r| r.verdict == Verdict::NotSchedulable) {
+        return "not-schedulable";
+    }
+    let all_ok = scopes.iter().all(|s| {
+        timing
+            .iter()
+            .any(|r| r.scope == *s && r.verdict == Verdict::Schedulable)
+    });
+    if all_ok && !scopes.is_empty() {
+        "schedulable"
+    } else {
+        "inconclusive"
+    }
+}
+
+pub fn result(r: &TasksetResult) -> String {
+    let mut o = String::new();
+    let _ =
+        writeln!(o,
+        "task set {}: {} tasks, U = {:.4}, policy {}{}, placement {} ({}), {:.1} s, WSS {} KiB {}",
+        r.config.source,
+        r.tasks.len(),
+        r.set.utilisation(),
+        r.config.policy,
+        r.config
+            .priorities
+            .as_deref()
+            .map(|p| format!("/{p}"))
+            .unwrap_or_default(),
+        r.config.placement.kind,
+        r.config.placement.heuristic,
+        r.config.duration_s,
+        r.config.wss_bytes / 1024,
+        r.config.access
+    );
+    let groups: Vec<(Vec<u32>, u32, f64)> = r
+        .tasks
+        .iter()
+        .map(|t| {
+            (
+                t.cpus.clone(),
+                t.id,
+                t.wcet_ns as f64 / t.period_ns.max(1) as f64,
+            )
+        })
+        .collect();
+    o.push_str(&placement(
+        &r.config.placement.kind,
+        &r.config.placement.heuristic,
+        &groups,
+    ));
+    for c in &r.calibration {
+        let _ = writeln!(
+            o,
+            "calibration: {:.3} ns/element at start, {} at end (drift {})",
+            c.ns_per_element_start,
+            c.ns_per_element_end
+                .map(|v| format!("{v:.3}"))
+                .unwrap_or("-".into()),
+            c.drift_pct
+                .map(|v| format!("{v:+.1} %"))
+                .unwrap_or("-".into())
+        );
+    }
+    let _ = writeln!(
+        o,
+        "admission: limit {:.3}/CPU; {}",
+        r.admission.limit_per_cpu, r.admission.method
+    );
+    let _ = writeln!(o,
+        "{:>4} {:>8} {:>8} {:>8} {:>9} {:>5} {:>6} {:>7} {:>9} {:>9} {:>8} {:>8} {:>7} {:>5} {:>6} {:>5}",
+        "id", "C_us", "T_ms", "D_ms", "policy", "prio", "jobs", "miss%", "maxR_ms", "avgR_ms", "minLax", "avgLax", "exec/C", "migr", "csw", "ovr"
+    );
+    for t in &r.tasks {
+        let _ = writeln!(o,
+            "{:>4} {:>8.0} {:>8.1} {:>8.1} {:>9} {:>5} {:>6} {:>7.2} {:>9.3} {:>9.3} {:>8.3} {:>8.3} {:>7.2} {:>5} {:>6} {:>5}",
+            t.id,
+            t.wcet_ns as f64 / 1e3,
+            t.period_ns as f64 / 1e6,
+            t.deadline_ns as f64 / 1e6,
+            t.policy,
+            t.priority,
+            t.jobs,
+            t.miss_pct,
+            t.max_response_ns as f64 / 1e6,
+            t.avg_response_ns / 1e6,
+            t.min_norm_laxity,
+            t.avg_norm_laxity,
+            t.avg_exec_ns / t.wcet_ns.max(1) as f64,
+            t.migrations.map(|m| m.to_string()).unwrap_or("-".into()),
+            t.voluntary_switches
+                .zip(t.involuntary_switches)
+                .map(|(a, b)| (a + b).to_string())
+                .unwrap_or("-".into()),
+            t.dl_overruns
+        );
+    }
+    o.push_str(&predictions(&r.predictions));
+    let _ = writeln!(o, "observed: {}", summary_line(r));
+    for w in &r.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    o
+}

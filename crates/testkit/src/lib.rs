@@ -1,0 +1,61 @@
+//! What every real-kernel integration test repeats: is this root (and if not, say `SKIPPED:` with
+//! the reason, never skip silently), one lock so that real-kernel runs of one test binary do not
+//! share the CPUs, the `rtscope` binary under test, temporary directories and JSON files.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+/// The `rtscope` binary Cargo built for this test crate (only in crates that have it:
+/// `CARGO_BIN_EXE_rtscope` is set for the cli crate's tests).
+#[macro_export]
+macro_rules! bin {
+    () => {
+        env!("CARGO_BIN_EXE_rtscope")
+    };
+}
+
+/// Return from the test (after printing `SKIPPED: needs root (<why>)`) unless running as root;
+/// then hold the real-kernel lock until the end of the test.
+#[macro_export]
+macro_rules! need_root {
+    ($why:expr) => {
+        if !$crate::root_or_skip($why) {
+            return;
+        }
+        let _serial = $crate::serial();
+    };
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// True when root; otherwise prints `SKIPPED: needs root (<why>)` and returns false.
+pub fn root_or_skip(why: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    println!("SKIPPED: needs root ({why})");
+    false
+}
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Real-kernel tests of one binary run one at a time: concurrent runs would share the CPUs, the
+/// /dev/cpu_dma_latency request and the cpuset hierarchy, and disturb each other's counts. A
+/// test that panicked while holding it does not block the others.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+pub fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+/// A JSON file the command under test must have written.
+pub fn read_json(p: &Path) -> serde_json::Value {
+    let text =
+        std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{} not written: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: invalid JSON: {e}", p.display()))
+}

@@ -54,6 +54,7 @@ const VERBS: &[&[&str]] = &[
 /// and `-q`.
 const PRODUCERS: &[&[&str]] = &[
     &["run"],
+    &["load"],
     &["measure"],
     &["import"],
     &["rhealstone"],

@@ -18,6 +18,7 @@
 //! `--trace-file-mode all`) is written as it comes.
 
 pub mod checkpoint;
+pub mod flight;
 pub mod live;
 pub mod mirror;
 pub mod outputs;

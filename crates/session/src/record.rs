@@ -219,7 +219,9 @@ pub struct WorkInfo {
     pub overruns: u64,
     pub warnings: Vec<Warning>,
     pub tags: std::collections::BTreeMap<String, String>,
-    pub bench: rtscope_model::bench::BenchResult,
+    /// Background loads that ran, with their own figures (`rtscope load` runs only these).
+    pub loads: Vec<rtscope_model::LoadReport>,
+    pub bench: Option<rtscope_model::bench::BenchResult>,
 }
 
 /// The RunRecord of a verb without measurement threads: no threads, no latency histogram; the
@@ -263,7 +265,7 @@ pub fn work_record(w: WorkInfo) -> RunRecord {
             threshold_us: None,
             worst_n: 0,
             linear_max_us: 0,
-            loads: Vec::new(),
+            loads: w.loads.iter().map(|l| l.kind.clone()).collect(),
             trace: "off".into(),
             tags: w.tags.clone(),
         },
@@ -273,13 +275,13 @@ pub fn work_record(w: WorkInfo) -> RunRecord {
         histogram: Histogram::new(),
         stats: Stats::default(),
         overruns: w.overruns,
-        loads: Vec::new(),
+        loads: w.loads,
         attribution: None,
         bound: None,
         trace_file: None,
         warnings,
         tags: w.tags,
-        bench: Some(w.bench),
+        bench: w.bench,
         checkpoint: None,
     }
 }

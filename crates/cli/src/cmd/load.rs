@@ -3,7 +3,6 @@
 //! into `rtscope measure` so both verbs spell the load options identically.
 
 use rtscope_load::{LoadError, LoadOptions, LoadPolicy};
-use rtscope_model::LoadReport;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -88,9 +87,8 @@ pub struct Args {
     /// Confirm a real-time load policy (--load-policy fifo)
     #[arg(long)]
     force: bool,
-    /// The loads' figures as JSON: FILE, or stdout with `-` (the text is then not printed)
     #[command(flatten)]
-    json: super::common::JsonOut,
+    out: super::common::OutArgs,
     #[command(flatten)]
     flags: LoadFlags,
     /// exec: the command and its arguments, after `--` (run without a shell)
@@ -104,12 +102,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     rtscope_model::duration::parse_secs_in(s, 0.001, 30.0 * 86400.0).map(Duration::from_secs_f64)
 }
 
-#[derive(serde::Serialize)]
-struct LoadJson<'a> {
-    schema_version: u32,
-    loads: &'a [LoadReport],
-}
-
 pub fn run(a: Args) -> anyhow::Result<()> {
     // Everything is resolved and checked before the first process is forked.
     let kinds = rtscope_load::parse_kinds(&a.kinds).map_err(load_error)?;
@@ -121,16 +113,18 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         Some(l) => super::common::resolve_cpus("--cpus", Some(l))?,
         None => Vec::new(),
     };
-    a.json.check()?;
+    let tags = a.out.validate()?;
     let opts = a.flags.options(cpus, a.force, a.exec.clone())?;
     rtscope_load::validate(&kinds, &opts).map_err(load_error)?;
 
     // The session's one set of handlers: SIGINT, SIGTERM and SIGHUP stop the loads cleanly.
     super::common::install_signal_handlers();
-    super::common::recover_leftovers();
+    let mut warnings = super::common::recover_leftovers();
+    let started = std::time::SystemTime::now();
     let loads = rtscope_load::start(&kinds, &opts).map_err(load_error)?;
     let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
     match duration {
+        _ if a.out.quiet => {}
         Some(d) => eprintln!(
             "rtscope: load {} running for {d:?} (Ctrl-C stops)",
             names.join(",")
@@ -143,14 +137,44 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
     let interrupted = super::common::stop_requested();
     let reports = loads.stop();
-    if !a.json.to_stdout() {
+    if a.out.text() {
         print!("{}", rtscope_report::bench::loads(&reports, interrupted));
     }
-    a.json.write(&serde_json::to_string_pretty(&LoadJson {
-        schema_version: rtscope_model::SCHEMA_VERSION,
-        loads: &reports,
-    })?)?;
-    Ok(())
+    for r in &reports {
+        for w in &r.warnings {
+            warnings.push(rtscope_model::Warning::new(
+                rtscope_model::WarningCode::Load,
+                format!("load {}: {w}", r.kind),
+            ));
+        }
+    }
+    // Stored like every verb's result: the loads' figures in `loads`, no latency samples.
+    let (policy, priority) = match opts.policy {
+        rtscope_load::LoadPolicy::Other => (rtscope_model::Policy::Other, 0),
+        rtscope_load::LoadPolicy::Fifo(p) => (rtscope_model::Policy::Fifo, u32::from(p)),
+    };
+    let rec = rtscope_session::record::work_record(rtscope_session::record::WorkInfo {
+        verb: "load".into(),
+        cmdline: super::common::cmdline(),
+        cpus: if opts.cpus.is_empty() {
+            rtscope_probe::sys::online_cpus().unwrap_or_default()
+        } else {
+            opts.cpus.clone()
+        },
+        policy,
+        priority,
+        duration_s: duration.map(|d| d.as_secs_f64()),
+        started,
+        wall_s: t0.elapsed().as_secs_f64(),
+        interrupted,
+        hygiene: rtscope_model::Hygiene::default(),
+        overruns: 0,
+        warnings,
+        tags,
+        loads: reports,
+        bench: None,
+    });
+    super::common::emit(&a.out, &rec)
 }
 
 #[cfg(test)]

@@ -54,7 +54,8 @@ pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunR
         overruns: 0,
         warnings: info.warnings,
         tags: info.tags,
-        bench,
+        loads: Vec::new(),
+        bench: Some(bench),
     })
 }
 

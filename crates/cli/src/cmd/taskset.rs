@@ -652,6 +652,7 @@ fn record(
         overruns: res.total_misses,
         warnings: res.warnings.clone(),
         tags,
-        bench: rtscope_model::bench::BenchResult::Taskset(res.clone()),
+        loads: Vec::new(),
+        bench: Some(rtscope_model::bench::BenchResult::Taskset(res.clone())),
     })
 }

@@ -1,0 +1,221 @@
+//! A flight-recorder trace file (`--trace-file-mode flight`) holds only kept windows (an
+//! explained sample with its look-back) and periodic snapshots of every CPU. Each kept sample is
+//! attributed on the events of the kept stretch that holds its whole window [E, E + latency] —
+//! never across a stretch the file does not have, where silence would read as "no guest
+//! activity" — and the view says plainly what was not kept.
+
+use rtscope_analysis::attribution::{self, AttributionOptions, AttributionResult};
+use rtscope_model::record::RawSample;
+use rtscope_trace::rtt::{KeptKind, RttFile};
+use std::collections::BTreeMap;
+
+/// 86 400 000: digits in groups of three.
+fn grouped(n: u64) -> String {
+    let d = n.to_string();
+    let mut out = String::with_capacity(d.len() + d.len() / 3);
+    for (i, c) in d.chars().enumerate() {
+        if i > 0 && (d.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// "1 s", "250 ms", "40 us".
+fn span(ns: u64) -> String {
+    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
+        format!("{} s", ns / 1_000_000_000)
+    } else if ns >= 1_000_000 {
+        format!("{} ms", ns as f64 / 1e6)
+    } else {
+        format!("{} us", ns as f64 / 1e3)
+    }
+}
+
+/// What a flight-recorder file holds, and the attribution of its kept samples.
+pub struct FlightView {
+    /// Per CPU, the kept stretches [from, to] (ns, inclusive), merged, sorted.
+    kept: BTreeMap<u32, Vec<(u64, u64)>>,
+    windows: u64,
+    snapshots: u64,
+    /// Windows by their first reason's kind: "worst-n", "worst-of-cause", ...
+    by_reason: BTreeMap<String, u64>,
+    /// Kept samples whose window is wholly inside one kept stretch, grouped by it.
+    groups: Vec<((u32, u64, u64), Vec<RawSample>)>,
+    pub not_attributable: u64,
+}
+
+impl FlightView {
+    pub fn of(f: &RttFile) -> FlightView {
+        let mut cpus: Vec<u32> = f.meta.cpus.clone();
+        cpus.extend(f.samples.iter().map(|s| s.cpu));
+        cpus.extend(f.windows.iter().filter_map(|w| w.cpu));
+        cpus.sort_unstable();
+        cpus.dedup();
+        let mut raw: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+        let (mut windows, mut snapshots) = (0u64, 0u64);
+        let mut by_reason: BTreeMap<String, u64> = BTreeMap::new();
+        for w in &f.windows {
+            match (w.kind, w.cpu) {
+                (KeptKind::Window, Some(c)) => {
+                    windows += 1;
+                    raw.entry(c).or_default().push((w.from_ns, w.to_ns));
+                    let kind = match w.reasons.first().map(String::as_str) {
+                        Some("worst-n") => "worst-n".to_string(),
+                        Some(r) if r.starts_with("worst-of:") => "worst-of-cause".to_string(),
+                        Some(r) => r.split(':').next().unwrap_or(r).to_string(),
+                        None => "unspecified".to_string(),
+                    };
+                    *by_reason.entry(kind).or_default() += 1;
+                }
+                _ => {
+                    snapshots += 1;
+                    for &c in &cpus {
+                        raw.entry(c).or_default().push((w.from_ns, w.to_ns));
+                    }
+                }
+            }
+        }
+        let mut kept: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+        for (c, mut v) in raw {
+            v.sort_unstable();
+            let mut m: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+            for (a, b) in v {
+                match m.last_mut() {
+                    Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                    _ => m.push((a, b)),
+                }
+            }
+            kept.insert(c, m);
+        }
+        let mut groups: BTreeMap<(u32, u64, u64), Vec<RawSample>> = BTreeMap::new();
+        let mut not_attributable = 0u64;
+        for s in &f.samples {
+            let end = s.expected_ns.saturating_add(s.latency_ns);
+            let stretch = kept.get(&s.cpu).and_then(|v| {
+                let i = v.partition_point(|&(a, _)| a <= s.expected_ns);
+                (i > 0 && end <= v[i - 1].1).then(|| v[i - 1])
+            });
+            match stretch {
+                Some((a, b)) => groups.entry((s.cpu, a, b)).or_default().push(*s),
+                None => not_attributable += 1,
+            }
+        }
+        FlightView {
+            kept,
+            windows,
+            snapshots,
+            by_reason,
+            groups: groups.into_iter().collect(),
+            not_attributable,
+        }
+    }
+
+    /// Attribute each group's samples on the events of its stretch only, then summarise them
+    /// together (no whole-run steal cross-check: the file does not hold the whole run).
+    pub fn attribute(&self, f: &RttFile, opts: &AttributionOptions) -> AttributionResult {
+        let samples: Vec<RawSample> = self
+            .groups
+            .iter()
+            .flat_map(|(_, v)| v.iter().copied())
+            .collect();
+        let mut idx: Vec<usize> = (0..samples.len()).collect();
+        idx.sort_by(|&a, &b| {
+            samples[b]
+                .latency_ns
+                .cmp(&samples[a].latency_ns)
+                .then(a.cmp(&b))
+        });
+        idx.truncate(opts.top_n);
+        let keep: std::collections::HashSet<usize> = idx.iter().copied().collect();
+        let mut all = Vec::with_capacity(samples.len());
+        let mut base = 0usize;
+        for ((_, from, to), v) in &self.groups {
+            // Events of every CPU in the stretch: wakings of this CPU's tasks issued elsewhere
+            // carry the other CPU's number.
+            let lo = f.events.partition_point(|e| e.ts_ns < *from);
+            let hi = f.events.partition_point(|e| e.ts_ns <= *to);
+            let (got, _) =
+                attribution::attribute_samples(&f.events[lo..hi], v, &f.names, opts, &|k| {
+                    keep.contains(&(base + k))
+                });
+            all.extend(got);
+            base += v.len();
+        }
+        let mut r = attribution::summarize(&samples, all, &idx, Vec::new(), opts);
+        r.warnings.push(format!(
+            "flight recorder: only the kept samples are attributed ({} of {} in the run); the run's summary (histogram, every sample's cause) is in its stored record",
+            samples.len(),
+            if f.meta.samples_in_run > 0 { grouped(f.meta.samples_in_run) } else { "?".into() }
+        ));
+        r
+    }
+
+    fn snapshot_len(&self, f: &RttFile) -> u64 {
+        if f.meta.snapshot_len_ns > 0 {
+            return f.meta.snapshot_len_ns;
+        }
+        f.windows
+            .iter()
+            .filter(|w| w.kind == KeptKind::Snapshot)
+            .map(|w| w.to_ns - w.from_ns + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The one-line account of what the file holds and what it does not.
+    pub fn line(&self, f: &RttFile) -> String {
+        let reasons: Vec<String> = self
+            .by_reason
+            .iter()
+            .map(|(k, n)| format!("{} {k}", grouped(*n)))
+            .collect();
+        let snaps = match self.snapshots {
+            0 => "no snapshots".to_string(),
+            1 => format!("1 snapshot of {}", span(self.snapshot_len(f))),
+            n => format!("{} snapshots of {}", grouped(n), span(self.snapshot_len(f))),
+        };
+        let samples = if f.meta.samples_in_run > 0 {
+            format!(
+                "{} samples in the run, {} kept",
+                grouped(f.meta.samples_in_run),
+                grouped(f.samples.len() as u64)
+            )
+        } else {
+            format!("{} samples kept", grouped(f.samples.len() as u64))
+        };
+        format!(
+            "flight recorder: {} window{}{} and {snaps}; {samples}; events outside these windows and snapshots were not recorded (use --trace-file-mode all to keep everything)",
+            grouped(self.windows),
+            if self.windows == 1 { "" } else { "s" },
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", reasons.join(", "))
+            }
+        )
+    }
+
+    pub fn json(&self, f: &RttFile) -> serde_json::Value {
+        let kept_ns: BTreeMap<u32, u64> = self
+            .kept
+            .iter()
+            .map(|(c, v)| (*c, v.iter().map(|(a, b)| b - a + 1).sum()))
+            .collect();
+        serde_json::json!({
+            "windows": self.windows,
+            "windows_by_reason": self.by_reason,
+            "snapshots": self.snapshots,
+            "snapshot_len_ns": self.snapshot_len(f),
+            "snapshot_every_ns": f.meta.snapshot_every_ns,
+            "samples_in_run": f.meta.samples_in_run,
+            "samples_kept": f.samples.len(),
+            "samples_attributed": f.samples.len() as u64 - self.not_attributable,
+            "samples_not_attributable": self.not_attributable,
+            "kept_ns_per_cpu": kept_ns,
+            "not_recorded": "events outside the kept windows and snapshots (use --trace-file-mode all to keep everything)",
+            "kept": f.windows,
+        })
+    }
+}

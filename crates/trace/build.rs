@@ -11,11 +11,14 @@ use std::path::PathBuf;
 use std::process::Command;
 
 const SRC: &str = "src/bpf/rtscope.bpf.c";
+/// The kernel half of PRAcTISE: fentry/fexit timing of cpudl_*/cpupri_* (src/kfuncs.rs).
+const KFUNCS_SRC: &str = "src/bpf/kfuncs.bpf.c";
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
     let vmlinux = out.join("vmlinux.h");
     println!("cargo:rerun-if-changed={SRC}");
+    println!("cargo:rerun-if-changed={KFUNCS_SRC}");
     println!("cargo:rerun-if-env-changed=RTSCOPE_VMLINUX_H");
     if let Some(h) = env::var_os("RTSCOPE_VMLINUX_H") {
         std::fs::copy(&h, &vmlinux).unwrap_or_else(|e| {
@@ -55,4 +58,15 @@ fn main() {
         ])
         .build_and_generate(&skel)
         .expect("building src/bpf/rtscope.bpf.c (needs clang and libbpf headers from libbpf-sys)");
+    libbpf_cargo::SkeletonBuilder::new()
+        .source(KFUNCS_SRC)
+        .clang_args([
+            "-I",
+            out.to_str().expect("OUT_DIR is UTF-8"),
+            "-O2",
+            "-g",
+            "-mcpu=v3",
+        ])
+        .build_and_generate(out.join("kfuncs.skel.rs"))
+        .expect("building src/bpf/kfuncs.bpf.c (needs clang and libbpf headers from libbpf-sys)");
 }

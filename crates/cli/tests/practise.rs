@@ -204,3 +204,64 @@ fn replay_of_a_crafted_trace() {
         "{out}"
     );
 }
+
+/// The kernel's lockdown mode as `rtscope_trace::kfuncs` reads it (securityfs, mounted
+/// privately when it is not mounted).
+fn kernel_locked_down() -> Option<String> {
+    rtscope_trace::kfuncs::lockdown_mode().filter(|m| m == "integrity" || m == "confidentiality")
+}
+
+#[test]
+fn kernel_timing_runs_or_names_lockdown() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIPPED: needs root (fentry/fexit)");
+        return;
+    }
+    let o = rtscope(&["practise", "kernel", "-D", "1s", "--no-store"]);
+    let e = stderr(&o);
+    match kernel_locked_down() {
+        Some(mode) => {
+            assert_eq!(o.status.code(), Some(1), "{e}");
+            assert!(
+                e.contains(&format!("kernel lockdown ({mode}) forbids fentry/fexit")),
+                "{e}"
+            );
+            assert_eq!(e.trim_end().lines().count(), 1, "not one line: {e:?}");
+            assert!(!e.contains("stored run"), "{e}");
+            assert!(o.stdout.is_empty(), "printed a result: {:?}", o.stdout);
+        }
+        None => {
+            assert_eq!(o.status.code(), Some(0), "{e}");
+            let out = String::from_utf8_lossy(&o.stdout);
+            for f in [
+                "cpudl_set",
+                "cpudl_find",
+                "cpupri_set",
+                "cpupri_find",
+                "cpudl modify",
+                "cpupri find",
+            ] {
+                assert!(out.contains(f), "{f} missing: {out}");
+            }
+        }
+    }
+}
+
+#[test]
+fn kernel_bad_input_exits_2() {
+    for (args, want) in [
+        (&["-D", "0s"][..], "-D/--duration"),
+        (&["-D", "2d"][..], "-D/--duration"),
+        (&["--load", "rr"][..], "--load"),
+    ] {
+        let mut a = vec!["practise", "kernel"];
+        a.extend_from_slice(args);
+        a.push("--no-store");
+        let o = rtscope(&a);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {e}");
+        assert!(e.contains(want), "{a:?}: {e:?} lacks {want:?}");
+        assert!(!e.contains("lockdown"), "{a:?} reached attach: {e}");
+    }
+}

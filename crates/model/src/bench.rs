@@ -105,6 +105,8 @@ pub enum BenchResult {
     Pdlt(Box<PdltResult>),
     /// `rtscope practise` (lelli-2014 thesis §2.3, PRAcTISE).
     Practise(Box<crate::practise::PractiseResult>),
+    /// `rtscope practise kernel` (thesis §2.3.9: the kernel's own cpudl/cpupri call durations).
+    PractiseKernel(Box<crate::practise::PractiseKernelResult>),
     /// `rtscope mbwi` (Lelli 2014 thesis Ch. 4: bandwidth inheritance, §4.4.2–4.4.3).
     Mbwi(Box<crate::mbwi::MbwiResult>),
 }

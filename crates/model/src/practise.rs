@@ -170,3 +170,41 @@ pub struct PractiseResult {
     pub violation: Option<PractiseViolation>,
     pub notes: Vec<String>,
 }
+
+/// One kernel function's call durations, fentry to fexit (`rtscope practise kernel`): the
+/// kernel side of the thesis' Fig. 2.24 (§2.3.9). Each duration includes the fentry/fexit
+/// trampolines and the timing programs, so it is longer than the function alone.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct KfuncStats {
+    /// `cpudl_set`, `cpudl_find`, `cpupri_set`, `cpupri_find`.
+    pub function: String,
+    /// The PRAcTISE operation it corresponds to: `cpudl modify`, `cpudl find`, `cpupri modify`,
+    /// `cpupri find`.
+    pub practise_op: String,
+    pub count: u64,
+    /// Exact (from the kernel's sum, min and max).
+    pub mean_ns: f64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// From the histogram: the middle of the bucket (`bucket_ns` wide), within [min, max];
+    /// a quantile above the histogram's range is `max_ns`.
+    pub q1_ns: u64,
+    pub median_ns: u64,
+    pub q3_ns: u64,
+    pub p99_ns: u64,
+    pub bucket_ns: u64,
+    /// Calls longer than the histogram's range (`bucket_ns` × its bucket count).
+    pub above_range: u64,
+    /// Exits seen without their entry (programs attached during a call): not counted.
+    pub missed: u64,
+}
+
+/// `rtscope practise kernel`: the kernel's own cpudl/cpupri costs under a load.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PractiseKernelResult {
+    pub duration_ns: u64,
+    /// `deadline`, `fifo` or `none`.
+    pub load: String,
+    pub functions: Vec<KfuncStats>,
+    pub notes: Vec<String>,
+}

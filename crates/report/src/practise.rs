@@ -310,6 +310,21 @@ pub fn boxplot_svg(res: &PractiseResult) -> String {
     )
 }
 
+/// `practise kernel`: per kernel function, its calls and duration quantiles beside the PRAcTISE
+/// operation it corresponds to.
+pub fn kernel_text(r: &rtscope_model::practise::PractiseKernelResult) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::from("function     practise op      count  median_ns  p99_ns  max_ns\n");
+    for f in &r.functions {
+        let _ = writeln!(
+            o,
+            "{:<12} {:<14} {:>7} {:>10} {:>7} {:>7}",
+            f.function, f.practise_op, f.count, f.median_ns, f.p99_ns, f.max_ns
+        );
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,6 +39,7 @@
 
 mod bpf;
 pub mod flight;
+pub mod kfuncs;
 pub mod reduce;
 pub mod rtt;
 pub mod sys;

@@ -1,6 +1,7 @@
 //! `rtscope practise` — the SCHED_DEADLINE thesis' scheduler lab, PRAcTISE (lelli-2014 §2.3):
 //! emulated CPUs as threads, cpudl/cpupri/pull-heap/flat behind push and pull, checkers
-//! (`test`), per-operation costs (`perf`), or a recorded trace's event order (`replay`).
+//! (`test`), per-operation costs (`perf`), or a recorded trace's event order (`replay`); and
+//! the kernel's own cpudl/cpupri costs, timed with fentry/fexit (`kernel`, §2.3.9).
 
 use super::common::{self, OutArgs};
 use super::rhealstone::{bench_record, RecordInfo};
@@ -38,6 +39,19 @@ enum Mode {
         file: PathBuf,
         #[command(flatten)]
         common: Common,
+    },
+    /// Time the kernel's own cpudl_set/cpudl_find/cpupri_set/cpupri_find (fentry/fexit) under a
+    /// small task-set load (§2.3.9, Fig. 2.24). Needs a kernel without lockdown.
+    Kernel {
+        /// How long to time (10ms..=1d)
+        #[arg(short = 'D', long, default_value = "5s", value_name = "TIME")]
+        duration: String,
+        /// Load while timing: deadline (SCHED_DEADLINE set: cpudl), fifo (SCHED_FIFO set:
+        /// cpupri), none (whatever the machine runs)
+        #[arg(long, default_value = "deadline", value_parser = ["deadline", "fifo", "none"])]
+        load: String,
+        #[command(flatten)]
+        out: OutArgs,
     },
 }
 
@@ -92,6 +106,11 @@ pub fn run(a: Args) -> Result<()> {
         Mode::Test { run, check_every } => random(pr::Mode::Test, run, &check_every),
         Mode::Perf { run } => random(pr::Mode::Perf, run, "1ms"),
         Mode::Replay { file, common } => replay(file, common),
+        Mode::Kernel {
+            duration,
+            load,
+            out,
+        } => kernel(&duration, &load, &out),
     }
 }
 
@@ -241,4 +260,90 @@ fn finish(
         ),
         None => Ok(()),
     }
+}
+
+/// A small global task set (U = 0.31 per set, periods 10–50 ms, as the thesis' kernel sets of
+/// §2.3.9) run under `load` for the whole window: it blocks, wakes, throttles and preempts, so
+/// the kernel keeps calling cpudl_* (deadline) or cpupri_* (fifo).
+fn kernel(duration: &str, load: &str, out: &OutArgs) -> Result<()> {
+    use rtscope_bench::taskset as ts;
+    use rtscope_model::taskset::{Task, TaskSet};
+    let d_s = common::parse_duration_in("-D/--duration", duration, 0.01, 86_400.0)?;
+    let tags = out.validate()?;
+    let policy = match load {
+        "deadline" => Some(ts::PolicyKind::Deadline),
+        "fifo" => Some(ts::PolicyKind::Fifo(
+            rtscope_analysis::sched::PriorityOrder::RateMonotonic,
+        )),
+        "none" => None,
+        l => return Err(usage!("--load: unknown '{l}' (deadline, fifo, none)")),
+    };
+    let cpus = common::resolve_cpus("--cpus", None)?;
+    let (started, t0) = (std::time::SystemTime::now(), std::time::Instant::now());
+    let timing = rtscope_trace::kfuncs::attach().map_err(|e| anyhow::anyhow!(e))?;
+    common::install_signal_handlers();
+    let duration_ns = (d_s * 1e9) as u64;
+    let mut notes = vec![
+        "durations are fentry to fexit: they include the BPF trampolines and \
+                          the timing programs, not only the kernel function"
+            .to_string(),
+    ];
+    if let Some(policy) = policy {
+        let t = |id, c_ms: u64, t_ms: u64| Task {
+            id,
+            wcet_ns: c_ms * 1_000_000,
+            period_ns: t_ms * 1_000_000,
+            deadline_ns: t_ms * 1_000_000,
+            wss_bytes: None,
+            name: None,
+        };
+        let set = TaskSet {
+            schema_version: 1,
+            tasks: vec![t(0, 1, 10), t(1, 2, 20), t(2, 3, 50), t(3, 2, 40)],
+            generated: None,
+        };
+        let lim = ts::runner::admission_info(cpus.len() as u32, false).1;
+        let plan = ts::plan(&set, policy, ts::PlacementKind::Global, 1.2, &cpus, lim)?;
+        let opts = ts::RunOptions {
+            duration_ns,
+            wss_bytes: 16 * 1024,
+            access: ts::work::Access::Sequential,
+            seed: 1,
+            inflate_ns: 0,
+            probe_admission: false,
+            cpus: cpus.clone(),
+            source: "practise kernel".into(),
+            dl_overrun_signal: false,
+            work_by_cputime: true,
+            admission: None,
+        };
+        let r = ts::run(&plan, &opts, &set)?;
+        notes.extend(r.warnings.iter().map(|w| format!("load: {}", w.message)));
+    } else {
+        while t0.elapsed().as_nanos() < duration_ns as u128 && !common::stop_requested() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    let res = rtscope_model::practise::PractiseKernelResult {
+        duration_ns,
+        load: load.to_string(),
+        functions: timing.read(),
+        notes,
+    };
+    drop(timing);
+    if out.text() {
+        print!("{}", rtscope_report::practise::kernel_text(&res));
+    }
+    let info = RecordInfo {
+        verb: "practise",
+        cpu: 0,
+        priority: 0,
+        started,
+        wall_s: t0.elapsed().as_secs_f64(),
+        interrupted: common::stop_requested(),
+        warnings: Vec::new(),
+        tags,
+    };
+    let bench = BenchResult::PractiseKernel(Box::new(res));
+    common::emit(out, &bench_record(info, bench))
 }

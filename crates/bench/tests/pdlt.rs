@@ -63,9 +63,9 @@ fn scans_every_syscall() {
                 ))
                 .collect::<Vec<_>>()
         );
-        let csv = pdlt::to_csv(&r);
+        let csv = rtscope_report::bench::pdlt_csv(&r);
         assert_eq!(csv.lines().count(), sc.points.len() + 1);
-        assert!(pdlt::to_svg(&r).contains("<svg"));
+        assert!(rtscope_report::bench::pdlt_svg(&r).contains("<svg"));
     }
     let dir = std::env::temp_dir().join(format!("rtscope-pdlt-{}", std::process::id()));
     assert!(!dir.exists(), "scratch directory removed");

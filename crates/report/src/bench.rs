@@ -1,6 +1,7 @@
 //! Text of the benchmark verbs (rhealstone, sched-scale, pdlt) and of `load`: what the cli
 //! prints, built from the results alone.
 
+use crate::svg::{LinePlot, Series};
 use rtscope_model::bench::{PdltResult, RhealstoneResult, SchedScaleResult};
 use rtscope_model::LoadReport;
 use std::fmt::Write as _;
@@ -213,4 +214,171 @@ fn fmt_figure(v: f64) -> String {
     } else {
         format!("{v:.3}")
     }
+}
+
+/// CSV of every point of every scan.
+pub fn pdlt_csv(r: &PdltResult) -> String {
+    let mut s =
+        String::from("preempt_model,repeat,requested_offset_ns,offset_ns,pdlt_ns,syscall_ns\n");
+    for sc in &r.scans {
+        for p in &sc.points {
+            s.push_str(&format!(
+                "{},{},{},{},{},{}\n",
+                sc.preempt_model,
+                p.repeat,
+                p.requested_offset_ns,
+                p.offset_ns,
+                p.pdlt_ns,
+                p.syscall_ns
+            ));
+        }
+    }
+    s
+}
+
+/// Figure: PDLT vs offset (µs), the call's median duration as a thick bar on the x axis.
+pub fn pdlt_svg(r: &PdltResult) -> String {
+    let colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
+    let series = r
+        .scans
+        .iter()
+        .enumerate()
+        .map(|(i, sc)| Series {
+            label: format!("preempt={}", sc.preempt_model),
+            color: colors[i % colors.len()],
+            points: sc
+                .points
+                .iter()
+                .map(|p| (p.offset_ns as f64 / 1000.0, p.pdlt_ns as f64 / 1000.0))
+                .collect(),
+            line: false,
+        })
+        .collect();
+    let x_bars = r
+        .scans
+        .first()
+        .and_then(|sc| sc.syscall_calibration.median_ns)
+        .map(|d| {
+            vec![(
+                0.0,
+                d as f64 / 1000.0,
+                format!("{} duration (median)", r.syscall),
+            )]
+        })
+        .unwrap_or_default();
+    LinePlot {
+        title: format!(
+            "PDLT scan of {} ({} {}), CPU {}",
+            r.syscall,
+            r.size,
+            if r.syscall == "getdents" {
+                "entries"
+            } else {
+                "bytes"
+            },
+            r.cpu
+        ),
+        x_label: "timer expiry − system call start [µs]".into(),
+        y_label: "PDLT: expiry → producer running [µs]".into(),
+        series,
+        x_bars,
+    }
+    .render()
+}
+
+pub fn sched_scale_csv(r: &SchedScaleResult) -> String {
+    let mut s = String::from("load_processes,wakeups,mean_ns,min_ns,max_ns,stddev_ns,cv,irq_to_run_mean_ns,irq_to_run_min_ns,irq_to_run_max_ns,irq_to_run_stddev_ns,waking_to_switch_mean_ns\n");
+    let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.1}"));
+    let u = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
+    for row in &r.rows {
+        let st = &row.wakeup_to_run_stats;
+        let k = row.irq_to_run_stats.as_ref();
+        s.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            row.load_processes,
+            row.wakeups,
+            f(st.avg_ns),
+            u(st.min_ns),
+            u(st.max_ns),
+            f(st.stddev_ns),
+            row.wakeup_to_run_cv
+                .map_or(String::new(), |c| format!("{c:.4}")),
+            f(k.and_then(|k| k.avg_ns)),
+            u(k.and_then(|k| k.min_ns)),
+            u(k.and_then(|k| k.max_ns)),
+            f(k.and_then(|k| k.stddev_ns)),
+            f(row.waking_to_switch_stats.as_ref().and_then(|w| w.avg_ns)),
+        ));
+    }
+    s
+}
+
+pub fn sched_scale_svg(r: &SchedScaleResult) -> String {
+    let mut series = vec![Series {
+        label: "mean wake-up→run (own clock)".into(),
+        color: "#1f77b4",
+        points: r
+            .rows
+            .iter()
+            .filter_map(|x| {
+                x.wakeup_to_run_stats
+                    .avg_ns
+                    .map(|m| (x.load_processes as f64, m / 1000.0))
+            })
+            .collect(),
+        line: true,
+    }];
+    if r.rows.iter().any(|x| x.irq_to_run_stats.is_some()) {
+        series.push(Series {
+            label: "mean irq→run (trace)".into(),
+            color: "#d62728",
+            points: r
+                .rows
+                .iter()
+                .filter_map(|x| {
+                    x.irq_to_run_stats
+                        .as_ref()
+                        .and_then(|s| s.avg_ns)
+                        .map(|m| (x.load_processes as f64, m / 1000.0))
+                })
+                .collect(),
+            line: true,
+        });
+    }
+    series.push(Series {
+        label: "heursch-2001 Table 3 (Linux 2.4)".into(),
+        color: "#999999",
+        points: vec![
+            (0.0, 1.0),
+            (10.0, 2.3),
+            (20.0, 3.4),
+            (30.0, 5.8),
+            (40.0, 8.5),
+            (50.0, 11.1),
+            (100.0, 25.7),
+            (150.0, 38.8),
+            (200.0, 52.1),
+        ],
+        line: true,
+    });
+    if let Some(f) = &r.fit_wakeup_to_run {
+        let xmax = r.rows.iter().map(|x| x.load_processes).max().unwrap_or(0) as f64;
+        series.push(Series {
+            label: format!("fit: {:.4} µs/process", f.slope / 1000.0),
+            color: "#2ca02c",
+            points: vec![
+                (0.0, f.intercept / 1000.0),
+                (xmax, (f.intercept + f.slope * xmax) / 1000.0),
+            ],
+            line: true,
+        });
+    }
+    LinePlot {
+        title: format!("SCHED_FIFO wake-up vs SCHED_OTHER load, CPU {}", r.cpu),
+        x_label: "runnable SCHED_OTHER load processes".into(),
+        y_label: "µs".into(),
+        series,
+        x_bars: Vec::new(),
+    }
+    .render()
 }

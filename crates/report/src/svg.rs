@@ -225,6 +225,116 @@ impl Plot {
     }
 }
 
+/// One series of a [`LinePlot`].
+pub struct Series {
+    pub label: String,
+    pub color: &'static str,
+    pub points: Vec<(f64, f64)>,
+    /// Draw as a connected line (true) or as dots (false).
+    pub line: bool,
+}
+
+/// An x/y figure of a benchmark (PDLT scan, sched-scale), drawn on the same canvas, axes and
+/// escaping as every other figure.
+pub struct LinePlot {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    /// Thick bars on the x axis: (x_start, x_end, label) — the system call's duration in PDLT
+    /// plots (heursch-2001 Figs. 3–8).
+    pub x_bars: Vec<(f64, f64, String)>,
+}
+
+/// The axis end: the next 1, 2 or 5 × 10^k at or above `v`.
+fn nice_max(v: f64) -> f64 {
+    if v.is_nan() || v <= 0.0 {
+        return 1.0;
+    }
+    let e = 10f64.powf(v.log10().floor());
+    for m in [1.0, 2.0, 5.0, 10.0] {
+        if v <= m * e {
+            return m * e;
+        }
+    }
+    10.0 * e
+}
+
+impl LinePlot {
+    pub fn render(&self) -> String {
+        let xs = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .chain(self.x_bars.iter().flat_map(|b| [b.0, b.1]));
+        let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        });
+        let (x_lo, x_hi) = if lo.is_finite() {
+            (
+                lo.min(0.0),
+                if hi > lo.min(0.0) {
+                    hi
+                } else {
+                    lo.min(0.0) + 1.0
+                },
+            )
+        } else {
+            (0.0, 1.0)
+        };
+        let y_hi = nice_max(
+            self.series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.1))
+                .fold(0.0, f64::max),
+        );
+        let mut p = Plot::new(
+            900.0,
+            500.0,
+            Scale::Linear { lo: x_lo, hi: x_hi },
+            Scale::Linear { lo: 0.0, hi: y_hi },
+        );
+        p.axes(&self.title, &self.x_label, &self.y_label);
+        let y0 = p.py(0.0);
+        for (x0, x1, label) in &self.x_bars {
+            let (a, b) = (p.px(*x0), p.px(*x1));
+            p.raw(&format!(
+                r#"<line x1="{a:.1}" y1="{y0:.1}" x2="{b:.1}" y2="{y0:.1}" stroke="black" stroke-width="6"><title>{}</title></line>"#,
+                esc(label)
+            ));
+        }
+        for se in &self.series {
+            if se.line {
+                let pts: Vec<String> = se
+                    .points
+                    .iter()
+                    .map(|&(x, y)| format!("{:.1},{:.1}", p.px(x), p.py(y)))
+                    .collect();
+                p.raw(&format!(
+                    r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
+                    se.color,
+                    pts.join(" ")
+                ));
+            } else {
+                for &(x, y) in &se.points {
+                    let (cx, cy) = (p.px(x), p.py(y));
+                    p.raw(&format!(
+                        r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="1.6" fill="{}"/>"#,
+                        se.color
+                    ));
+                }
+            }
+        }
+        let entries: Vec<(String, &str)> = self
+            .series
+            .iter()
+            .map(|s| (s.label.clone(), s.color))
+            .collect();
+        p.legend(&entries);
+        p.finish("line-plot", &self.title)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +346,39 @@ mod tests {
             "&lt;script&gt;alert(&quot;1&quot;)&lt;/script&gt;&amp;&#39;"
         );
         assert_eq!(esc("a\u{1b}[31m"), "a\\u{1b}[31m");
+    }
+
+    #[test]
+    fn line_plot_draws_dots_lines_bars_and_escapes() {
+        let p = LinePlot {
+            title: "t <x>".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            series: vec![
+                Series {
+                    label: "dots".into(),
+                    color: "#000",
+                    points: vec![(1.0, 2.0), (3.0, 4.0)],
+                    line: false,
+                },
+                Series {
+                    label: "line".into(),
+                    color: "#f00",
+                    points: vec![(0.0, 1.0), (2.0, 3.0)],
+                    line: true,
+                },
+            ],
+            x_bars: vec![(0.0, 1.5, "syscall".into())],
+        };
+        let s = p.render();
+        assert_eq!(s.matches("<circle").count(), 2);
+        assert_eq!(s.matches("<polyline").count(), 1);
+        assert!(s.contains("stroke-width=\"6\""));
+        assert!(s.contains("t &lt;x&gt;"));
+        assert!(s.ends_with("</svg>"));
+        assert_eq!(nice_max(3.2), 5.0);
+        assert_eq!(nice_max(0.0), 1.0);
+        assert_eq!(nice_max(100.0), 100.0);
     }
 
     #[test]

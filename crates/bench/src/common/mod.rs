@@ -5,7 +5,6 @@
 
 pub mod reaper;
 pub mod rt;
-pub mod svg;
 pub mod sync;
 pub mod tracefs;
 

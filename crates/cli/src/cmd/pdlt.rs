@@ -164,11 +164,11 @@ pub fn run(a: Args) -> Result<()> {
         print!("{}", rtscope_report::bench::pdlt(&res));
     }
     if let Some(p) = &a.csv {
-        write_atomic(p, pdlt::to_csv(&res).as_bytes())?;
+        write_atomic(p, rtscope_report::bench::pdlt_csv(&res).as_bytes())?;
         eprintln!("rtscope: wrote {}", p.display());
     }
     if let Some(p) = &a.svg {
-        write_atomic(p, pdlt::to_svg(&res).as_bytes())?;
+        write_atomic(p, rtscope_report::bench::pdlt_svg(&res).as_bytes())?;
         eprintln!("rtscope: wrote {}", p.display());
     }
     let rec = bench_record(

@@ -8,7 +8,7 @@ use crate::usage;
 use anyhow::Result;
 use rtscope_bench::common::{self as bc, reaper::Reaper};
 use rtscope_bench::sched_scale::{self, parse_loads, Config, DEFAULT_LOADS};
-use rtscope_model::bench::{BenchResult, SchedScaleResult};
+use rtscope_model::bench::BenchResult;
 use rtscope_model::{WarningCode, Warnings};
 use std::path::PathBuf;
 
@@ -87,11 +87,11 @@ pub fn run(a: Args) -> Result<()> {
         print!("{}", rtscope_report::bench::sched_scale(&res));
     }
     if let Some(p) = &a.csv {
-        write_atomic(p, to_csv(&res).as_bytes())?;
+        write_atomic(p, rtscope_report::bench::sched_scale_csv(&res).as_bytes())?;
         eprintln!("rtscope: wrote {}", p.display());
     }
     if let Some(p) = &a.svg {
-        write_atomic(p, to_svg(&res).as_bytes())?;
+        write_atomic(p, rtscope_report::bench::sched_scale_svg(&res).as_bytes())?;
         eprintln!("rtscope: wrote {}", p.display());
     }
     let mut warnings = Vec::new();
@@ -118,102 +118,4 @@ pub fn run(a: Args) -> Result<()> {
         BenchResult::SchedScale(Box::new(res)),
     );
     emit(&a.out, &rec)
-}
-
-fn to_csv(r: &SchedScaleResult) -> String {
-    let mut s = String::from("load_processes,wakeups,mean_ns,min_ns,max_ns,stddev_ns,cv,irq_to_run_mean_ns,irq_to_run_min_ns,irq_to_run_max_ns,irq_to_run_stddev_ns,waking_to_switch_mean_ns\n");
-    let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.1}"));
-    let u = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
-    for row in &r.rows {
-        let st = &row.wakeup_to_run_stats;
-        let k = row.irq_to_run_stats.as_ref();
-        s.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
-            row.load_processes,
-            row.wakeups,
-            f(st.avg_ns),
-            u(st.min_ns),
-            u(st.max_ns),
-            f(st.stddev_ns),
-            row.wakeup_to_run_cv
-                .map_or(String::new(), |c| format!("{c:.4}")),
-            f(k.and_then(|k| k.avg_ns)),
-            u(k.and_then(|k| k.min_ns)),
-            u(k.and_then(|k| k.max_ns)),
-            f(k.and_then(|k| k.stddev_ns)),
-            f(row.waking_to_switch_stats.as_ref().and_then(|w| w.avg_ns)),
-        ));
-    }
-    s
-}
-
-fn to_svg(r: &SchedScaleResult) -> String {
-    use rtscope_bench::common::svg::{Plot, Series};
-    let mut series = vec![Series {
-        label: "mean wake-up→run (own clock)".into(),
-        color: "#1f77b4",
-        points: r
-            .rows
-            .iter()
-            .filter_map(|x| {
-                x.wakeup_to_run_stats
-                    .avg_ns
-                    .map(|m| (x.load_processes as f64, m / 1000.0))
-            })
-            .collect(),
-        line: true,
-    }];
-    if r.rows.iter().any(|x| x.irq_to_run_stats.is_some()) {
-        series.push(Series {
-            label: "mean irq→run (trace)".into(),
-            color: "#d62728",
-            points: r
-                .rows
-                .iter()
-                .filter_map(|x| {
-                    x.irq_to_run_stats
-                        .as_ref()
-                        .and_then(|s| s.avg_ns)
-                        .map(|m| (x.load_processes as f64, m / 1000.0))
-                })
-                .collect(),
-            line: true,
-        });
-    }
-    series.push(Series {
-        label: "heursch-2001 Table 3 (Linux 2.4)".into(),
-        color: "#999999",
-        points: vec![
-            (0.0, 1.0),
-            (10.0, 2.3),
-            (20.0, 3.4),
-            (30.0, 5.8),
-            (40.0, 8.5),
-            (50.0, 11.1),
-            (100.0, 25.7),
-            (150.0, 38.8),
-            (200.0, 52.1),
-        ],
-        line: true,
-    });
-    if let Some(f) = &r.fit_wakeup_to_run {
-        let xmax = r.rows.iter().map(|x| x.load_processes).max().unwrap_or(0) as f64;
-        series.push(Series {
-            label: format!("fit: {:.4} µs/process", f.slope / 1000.0),
-            color: "#2ca02c",
-            points: vec![
-                (0.0, f.intercept / 1000.0),
-                (xmax, (f.intercept + f.slope * xmax) / 1000.0),
-            ],
-            line: true,
-        });
-    }
-    Plot {
-        title: format!("SCHED_FIFO wake-up vs SCHED_OTHER load, CPU {}", r.cpu),
-        x_label: "runnable SCHED_OTHER load processes".into(),
-        y_label: "µs".into(),
-        series,
-        x_bars: Vec::new(),
-    }
-    .render()
 }

@@ -158,22 +158,9 @@ struct RunArgs {
     /// Do not ask for SIGXCPU on DEADLINE runtime overruns.
     #[arg(long)]
     no_overrun_signal: bool,
-    /// The RunRecord (task-set result under "bench") as JSON: FILE, or stdout with `-`
+    /// Output and store flags; `-q` prints only the summary line.
     #[command(flatten)]
-    json: super::common::JsonOut,
-    /// Do not store the run in the results database.
-    #[arg(long)]
-    no_store: bool,
-    /// Results database: a SQLite file path or postgres://user@host/db [default:
-    /// $XDG_DATA_HOME/rtscope/results.db]
-    #[arg(long, value_parser = crate::cmd::common::db_url, value_name = "PATH|URL")]
-    db: Option<String>,
-    /// key=value tag stored with the run (repeatable)
-    #[arg(long, value_name = "K=V")]
-    tag: Vec<String>,
-    /// Print nothing but the summary line.
-    #[arg(short, long)]
-    quiet: bool,
+    out: super::common::OutArgs,
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
@@ -397,10 +384,7 @@ fn check_cmd(c: CheckArgs) -> anyhow::Result<()> {
 }
 
 fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
-    r.json.check()?;
-    if !r.no_store {
-        super::common::check_db_writable(r.db.as_deref())?;
-    }
+    let tags = r.out.validate()?;
     let cpus = resolve_cpus(&r.plan.cpus)?;
     let access = match r.access.as_str() {
         "seq" | "sequential" => Access::Sequential,
@@ -414,13 +398,6 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
     };
     if !(1..=1024 * 1024).contains(&r.wss_kb) {
         return Err(usage!("--wss-kb: must be 1..=1048576, got {}", r.wss_kb));
-    }
-    let mut tags = std::collections::BTreeMap::new();
-    for t in &r.tag {
-        let (k, v) = t
-            .split_once('=')
-            .ok_or_else(|| usage!("--tag: expected key=value, got '{t}'"))?;
-        tags.insert(k.to_string(), v.to_string());
     }
     let (policy, placement) = resolve_policy(&r.plan)?;
     let online = rtscope_probe::sys::online_cpus().context("reading online CPUs")?;
@@ -570,47 +547,14 @@ fn run_cmd(r: RunArgs) -> anyhow::Result<()> {
         other => anyhow::Error::new(other),
     })?;
     let wall = started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0);
-    if r.json.to_stdout() {
-    } else if r.quiet {
+    if !r.out.text() {
+    } else if r.out.quiet {
         println!("{}", text::summary_line(&res));
     } else {
         print!("{}", text::result(&res));
     }
     let rec = record(&res, &cpus, started, wall, tags);
-    // Store first: a file that cannot be written never costs the stored run.
-    let mut kept = false;
-    if !r.no_store {
-        kept = true;
-        match rtscope_store::save_or_fallback(r.db.as_deref(), &rec) {
-            Ok(rtscope_store::Saved::Stored { id, location }) => {
-                if !r.quiet {
-                    eprintln!("stored run {id} in {location}");
-                }
-            }
-            Ok(rtscope_store::Saved::Fallback {
-                path,
-                reason,
-                import_command,
-            }) => {
-                eprintln!("rtscope: warning: results database unavailable ({reason}); saved {} — later: {import_command}", path.display());
-            }
-            Err(e) => {
-                kept = false;
-                eprintln!("rtscope: warning: run not stored: {e}")
-            }
-        }
-    }
-    if r.json.path.is_some() {
-        let s = serde_json::to_string_pretty(&rec)?;
-        if let Err(e) = r.json.write(&s) {
-            if !kept {
-                if let Ok(f) = rtscope_store::fallback::keep_in_fallback(&rec) {
-                    return Err(e.context(format!("the record was kept in {}", f.display())));
-                }
-            }
-            return Err(e);
-        }
-    }
+    super::common::emit(&r.out, &rec)?;
     // Like every verb: a stop by SIGINT/SIGTERM is a finished run with partial results (exit
     // 0), marked `interrupted` in the record.
     if res.interrupted {

@@ -254,6 +254,21 @@ fn wait_gate(gate: &AtomicU32) -> u32 {
 
 /// Run one scenario with one kind of mutex. `on_started` is called once every thread is
 /// admitted, before the epoch is fixed (the caller starts its schedule capture there).
+/// SCHED_DEADLINE threads may only be confined to a root domain: on fewer than all online CPUs,
+/// an exclusive cpuset makes `cpus` one (removed when the returned value drops). Its notes (e.g.
+/// the root's sched_load_balance switched off for the run) go into `notes`.
+fn root_domain_of(cpus: &[u32], notes: &mut Vec<String>) -> Result<Option<Cpusets>> {
+    let online = sys::online_cpus()
+        .map_err(|e| BenchError::io("reading /sys/devices/system/cpu/online", e))?;
+    if cpus == online {
+        return Ok(None);
+    }
+    let c =
+        Cpusets::create(&[cpus.to_vec()]).map_err(|e| BenchError::Unavailable(e.to_string()))?;
+    notes.extend(c.notes.iter().cloned());
+    Ok(Some(c))
+}
+
 pub fn run(
     cfg: &KernelConfig,
     reaper: &Reaper,
@@ -261,17 +276,8 @@ pub fn run(
 ) -> Result<MbwiKernelRun> {
     cfg.validate()?;
     crate::common::rt::lock_memory()?;
-    let online = sys::online_cpus()
-        .map_err(|e| BenchError::io("reading /sys/devices/system/cpu/online", e))?;
     let mut notes = Vec::new();
-    let cpusets = if cfg.cpus == online {
-        None
-    } else {
-        let c = Cpusets::create(std::slice::from_ref(&cfg.cpus))
-            .map_err(|e| BenchError::Unavailable(e.to_string()))?;
-        notes.extend(c.notes.iter().cloned());
-        Some(c)
-    };
+    let cpusets = root_domain_of(&cfg.cpus, &mut notes)?;
     let mut names: Vec<String> = Vec::new();
     for t in &cfg.set.tasks {
         for s in t
@@ -876,20 +882,11 @@ fn become_dl(runtime_ns: u64, period_ns: u64) -> std::result::Result<(), String>
 pub fn overhead(cfg: &OverheadConfig) -> Result<MbwiOverhead> {
     cfg.validate()?;
     crate::common::rt::lock_memory()?;
-    let online = sys::online_cpus()
-        .map_err(|e| BenchError::io("reading /sys/devices/system/cpu/online", e))?;
     let mut notes = vec![
         "each figure is (clock read after) − (clock read before) around one call, CLOCK_MONOTONIC via the vDSO; subtract the clock_read row for the call alone".to_string(),
         "threads are SCHED_DEADLINE (runtime 2 ms, period 10 ms; the waiter 20 ms) and rest between bursts so that no budget runs out inside a timed call".to_string(),
     ];
-    let cpusets = if cfg.cpus == online {
-        None
-    } else {
-        let c = Cpusets::create(std::slice::from_ref(&cfg.cpus))
-            .map_err(|e| BenchError::Unavailable(e.to_string()))?;
-        notes.extend(c.notes.iter().cloned());
-        Some(c)
-    };
+    let cpusets = root_domain_of(&cfg.cpus, &mut notes)?;
     let attach = |tid: i32| -> std::result::Result<(), String> {
         match &cpusets {
             Some(c) => c.attach(0, tid).map_err(|e| e.to_string()),

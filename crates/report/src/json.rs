@@ -40,18 +40,3 @@ pub fn parse_run_record(text: &str) -> Result<RunRecord, ReadError> {
     .map_err(ReadError::Parse)?;
     serde_json::from_str(text).map_err(|e| ReadError::Parse(e.to_string()))
 }
-
-/// Raw samples as CSV: `cpu,tid,cycle,expected_ns,latency_ns`.
-pub fn raw_samples_csv(samples: &[rtscope_model::RawSample]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(samples.len() * 40 + 64);
-    s.push_str("cpu,tid,cycle,expected_ns,latency_ns\n");
-    for r in samples {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{}",
-            r.cpu, r.tid, r.cycle, r.expected_ns, r.latency_ns
-        );
-    }
-    s
-}

@@ -120,15 +120,7 @@ impl FlightView {
             .iter()
             .flat_map(|(_, v)| v.iter().copied())
             .collect();
-        let mut idx: Vec<usize> = (0..samples.len()).collect();
-        idx.sort_by(|&a, &b| {
-            samples[b]
-                .latency_ns
-                .cmp(&samples[a].latency_ns)
-                .then(a.cmp(&b))
-        });
-        idx.truncate(opts.top_n);
-        let keep: std::collections::HashSet<usize> = idx.iter().copied().collect();
+        let (idx, keep) = attribution::worst_samples(&samples, opts.top_n);
         let mut all = Vec::with_capacity(samples.len());
         let mut base = 0usize;
         for ((_, from, to), v) in &self.groups {

@@ -784,15 +784,12 @@ pub fn attribute_samples(
     (out.into_iter().flatten().collect(), gaps)
 }
 
-/// Attribute every sample and summarise the run.
-pub fn attribute(
-    events: &[Event],
+/// The `top_n` worst samples by latency (ties: earlier first), in that order, and the same
+/// indices as a set: decided before the sweep, so that only they carry timelines.
+pub fn worst_samples(
     samples: &[RawSample],
-    names: &NameTables,
-    opts: &AttributionOptions,
-) -> AttributionResult {
-    // Worst samples by latency (ties: earlier first), decided before the sweep so only they carry
-    // timelines.
+    top_n: usize,
+) -> (Vec<usize>, std::collections::HashSet<usize>) {
     let mut idx: Vec<usize> = (0..samples.len()).collect();
     idx.sort_by(|&a, &b| {
         samples[b]
@@ -800,8 +797,19 @@ pub fn attribute(
             .cmp(&samples[a].latency_ns)
             .then(a.cmp(&b))
     });
-    idx.truncate(opts.top_n);
-    let keep: std::collections::HashSet<usize> = idx.iter().copied().collect();
+    idx.truncate(top_n);
+    let keep = idx.iter().copied().collect();
+    (idx, keep)
+}
+
+/// Attribute every sample and summarise the run.
+pub fn attribute(
+    events: &[Event],
+    samples: &[RawSample],
+    names: &NameTables,
+    opts: &AttributionOptions,
+) -> AttributionResult {
+    let (idx, keep) = worst_samples(samples, opts.top_n);
     let (all, gaps) = attribute_samples(events, samples, names, opts, &|k| keep.contains(&k));
     summarize(samples, all, &idx, gaps, opts)
 }

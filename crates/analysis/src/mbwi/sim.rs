@@ -82,6 +82,26 @@ struct Server {
     fresh: bool,
 }
 
+impl Server {
+    /// `replenish_dl_entity`: the deadline moves one period later per budget Q overdrawn
+    /// (q > 0: validated with the task set).
+    fn postpone(&mut self, q: i64, p: u64) {
+        while self.c <= 0 {
+            self.d += p;
+            self.c += q;
+        }
+    }
+
+    /// The same, then a deadline already in the past at `t` starts a new instance.
+    fn replenish(&mut self, q: i64, p: u64, d_rel: u64, t: u64) {
+        self.postpone(q, p);
+        if self.d < t {
+            self.d = t + d_rel;
+            self.c = q;
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 struct Mtx {
     owner: Option<usize>,
@@ -298,14 +318,7 @@ impl<'a> Sim<'a> {
         let t = self.t;
         let (q, p, d) = self.pi_params(s);
         let sv = &mut self.servers[s];
-        while sv.c <= 0 {
-            sv.d += p;
-            sv.c += q;
-        }
-        if sv.d < t {
-            sv.d = t + d;
-            sv.c = q;
-        }
+        sv.replenish(q, p, d, t);
         sv.throttled = false;
         self.event(s, SimEventKind::Replenish, None, Some(s));
     }
@@ -317,11 +330,7 @@ impl<'a> Sim<'a> {
             // runtime and period, at once.
             let w = self.tasks[s].donor.unwrap_or(s);
             let (q, p, _) = self.pi_params(s);
-            let sv = &mut self.servers[s];
-            while sv.c <= 0 {
-                sv.d += p;
-                sv.c += q;
-            }
+            self.servers[s].postpone(q, p);
             self.event(s, SimEventKind::Replenish, None, Some(w));
             return;
         }
@@ -390,14 +399,7 @@ impl<'a> Sim<'a> {
                     let sv = &mut self.servers[h];
                     // enqueue_task_dl: "the boost overrides the throttle".
                     sv.throttled = false;
-                    while sv.c <= 0 {
-                        sv.d += p;
-                        sv.c += q;
-                    }
-                    if sv.d < t {
-                        sv.d = t + d;
-                        sv.c = q;
-                    }
+                    sv.replenish(q, p, d, t);
                 }
             }
             None => {

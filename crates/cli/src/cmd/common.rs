@@ -362,3 +362,53 @@ pub fn emit(out: &OutArgs, rec: &rtscope_model::RunRecord) -> Result<()> {
     }
     Ok(())
 }
+
+/// Map a bench error: bad input → exit 2, the rest → exit 1.
+pub fn bench_err(e: rtscope_bench::common::BenchError) -> anyhow::Error {
+    match e {
+        rtscope_bench::common::BenchError::Invalid(m) => usage!("{m}"),
+        e => anyhow::Error::new(e),
+    }
+}
+
+pub struct RecordInfo<'a> {
+    pub verb: &'a str,
+    pub cpu: u32,
+    pub priority: u32,
+    pub started: std::time::SystemTime,
+    pub wall_s: f64,
+    pub interrupted: bool,
+    pub warnings: Vec<rtscope_model::Warning>,
+    pub tags: std::collections::BTreeMap<String, String>,
+}
+
+/// A RunRecord carrying a bench result (no probe threads: `threads` is empty).
+pub fn bench_record(
+    info: RecordInfo,
+    bench: rtscope_model::bench::BenchResult,
+) -> rtscope_model::RunRecord {
+    rtscope_session::record::work_record(rtscope_session::record::WorkInfo {
+        verb: info.verb.into(),
+        cmdline: cmdline(),
+        cpus: vec![info.cpu],
+        policy: rtscope_model::Policy::Fifo,
+        priority: info.priority,
+        duration_s: None,
+        started: info.started,
+        wall_s: info.wall_s,
+        interrupted: info.interrupted,
+        hygiene: rtscope_model::Hygiene {
+            mlockall: true,
+            prefaulted_stack_bytes: rtscope_bench::common::rt::PREFAULT_STACK_BYTES as u64,
+            notes: vec![
+                "benchmark threads pinned, SCHED_FIFO, memory locked; RT throttling left on (drivers rest 10 ms every 100 ms)".into(),
+            ],
+            ..Default::default()
+        },
+        overruns: 0,
+        warnings: info.warnings,
+        tags: info.tags,
+        loads: Vec::new(),
+        bench: Some(bench),
+    })
+}

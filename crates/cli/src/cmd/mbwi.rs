@@ -3,7 +3,7 @@
 //! mutex (§4.4.2) beside the simulator; `overhead` times lock/unlock with and without PI (§4.4.3).
 
 use super::common::{self, check_output, check_output_dir, write_atomic, OutArgs};
-use super::rhealstone::{bench_err, bench_record, emit, RecordInfo};
+use super::common::{bench_err, bench_record, emit, RecordInfo};
 use crate::usage;
 use anyhow::{Context, Result};
 use rtscope_analysis::mbwi as sim;

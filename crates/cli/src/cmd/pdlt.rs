@@ -2,7 +2,7 @@
 //! timer interrupt from the start of a long system call; non-preemptible stretches show up as
 //! triangles.
 
-use super::rhealstone::{bench_err, bench_record, emit, OutArgs, RecordInfo};
+use super::common::{bench_err, bench_record, emit, OutArgs, RecordInfo};
 use crate::cmd::common::{check_output, write_atomic};
 use crate::usage;
 use anyhow::Result;

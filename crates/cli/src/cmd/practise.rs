@@ -4,7 +4,7 @@
 //! the kernel's own cpudl/cpupri costs, timed with fentry/fexit (`kernel`, §2.3.9).
 
 use super::common::{self, OutArgs};
-use super::rhealstone::{bench_record, RecordInfo};
+use super::common::{bench_record, RecordInfo};
 use crate::usage;
 use anyhow::Result;
 use rtscope_model::{bench::BenchResult, practise::PractiseResult};

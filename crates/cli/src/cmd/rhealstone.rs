@@ -1,63 +1,15 @@
 //! `rtscope rhealstone` — the Rhealstone suite (Kar & Porter 1989; heursch-2001 §3.1): task
 //! switch, preemption, intertask message, semaphore shuffle, deadlock break and interrupt
 //! response, each pinned to one CPU under SCHED_FIFO with memory locked, with the full
-//! distribution and Kar's composite figure. Also holds the record/output helpers the other two
-//! bench verbs (sched-scale, pdlt) share.
+//! distribution and Kar's composite figure.
 
-pub use super::common::{emit, OutArgs};
+use super::common::{bench_err, bench_record, emit, OutArgs, RecordInfo};
 use crate::usage;
 use anyhow::Result;
-use rtscope_bench::common::{self as bc, reaper::Reaper, BenchError};
+use rtscope_bench::common::{self as bc, reaper::Reaper};
 use rtscope_bench::rhealstone::{self, Config, METRICS};
 use rtscope_model::bench::BenchResult;
 use rtscope_model::{WarningCode, Warnings};
-
-/// Map a bench error: bad input → exit 2, the rest → exit 1.
-pub fn bench_err(e: BenchError) -> anyhow::Error {
-    match e {
-        BenchError::Invalid(m) => usage!("{m}"),
-        e => anyhow::Error::new(e),
-    }
-}
-
-pub struct RecordInfo<'a> {
-    pub verb: &'a str,
-    pub cpu: u32,
-    pub priority: u32,
-    pub started: std::time::SystemTime,
-    pub wall_s: f64,
-    pub interrupted: bool,
-    pub warnings: Vec<rtscope_model::Warning>,
-    pub tags: std::collections::BTreeMap<String, String>,
-}
-
-/// A RunRecord carrying a bench result (no probe threads: `threads` is empty).
-pub fn bench_record(info: RecordInfo, bench: BenchResult) -> rtscope_model::RunRecord {
-    rtscope_session::record::work_record(rtscope_session::record::WorkInfo {
-        verb: info.verb.into(),
-        cmdline: super::common::cmdline(),
-        cpus: vec![info.cpu],
-        policy: rtscope_model::Policy::Fifo,
-        priority: info.priority,
-        duration_s: None,
-        started: info.started,
-        wall_s: info.wall_s,
-        interrupted: info.interrupted,
-        hygiene: rtscope_model::Hygiene {
-            mlockall: true,
-            prefaulted_stack_bytes: rtscope_bench::common::rt::PREFAULT_STACK_BYTES as u64,
-            notes: vec![
-                "benchmark threads pinned, SCHED_FIFO, memory locked; RT throttling left on (drivers rest 10 ms every 100 ms)".into(),
-            ],
-            ..Default::default()
-        },
-        overruns: 0,
-        warnings: info.warnings,
-        tags: info.tags,
-        loads: Vec::new(),
-        bench: Some(bench),
-    })
-}
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -2,7 +2,7 @@
 //! SCHED_OTHER load processes on the same CPU (heursch-2001 §4, Table 3), with the fitted slope
 //! and its 95 % confidence interval.
 
-use super::rhealstone::{bench_err, bench_record, emit, OutArgs, RecordInfo};
+use super::common::{bench_err, bench_record, emit, OutArgs, RecordInfo};
 use crate::cmd::common::{check_output, write_atomic};
 use crate::usage;
 use anyhow::Result;

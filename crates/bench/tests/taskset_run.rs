@@ -124,9 +124,13 @@ fn deadline_global_run() {
     let _g = serial();
     // U = 0.31 on ≥ 1 CPU with runtime margin 1.2: EDF meets every deadline of a reservation
     // that is never overdrawn. A vCPU stall while a reservation runs is charged to its runtime
-    // (SIGXCPU, delivered up to a tick later) and CBS throttles it for several periods; the
-    // stall also delays every other task by its length. Such a run says nothing about EDF and
-    // is repeated, at most three times. A run with misses and no overrun at all fails at once.
+    // (SIGXCPU, delivered up to a tick later) and CBS throttles it for several periods, so one
+    // stall costs a 10 ms task a dozen jobs; the stall also delays every other task by its
+    // length. What EDF is answerable for is the misses that no overrun explains: those must stay
+    // rare. Overruns themselves must stay a minority of jobs: a runtime set below the job length
+    // (a planning bug) would overrun nearly every job. A run outside either bound is repeated at
+    // most three times, since one long stall can delay every task at once.
+    let mut last = String::new();
     for attempt in 1..=3 {
         let Some(r) = run_or_skip(PolicyKind::Deadline, PlacementKind::Global) else {
             return;
@@ -140,27 +144,36 @@ fn deadline_global_run() {
         if r.miss_pct < 2.0 {
             return;
         }
+        let jobs: u64 = r.tasks.iter().map(|t| t.jobs).sum();
+        let unexplained: u64 = r
+            .tasks
+            .iter()
+            .map(|t| t.misses - t.misses_after_overrun)
+            .sum();
+        let explained = r.tasks.iter().any(|t| t.misses_after_overrun > 0);
         assert!(
-            r.total_dl_overruns > 0,
-            "{} % misses with no reservation overdrawn: {}",
-            r.miss_pct,
-            per_task(&r)
-        );
-        assert!(
-            r.warnings
-                .iter()
-                .any(|w| w.code == rtscope_model::WarningCode::DeadlineOverrun
-                    && w.message.contains("after a runtime overrun")),
+            !explained
+                || r.warnings
+                    .iter()
+                    .any(|w| w.code == rtscope_model::WarningCode::DeadlineOverrun
+                        && w.message.contains("after a runtime overrun")),
             "overrun misses not explained: {:?}",
             r.warnings
         );
+        let unexplained_pct = 100.0 * unexplained as f64 / jobs.max(1) as f64;
+        let overrun_pct = 100.0 * r.total_dl_overruns as f64 / jobs.max(1) as f64;
         println!(
-            "attempt {attempt}: {} % misses, reservations overdrawn: {}",
+            "attempt {attempt}: {:.1} % misses, {unexplained_pct:.1} % with no overrun, \
+             {overrun_pct:.1} % of jobs overran: {}",
             r.miss_pct,
             per_task(&r)
         );
+        if unexplained_pct < 2.0 && overrun_pct < 25.0 {
+            return;
+        }
+        last = per_task(&r);
     }
-    panic!("three runs in a row had reservations throttled after overruns");
+    panic!("three runs in a row with misses EDF should not have: {last}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ R=${RTSCOPE:-target/release/rtscope}
 C=crates/session/tests/corpus
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-"$R" trace record -D 1s -o "$C/rtt/record-1s.rtt" >/dev/null
+"$R" trace record -D 1s --no-store -o "$C/rtt/record-1s.rtt" >/dev/null
 "$R" run -D 5s -q --no-store -o "$T/run" >/dev/null
 cp "$T"/run/*/trace.rtt "$C/rtt/flight-5s.rtt"
 cp "$T"/run/*/run.json "$C/run-record/run-5s-traced.json"

@@ -73,3 +73,32 @@ if [ "${1:-}" != "--no-build" ]; then
   cargo build --release --locked -p rtscope-cli
   echo "setup: built $(pwd)/target/release/rtscope"
 fi
+
+# The kernel lab (crates/lab, docs/lab.md): Debian's linux-source-6.12 and what building it needs,
+# then the kernels the lab tests boot, built once and cached in ~/.cache/rtscope/kernels (a rerun
+# is a cache hit in a second). RTSCOPE_LAB_KERNELS chooses the presets ("" for none).
+LPKGS=(linux-source-6.12 flex bison bc libssl-dev dwarves xz-utils cpio)
+lmissing=()
+for p in "${LPKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || lmissing+=("$p")
+done
+if [ ${#lmissing[@]} -gt 0 ] && [ "$(id -u)" -eq 0 ]; then
+  echo "setup: installing ${lmissing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${lmissing[@]}" >/dev/null
+fi
+LAB_KERNELS=${RTSCOPE_LAB_KERNELS-trace}
+if [ -n "$LAB_KERNELS" ]; then
+  if [ "${1:-}" = "--no-build" ]; then
+    cargo build --locked -q -p rtscope-cli
+    RTSCOPE=target/debug/rtscope
+  else
+    RTSCOPE=target/release/rtscope
+  fi
+  for preset in $LAB_KERNELS; do
+    t0=$(date +%s)
+    "$RTSCOPE" lab kernel build --preset "$preset" -q
+    echo "setup: lab kernel $preset ready ($(( $(date +%s) - t0 )) s)"
+  done
+fi

@@ -13,12 +13,16 @@ use std::process::Command;
 const SRC: &str = "src/bpf/rtscope.bpf.c";
 /// The kernel half of PRAcTISE: fentry/fexit timing of cpudl_*/cpupri_* (src/kfuncs.rs).
 const KFUNCS_SRC: &str = "src/bpf/kfuncs.bpf.c";
+/// ECRTS'20 Table 1's thread variables reduced in the kernel from preemptirq tracepoints
+/// (src/preemptirq.rs).
+const PREEMPTIRQ_SRC: &str = "src/bpf/preemptirq.bpf.c";
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
     let vmlinux = out.join("vmlinux.h");
     println!("cargo:rerun-if-changed={SRC}");
     println!("cargo:rerun-if-changed={KFUNCS_SRC}");
+    println!("cargo:rerun-if-changed={PREEMPTIRQ_SRC}");
     println!("cargo:rerun-if-env-changed=RTSCOPE_VMLINUX_H");
     if let Some(h) = env::var_os("RTSCOPE_VMLINUX_H") {
         std::fs::copy(&h, &vmlinux).unwrap_or_else(|e| {
@@ -69,4 +73,17 @@ fn main() {
         ])
         .build_and_generate(out.join("kfuncs.skel.rs"))
         .expect("building src/bpf/kfuncs.bpf.c (needs clang and libbpf headers from libbpf-sys)");
+    libbpf_cargo::SkeletonBuilder::new()
+        .source(PREEMPTIRQ_SRC)
+        .clang_args([
+            "-I",
+            out.to_str().expect("OUT_DIR is UTF-8"),
+            "-O2",
+            "-g",
+            "-mcpu=v3",
+        ])
+        .build_and_generate(out.join("preemptirq.skel.rs"))
+        .expect(
+            "building src/bpf/preemptirq.bpf.c (needs clang and libbpf headers from libbpf-sys)",
+        );
 }

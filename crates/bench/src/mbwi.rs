@@ -1061,6 +1061,28 @@ pub fn parse_set(text: &str) -> std::result::Result<MbwiTaskSet, String> {
     Ok(set)
 }
 
+/// `mbwi sim`'s task set: a file (JSON or TOML, read by the caller's rule) or one of the built-in
+/// examples (`rtscope_analysis::mbwi::EXAMPLES`), and the name its results carry (the example's,
+/// or the file's stem).
+pub fn sim_set<V: crate::common::Values>(
+    file: Option<&std::path::Path>,
+    example: Option<&str>,
+    v: &V,
+) -> std::result::Result<(MbwiTaskSet, String), V::Error> {
+    let set = match file {
+        Some(f) => parse_set(&v.read("FILE", f)?)
+            .map_err(|e| BenchError::Invalid(format!("{}: {e}", f.display())))?,
+        None => example
+            .and_then(rtscope_analysis::mbwi::example)
+            .ok_or_else(|| BenchError::Invalid("--example".into()))?,
+    };
+    let name = match (example, file.and_then(|f| f.file_stem())) {
+        (Some(e), _) => e.to_string(),
+        (None, s) => s.map_or(String::new(), |s| s.to_string_lossy().into_owned()),
+    };
+    Ok((set, name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -581,6 +581,109 @@ pub fn run(cfg: &Config, reaper: &Reaper, mut progress: impl FnMut(&str)) -> Res
     out
 }
 
+/// `rtscope pdlt`'s flags as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flags {
+    pub cpus: Option<String>,
+    pub priority: u32,
+    pub consumer_priority: u32,
+    /// read | munmap | getdents | mmap_populate
+    pub syscall: String,
+    /// Bytes with an optional K/M/G suffix, or directory entries (getdents).
+    pub size: Option<String>,
+    pub step_us: f64,
+    /// START:END in µs.
+    pub offsets_us: Option<String>,
+    pub repeats: u32,
+    pub scratch_dir: Option<PathBuf>,
+    pub compare_preempt: bool,
+    pub max_seconds: f64,
+}
+
+impl Flags {
+    /// The scan's configuration, checked; bad input names its flag.
+    pub fn resolve<V: crate::common::Values>(
+        &self,
+        v: &V,
+    ) -> std::result::Result<Config, V::Error> {
+        let syscall = Syscall::parse(&self.syscall).map_err(BenchError::Invalid)?;
+        let size = match &self.size {
+            Some(s) => parse_size(s)?,
+            None => syscall.default_size(),
+        };
+        if !self.step_us.is_finite() || !(0.01..=1e6).contains(&self.step_us) {
+            return Err(BenchError::Invalid(format!(
+                "--step-us: must be 0.01..=1000000, got {}",
+                self.step_us
+            ))
+            .into());
+        }
+        if !self.max_seconds.is_finite() || !(0.1..=86_400.0).contains(&self.max_seconds) {
+            return Err(BenchError::Invalid(format!(
+                "--max-seconds: must be 0.1..=86400, got {}",
+                self.max_seconds
+            ))
+            .into());
+        }
+        let cfg = Config {
+            cpu: crate::common::one_cpu(v, self.cpus.as_deref())?,
+            producer_priority: self.priority,
+            consumer_priority: self.consumer_priority,
+            syscall,
+            size,
+            step_ns: (self.step_us * 1000.0).round() as u64,
+            range_ns: self.offsets_us.as_deref().map(parse_offsets).transpose()?,
+            repeats: self.repeats,
+            scratch_dir: self.scratch_dir.clone().unwrap_or_else(std::env::temp_dir),
+            compare_preempt: self.compare_preempt,
+            max_duration_ns: (self.max_seconds * 1e9) as u64,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// `--size`: a whole number with an optional K/M/G suffix.
+pub fn parse_size(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let v: u64 = num.parse().map_err(|_| {
+        BenchError::Invalid(format!(
+            "--size: '{s}' is not a size (a whole number, optional K/M/G suffix)"
+        ))
+    })?;
+    v.checked_mul(mult)
+        .ok_or_else(|| BenchError::Invalid(format!("--size: '{s}' is too large")))
+}
+
+/// `--offsets-us START:END` in ns.
+pub fn parse_offsets(s: &str) -> Result<(i64, i64)> {
+    let bad = |m: String| BenchError::Invalid(m);
+    let (a, b) = s.split_once(':').ok_or_else(|| {
+        bad(format!(
+            "--offsets-us: '{s}' must be START:END in µs, e.g. -5:800"
+        ))
+    })?;
+    let p = |x: &str| -> Result<i64> {
+        let v: f64 = x
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("--offsets-us: '{x}' is not a number of µs")))?;
+        if !v.is_finite() || v.abs() > 1e7 {
+            return Err(bad(format!(
+                "--offsets-us: {x} is out of range (-10000000..=10000000 µs)"
+            )));
+        }
+        Ok((v * 1000.0).round() as i64)
+    };
+    Ok((p(a)?, p(b)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -656,5 +759,69 @@ mod tests {
         }
         .validate()
         .is_err());
+    }
+
+    #[test]
+    fn sizes_and_offsets() {
+        assert_eq!(parse_size("8M").unwrap(), 8 << 20);
+        assert_eq!(parse_size("20000").unwrap(), 20000);
+        assert_eq!(
+            parse_size("x").unwrap_err().to_string(),
+            "--size: 'x' is not a size (a whole number, optional K/M/G suffix)"
+        );
+        assert_eq!(
+            parse_size("99999999999G").unwrap_err().to_string(),
+            "--size: '99999999999G' is too large"
+        );
+        assert_eq!(parse_offsets("-2:10.5").unwrap(), (-2000, 10500));
+        assert_eq!(
+            parse_offsets("5").unwrap_err().to_string(),
+            "--offsets-us: '5' must be START:END in µs, e.g. -5:800"
+        );
+        assert_eq!(
+            parse_offsets("0:1e9").unwrap_err().to_string(),
+            "--offsets-us: 1e9 is out of range (-10000000..=10000000 µs)"
+        );
+    }
+
+    #[test]
+    fn flags_resolve_to_a_config_or_name_the_flag() {
+        let f = Flags {
+            cpus: None,
+            priority: 80,
+            consumer_priority: 70,
+            syscall: "munmap".into(),
+            size: None,
+            step_us: 1.5,
+            offsets_us: Some("-2:100".into()),
+            repeats: 1,
+            scratch_dir: None,
+            compare_preempt: false,
+            max_seconds: 300.0,
+        };
+        let c = f.resolve(&crate::common::tests::NoMachine).unwrap();
+        assert_eq!(c.cpu, crate::common::default_cpu());
+        assert_eq!(
+            (c.syscall, c.size, c.step_ns),
+            (Syscall::Munmap, 16 << 20, 1500)
+        );
+        assert_eq!(c.range_ns, Some((-2000, 100_000)));
+        let rows: Vec<(Flags, &str)> = vec![
+            (Flags { step_us: 0.0, ..f.clone() }, "--step-us: must be 0.01..=1000000, got 0"),
+            (Flags { max_seconds: 0.0, ..f.clone() }, "--max-seconds: must be 0.1..=86400, got 0"),
+            (
+                Flags { cpus: Some("0-1".into()), ..f.clone() },
+                "--cpus: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. --cpus 1",
+            ),
+            (
+                Flags { consumer_priority: 90, ..f.clone() },
+                "--priority/--consumer-priority: need 1 <= consumer < producer <= 99, got consumer 90 producer 80",
+            ),
+        ];
+        for (f, want) in rows {
+            let e = f.resolve(&crate::common::tests::NoMachine).unwrap_err();
+            assert!(matches!(&e, BenchError::Invalid(_)));
+            assert_eq!(e.to_string(), want);
+        }
     }
 }

@@ -361,6 +361,61 @@ pub fn run(
     })
 }
 
+/// `rtscope sched-scale`'s flags as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flags {
+    pub cpus: Option<String>,
+    pub priority: u32,
+    /// Comma-separated numbers of load processes.
+    pub loads: String,
+    pub wakeups: u64,
+    pub sleep_ms: f64,
+    pub no_trace: bool,
+}
+
+impl Flags {
+    /// The measurement's configuration, checked; bad input names its flag.
+    pub fn resolve<V: crate::common::Values>(
+        &self,
+        v: &V,
+    ) -> std::result::Result<Config, V::Error> {
+        let loads = parse_loads(&self.loads).map_err(BenchError::Invalid)?;
+        if !self.sleep_ms.is_finite() || !(0.1..=10_000.0).contains(&self.sleep_ms) {
+            return Err(BenchError::Invalid(format!(
+                "--sleep-ms: must be 0.1..=10000, got {}",
+                self.sleep_ms
+            ))
+            .into());
+        }
+        let cfg = Config {
+            cpu: crate::common::one_cpu(v, self.cpus.as_deref())?,
+            priority: self.priority,
+            loads,
+            wakeups: self.wakeups,
+            sleep_ns: (self.sleep_ms * 1e6) as u64,
+            trace: !self.no_trace,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// What a result's reader must know: kernel events not captured, load levels not measured.
+pub fn warnings(res: &SchedScaleResult, interrupted: bool) -> Vec<rtscope_model::Warning> {
+    use rtscope_model::{WarningCode, Warnings};
+    let mut warnings = Vec::new();
+    if let Some(t) = &res.trace_unavailable {
+        warnings.warn(WarningCode::Trace, format!("kernel events: {t}"));
+    }
+    if DEFAULT_LOADS.len() != res.rows.len() && interrupted {
+        warnings.warn(
+            WarningCode::Interrupted,
+            "interrupted: not every load level was measured",
+        );
+    }
+    warnings
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,5 +484,35 @@ mod tests {
         .validate()
         .is_err());
         assert!(Config { sleep_ns: 10, ..c }.validate().is_err());
+    }
+
+    #[test]
+    fn flags_resolve_to_a_config_or_name_the_flag() {
+        let f = Flags {
+            cpus: None,
+            priority: 80,
+            loads: "0,10".into(),
+            wakeups: 200,
+            sleep_ms: 10.0,
+            no_trace: true,
+        };
+        let c = f.resolve(&crate::common::tests::NoMachine).unwrap();
+        assert_eq!(
+            (c.loads.clone(), c.sleep_ns, c.trace),
+            (vec![0, 10], 10_000_000, false)
+        );
+        let e = Flags {
+            sleep_ms: 0.0,
+            ..f.clone()
+        }
+        .resolve(&crate::common::tests::NoMachine)
+        .unwrap_err();
+        assert_eq!(e.to_string(), "--sleep-ms: must be 0.1..=10000, got 0");
+        assert!(Flags {
+            loads: "x".into(),
+            ..f
+        }
+        .resolve(&crate::common::tests::NoMachine)
+        .is_err());
     }
 }

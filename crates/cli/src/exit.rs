@@ -8,24 +8,15 @@ pub const TABLE: &str = "Exit codes (every verb):\n  0  done (also a run stopped
 
 pub const FAILURE: i32 = 1;
 pub const USAGE: i32 = 2;
-#[allow(dead_code)]
 pub const REGRESSION: i32 = 3;
 
-/// A bad-input error: printed as one line, exit code 2, raised before anything starts.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-impl std::error::Error for UsageError {}
-
-/// Shorthand: `return Err(usage!("--interval: must be 1..=10000000 us, got {v}"))`.
+/// Shorthand for bad input (exit 2, one line, nothing started):
+/// `return Err(usage!("--interval: must be 1..=10000000 us, got {v}"))`.
 #[macro_export]
 macro_rules! usage {
-    ($($t:tt)*) => { anyhow::Error::new($crate::exit::UsageError(format!($($t)*))) };
+    ($($t:tt)*) => {
+        anyhow::Error::new(rtscope_session::VerbError::BadInput(format!($($t)*)))
+    };
 }
 
 /// An error carrying its own exit code (e.g. 3 for a regression verdict).
@@ -47,8 +38,8 @@ pub fn report(r: anyhow::Result<()>) -> i32 {
     match r {
         Ok(()) => 0,
         Err(e) => {
-            if let Some(u) = e.downcast_ref::<UsageError>() {
-                eprintln!("rtscope: error: {}", redact(&u.to_string()));
+            if let Some(rtscope_session::VerbError::BadInput(m)) = e.downcast_ref() {
+                eprintln!("rtscope: error: {}", redact(m));
                 return USAGE;
             }
             if let Some(c) = e.downcast_ref::<ExitCode>() {

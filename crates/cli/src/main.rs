@@ -51,6 +51,9 @@ enum Command {
     Practise(cmd::practise::Args),
     /// Task sets: generate and run.
     Taskset(cmd::taskset::Args),
+    /// Kernels as inputs: build (presets from linux-source-6.12, Debian images), list, and run
+    /// any verb inside one under QEMU (optionally -icount) with its records brought home.
+    Lab(cmd::lab::Args),
     /// Run a matrix of measurements from a TOML file.
     Campaign(cmd::campaign::Args),
     /// List stored runs.
@@ -132,6 +135,7 @@ fn main() {
         Command::Mbwi(a) => cmd::mbwi::run(a),
         Command::Practise(a) => cmd::practise::run(a),
         Command::Taskset(a) => cmd::taskset::run(a),
+        Command::Lab(a) => cmd::lab::run(a),
         Command::Campaign(a) => cmd::campaign::run(a),
         Command::Runs(a) => cmd::runs::run(a),
         Command::Show(a) => cmd::show::run(a),
@@ -143,7 +147,7 @@ fn main() {
             let mut c = <Cli as clap::CommandFactory>::command();
             let mut buf = Vec::new();
             clap_complete::generate(shell, &mut c, "rtscope", &mut buf);
-            cmd::db::out(&String::from_utf8_lossy(&buf))
+            out(&String::from_utf8_lossy(&buf))
         }
         Command::Man => {
             let c = <Cli as clap::CommandFactory>::command();
@@ -151,8 +155,13 @@ fn main() {
             clap_mangen::Man::new(c)
                 .render(&mut buf)
                 .map_err(anyhow::Error::from)
-                .and_then(|_| cmd::db::out(&String::from_utf8_lossy(&buf)))
+                .and_then(|_| out(&String::from_utf8_lossy(&buf)))
         }
     };
     std::process::exit(exit::report(result));
+}
+
+/// Print to stdout; a closed pipe (`rtscope man | head`) ends the output quietly.
+fn out(s: &str) -> anyhow::Result<()> {
+    Ok(rtscope_session::outputs::print(s)?)
 }

@@ -48,6 +48,8 @@ const VERBS: &[&[&str]] = &[
     &["mbwi", "sim"],
     &["mbwi", "run"],
     &["mbwi", "overhead"],
+    &["trace", "record"],
+    &["lab", "run"],
 ];
 
 /// Verbs that produce a result: they store it by default and take `--no-store`, `--db`, `--tag`
@@ -199,5 +201,62 @@ fn completions_and_man_page_cover_every_verb() {
     );
     for v in VERBS {
         assert!(man.contains(v[0]), "man page: no {}", v[0]);
+    }
+}
+
+/// The loads' choices are typed: `--help` lists them and a typo gets the nearest name; a
+/// parametrised policy (`fifo:PRIO`) out of range says why. Refused before anything starts.
+#[test]
+fn load_choices_are_listed_and_typos_suggested() {
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+            .args(args)
+            .output()
+            .expect("rtscope");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    for v in [&["load"][..], &["measure"]] {
+        let h = help(v);
+        assert!(
+            h.contains("[possible values: idle, cpu-cache, hackbench, disk, net, io, exec]"),
+            "{v:?}: {h}"
+        );
+        assert!(
+            h.contains("[possible values: other, fifo, fifo:PRIO]"),
+            "{v:?}"
+        );
+    }
+    let rows: &[(&[&str], &[&str])] = &[
+        (
+            &["load", "idle,cpu-cach", "-D", "1s"],
+            &["invalid value 'cpu-cach'", "a similar value exists: 'cpu-cache'"],
+        ),
+        (
+            &["measure", "--load", "hackbench,bogus", "-D", "1s"],
+            &["invalid value 'bogus' for '--load <KIND[,KIND…]>'", "[possible values: idle,"],
+        ),
+        (
+            &["load", "cpu-cache", "--load-policy", "fifp"],
+            &["[possible values: other, fifo, fifo:PRIO]", "a similar value exists: 'fifo'"],
+        ),
+        (
+            &["load", "cpu-cache", "--load-policy", "fifo:100"],
+            &["invalid value 'fifo:100' for '--load-policy <POLICY>': expected 'other', 'fifo' or 'fifo:PRIO' with PRIO 1..=99, got 'fifo:100'"],
+        ),
+        (
+            &["load", "io,disk", "-D", "1s"],
+            &["rtscope: error: --load: 'disk' overlaps 'io' in 'io,disk' (io = hackbench+disk+net)"],
+        ),
+    ];
+    for (args, wants) in rows {
+        let (code, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        for w in *wants {
+            assert!(err.contains(w), "{args:?}: {err} lacks {w}");
+        }
     }
 }

@@ -29,7 +29,7 @@ mod sys;
 mod validate;
 
 pub use error::LoadError;
-pub use options::{parse_size, LoadKind, LoadOptions, LoadPolicy};
+pub use options::{parse_size, LoadKind, LoadOptions, LoadPolicy, LoadSettings};
 pub use supervise::RunningLoads;
 pub use sys::parse_cpu_list;
 
@@ -37,6 +37,13 @@ pub use sys::parse_cpu_list;
 /// and `idle` mixed with real loads are refused.
 pub fn parse_kinds(spec: &str) -> Result<Vec<LoadKind>, LoadError> {
     options::parse_kinds(spec)
+}
+
+/// Checks kinds given one by one (typed on the command line) as [`parse_kinds`] checks a list:
+/// no duplicates, no overlaps, `idle` alone.
+pub fn check_kinds(kinds: &[LoadKind]) -> Result<(), LoadError> {
+    let spec: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+    options::check_kinds_in(kinds, &spec.join(","))
 }
 
 /// Checks every option against the machine (CPUs online, memory for the working set, scratch

@@ -32,6 +32,17 @@ impl LoadKind {
         LoadKind::Exec,
     ];
 
+    /// Every kind's name, as the command line spells it.
+    pub const NAMES: [&'static str; 7] = [
+        "idle",
+        "cpu-cache",
+        "hackbench",
+        "disk",
+        "net",
+        "io",
+        "exec",
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             LoadKind::Idle => "idle",
@@ -79,24 +90,43 @@ pub(crate) fn parse_kinds(spec: &str) -> Result<Vec<LoadKind>, LoadError> {
     let mut kinds: Vec<LoadKind> = Vec::new();
     for part in spec.split(',') {
         let k: LoadKind = part.parse()?;
-        for prev in &kinds {
-            let overlap = prev.parts().iter().any(|p| k.parts().contains(p));
-            if *prev == k || overlap {
-                return Err(LoadError::invalid(
-                    "--load",
-                    format!("'{k}' overlaps '{prev}' in '{spec}' (io = hackbench+disk+net)"),
-                ));
-            }
-        }
+        check_next(&kinds, k, spec)?;
         kinds.push(k);
     }
+    check_idle(&kinds, spec)?;
+    Ok(kinds)
+}
+
+/// Duplicates, overlaps (`io,disk`) and `idle` mixed with real loads are refused; `spec` is how
+/// the list was given, for the message.
+pub(crate) fn check_kinds_in(kinds: &[LoadKind], spec: &str) -> Result<(), LoadError> {
+    for (i, &k) in kinds.iter().enumerate() {
+        check_next(&kinds[..i], k, spec)?;
+    }
+    check_idle(kinds, spec)
+}
+
+fn check_next(before: &[LoadKind], k: LoadKind, spec: &str) -> Result<(), LoadError> {
+    for prev in before {
+        let overlap = prev.parts().iter().any(|p| k.parts().contains(p));
+        if *prev == k || overlap {
+            return Err(LoadError::invalid(
+                "--load",
+                format!("'{k}' overlaps '{prev}' in '{spec}' (io = hackbench+disk+net)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_idle(kinds: &[LoadKind], spec: &str) -> Result<(), LoadError> {
     if kinds.len() > 1 && kinds.contains(&LoadKind::Idle) {
         return Err(LoadError::invalid(
             "--load",
             format!("'idle' cannot be combined with other loads in '{spec}'"),
         ));
     }
-    Ok(kinds)
+    Ok(())
 }
 
 /// Scheduling policy of every load process. Loads never run at real-time priority unless asked
@@ -108,6 +138,11 @@ pub enum LoadPolicy {
     Other,
     /// SCHED_FIFO at this priority (1..=99).
     Fifo(u8),
+}
+
+impl LoadPolicy {
+    /// The spellings the command line accepts (`fifo:PRIO` with PRIO 1..=99).
+    pub const NAMES: [&'static str; 3] = ["other", "fifo", "fifo:PRIO"];
 }
 
 impl std::str::FromStr for LoadPolicy {
@@ -189,6 +224,67 @@ impl Default for LoadOptions {
     }
 }
 
+/// The load options as the command line gives them (`rtscope load`, `rtscope measure --load`),
+/// sizes still as text; [`LoadSettings::options`] checks them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadSettings {
+    /// `--wss`: cpu-cache working set per worker; `None` = 2 × the largest cache.
+    pub wss: Option<String>,
+    pub scratch_dir: PathBuf,
+    /// `--disk-size`.
+    pub disk_size: String,
+    pub net_veth: bool,
+    pub net_port: u16,
+    pub policy: LoadPolicy,
+    pub hackbench_groups: u32,
+}
+
+impl Default for LoadSettings {
+    fn default() -> Self {
+        let o = LoadOptions::default();
+        LoadSettings {
+            wss: None,
+            scratch_dir: o.scratch_dir,
+            disk_size: "1G".into(),
+            net_veth: o.net_veth,
+            net_port: o.net_port,
+            policy: o.policy,
+            hackbench_groups: o.hackbench_groups,
+        }
+    }
+}
+
+impl LoadSettings {
+    /// The library options for loads on `cpus` (empty: every online CPU); a size that does not
+    /// parse is bad input naming its flag.
+    pub fn options(
+        &self,
+        cpus: Vec<u32>,
+        force: bool,
+        exec_argv: Vec<String>,
+    ) -> Result<LoadOptions, LoadError> {
+        let wss_bytes = match &self.wss {
+            Some(w) => Some(parse_size(w).map_err(|e| LoadError::invalid("--wss", e))?),
+            None => None,
+        };
+        let disk_bytes =
+            parse_size(&self.disk_size).map_err(|e| LoadError::invalid("--disk-size", e))?;
+        Ok(LoadOptions {
+            cpus,
+            wss_bytes,
+            scratch_dir: self.scratch_dir.clone(),
+            disk_bytes,
+            net_veth: self.net_veth,
+            net_port: self.net_port,
+            policy: self.policy,
+            force,
+            exec_argv,
+            hackbench_groups: self.hackbench_groups,
+            ..LoadOptions::default()
+        })
+    }
+}
+
 /// Parses a byte size: `4096`, `64K`, `20M`, `20MiB`, `1G`, `1GiB` (binary multiples).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
@@ -235,6 +331,82 @@ mod tests {
     }
 
     #[test]
+    fn typed_kinds_are_checked_like_a_spec() {
+        use LoadKind::*;
+        assert!(check_kinds_in(&[CpuCache, Io], "cpu-cache,io").is_ok());
+        let rows: &[(&[LoadKind], &str)] = &[
+            (
+                &[Io, Disk],
+                "--load: 'disk' overlaps 'io' in 'io,disk' (io = hackbench+disk+net)",
+            ),
+            (
+                &[Net, Net],
+                "--load: 'net' overlaps 'net' in 'net,net' (io = hackbench+disk+net)",
+            ),
+            (
+                &[Idle, Net],
+                "--load: 'idle' cannot be combined with other loads in 'idle,net'",
+            ),
+        ];
+        for (kinds, want) in rows {
+            let spec: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+            let e = check_kinds_in(kinds, &spec.join(",")).unwrap_err();
+            assert!(e.is_bad_input());
+            assert_eq!(e.to_string(), *want);
+        }
+        for (k, n) in LoadKind::ALL.iter().zip(LoadKind::NAMES) {
+            assert_eq!(k.name(), n);
+            assert_eq!(n.parse::<LoadKind>().unwrap(), *k);
+        }
+    }
+
+    #[test]
+    fn settings_resolve_to_options() {
+        let o = LoadSettings::default()
+            .options(vec![1], false, Vec::new())
+            .unwrap();
+        assert_eq!(
+            o,
+            LoadOptions {
+                cpus: vec![1],
+                ..LoadOptions::default()
+            }
+        );
+        let s = LoadSettings {
+            wss: Some("20M".into()),
+            disk_size: "64K".into(),
+            policy: LoadPolicy::Fifo(5),
+            ..LoadSettings::default()
+        };
+        let o = s.options(Vec::new(), true, vec!["true".into()]).unwrap();
+        assert_eq!(
+            (o.wss_bytes, o.disk_bytes, o.policy, o.force),
+            (Some(20 << 20), 64 << 10, LoadPolicy::Fifo(5), true)
+        );
+        let rows: &[(LoadSettings, &str)] = &[
+            (
+                LoadSettings {
+                    wss: Some("3X".into()),
+                    ..LoadSettings::default()
+                },
+                "--wss: unknown size unit 'X' in '3X' (use K, M, G, T)",
+            ),
+            (
+                LoadSettings {
+                    disk_size: "x".into(),
+                    ..LoadSettings::default()
+                },
+                "--disk-size: expected a size like 4096, 64K, 20M or 1G, got 'x'",
+            ),
+        ];
+        for (s, want) in rows {
+            let e = s.options(Vec::new(), false, Vec::new()).unwrap_err();
+            assert!(e.is_bad_input());
+            assert_eq!(e.to_string(), *want);
+        }
+    }
+
+    #[test]
     fn policy_parse() {
         assert_eq!("other".parse::<LoadPolicy>().unwrap(), LoadPolicy::Other);
         assert_eq!("fifo".parse::<LoadPolicy>().unwrap(), LoadPolicy::Fifo(1));
@@ -245,6 +417,9 @@ mod tests {
         assert!("fifo:0".parse::<LoadPolicy>().is_err());
         assert!("fifo:100".parse::<LoadPolicy>().is_err());
         assert!("rr".parse::<LoadPolicy>().is_err());
+        for n in &LoadPolicy::NAMES[..2] {
+            assert!(n.parse::<LoadPolicy>().is_ok(), "{n}");
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod slack;
 pub mod stats;
 pub mod system;
 pub mod taskset;
+pub mod thread_vars;
 pub mod warning;
 
 pub use config::*;

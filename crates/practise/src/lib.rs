@@ -34,6 +34,7 @@
 pub mod clock;
 pub mod emulate;
 pub mod machine;
+pub mod modes;
 pub mod queue;
 pub mod replay;
 pub mod spin;

@@ -1,6 +1,6 @@
 //! Text of `taskset check` and `taskset run`: placement, predictions and the per-task table.
 
-use rtscope_model::taskset::{TasksetResult, TestResult, Verdict};
+use rtscope_model::taskset::{Placement, TaskSet, TasksetResult, TestResult, Verdict};
 use std::fmt::Write as _;
 
 /// One line per CPU group of a partitioned or clustered placement: its CPUs, Σ U and task ids.
@@ -19,6 +19,26 @@ pub fn placement(kind: &str, heuristic: &str, groups: &[(Vec<u32>, u32, f64)]) -
         }
     }
     o
+}
+
+/// `taskset check`: the set read from `source`, its placement (`groups` as for [`placement`]),
+/// the admission method and the predictions.
+pub fn check(
+    source: &str,
+    set: &TaskSet,
+    placement_of: &Placement,
+    groups: &[(Vec<u32>, u32, f64)],
+    admission_method: &str,
+    preds: &[TestResult],
+) -> String {
+    let mut o = format!(
+        "task set {source}: {} tasks, U = {:.4}\n",
+        set.tasks.len(),
+        set.utilisation()
+    );
+    o += &placement(&placement_of.kind, &placement_of.heuristic, groups);
+    let _ = writeln!(o, "admission: {admission_method}");
+    o + &predictions(preds)
 }
 
 pub fn verdict(v: Verdict) -> &'static str {

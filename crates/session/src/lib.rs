@@ -16,19 +16,43 @@
 //! and only bounded summaries stay (histograms, worst-N with their event windows, per-source
 //! interrupt summaries and arrival curves). What the user asked to keep on disk (`--raw`,
 //! `--trace-file-mode all`) is written as it comes.
+//!
+//! The other verbs go through the same pieces: their flags resolved against the machine
+//! ([`input`], [`resolve`]), the lifecycle of work without measurement threads ([`work`]: the
+//! privilege it needs, leftovers of killed runs, stop signals, its record) and the outputs
+//! ([`outputs`]: store, then `--json`, with a fallback file). One module per verb family does the
+//! rest from the resolved flags: [`cyclictest`], [`import`], [`load_only`], [`capture`],
+//! [`analyze`], [`bound`], [`bench`](mod@bench), [`taskset`], [`mbwi`], [`campaign`], and
+//! [`stored`] for the verbs that read the results store.
 
+pub mod analyze;
+pub mod bench;
+pub mod bound;
+pub mod campaign;
+pub mod capture;
 pub mod checkpoint;
+pub mod cyclictest;
 pub mod flight;
+pub mod import;
+pub mod input;
 pub mod live;
+pub mod load_only;
+pub mod mbwi;
 pub mod mirror;
 pub mod outputs;
 pub mod privilege;
 pub mod record;
+pub mod resolve;
+pub mod schedule;
+pub mod stored;
 /// The one signal module (it lives in `probe`, the lowest crate that runs work).
 pub use rtscope_probe::signals;
 pub mod stream;
 pub mod synth;
+pub mod taskset;
+pub mod work;
 
+pub use input::VerbError;
 pub use live::{LiveSnapshot, ThreadLive, View};
 pub use outputs::Outputs;
 pub use stream::TraceFileMode;

@@ -285,3 +285,89 @@ pub fn work_record(w: WorkInfo) -> RunRecord {
         checkpoint: None,
     }
 }
+
+/// This process's command line as it may be stored and shown: passwords masked
+/// (`rtscope_model::secrets`).
+pub fn cmdline() -> Vec<String> {
+    rtscope_model::secrets::redact_argv(&std::env::args().collect::<Vec<_>>())
+}
+
+/// What a benchmark verb knows about its run besides its result.
+pub struct BenchInfo<'a> {
+    pub verb: &'a str,
+    pub cpu: u32,
+    pub priority: u32,
+    pub started: std::time::SystemTime,
+    pub wall_s: f64,
+    pub interrupted: bool,
+    pub warnings: Vec<Warning>,
+    pub tags: std::collections::BTreeMap<String, String>,
+}
+
+/// The RunRecord of a benchmark (pinned SCHED_FIFO threads, memory locked): its result in
+/// `bench`, no latency threads.
+pub fn bench_record(info: BenchInfo, bench: rtscope_model::bench::BenchResult) -> RunRecord {
+    work_record(WorkInfo {
+        verb: info.verb.into(),
+        cmdline: cmdline(),
+        cpus: vec![info.cpu],
+        policy: Policy::Fifo,
+        priority: info.priority,
+        duration_s: None,
+        started: info.started,
+        wall_s: info.wall_s,
+        interrupted: info.interrupted,
+        hygiene: rtscope_model::Hygiene {
+            mlockall: true,
+            prefaulted_stack_bytes: rtscope_bench::common::rt::PREFAULT_STACK_BYTES as u64,
+            notes: vec![
+                "benchmark threads pinned, SCHED_FIFO, memory locked; RT throttling left on (drivers rest 10 ms every 100 ms)".into(),
+            ],
+            ..Default::default()
+        },
+        overruns: 0,
+        warnings: info.warnings,
+        tags: info.tags,
+        loads: Vec::new(),
+        bench: Some(bench),
+    })
+}
+
+/// The RunRecord of a task-set run: its policy, the jobs that missed their deadline as overruns,
+/// the whole result in `bench`.
+pub fn taskset_record(
+    res: &rtscope_model::taskset::TasksetResult,
+    cpus: &[u32],
+    started: std::time::SystemTime,
+    wall_s: f64,
+    tags: std::collections::BTreeMap<String, String>,
+) -> RunRecord {
+    work_record(WorkInfo {
+        verb: "taskset".into(),
+        cmdline: cmdline(),
+        cpus: cpus.to_vec(),
+        policy: match res.config.policy.as_str() {
+            "deadline" => Policy::Deadline,
+            "fifo" => Policy::Fifo,
+            _ => Policy::Other,
+        },
+        priority: 0,
+        duration_s: Some(res.config.duration_s),
+        started,
+        wall_s,
+        interrupted: res.interrupted,
+        hygiene: rtscope_model::Hygiene {
+            mlockall: true,
+            timer_slack_ns: Some(1),
+            notes: vec![
+                "task threads: timer slack 1 ns, memory locked, working sets prefaulted".into(),
+            ],
+            ..Default::default()
+        },
+        overruns: res.total_misses,
+        warnings: res.warnings.clone(),
+        tags,
+        loads: Vec::new(),
+        bench: Some(rtscope_model::bench::BenchResult::Taskset(res.clone())),
+    })
+}

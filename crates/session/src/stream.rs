@@ -38,6 +38,11 @@ pub struct Explain {
     last_ts_ns: u64,
     /// Writing the trace file failed: the run goes on untraced-to-disk, and says so.
     writer_error: Option<String>,
+    /// The bound's thread terms measured in the kernel (ECRTS'20 Table 1 from the preemptirq
+    /// tracepoints, reduced in eBPF: no event stream), where the kernel has the tracepoints.
+    kernel_thread: Option<rtscope_trace::preemptirq::Reducer>,
+    /// Why the in-kernel measurement is not running although the kernel has the tracepoints.
+    kernel_thread_error: Option<String>,
 }
 
 impl Explain {
@@ -65,6 +70,12 @@ impl Explain {
         );
         x.writer = writer;
         x.trace_file = plan.trace_file.clone();
+        if plan.bound_points.is_some() && rtscope_trace::preemptirq::available().is_ok() {
+            match rtscope_trace::preemptirq::Reducer::start(&plan.config.cpus) {
+                Ok(r) => x.kernel_thread = Some(r),
+                Err(e) => x.kernel_thread_error = Some(e),
+            }
+        }
         x.names.irqs = rtscope_trace::sys::irq_names(&rtscope_trace::sys::read_interrupts());
         Ok(x)
     }
@@ -107,6 +118,25 @@ impl Explain {
             first_ts_ns: None,
             last_ts_ns: 0,
             writer_error: None,
+            kernel_thread: None,
+            kernel_thread_error: None,
+        }
+    }
+
+    /// The in-kernel thread terms so far into the bound (running maxima: a reading only grows).
+    fn feed_kernel_thread(&mut self) {
+        if let (Some(r), Some(b)) = (&self.kernel_thread, self.bound.as_mut()) {
+            for (cpu, m) in r.read() {
+                b.set_kernel_thread(
+                    cpu,
+                    rtscope_analysis::bound::thread::CpuThreadMeasure {
+                        vars: m.thread,
+                        preemptirq_events: m.preemptirq_events,
+                        sched_sections: m.sched_sections,
+                    },
+                    m.lost_events,
+                );
+            }
         }
     }
 
@@ -128,6 +158,7 @@ impl Explain {
         if watermark_ns >= self.names_refreshed_ns + 1_000_000_000 {
             self.names.comms = capture.comms();
             self.names_refreshed_ns = watermark_ns;
+            self.feed_kernel_thread();
         }
         self.learn_names(events);
         self.step(samples, events, watermark_ns)
@@ -293,6 +324,13 @@ impl Explain {
             }
         }
         self.step(&[], &capture.events, u64::MAX)?;
+        self.feed_kernel_thread();
+        if let Some(e) = &self.kernel_thread_error {
+            rec.warnings.push(rtscope_model::Warning::new(
+                rtscope_model::WarningCode::Bound,
+                format!("the in-kernel preemptirq measurement did not start ({e}): the bound's thread terms are estimated"),
+            ));
+        }
         let lost = capture.lost_total();
         if lost > 0 {
             rec.warnings.push(rtscope_model::Warning::new(rtscope_model::WarningCode::LostEvents, format!(

@@ -12,6 +12,11 @@
 //! [tags]
 //! kernel = "6.18-none"
 //! ```
+//!
+//! Kernels as an axis (the kernel lab, docs/lab.md): `kernels = ["host", "trace:none",
+//! "trace:full", "rt-trace"]` runs each cell on the host (`host`) or inside a lab kernel
+//! (`NAME[:PREEMPT]`, PREEMPT one of none, voluntary, full) through `rtscope lab run`, with
+//! `lab_args` (e.g. `["--icount", "--smp", "1"]`) passed to every lab run.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -51,7 +56,65 @@ struct Raw {
     #[serde(default)]
     extra_args: Vec<String>,
     #[serde(default)]
+    kernels: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    lab_args: Vec<String>,
+    #[serde(default)]
     tags: BTreeMap<String, Spanned<String>>,
+}
+
+/// One entry of the kernels axis: the host, or a lab kernel with its boot-time preemption model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KernelAxis {
+    Host,
+    Lab {
+        kernel: String,
+        preempt: Option<String>,
+    },
+}
+
+impl KernelAxis {
+    /// `host`, `NAME`, `NAME:PREEMPT`.
+    pub fn parse(s: &str) -> Result<KernelAxis, String> {
+        if s == "host" {
+            return Ok(KernelAxis::Host);
+        }
+        let (k, p) = match s.split_once(':') {
+            Some((k, p)) => (k, Some(p)),
+            None => (s, None),
+        };
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(format!(
+                "kernels: '{s}' is not host, NAME or NAME:PREEMPT (NAME: a preset or a kernel from `rtscope lab list`)"
+            ));
+        }
+        if let Some(p) = p {
+            if !["none", "voluntary", "full"].contains(&p) {
+                return Err(format!(
+                    "kernels: '{s}': the preemption model must be none, voluntary or full"
+                ));
+            }
+        }
+        Ok(KernelAxis::Lab {
+            kernel: k.to_string(),
+            preempt: p.map(String::from),
+        })
+    }
+
+    /// The cell id's prefix: empty for the host (ids of campaigns without kernels unchanged).
+    pub fn id_prefix(&self) -> String {
+        match self {
+            KernelAxis::Host => String::new(),
+            KernelAxis::Lab { kernel, preempt } => match preempt {
+                Some(p) => format!("{kernel}.{p}-"),
+                None => format!("{kernel}-"),
+            },
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -64,6 +127,10 @@ pub struct Campaign {
     pub durations: Vec<(String, f64)>,
     pub repetitions: u32,
     pub extra_args: Vec<String>,
+    /// The kernels axis (`[Host]` when the file has none).
+    pub kernels: Vec<KernelAxis>,
+    /// Passed to every `rtscope lab run`.
+    pub lab_args: Vec<String>,
     pub tags: BTreeMap<String, String>,
 }
 
@@ -78,6 +145,7 @@ pub struct Cell {
     pub duration: String,
     pub duration_s: f64,
     pub repetition: u32,
+    pub kernel: KernelAxis,
 }
 
 /// `30s`, `2m`, `1h`, `1d`, or bare seconds.
@@ -222,6 +290,16 @@ impl Campaign {
                 v as u32
             }
         };
+        let mut kernels = Vec::new();
+        match &raw.kernels {
+            None => kernels.push(KernelAxis::Host),
+            Some(ks) => {
+                nonempty(ks.span(), ks.get_ref().len(), "kernels")?;
+                for k in ks.get_ref() {
+                    kernels.push(KernelAxis::parse(k.get_ref()).map_err(|m| err_at(k.span(), m))?);
+                }
+            }
+        }
         let mut tags = BTreeMap::new();
         for (k, v) in raw.tags {
             if k == "campaign" || k == "cell" {
@@ -235,6 +313,7 @@ impl Campaign {
         // The matrix is built in memory (and listed by --dry-run): a short file must not name
         // billions of cells.
         let cells = [
+            kernels.len(),
             policies.len(),
             loads.len(),
             intervals_us.len(),
@@ -247,7 +326,7 @@ impl Campaign {
             return Err(err_at(
                 0..0,
                 format!(
-                    "the matrix has {cells} cells (policies × loads × intervals_us × durations × repetitions); at most {MAX_CELLS}"
+                    "the matrix has {cells} cells (kernels × policies × loads × intervals_us × durations × repetitions); at most {MAX_CELLS}"
                 ),
             ));
         }
@@ -259,6 +338,8 @@ impl Campaign {
             durations,
             repetitions,
             extra_args: raw.extra_args,
+            kernels,
+            lab_args: raw.lab_args,
             tags,
         })
     }
@@ -268,19 +349,22 @@ impl Campaign {
     pub fn cells(&self) -> Vec<Cell> {
         let mut out = Vec::new();
         for rep in 1..=self.repetitions {
-            for p in &self.policies {
-                for l in &self.loads {
-                    for &i in &self.intervals_us {
-                        for (d, ds) in &self.durations {
-                            out.push(Cell {
-                                id: format!("{p}-{l}-i{i}-{d}-r{rep}"),
-                                policy: p.clone(),
-                                load: l.clone(),
-                                interval_us: i,
-                                duration: d.clone(),
-                                duration_s: *ds,
-                                repetition: rep,
-                            });
+            for k in &self.kernels {
+                for p in &self.policies {
+                    for l in &self.loads {
+                        for &i in &self.intervals_us {
+                            for (d, ds) in &self.durations {
+                                out.push(Cell {
+                                    id: format!("{}{p}-{l}-i{i}-{d}-r{rep}", k.id_prefix()),
+                                    policy: p.clone(),
+                                    load: l.clone(),
+                                    interval_us: i,
+                                    duration: d.clone(),
+                                    duration_s: *ds,
+                                    repetition: rep,
+                                    kernel: k.clone(),
+                                });
+                            }
                         }
                     }
                 }
@@ -333,6 +417,46 @@ kernel = "6.18-none"
         assert_eq!(cells[6].id, "fifo-idle-i1000-2m-r2");
         assert_eq!(cells[0].duration_s, 120.0);
         assert_eq!(c.tags["kernel"], "6.18-none");
+    }
+
+    #[test]
+    fn kernels_axis() {
+        let text = GOOD.replace(
+            "repetitions = 3\n",
+            "repetitions = 1\nkernels = [\"host\", \"trace:full\", \"rt-trace\"]\nlab_args = [\"--icount\", \"--smp\", \"1\"]\n",
+        );
+        let c = Campaign::parse("c.toml", &text).unwrap();
+        let cells = c.cells();
+        // 3 kernels × 2 policies × 3 loads = 18; the host's ids are those of a campaign
+        // without kernels (stored runs keep counting after the axis is added).
+        assert_eq!(cells.len(), 18);
+        assert_eq!(cells[0].id, "fifo-idle-i1000-2m-r1");
+        assert_eq!(cells[0].kernel, KernelAxis::Host);
+        assert_eq!(cells[6].id, "trace.full-fifo-idle-i1000-2m-r1");
+        assert_eq!(
+            cells[6].kernel,
+            KernelAxis::Lab {
+                kernel: "trace".into(),
+                preempt: Some("full".into())
+            }
+        );
+        assert_eq!(cells[12].id, "rt-trace-fifo-idle-i1000-2m-r1");
+        assert_eq!(c.lab_args, ["--icount", "--smp", "1"]);
+        for (bad, needle) in [
+            ("\"trace:lazy\"", "none, voluntary or full"),
+            ("\"a b\"", "NAME:PREEMPT"),
+        ] {
+            let t = text.replace("\"rt-trace\"", bad);
+            let e = Campaign::parse("c.toml", &t).unwrap_err();
+            assert_eq!(e.line, 7, "{e}");
+            assert!(e.message.contains(needle), "{e}");
+        }
+        let e = Campaign::parse(
+            "c.toml",
+            &text.replace("[\"host\", \"trace:full\", \"rt-trace\"]", "[]"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("kernels: must list"), "{e}");
     }
 
     #[test]

@@ -40,6 +40,7 @@
 mod bpf;
 pub mod flight;
 pub mod kfuncs;
+pub mod preemptirq;
 pub mod reduce;
 pub mod rtt;
 pub mod sys;

@@ -406,6 +406,9 @@ pub struct OnlineBound {
     cpus: BTreeMap<u32, CpuState>,
     matcher: InstanceMatcher,
     thread: ThreadMeasurer,
+    /// Thread terms measured in the kernel (the eBPF preemptirq reduction) with the events it
+    /// lost; they take precedence over [`Self::thread`] for their CPU.
+    kernel_thread: BTreeMap<u32, (super::thread::CpuThreadMeasure, u64)>,
     lost: BTreeMap<u32, u64>,
     assume_thread_ns: Option<u64>,
     /// Series time 0.
@@ -426,6 +429,7 @@ impl OnlineBound {
             cpus: cpus.iter().map(|&c| (c, CpuState::default())).collect(),
             matcher: InstanceMatcher::default(),
             thread: ThreadMeasurer::default(),
+            kernel_thread: BTreeMap::new(),
             lost: BTreeMap::new(),
             assume_thread_ns: None,
             origin_ns: None,
@@ -458,6 +462,23 @@ impl OnlineBound {
     pub fn with_series_points(mut self, max_points: usize) -> Self {
         self.series.max_points = max_points.max(2);
         self
+    }
+
+    /// A CPU's thread terms as measured so far in the kernel (running maxima of the in-kernel
+    /// preemptirq reduction, `rtscope_trace::preemptirq`), with the events it did not see. They
+    /// replace those of the event stream for this CPU; the caller passes each new reading (the
+    /// maxima only grow). Lost events make the terms possibly low: the report says so.
+    pub fn set_kernel_thread(
+        &mut self,
+        cpu: u32,
+        m: super::thread::CpuThreadMeasure,
+        lost_events: u64,
+    ) {
+        if self.kernel_thread.get(&cpu) != Some(&(m.clone(), lost_events)) {
+            self.kernel_thread.insert(cpu, (m, lost_events));
+            self.cpus.entry(cpu).or_default();
+            self.version += 1;
+        }
     }
 
     /// The thread term for CPUs with neither preemptirq events nor samples (an estimate), as
@@ -559,8 +580,12 @@ impl OnlineBound {
         cpu: u32,
         c: &CpuState,
     ) -> Option<(rtscope_model::bound::ThreadVars, bool)> {
+        let measured = match self.kernel_thread.get(&cpu) {
+            Some((m, _)) if m.preemptirq_events > 0 => Some(m),
+            _ => self.thread.get(cpu),
+        };
         events::thread_terms(
-            self.thread.get(cpu),
+            measured,
             c.max_non_interrupt_delay_ns,
             self.assume_thread_ns,
         )
@@ -569,6 +594,14 @@ impl OnlineBound {
     fn analyze_cpus(&self, opts: &Options, warnings: &mut Vec<String>) -> Vec<CpuBound> {
         let mut out = Vec::new();
         for (&cpu, c) in &self.cpus {
+            if let Some((m, lost)) = self.kernel_thread.get(&cpu) {
+                if *lost > 0 && m.preemptirq_events > 0 {
+                    warnings.push(format!(
+                        "CPU {cpu}: the in-kernel preemptirq reduction missed {lost} events: its \
+                         thread terms may be low, so this CPU's bound is not sound"
+                    ));
+                }
+            }
             let Some((thread, estimated)) = self.cpu_terms(cpu, c) else {
                 warnings.push(events::skipped_cpu_warning(cpu));
                 continue;

@@ -968,3 +968,63 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn kernel_measured_thread_terms_replace_the_estimate() {
+    // CPU 0: IRQ 9 runs 50 ns; one sample of 500 ns, 400 of them not interrupt (the fallback).
+    let mut ob = OnlineBound::new(&[0], Grid::default());
+    ob.push_events(&[
+        ev(100, 0, EventKind::IrqEntry { irq: 9 }),
+        ev(
+            150,
+            0,
+            EventKind::IrqExit {
+                irq: 9,
+                handled: true,
+            },
+        ),
+    ]);
+    ob.push_sample(0, 500, 400);
+    let r = ob.report(&Options::default());
+    assert!(r.estimate && r.cpus[0].thread_estimated);
+    assert_eq!(r.cpus[0].bounds.single_of_each.latency_ns, Some(450));
+    // The in-kernel reduction's maxima: IFL = max(D_ST 30, D_POID 100) + D_PAIE 20 + D_PSD 70
+    // = 190 (Lemma 7); with IRQ 9's 50: 240.
+    let m = thread::CpuThreadMeasure {
+        vars: rtscope_model::bound::ThreadVars {
+            poid_ns: 100,
+            paie_ns: 20,
+            psd_ns: 70,
+            dst_ns: 30,
+        },
+        preemptirq_events: 1_000,
+        sched_sections: 10,
+    };
+    ob.set_kernel_thread(0, m.clone(), 0);
+    let r = ob.report(&Options::default());
+    assert!(
+        !r.estimate && !r.cpus[0].thread_estimated,
+        "{:?}",
+        r.warnings
+    );
+    assert_eq!(r.cpus[0].ifl_ns, 190);
+    assert_eq!(r.cpus[0].bounds.single_of_each.latency_ns, Some(240));
+    assert!(!r.warnings.iter().any(|w| w.contains("missed")));
+    // Lost events: still the measured terms, but the report says the bound is not sound.
+    ob.set_kernel_thread(0, m.clone(), 3);
+    let r = ob.report(&Options::default());
+    assert!(r
+        .warnings
+        .iter()
+        .any(|w| w.contains("CPU 0") && w.contains("missed 3 events") && w.contains("not sound")));
+    // A reading with no events leaves the stream's (here: the fallback) in place.
+    ob.set_kernel_thread(
+        0,
+        thread::CpuThreadMeasure {
+            preemptirq_events: 0,
+            ..m
+        },
+        0,
+    );
+    assert!(ob.report(&Options::default()).cpus[0].thread_estimated);
+}

@@ -16,6 +16,22 @@
 //!   the next disable of either. Mainline has no set_need_resched event; `sched_wakeup` with this
 //!   CPU as target stands for it, cleared by the next switch.
 //!
+//!
+//! The idle task (pid 0) runs with preemption disabled for good, so a switch to or from it marks
+//! a scheduler section's edge that the preemptirq events do not show (the preempt toggles the
+//! idle task itself emits — it does reach a preemption count of 0 now and then — are counted as
+//! events and otherwise ignored until the switch from idle):
+//! - a switch *to* idle inside a preempt-disabled section ends that scheduler section at the
+//!   switch (D_PSD and D_ST up to the switch), clears the preempt-disabled state (idle's own
+//!   preempt-disable is no delay: a wake-up makes the idle loop call the scheduler at once) and
+//!   cuts the D_POID union there; IRQs still masked after the switch start a new union (masked
+//!   IRQs in idle delay the wake-up's interrupt);
+//! - a switch *from* idle opens a scheduler section that began in idle's exit path, which emits
+//!   no preempt event: it starts at the last IRQ disable since the previous switch (the exit
+//!   path masks IRQs before calling the scheduler; that disable is also EV3), else at the
+//!   switch, and the next preempt enable closes it as any other. A section still open at a
+//!   switch from idle began in idle before the trace saw the switch to it: it is dropped.
+//!
 //! As in §5, the execution time of interrupts (IRQ handlers, vectors, NMIs) that ran inside an
 //! interval is discounted from it: it is counted as interference, not as thread delay.
 
@@ -53,6 +69,11 @@ struct St {
     sched_start_in_union: Option<(u64, u64)>,
     wakeup_pending: bool,
     paie_start: Option<(u64, u64)>,
+    /// Last IRQ disable since the previous switch: after a switch to idle, where idle's exit
+    /// path entered the scheduler.
+    irq_disable_since_switch: Option<(u64, u64)>,
+    /// The last switch seen went to the idle task.
+    idle: bool,
 }
 
 fn span(from: (u64, u64), to_ts: u64, to_irq: u64) -> u64 {
@@ -93,6 +114,11 @@ impl St {
     fn step(&mut self, e: &Event) {
         let ts = e.ts_ns;
         match e.kind {
+            // The idle task's own preemption toggles (its section is cut at the switches to and
+            // from it) neither delay the scheduler nor bound a section of another task.
+            EventKind::PreemptDisable | EventKind::PreemptEnable if self.idle => {
+                self.m.preemptirq_events += 1;
+            }
             EventKind::PreemptDisable => {
                 self.m.preemptirq_events += 1;
                 self.disable_begins(ts);
@@ -124,6 +150,7 @@ impl St {
                 self.m.preemptirq_events += 1;
                 self.disable_begins(ts);
                 self.irq_off = Some((ts, self.irq_time));
+                self.irq_disable_since_switch = Some((ts, self.irq_time));
                 if self.preempt_off.is_some() {
                     self.last_irq_disable = Some((ts, self.irq_time));
                 }
@@ -133,14 +160,9 @@ impl St {
                 self.irq_off = None;
                 self.maybe_close_union(ts);
             }
-            EventKind::Switch { .. } => {
-                if self.preempt_off.is_some() {
-                    self.switch_in_section = true;
-                    self.ev3 = self.last_irq_disable;
-                }
-                self.wakeup_pending = false;
-                self.paie_start = None;
-            }
+            EventKind::Switch {
+                prev_pid, next_pid, ..
+            } => self.switch(ts, prev_pid == 0, next_pid == 0),
             EventKind::Wakeup { target_cpu, .. } if target_cpu == e.cpu => {
                 self.wakeup_pending = true;
             }
@@ -151,6 +173,62 @@ impl St {
             EventKind::Nmi { delta_ns } => self.irq_time = self.irq_time.saturating_add(delta_ns),
             _ => {}
         }
+    }
+
+    fn switch(&mut self, ts: u64, from_idle: bool, to_idle: bool) {
+        if let Some(p) = self.preempt_off {
+            if to_idle || from_idle {
+                // To idle: the scheduler section ends here, what follows is the idle task's.
+                // From idle with a section open: the switch to idle was not seen (the trace
+                // began in idle), so the section is the idle task's own and is dropped.
+                if to_idle {
+                    self.m.sched_sections += 1;
+                    let psd = span(p, ts, self.irq_time);
+                    self.m.vars.psd_ns = self.m.vars.psd_ns.max(psd);
+                    if let Some(e3) = self.last_irq_disable {
+                        self.m.vars.dst_ns = self.m.vars.dst_ns.max(span(e3, ts, self.irq_time));
+                    }
+                }
+                // The union up to the section's start postponed the scheduler; it ends here.
+                if let Some(u) = self.union_start.take() {
+                    let s = self.sched_start_in_union.unwrap_or(p);
+                    self.m.vars.poid_ns = self.m.vars.poid_ns.max(span(u, s.0, s.1));
+                }
+                self.sched_start_in_union = None;
+                self.preempt_off = None;
+                self.switch_in_section = false;
+                self.ev3 = None;
+                self.last_irq_disable = None;
+                // IRQs still masked in idle (until finish_task_switch unmasks them) delay the
+                // wake-up's interrupt.
+                if self.irq_off.is_some() {
+                    self.union_start = Some((ts, self.irq_time));
+                }
+            } else {
+                self.switch_in_section = true;
+                self.ev3 = self.last_irq_disable;
+            }
+        }
+        if from_idle {
+            // Idle's exit path entered the scheduler with no preempt event: the section starts
+            // at its last IRQ disable (EV3), else here.
+            let start = self.irq_disable_since_switch.unwrap_or((ts, self.irq_time));
+            if self.union_start.is_none() {
+                self.union_start = Some(start);
+                self.sched_start_in_union = None;
+            }
+            if self.sched_start_in_union.is_none() {
+                self.sched_start_in_union = Some(start);
+            }
+            self.preempt_off = Some(start);
+            self.switch_in_section = true;
+            self.last_irq_disable = self.irq_disable_since_switch;
+            self.ev3 = self.irq_disable_since_switch;
+        }
+        self.idle = to_idle;
+        self.irq_disable_since_switch = None;
+        self.wakeup_pending = false;
+        self.paie_start = None;
     }
 
     fn handler_open(&mut self, key: HKey, ts: u64) {
@@ -341,6 +419,157 @@ mod tests {
                 psd_ns: 30,
                 dst_ns: 0
             }
+        );
+    }
+
+    fn sw(prev_pid: u32, next_pid: u32) -> EventKind {
+        Switch {
+            prev_pid,
+            prev_prio: 120,
+            prev_state: 0,
+            next_pid,
+            next_prio: 120,
+        }
+    }
+
+    #[test]
+    fn idle_time_is_not_a_scheduler_section() {
+        // Task 1 calls the scheduler (preempt off at 0, IRQ 4 runs 2–5, IRQs off at 10 = EV3)
+        // and switches to idle at 40: PSD 40 − 3 = 37, DST 40 − 10 = 30. IRQs stay masked in
+        // idle until 45: POID 5. Idle for ~1 ms; a wake-up interrupt (IRQ 3, 1000–1010); idle's
+        // exit path masks IRQs at 1025 and switches to task 7 at 1030, which unmasks at 1040
+        // and enables preemption at 1050: PSD = DST = 1050 − 1025 = 25. Before idle was
+        // understood, PSD was the whole 0 → 1050 minus 13 of interrupts = 1037.
+        let v = vec![
+            ev(0, PreemptDisable),
+            ev(2, IrqEntry { irq: 4 }),
+            ev(
+                5,
+                IrqExit {
+                    irq: 4,
+                    handled: true,
+                },
+            ),
+            ev(10, IrqDisable),
+            ev(40, sw(1, 0)),
+            ev(45, IrqEnable),
+            // The idle task's own preemption toggles: counted, no interval.
+            ev(50, PreemptEnable),
+            ev(54, PreemptDisable),
+            ev(1000, IrqEntry { irq: 3 }),
+            ev(
+                1005,
+                Wakeup {
+                    pid: 7,
+                    prio: 120,
+                    target_cpu: 0,
+                },
+            ),
+            ev(
+                1010,
+                IrqExit {
+                    irq: 3,
+                    handled: true,
+                },
+            ),
+            ev(1025, IrqDisable),
+            ev(1030, sw(0, 7)),
+            ev(1040, IrqEnable),
+            ev(1050, PreemptEnable),
+        ];
+        let mut m = ThreadMeasurer::default();
+        for e in &v[..5] {
+            m.push(e);
+        }
+        let c = m.get(0).unwrap();
+        assert_eq!(
+            (c.vars.psd_ns, c.vars.dst_ns, c.sched_sections),
+            (37, 30, 1)
+        );
+        let c = &measure(&v)[&0];
+        assert_eq!(
+            c.vars,
+            ThreadVars {
+                poid_ns: 5,
+                paie_ns: 0,
+                psd_ns: 37,
+                dst_ns: 30
+            }
+        );
+        assert_eq!(c.sched_sections, 2);
+        assert_eq!(c.preemptirq_events, 8);
+    }
+
+    #[test]
+    fn idle_exit_section_starts_at_its_last_irq_disable() {
+        // Idle since before the trace: IRQs masked 100–150 (POID 50: masked IRQs delay the
+        // wake-up); the exit path masks IRQs at 400 and switches at 420; IRQ 5 runs 435–440
+        // after the unmask at 430; preempt enable at 460: PSD = DST = 460 − 400 − 5 = 55, and
+        // the union from 400 is the scheduler's (no POID from it).
+        let v = vec![
+            ev(100, IrqDisable),
+            ev(150, IrqEnable),
+            ev(400, IrqDisable),
+            ev(420, sw(0, 7)),
+            ev(430, IrqEnable),
+            ev(435, IrqEntry { irq: 5 }),
+            ev(
+                440,
+                IrqExit {
+                    irq: 5,
+                    handled: true,
+                },
+            ),
+            ev(460, PreemptEnable),
+        ];
+        let c = &measure(&v)[&0];
+        assert_eq!(
+            c.vars,
+            ThreadVars {
+                poid_ns: 50,
+                paie_ns: 0,
+                psd_ns: 55,
+                dst_ns: 55
+            }
+        );
+        assert_eq!(c.sched_sections, 1);
+    }
+
+    #[test]
+    fn idle_exit_without_irq_disable_starts_at_the_switch() {
+        // Task 1 switches to idle at 30 (section 0 → 30, no IRQ disable: DST 0); no IRQ disable
+        // in idle, so the section leaving it starts at the switch at 500 and ends at the preempt
+        // enable at 520: PSD max(30, 20) = 30, two sections, no POID.
+        let v = vec![
+            ev(0, PreemptDisable),
+            ev(30, sw(1, 0)),
+            ev(500, sw(0, 7)),
+            ev(520, PreemptEnable),
+        ];
+        let c = &measure(&v)[&0];
+        assert_eq!(
+            c.vars,
+            ThreadVars {
+                poid_ns: 0,
+                paie_ns: 0,
+                psd_ns: 30,
+                dst_ns: 0
+            }
+        );
+        assert_eq!(c.sched_sections, 2);
+        // The same exit alone: PSD 20.
+        let c = &measure(&v[2..])[&0];
+        assert_eq!((c.vars.psd_ns, c.vars.dst_ns, c.sched_sections), (20, 0, 1));
+        // The trace begins in idle, whose preempt disable at 0 is taken for a section until the
+        // switch from idle shows whose it was: dropped, PSD 20, no POID.
+        let c = &measure(&[
+            ev(0, PreemptDisable),
+            ev(500, sw(0, 7)),
+            ev(520, PreemptEnable),
+        ])[&0];
+        assert_eq!(
+            (c.vars.psd_ns, c.vars.poid_ns, c.sched_sections),
+            (20, 0, 1)
         );
     }
 

@@ -103,10 +103,100 @@ pub fn check_cpu(cpu: u32) -> Result<()> {
     Ok(())
 }
 
+/// How the values every verb shares are resolved (the caller's one rule for each): the jobs of
+/// this crate take them from their caller, whose bad input stays bad input.
+pub trait Values {
+    type Error: From<BenchError>;
+    /// A CPU list against the online CPUs (all of them when absent).
+    fn cpus(&self, flag: &str, spec: Option<&str>) -> std::result::Result<Vec<u32>, Self::Error>;
+    /// A duration within `lo..=hi` seconds.
+    fn duration(
+        &self,
+        flag: &str,
+        s: &str,
+        lo: f64,
+        hi: f64,
+    ) -> std::result::Result<f64, Self::Error>;
+    /// An input file read whole as text.
+    fn read(&self, flag: &str, p: &std::path::Path) -> std::result::Result<String, Self::Error>;
+    /// A directory the job fills can take its files.
+    fn output_dir(&self, flag: &str, p: &std::path::Path) -> std::result::Result<(), Self::Error>;
+    /// A file written whole or not at all.
+    fn write(&self, p: &std::path::Path, data: &[u8]) -> std::result::Result<(), Self::Error>;
+    /// Real-time threads may be created: root or CAP_SYS_NICE.
+    fn require_realtime(&self, verb: &str, why: &str) -> std::result::Result<(), Self::Error>;
+}
+
+/// The one CPU a benchmark pins every thread to: `--cpus` with exactly one online CPU, or
+/// [`default_cpu`].
+pub fn one_cpu<V: Values>(v: &V, spec: Option<&str>) -> std::result::Result<u32, V::Error> {
+    match spec {
+        None => Ok(default_cpu()),
+        Some(s) => match v.cpus("--cpus", Some(s))?.as_slice() {
+            [c] => Ok(*c),
+            many => Err(BenchError::Invalid(format!(
+                "--cpus: this benchmark runs on one CPU, got {} ({s}); give one, e.g. --cpus {}",
+                many.len(),
+                many[many.len() - 1]
+            ))
+            .into()),
+        },
+    }
+}
+
 /// The last online CPU: CPU 0 usually carries more housekeeping.
 pub fn default_cpu() -> u32 {
     rtscope_probe::sys::online_cpus()
         .ok()
         .and_then(|v| v.last().copied())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Values without the machine: a CPU list is taken as given (a single number is one CPU,
+    /// `A-B` two), files and privileges are refused.
+    pub struct NoMachine;
+
+    impl Values for NoMachine {
+        type Error = BenchError;
+        fn cpus(&self, _: &str, spec: Option<&str>) -> Result<Vec<u32>> {
+            Ok(match spec.and_then(|s| s.split_once('-')) {
+                Some((a, b)) => vec![a.parse().unwrap_or(0), b.parse().unwrap_or(1)],
+                None => vec![spec.and_then(|s| s.parse().ok()).unwrap_or(0)],
+            })
+        }
+        fn duration(&self, _: &str, s: &str, lo: f64, hi: f64) -> Result<f64> {
+            rtscope_model::duration::parse_secs_in(s, lo, hi).map_err(BenchError::Invalid)
+        }
+        fn read(&self, flag: &str, _: &std::path::Path) -> Result<String> {
+            Err(BenchError::Invalid(format!("{flag}: no files here")))
+        }
+        fn output_dir(&self, flag: &str, _: &std::path::Path) -> Result<()> {
+            Err(BenchError::Invalid(format!("{flag}: no files here")))
+        }
+        fn write(&self, p: &std::path::Path, _: &[u8]) -> Result<()> {
+            Err(BenchError::Invalid(format!(
+                "{}: no files here",
+                p.display()
+            )))
+        }
+        fn require_realtime(&self, verb: &str, _: &str) -> Result<()> {
+            Err(BenchError::Unavailable(format!(
+                "{verb}: no privileges here"
+            )))
+        }
+    }
+
+    #[test]
+    fn one_cpu_takes_exactly_one() {
+        assert_eq!(one_cpu(&NoMachine, Some("1")).unwrap(), 1);
+        assert_eq!(one_cpu(&NoMachine, None).unwrap(), default_cpu());
+        assert_eq!(
+            one_cpu(&NoMachine, Some("0-1")).unwrap_err().to_string(),
+            "--cpus: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. --cpus 1"
+        );
+    }
 }

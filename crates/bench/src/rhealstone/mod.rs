@@ -607,3 +607,135 @@ fn deadlock_break(cfg: &Config, pi: bool, hi: u32, mid: u32, lo: u32) -> Result<
         }],
     })
 }
+
+/// `rtscope rhealstone`'s flags as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Flags {
+    pub cpus: Option<String>,
+    pub priority: u32,
+    pub iterations: u64,
+    pub max_seconds: f64,
+    pub timer_interval_us: u64,
+    pub irq_iterations: u64,
+    pub medium_burst_us: u64,
+    pub only: Vec<String>,
+    pub no_variants: bool,
+}
+
+impl Flags {
+    /// The suite's configuration, checked; bad input names its flag.
+    pub fn resolve<V: crate::common::Values>(
+        &self,
+        v: &V,
+    ) -> std::result::Result<Config, V::Error> {
+        let secs = self.max_seconds;
+        if !secs.is_finite() || !(0.1..=3600.0).contains(&secs) {
+            return Err(BenchError::Invalid(format!(
+                "--max-seconds: must be 0.1..=3600, got {secs}"
+            ))
+            .into());
+        }
+        for m in &self.only {
+            if !METRICS.contains(&m.as_str()) {
+                return Err(BenchError::Invalid(format!(
+                    "--only: unknown metric '{m}' (one of {})",
+                    METRICS.join(", ")
+                ))
+                .into());
+            }
+        }
+        let cfg = Config {
+            cpu: crate::common::one_cpu(v, self.cpus.as_deref())?,
+            priority_high: self.priority,
+            iterations: self.iterations,
+            max_duration_ns: (secs * 1e9) as u64,
+            timer_interval_ns: self.timer_interval_us.saturating_mul(1000),
+            irq_iterations: self.irq_iterations,
+            medium_burst_ns: self.medium_burst_us.saturating_mul(1000),
+            only: self.only.clone(),
+            variants: !self.no_variants,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// What a result's reader must know: metrics stopped early or unavailable, and a hypervisor
+/// (said only when one was detected, with what detected it).
+pub fn warnings(res: &RhealstoneResult) -> Vec<rtscope_model::Warning> {
+    use rtscope_model::{WarningCode, Warnings};
+    let mut warnings = Vec::new();
+    for m in &res.metrics {
+        if let Some(s) = &m.stopped_early {
+            warnings.warn(
+                WarningCode::Interrupted,
+                format!("{}/{}: {s}", m.metric, m.variant),
+            );
+        }
+        if let Some(u) = &m.unavailable {
+            warnings.warn(
+                WarningCode::Unavailable,
+                format!("{}/{}: unavailable: {u}", m.metric, m.variant),
+            );
+        }
+    }
+    if let (Some(h), src) = rtscope_probe::system::hypervisor() {
+        warnings.warn(WarningCode::Hypervisor, format!(
+            "measured inside a virtual machine ({h}; detected by {}): timer interrupts are injected by the hypervisor, and host stalls appear in the maxima",
+            src.unwrap_or_else(|| "cpuinfo".into())
+        ));
+    }
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_resolve_to_a_config_or_name_the_flag() {
+        let f = Flags {
+            cpus: None,
+            priority: 80,
+            iterations: 1000,
+            max_seconds: 10.0,
+            timer_interval_us: 50,
+            irq_iterations: 100,
+            medium_burst_us: 50,
+            only: vec!["task_switch".into()],
+            no_variants: true,
+        };
+        let c = f.resolve(&crate::common::tests::NoMachine).unwrap();
+        assert_eq!(
+            (c.max_duration_ns, c.timer_interval_ns, c.variants),
+            (10_000_000_000, 50_000, false)
+        );
+        let rows: Vec<(Flags, String)> = vec![
+            (
+                Flags {
+                    max_seconds: 0.0,
+                    ..f.clone()
+                },
+                "--max-seconds: must be 0.1..=3600, got 0".into(),
+            ),
+            (
+                Flags {
+                    only: vec!["bogus".into()],
+                    ..f.clone()
+                },
+                format!(
+                    "--only: unknown metric 'bogus' (one of {})",
+                    METRICS.join(", ")
+                ),
+            ),
+        ];
+        for (f, want) in rows {
+            assert_eq!(
+                f.resolve(&crate::common::tests::NoMachine)
+                    .unwrap_err()
+                    .to_string(),
+                want
+            );
+        }
+    }
+}

@@ -4,6 +4,7 @@
 
 pub mod cpuset;
 pub mod gen;
+pub mod job;
 pub mod kernel;
 pub mod plan;
 pub mod rtapp;
@@ -13,6 +14,7 @@ pub mod work;
 pub use plan::{
     plan, predict, PlacementKind, PolicyKind, RunPlan, Segment, TaskSpec, ThreadPolicy,
 };
+pub use rtscope_analysis::sched::{Fit, PriorityOrder};
 pub use runner::{run, RunOptions};
 
 #[derive(Debug, thiserror::Error)]

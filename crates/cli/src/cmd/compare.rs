@@ -1,12 +1,10 @@
 //! `rtscope compare RUN…`: side-by-side statistics and a verdict per pair against the baseline
-//! (the first run, or `--baseline`). With `--threshold PCT`, exits 3 when a candidate regressed
-//! on `--metric` by more than PCT and the difference is significant at 99 %: a CI gate.
+//! (the first run, or `--baseline`; `rtscope_session::stored::compare`). With `--threshold PCT`,
+//! exits 3 when a candidate regressed on `--metric` by more than PCT and the difference is
+//! significant at 99 %: a CI gate.
 
-use super::db::{self, DbArgs};
+use super::db::DbArgs;
 use crate::exit::{ExitCode, REGRESSION};
-use crate::usage;
-use rtscope_analysis::compare::{self as cmp, Metric, Options};
-use rtscope_report::compare::{render, Out, PairOut, RunOut, CAVEAT};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -30,99 +28,14 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    a.json.check()?;
-    let metric = Metric::parse(&a.metric).ok_or_else(|| {
-        usage!(
-            "--metric: '{}' is not one of avg, median, p99, p99.99, max",
-            a.metric
-        )
-    })?;
-    if let Some(t) = a.threshold {
-        if !(0.0..=10_000.0).contains(&t) {
-            return Err(usage!("--threshold: must be 0..=10000 percent, got {t}"));
-        }
-    }
-    let mut ids = a.runs.clone();
-    if let Some(b) = &a.baseline {
-        ids.retain(|x| x != b);
-        ids.insert(0, b.clone());
-    }
-    if ids.len() < 2 {
-        return Err(usage!(
-            "compare: give at least two runs (got {})",
-            ids.len()
-        ));
-    }
-    let mut store = db::open_read(&a.db)?;
-    let recs = db::load(&mut store, &ids)?;
-    let opts = Options::default();
-    let runs: Vec<RunOut> = recs
-        .iter()
-        .map(|r| RunOut {
-            id: r.id.clone(),
-            label: db::label(r),
-            stats: if has_distribution(r) {
-                cmp::side(&r.histogram, &opts)
-            } else {
-                cmp::side_from_stats(&r.stats)
-            },
-        })
-        .collect();
-    let base = &recs[0];
-    let mut notes = Vec::new();
-    for r in recs.iter().filter(|r| !has_distribution(r)) {
-        notes.push(format!(
-            "{}: no latency distribution stored (imported from cyclictest status lines): only samples, min, avg and max are shown; it takes part in no test",
-            r.id
-        ));
-    }
-    let pairs: Vec<PairOut> = recs[1..]
-        .iter()
-        .filter(|c| has_distribution(base) && has_distribution(c))
-        .map(|c| {
-            let comparison = cmp::compare(&base.histogram, &c.histogram, &opts);
-            let regression = a.threshold.and_then(|t| comparison.regression(metric, t));
-            PairOut {
-                baseline: base.id.clone(),
-                candidate: c.id.clone(),
-                comparison,
-                regression,
-            }
-        })
-        .collect();
-    let out = Out {
-        baseline: base.id.clone(),
-        runs,
-        pairs,
-        notes,
-        caveat: CAVEAT,
+    let q = rtscope_session::stored::CompareQuery {
+        runs: &a.runs,
+        baseline: a.baseline.as_deref(),
+        threshold: a.threshold,
+        metric: &a.metric,
     };
-    if a.json.path.is_some() {
-        a.json.write(&serde_json::to_string_pretty(&out)?)?;
+    match rtscope_session::stored::compare(a.db.db.as_deref(), &q, &a.json.dest())? {
+        Some(regression) => Err(ExitCode(REGRESSION, regression).into()),
+        None => Ok(()),
     }
-    if !a.json.to_stdout() {
-        db::out(&render(&out))?;
-    }
-    let regressions: Vec<String> = out
-        .pairs
-        .iter()
-        .filter_map(|p| {
-            p.regression
-                .as_ref()
-                .map(|r| format!("{}: {r}", p.candidate))
-        })
-        .collect();
-    if !regressions.is_empty() {
-        return Err(ExitCode(
-            REGRESSION,
-            format!("regression: {}", regressions.join("; ")),
-        )
-        .into());
-    }
-    Ok(())
-}
-
-/// Samples without a histogram: a run that kept only summary statistics.
-fn has_distribution(r: &rtscope_model::RunRecord) -> bool {
-    r.histogram.count() > 0 || r.stats.samples == 0
 }

@@ -1,16 +1,21 @@
-//! `rtscope export RUN --format json|csv`: a stored run for other tools.
+//! `rtscope export RUN --format FORMAT`: a stored run for other tools
+//! (`rtscope_session::stored::export`). The formats, and what each writes, are
+//! `rtscope_report::export::exporters()`: `--help` lists them from there.
 //!
 //! CSV: one row per non-empty histogram bucket, `scope,cpu,latency_ns,count`; `scope` is `all`
 //! for the run's merged histogram and `thread` for each measurement thread. Buckets are exact
 //! below 2048 ns and ≤ 0.1 % wide above (the stored HDR histogram; see docs/reports.md).
 
-use super::db::{self, DbArgs};
-use rtscope_model::RunRecord;
+use super::db::DbArgs;
+use clap::builder::{PossibleValue, PossibleValuesParser};
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum Format {
-    Json,
-    Csv,
+/// `--format`'s values: the registry's names, each with its description.
+fn formats() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        rtscope_report::export::exporters()
+            .iter()
+            .map(|e| PossibleValue::new(e.name()).help(e.description())),
+    )
 }
 
 #[derive(clap::Args)]
@@ -19,41 +24,19 @@ pub struct Args {
     db: DbArgs,
     /// Run id (or a unique prefix of one)
     run: String,
-    #[arg(long, value_enum, default_value = "json")]
-    format: Format,
+    /// Output format
+    #[arg(long, value_parser = formats(), default_value = "json")]
+    format: String,
     /// Write to FILE instead of stdout
     #[arg(short, long, value_name = "FILE")]
     output: Option<std::path::PathBuf>,
 }
 
-pub fn csv(rec: &RunRecord) -> String {
-    let mut out = String::from("scope,cpu,latency_ns,count\n");
-    for (v, c) in rec.histogram.buckets() {
-        out.push_str(&format!("all,,{v},{c}\n"));
-    }
-    for t in &rec.threads {
-        for (v, c) in t.histogram.buckets() {
-            out.push_str(&format!("thread,{},{v},{c}\n", t.cpu));
-        }
-    }
-    out
-}
-
 pub fn run(a: Args) -> anyhow::Result<()> {
-    if let Some(p) = &a.output {
-        super::common::check_output("-o", p)?;
-    }
-    let mut store = db::open_read(&a.db)?;
-    let rec = store.get_run(&a.run).map_err(db::map_err)?;
-    let text = match a.format {
-        Format::Json => rtscope_report::json::run_record(&rec) + "\n",
-        Format::Csv => csv(&rec),
-    };
-    match &a.output {
-        Some(p) => {
-            super::common::write_atomic(p, text.as_bytes())?;
-        }
-        None => db::out(&text)?,
-    }
-    Ok(())
+    Ok(rtscope_session::stored::export(
+        a.db.db.as_deref(),
+        &a.run,
+        &a.format,
+        a.output.as_deref(),
+    )?)
 }

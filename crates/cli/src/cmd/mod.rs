@@ -8,6 +8,7 @@ pub mod cyclictest;
 pub mod db;
 pub mod export;
 pub mod import;
+pub mod lab;
 pub mod load;
 pub mod mbwi;
 pub mod measure;
@@ -21,24 +22,3 @@ pub mod sched_scale;
 pub mod show;
 pub mod taskset;
 pub mod trace;
-
-/// Say where a run went: the database, or the fallback file and the command that imports it.
-pub fn print_saved(saved: Option<&rtscope_store::Saved>) {
-    match saved {
-        None => {}
-        Some(rtscope_store::Saved::Stored { id, location }) => {
-            // Status on stderr: stdout carries the result (`--json -` keeps it pure JSON).
-            eprintln!("stored run {id} in {location}");
-        }
-        Some(rtscope_store::Saved::Fallback {
-            path,
-            reason,
-            import_command,
-        }) => {
-            eprintln!(
-                "rtscope: warning: the results database did not take the run ({reason}); kept in {}; store it later with: {import_command}",
-                path.display()
-            );
-        }
-    }
-}

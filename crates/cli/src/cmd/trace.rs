@@ -1,11 +1,11 @@
 //! `rtscope trace record`: capture kernel events on some CPUs for a while into a `.rtt` file
-//! (no samples: `rtscope measure --trace` adds those). Useful alone to look at what a machine's
-//! CPUs do, and to test the capture mechanisms.
+//! (no samples: `rtscope measure --trace` adds those), stored as a run that points at the file.
+//! Useful alone to look at what a machine's CPUs do, and to test the capture mechanisms.
+//! `rtscope trace thread-vars`: ECRTS'20 Table 1's thread variables reduced in the kernel
+//! (rtscope_trace::preemptirq).
 
-use anyhow::Context;
-use rtscope_trace::{Mechanism, TraceSession};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -17,6 +17,27 @@ pub struct Args {
 enum Sub {
     /// Record kernel events into a .rtt file.
     Record(RecordArgs),
+    /// D_POID, D_PAIE, D_PSD, D_ST per CPU (ECRTS'20 Table 1), reduced in the kernel from the
+    /// preemptirq tracepoints (needs CONFIG_PREEMPTIRQ_TRACEPOINTS: `rtscope lab kernel build
+    /// --preset trace`).
+    ThreadVars(ThreadVarsArgs),
+}
+
+#[derive(clap::Args)]
+struct ThreadVarsArgs {
+    /// How long to measure, e.g. 10s, 5m (1ms..=30d).
+    #[arg(
+        short = 'D',
+        long = "duration",
+        value_name = "TIME",
+        default_value = "10s"
+    )]
+    duration: String,
+    /// CPUs to measure: a list like 0,1 or 0-3 (default: all online CPUs).
+    #[arg(long = "cpus", value_name = "LIST")]
+    cpus: Option<String>,
+    #[command(flatten)]
+    json: super::common::JsonOut,
 }
 
 #[derive(clap::Args)]
@@ -43,90 +64,47 @@ struct RecordArgs {
     /// real-time or DEADLINE thread's; `all` keeps every event (docs/tracing.md).
     #[arg(long = "keep", default_value = "relevant", value_name = "relevant|all", value_parser = ["relevant", "all"])]
     keep: String,
+    /// Stored like every verb's result: a RunRecord pointing at the trace, with the capture's
+    /// summary (events per kind, lost events, duration, mechanism).
+    #[command(flatten)]
+    out: super::common::OutArgs,
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
     match a.cmd {
         Sub::Record(r) => record(r),
+        Sub::ThreadVars(t) => thread_vars(t),
     }
 }
 
-fn record(a: RecordArgs) -> anyhow::Result<()> {
-    // Validate everything before touching the kernel.
-    let dur = Duration::from_secs_f64(super::common::parse_duration_in(
-        "--duration",
-        &a.duration,
-        0.001,
-        86400.0,
-    )?);
+fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
+    let secs = super::common::parse_duration("--duration", &a.duration)?;
     let cpus = super::common::resolve_cpus("--cpus", a.cpus.as_deref())?;
-    let mech: Mechanism = a
-        .mechanism
-        .parse()
-        .map_err(|e| crate::usage!("--mechanism: {e}"))?;
-    if mech == Mechanism::Off {
-        return Err(crate::usage!(
-            "--mechanism: must be one of auto, bpf, tracefs for 'trace record'"
-        ));
-    }
-    let keep: rtscope_trace::Keep = a.keep.parse().map_err(|e| crate::usage!("--keep: {e}"))?;
-    super::common::check_output("--output", &a.output)?;
-    let resolved =
-        rtscope_trace::check(mech).with_context(|| format!("--mechanism {}", mech.name()))?;
-    if resolved == Mechanism::Off {
-        anyhow::bail!(
-            "no capture mechanism available: {}",
-            rtscope_trace::unavailable_reasons().join("; ")
-        );
-    }
-    // SIGINT/SIGTERM set a flag; the loop stops and tracing state is removed as on a normal end.
+    a.json.check()?;
     super::common::install_signal_handlers();
-    super::common::recover_leftovers();
-    let session =
-        TraceSession::start_with(&cpus, resolved, keep).context("starting the capture")?;
-    eprintln!(
-        "rtscope: tracing cpus {cpus:?} with {} for {:?} (Ctrl-C stops early)",
-        resolved.name(),
-        dur
-    );
-    let t0 = Instant::now();
-    while t0.elapsed() < dur && !super::common::stop_requested() {
-        std::thread::sleep(Duration::from_millis(20).min(dur.saturating_sub(t0.elapsed())));
+    use rtscope_trace::preemptirq::{measure, MeasureError};
+    let run = measure(
+        &cpus,
+        Duration::from_secs_f64(secs),
+        &super::common::stop_requested,
+    )
+    .map_err(|e| match e {
+        MeasureError::Unavailable(m) => crate::usage!("trace thread-vars: {m}"),
+        MeasureError::Failed(m) => anyhow::anyhow!("trace thread-vars: {m}"),
+    })?;
+    if !a.json.to_stdout() {
+        print!("{}", rtscope_report::thread_vars::text(&run));
     }
-    let interrupted = super::common::stop_requested();
-    let cap = session.stop().context("stopping the capture")?;
-    let secs = (cap.end_ns.saturating_sub(cap.start_ns)) as f64 / 1e9;
-    let n = cap.events.len();
-    let lost = cap.lost_total();
-    let kbytes = cap.kernel_bytes;
-    let lost_line = cap
-        .lost_per_cpu
-        .iter()
-        .map(|(c, n)| format!("cpu{c}={n}"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let notes = cap.notes.clone();
-    let filtered = cap.filtered;
-    let keep_name = cap.keep.name();
-    let file = cap.into_rtt(Vec::new());
-    let bytes = rtscope_trace::write_rtt(&a.output, &file).context("writing the trace file")?;
-    println!(
-        "{}: {n} events in {secs:.2} s ({:.0} events/s) on {} CPU(s), mechanism {}, file {bytes} bytes \
-         ({:.1} KB/s/CPU), kernel buffer {:.1} KB/s/CPU, lost {lost} ({lost_line}), \
-         left out by the relevance filter {filtered} (keep {keep_name}){}",
-        a.output.display(),
-        n as f64 / secs.max(1e-9),
-        cpus.len(),
-        resolved.name(),
-        bytes as f64 / 1024.0 / secs.max(1e-9) / cpus.len() as f64,
-        kbytes as f64 / 1024.0 / secs.max(1e-9) / cpus.len() as f64,
-        if interrupted { " [interrupted]" } else { "" }
-    );
-    if lost > 0 {
-        eprintln!("rtscope: warning: {lost} events were lost; attribution of affected samples is incomplete");
-    }
-    for n in notes {
-        eprintln!("rtscope: note: {n}");
-    }
-    Ok(())
+    a.json.write(&rtscope_report::thread_vars::json(&run))
+}
+
+fn record(a: RecordArgs) -> anyhow::Result<()> {
+    let r = rtscope_session::capture::Record {
+        duration: a.duration,
+        cpus: a.cpus,
+        mechanism: a.mechanism,
+        output: a.output,
+        keep: a.keep,
+    };
+    Ok(rtscope_session::capture::record(&r, &a.out.lib())?)
 }

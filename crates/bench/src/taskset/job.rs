@@ -1,0 +1,896 @@
+//! The task-set jobs from their flags to their results: generate sets and write them (`gen`),
+//! read a set, plan it and predict (`check`), read a set or an rt-app workload and plan its run
+//! (`run`). Everything is resolved and checked before a thread or a cpuset exists; bad input is
+//! [`TasksetError::Invalid`], one line naming the flag. The values every verb shares (CPU lists,
+//! durations, input and output files, privileges) are resolved by the caller's one rule for each
+//! ([`crate::common::Values`]).
+
+use super::{gen, rtapp, work::Access, PlacementKind, PolicyKind, RunOptions, RunPlan};
+use super::{read_set, write_set, TasksetError, ThreadPolicy};
+pub use crate::common::Values;
+use rtscope_analysis::sched::{Fit, KernelLimits, PriorityOrder};
+use rtscope_model::taskset::{AdmissionInfo, TaskSet, TasksetResult, TestResult};
+use std::path::{Path, PathBuf};
+
+fn bad(s: String) -> TasksetError {
+    TasksetError::Invalid(s)
+}
+
+/// `taskset gen`'s flags as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenFlags {
+    pub n: u32,
+    pub utilisation: f64,
+    /// randfixedsum | uunifast-discard | uunifast
+    pub method: String,
+    pub tmin_ms: f64,
+    pub tmax_ms: f64,
+    pub periods_ms: Vec<f64>,
+    pub period_gran_us: u64,
+    pub cmin_us: Option<u64>,
+    pub umax: f64,
+    /// implicit | constrained
+    pub deadlines: String,
+    pub dmin_frac: f64,
+    pub seed: u64,
+    pub count: u32,
+    /// The CPUs the set is meant for (default: the online CPUs).
+    pub cpu_count: Option<u32>,
+    pub output: Option<PathBuf>,
+    /// json | toml
+    pub format: String,
+}
+
+/// Where generated sets went.
+#[derive(Debug, PartialEq)]
+pub enum Generated {
+    /// One set, for stdout.
+    Text(String),
+    /// Written to files; the line saying so when there were several.
+    Written(Option<String>),
+}
+
+/// Generate the sets (all of them before writing anything: nothing half-written on error).
+pub fn generate<V: Values>(g: &GenFlags, v: &V) -> Result<Generated, V::Error>
+where
+    V::Error: From<TasksetError>,
+{
+    let base = gen_params(g)?;
+    let sets = (0..g.count)
+        .map(|i| {
+            gen::generate(&gen::GenParams {
+                index: i,
+                ..base.clone()
+            })
+        })
+        .collect::<Result<Vec<TaskSet>, _>>()
+        .map_err(|e| bad(e.to_string()))?;
+    let toml_format = g.format == "toml";
+    let ext = if toml_format { "toml" } else { "json" };
+    match (&g.output, g.count) {
+        (None, 1) => Ok(Generated::Text(write_set(&sets[0], toml_format)?)),
+        (None, _) => Err(bad("--count > 1 needs -o DIR".into()).into()),
+        (Some(p), 1) if !p.is_dir() && !p.to_string_lossy().ends_with('/') => {
+            v.write(p, write_set(&sets[0], toml_format)?.as_bytes())?;
+            Ok(Generated::Written(None))
+        }
+        (Some(dir), _) => {
+            v.output_dir("-o", dir)?;
+            for (i, s) in sets.iter().enumerate() {
+                let p = dir.join(format!("set-{i:03}.{ext}"));
+                v.write(&p, write_set(s, toml_format)?.as_bytes())?;
+            }
+            Ok(Generated::Written(Some(format!(
+                "wrote {} sets to {}",
+                sets.len(),
+                dir.display()
+            ))))
+        }
+    }
+}
+
+/// The generator's parameters, checked.
+pub fn gen_params(g: &GenFlags) -> Result<gen::GenParams, TasksetError> {
+    let method = match g.method.as_str() {
+        "randfixedsum" => gen::Method::RandFixedSum,
+        "uunifast-discard" | "uunifast" => gen::Method::UUniFastDiscard,
+        m => {
+            return Err(bad(format!(
+                "--method: randfixedsum or uunifast-discard, got '{m}'"
+            )))
+        }
+    };
+    let constrained = match g.deadlines.as_str() {
+        "implicit" => false,
+        "constrained" => true,
+        d => {
+            return Err(bad(format!(
+                "--deadlines: implicit or constrained, got '{d}'"
+            )))
+        }
+    };
+    if !["json", "toml"].contains(&g.format.as_str()) {
+        return Err(bad(format!("--format: json or toml, got '{}'", g.format)));
+    }
+    let ms = |x: f64, name: &str| -> Result<u64, TasksetError> {
+        if !(x > 0.0 && x <= 3_600_000.0) {
+            return Err(bad(format!("{name}: must be in (0, 3600000] ms, got {x}")));
+        }
+        Ok((x * 1e6).round() as u64)
+    };
+    let tmin = ms(g.tmin_ms, "--tmin-ms")?;
+    let tmax = ms(g.tmax_ms, "--tmax-ms")?;
+    let period_set = g
+        .periods_ms
+        .iter()
+        .map(|&p| ms(p, "--periods-ms"))
+        .collect::<Result<Vec<u64>, _>>()?;
+    let cpus = match g.cpu_count {
+        Some(c) => c,
+        None => rtscope_probe::sys::online_cpus()
+            .map(|v| v.len() as u32)
+            .unwrap_or(1),
+    };
+    if g.utilisation > cpus as f64 {
+        return Err(bad(format!(
+            "-u: U = {} exceeds the {cpus} CPUs the set is for (--cpu-count): infeasible on any scheduler",
+            g.utilisation
+        )));
+    }
+    if g.count < 1 || g.count > 100_000 {
+        return Err(bad(format!("--count: must be 1..=100000, got {}", g.count)));
+    }
+    if g.period_gran_us == 0 {
+        return Err(bad("--period-gran-us: must be ≥ 1".into()));
+    }
+    let p = gen::GenParams {
+        n: g.n,
+        utilisation: g.utilisation,
+        method,
+        tmin_ns: tmin,
+        tmax_ns: tmax,
+        period_set_ns: period_set,
+        granularity_ns: g.period_gran_us * 1000,
+        cmin_ns: g.cmin_us.map(|c| c * 1000),
+        umax: g.umax,
+        constrained,
+        dmin_frac: g.dmin_frac,
+        seed: g.seed,
+        index: 0,
+    };
+    gen::validate(&p).map_err(|e| bad(e.to_string()))?;
+    Ok(p)
+}
+
+/// How a set is placed and reserved (`taskset check` and `taskset run`), as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanFlags {
+    /// deadline | fifo | other | cfs
+    pub policy: String,
+    /// rm | dm
+    pub priorities: String,
+    /// global | partitioned | clustered
+    pub placement: String,
+    /// first | best | worst (or with `-fit`)
+    pub fit: String,
+    /// policy | deadline
+    pub bin_test: String,
+    pub cluster_size: u32,
+    pub margin: f64,
+    pub margin_us: u64,
+    pub inflate_us: f64,
+    pub cpus: Option<String>,
+    pub no_probe: bool,
+}
+
+impl PlanFlags {
+    /// The policy and placement, checked with the reservation options.
+    pub fn resolve(&self) -> Result<(PolicyKind, PlacementKind), TasksetError> {
+        let order = match self.priorities.as_str() {
+            "rm" => PriorityOrder::RateMonotonic,
+            "dm" => PriorityOrder::DeadlineMonotonic,
+            o => return Err(bad(format!("--priorities: rm or dm, got '{o}'"))),
+        };
+        let policy = match self.policy.as_str() {
+            "deadline" => PolicyKind::Deadline,
+            "fifo" => PolicyKind::Fifo(order),
+            "other" | "cfs" => PolicyKind::Other,
+            o => return Err(bad(format!("--policy: deadline, fifo or other, got '{o}'"))),
+        };
+        let fit = match self.fit.as_str() {
+            "first" | "first-fit" => Fit::FirstFit,
+            "best" | "best-fit" => Fit::BestFit,
+            "worst" | "worst-fit" => Fit::WorstFit,
+            f => return Err(bad(format!("--fit: first, best or worst, got '{f}'"))),
+        };
+        let placement = match self.placement.as_str() {
+            "global" => PlacementKind::Global,
+            "partitioned" => PlacementKind::Partitioned(fit),
+            "clustered" => PlacementKind::Clustered {
+                size: self.cluster_size,
+                fit,
+            },
+            o => {
+                return Err(bad(format!(
+                    "--placement: global, partitioned or clustered, got '{o}'"
+                )))
+            }
+        };
+        if !["policy", "deadline"].contains(&self.bin_test.as_str()) {
+            return Err(bad(format!(
+                "--bin-test: policy or deadline, got '{}'",
+                self.bin_test
+            )));
+        }
+        if self.margin_us > 100_000 {
+            return Err(bad(format!(
+                "--margin-us: must be 0..=100000, got {}",
+                self.margin_us
+            )));
+        }
+        if !(1.0..=2.0).contains(&self.margin) {
+            return Err(bad(format!(
+                "--margin: must be in [1, 2], got {}",
+                self.margin
+            )));
+        }
+        if !(0.0..=100_000.0).contains(&self.inflate_us) {
+            return Err(bad(format!(
+                "--inflate-us: must be in [0, 100000], got {}",
+                self.inflate_us
+            )));
+        }
+        Ok((policy, placement))
+    }
+
+    pub fn options(&self) -> super::plan::PlanOptions {
+        super::plan::PlanOptions {
+            margin: self.margin,
+            extra_runtime_ns: self.margin_us * 1000,
+            same_bins: self.bin_test == "deadline",
+        }
+    }
+
+    fn inflate_ns(&self) -> u64 {
+        (self.inflate_us * 1000.0) as u64
+    }
+}
+
+/// A set planned, with the admission facts and the predictions (`taskset check`).
+pub struct Checked {
+    pub set: TaskSet,
+    pub plan: RunPlan,
+    pub admission: AdmissionInfo,
+    pub predictions: Vec<TestResult>,
+}
+
+impl Checked {
+    /// The predictions as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "schema_version": rtscope_model::SCHEMA_VERSION,
+            "utilisation": self.set.utilisation(),
+            "placement": self.plan.placement,
+            "admission": self.admission,
+            "predictions": self.predictions,
+        })
+    }
+
+    /// Each planned task: its CPUs, id and utilisation.
+    pub fn groups(&self) -> Vec<(Vec<u32>, u32, f64)> {
+        self.plan
+            .specs
+            .iter()
+            .map(|s| (s.cpus.clone(), s.task.id, s.task.utilisation()))
+            .collect()
+    }
+}
+
+/// Read the set at `path`, plan it under `p` and predict; nothing runs.
+pub fn check<V: Values>(path: &Path, p: &PlanFlags, v: &V) -> Result<Checked, V::Error>
+where
+    V::Error: From<TasksetError>,
+{
+    let set = read_set(path)?;
+    let (policy, placement) = p.resolve()?;
+    let cpus = v.cpus("--cpus", p.cpus.as_deref())?;
+    let (admission, lim) = super::runner::admission_info(
+        cpus.len() as u32,
+        !p.no_probe && policy == PolicyKind::Deadline,
+    );
+    let plan = super::plan::plan_with(&set, policy, placement, &cpus, lim, &p.options())?;
+    let predictions = super::predict(&plan, lim, p.inflate_ns());
+    Ok(Checked {
+        set,
+        plan,
+        admission,
+        predictions,
+    })
+}
+
+/// `taskset run`'s flags as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunFlags {
+    /// A task-set file (JSON, or TOML by extension) …
+    pub set: Option<PathBuf>,
+    /// … or an rt-app JSON workload.
+    pub rt_app: Option<PathBuf>,
+    pub plan: PlanFlags,
+    /// 0.5 s ..= 10 min; rt-app files default to their global.duration, else 3 s.
+    pub duration: Option<String>,
+    pub wss_kb: u64,
+    /// seq | sequential | random
+    pub access: String,
+    pub seed: u64,
+    /// calibrated | cputime
+    pub work: String,
+    pub no_overrun_signal: bool,
+}
+
+/// A run resolved and planned: nothing has started.
+pub struct Prepared {
+    pub set: TaskSet,
+    pub plan: RunPlan,
+    pub options: RunOptions,
+    /// What the rt-app reader could not carry over, to be said before the run.
+    pub notes: Vec<String>,
+}
+
+impl Prepared {
+    pub fn run(&self) -> Result<TasksetResult, TasksetError> {
+        super::run(&self.plan, &self.options, &self.set)
+    }
+}
+
+/// Resolve `r` into a planned run: the set (or rt-app workload) read, the placement computed, the
+/// duration and the privileges checked.
+pub fn prepare<V: Values>(r: &RunFlags, v: &V) -> Result<Prepared, V::Error>
+where
+    V::Error: From<TasksetError>,
+{
+    let cpus = v.cpus("--cpus", r.plan.cpus.as_deref())?;
+    let access = match r.access.as_str() {
+        "seq" | "sequential" => Access::Sequential,
+        "random" => Access::Random,
+        a => return Err(bad(format!("--access: seq or random, got '{a}'")).into()),
+    };
+    let work_by_cputime = match r.work.as_str() {
+        "calibrated" => false,
+        "cputime" => true,
+        w => return Err(bad(format!("--work: calibrated or cputime, got '{w}'")).into()),
+    };
+    if !(1..=1024 * 1024).contains(&r.wss_kb) {
+        return Err(bad(format!("--wss-kb: must be 1..=1048576, got {}", r.wss_kb)).into());
+    }
+    let (policy, placement) = r.plan.resolve()?;
+    let online = v.cpus("--cpus", None)?;
+    if policy == PolicyKind::Deadline && placement == PlacementKind::Global && cpus != online {
+        return Err(bad(format!(
+            "--cpus: global SCHED_DEADLINE runs on its whole root domain (CPUs {online:?}); the kernel refuses narrower affinities — use --placement partitioned or clustered"
+        ))
+        .into());
+    }
+    let mut admission = None;
+    let (plan, set, source, file_duration, notes) = match (&r.set, &r.rt_app) {
+        (Some(path), None) => {
+            let set = read_set(path)?;
+            // Probe only for DEADLINE (the only policy with kernel admission): the bin test of
+            // partitioned DEADLINE needs the capacity the kernel really offers per CPU.
+            let probe = !r.plan.no_probe && policy == PolicyKind::Deadline;
+            let (info, lim) = super::runner::admission_info(cpus.len() as u32, probe);
+            let plan =
+                super::plan::plan_with(&set, policy, placement, &cpus, lim, &r.plan.options())?;
+            admission = Some((info, lim));
+            (plan, set, path.display().to_string(), None, Vec::new())
+        }
+        (None, Some(path)) => {
+            let text = v.read("--rt-app", path)?;
+            let (plan, set, duration_s, notes) = rt_app_plan(&text, path, &cpus)?;
+            (
+                plan,
+                set,
+                format!("rt-app:{}", path.display()),
+                duration_s,
+                notes,
+            )
+        }
+        _ => return Err(bad("taskset run: give a task-set FILE or --rt-app FILE".into()).into()),
+    };
+    let duration = match &r.duration {
+        Some(d) => Some(v.duration("--duration", d, 0.5, 600.0)?),
+        None => None,
+    }
+    .or(file_duration)
+    .unwrap_or(3.0);
+    if !(0.5..=600.0).contains(&duration) {
+        return Err(bad(format!("--duration: must be 0.5..=600 s, got {duration}")).into());
+    }
+    // CFS at nice ≥ 0 needs nothing; any real-time policy or negative nice needs CAP_SYS_NICE.
+    if plan
+        .specs
+        .iter()
+        .any(|s| !matches!(s.policy, ThreadPolicy::Other(n) if n >= 0))
+    {
+        v.require_realtime(
+            "taskset run",
+            "SCHED_DEADLINE/SCHED_FIFO threads or negative nice",
+        )?;
+    }
+    let is_dl = plan
+        .specs
+        .iter()
+        .any(|s| matches!(s.policy, ThreadPolicy::Deadline { .. }));
+    let options = RunOptions {
+        duration_ns: (duration * 1e9) as u64,
+        wss_bytes: r.wss_kb * 1024,
+        access,
+        seed: r.seed,
+        inflate_ns: r.plan.inflate_ns(),
+        probe_admission: !r.plan.no_probe && is_dl,
+        cpus,
+        source,
+        dl_overrun_signal: !r.no_overrun_signal,
+        admission,
+        work_by_cputime,
+    };
+    Ok(Prepared {
+        set,
+        plan,
+        options,
+        notes,
+    })
+}
+
+/// An rt-app workload as a plan: its threads where its `cpus` put them (pinned threads: one
+/// scope per CPU), its set for the predictions, its duration and what could not be carried over.
+#[allow(clippy::type_complexity)]
+fn rt_app_plan(
+    text: &str,
+    path: &Path,
+    cpus: &[u32],
+) -> Result<(RunPlan, TaskSet, Option<f64>, Vec<String>), TasksetError> {
+    let w =
+        rtapp::parse(text, cpus).map_err(|e| bad(format!("--rt-app {}: {e}", path.display())))?;
+    let set = TaskSet {
+        schema_version: rtscope_model::SCHEMA_VERSION,
+        tasks: w.specs.iter().map(|s| s.task.clone()).collect(),
+        generated: None,
+    };
+    let u = set.utilisation();
+    if u > cpus.len() as f64 {
+        return Err(bad(format!(
+            "--rt-app: U = {u:.4} > {} CPUs: infeasible",
+            cpus.len()
+        )));
+    }
+    let pinned = w.specs.iter().all(|s| s.cpus.len() == 1);
+    let scopes = if pinned {
+        cpus.iter()
+            .map(|&c| {
+                let idx = (0..w.specs.len())
+                    .filter(|&i| w.specs[i].cpus == [c])
+                    .collect();
+                (format!("cpu{c}"), vec![c], idx)
+            })
+            .collect()
+    } else {
+        vec![(
+            "all".to_string(),
+            cpus.to_vec(),
+            (0..w.specs.len()).collect(),
+        )]
+    };
+    if pinned
+        && w.specs
+            .iter()
+            .any(|s| matches!(s.policy, ThreadPolicy::Deadline { .. }))
+    {
+        return Err(bad("--rt-app: SCHED_DEADLINE threads cannot be pinned to one CPU through 'cpus' (the kernel refuses affinities narrower than the root domain); drop 'cpus' or use a task-set file with --placement partitioned".into()));
+    }
+    let plan = RunPlan {
+        placement: rtscope_model::taskset::Placement {
+            kind: if pinned { "partitioned" } else { "global" }.into(),
+            heuristic: "rt-app cpus".into(),
+            cpus: w
+                .specs
+                .iter()
+                .map(|s| {
+                    if s.cpus.is_empty() {
+                        cpus.to_vec()
+                    } else {
+                        s.cpus.clone()
+                    }
+                })
+                .collect(),
+        },
+        specs: w.specs,
+        groups: Vec::new(),
+        scopes,
+        policy: "rt-app".into(),
+        priorities: None,
+        margin: 1.0,
+    };
+    Ok((plan, set, w.duration_s, w.notes))
+}
+
+/// A small global task set (U = 0.31, periods 10–50 ms, as the thesis' kernel sets of §2.3.9)
+/// run under `policy` on `cpus` for `duration_ns`: it blocks, wakes, throttles and preempts, so
+/// the kernel keeps calling its push/pull structures (cpudl_* under DEADLINE, cpupri_* under
+/// FIFO). Returns the run's warnings.
+pub fn background(
+    policy: PolicyKind,
+    cpus: &[u32],
+    duration_ns: u64,
+) -> Result<Vec<String>, TasksetError> {
+    use rtscope_model::taskset::Task;
+    let t = |id, c_ms: u64, t_ms: u64| Task {
+        id,
+        wcet_ns: c_ms * 1_000_000,
+        period_ns: t_ms * 1_000_000,
+        deadline_ns: t_ms * 1_000_000,
+        wss_bytes: None,
+        name: None,
+    };
+    let set = TaskSet {
+        schema_version: 1,
+        tasks: vec![t(0, 1, 10), t(1, 2, 20), t(2, 3, 50), t(3, 2, 40)],
+        generated: None,
+    };
+    let lim: KernelLimits = super::runner::admission_info(cpus.len() as u32, false).1;
+    let plan = super::plan(&set, policy, PlacementKind::Global, 1.2, cpus, lim)?;
+    let opts = RunOptions {
+        duration_ns,
+        wss_bytes: 16 * 1024,
+        access: Access::Sequential,
+        seed: 1,
+        inflate_ns: 0,
+        probe_admission: false,
+        cpus: cpus.to_vec(),
+        source: "practise kernel".into(),
+        dl_overrun_signal: false,
+        work_by_cputime: true,
+        admission: None,
+    };
+    let r = super::run(&plan, &opts, &set)?;
+    Ok(r.warnings.iter().map(|w| w.message.clone()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values resolved without the machine: every CPU list is CPUs 0 and 1.
+    struct Fixed;
+    #[derive(Debug)]
+    struct E(TasksetError);
+    impl From<TasksetError> for E {
+        fn from(e: TasksetError) -> E {
+            E(e)
+        }
+    }
+    impl From<crate::common::BenchError> for E {
+        fn from(e: crate::common::BenchError) -> E {
+            E(TasksetError::Invalid(e.to_string()))
+        }
+    }
+    impl Values for Fixed {
+        type Error = E;
+        fn cpus(&self, _: &str, _: Option<&str>) -> Result<Vec<u32>, E> {
+            Ok(vec![0, 1])
+        }
+        fn duration(&self, flag: &str, s: &str, lo: f64, hi: f64) -> Result<f64, E> {
+            rtscope_model::duration::parse_secs_in(s, lo, hi)
+                .map_err(|e| E(bad(format!("{flag}: {e}"))))
+        }
+        fn read(&self, _: &str, p: &Path) -> Result<String, E> {
+            std::fs::read_to_string(p).map_err(|e| E(bad(e.to_string())))
+        }
+        fn output_dir(&self, _: &str, _: &Path) -> Result<(), E> {
+            Ok(())
+        }
+        fn write(&self, p: &Path, data: &[u8]) -> Result<(), E> {
+            std::fs::write(p, data).map_err(|e| E(bad(e.to_string())))
+        }
+        fn require_realtime(&self, _: &str, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+    }
+
+    fn gen_flags() -> GenFlags {
+        GenFlags {
+            n: 5,
+            utilisation: 1.2,
+            method: "randfixedsum".into(),
+            tmin_ms: 10.0,
+            tmax_ms: 100.0,
+            periods_ms: Vec::new(),
+            period_gran_us: 100,
+            cmin_us: None,
+            umax: 1.0,
+            deadlines: "implicit".into(),
+            dmin_frac: 0.5,
+            seed: 3,
+            count: 1,
+            cpu_count: Some(2),
+            output: None,
+            format: "json".into(),
+        }
+    }
+
+    fn plan_flags() -> PlanFlags {
+        PlanFlags {
+            policy: "deadline".into(),
+            priorities: "rm".into(),
+            placement: "global".into(),
+            fit: "worst".into(),
+            bin_test: "policy".into(),
+            cluster_size: 1,
+            margin: 1.1,
+            margin_us: 50,
+            inflate_us: 0.0,
+            cpus: None,
+            no_probe: true,
+        }
+    }
+
+    fn invalid<T>(r: Result<T, impl Into<E>>) -> String {
+        match r.map_err(Into::into) {
+            Err(E(TasksetError::Invalid(m))) => m,
+            Err(E(e)) => panic!("not bad input: {e}"),
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn gen_flags_resolve_or_name_the_flag() {
+        let p = gen_params(&gen_flags()).unwrap();
+        assert_eq!(
+            (p.n, p.tmin_ns, p.tmax_ns, p.granularity_ns, p.method),
+            (
+                5,
+                10_000_000,
+                100_000_000,
+                100_000,
+                gen::Method::RandFixedSum
+            )
+        );
+        let f = GenFlags {
+            method: "uunifast".into(),
+            deadlines: "constrained".into(),
+            periods_ms: vec![10.0, 20.0],
+            cmin_us: Some(50),
+            ..gen_flags()
+        };
+        let p = gen_params(&f).unwrap();
+        assert_eq!(p.method, gen::Method::UUniFastDiscard);
+        assert!(p.constrained && p.cmin_ns == Some(50_000));
+        assert_eq!(p.period_set_ns, vec![10_000_000, 20_000_000]);
+        let rows: Vec<(GenFlags, &str)> = vec![
+            (
+                GenFlags { utilisation: 3.0, ..gen_flags() },
+                "-u: U = 3 exceeds the 2 CPUs the set is for (--cpu-count): infeasible on any scheduler",
+            ),
+            (
+                GenFlags { tmin_ms: 0.0, ..gen_flags() },
+                "--tmin-ms: must be in (0, 3600000] ms, got 0",
+            ),
+            (
+                GenFlags { periods_ms: vec![-1.0], ..gen_flags() },
+                "--periods-ms: must be in (0, 3600000] ms, got -1",
+            ),
+            (GenFlags { count: 0, ..gen_flags() }, "--count: must be 1..=100000, got 0"),
+            (GenFlags { period_gran_us: 0, ..gen_flags() }, "--period-gran-us: must be ≥ 1"),
+            (
+                GenFlags { method: "x".into(), ..gen_flags() },
+                "--method: randfixedsum or uunifast-discard, got 'x'",
+            ),
+        ];
+        for (f, want) in rows {
+            assert_eq!(invalid(gen_params(&f)), want);
+        }
+        assert_eq!(
+            invalid(generate(
+                &GenFlags {
+                    count: 2,
+                    ..gen_flags()
+                },
+                &Fixed
+            )),
+            "--count > 1 needs -o DIR"
+        );
+    }
+
+    #[test]
+    fn generated_sets_are_printed_or_written() {
+        let Generated::Text(t) = generate(&gen_flags(), &Fixed).unwrap() else {
+            panic!("one set without -o goes to stdout");
+        };
+        let set = super::super::parse_set(&t, false).unwrap();
+        assert_eq!(set.tasks.len(), 5);
+        assert!((set.utilisation() - 1.2).abs() < 1e-3);
+        let d = tempfile_dir();
+        let f = GenFlags {
+            count: 3,
+            output: Some(d.clone()),
+            format: "toml".into(),
+            ..gen_flags()
+        };
+        let out = generate(&f, &Fixed).unwrap();
+        assert_eq!(
+            out,
+            Generated::Written(Some(format!("wrote 3 sets to {}", d.display())))
+        );
+        assert!(d.join("set-002.toml").is_file());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "rtscope-job-test-{}-{}",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn plan_flags_resolve_or_name_the_flag() {
+        let rows: Vec<(PlanFlags, (PolicyKind, PlacementKind))> = vec![
+            (plan_flags(), (PolicyKind::Deadline, PlacementKind::Global)),
+            (
+                PlanFlags {
+                    policy: "fifo".into(),
+                    priorities: "dm".into(),
+                    placement: "partitioned".into(),
+                    fit: "best-fit".into(),
+                    ..plan_flags()
+                },
+                (
+                    PolicyKind::Fifo(PriorityOrder::DeadlineMonotonic),
+                    PlacementKind::Partitioned(Fit::BestFit),
+                ),
+            ),
+            (
+                PlanFlags {
+                    policy: "cfs".into(),
+                    placement: "clustered".into(),
+                    cluster_size: 2,
+                    fit: "first".into(),
+                    ..plan_flags()
+                },
+                (
+                    PolicyKind::Other,
+                    PlacementKind::Clustered {
+                        size: 2,
+                        fit: Fit::FirstFit,
+                    },
+                ),
+            ),
+        ];
+        for (f, want) in rows {
+            assert_eq!(f.resolve().unwrap(), want, "{f:?}");
+        }
+        let o = PlanFlags {
+            bin_test: "deadline".into(),
+            ..plan_flags()
+        }
+        .options();
+        assert_eq!(
+            (o.margin, o.extra_runtime_ns, o.same_bins),
+            (1.1, 50_000, true)
+        );
+        let bad_rows: Vec<(PlanFlags, &str)> = vec![
+            (
+                PlanFlags {
+                    margin: 3.0,
+                    ..plan_flags()
+                },
+                "--margin: must be in [1, 2], got 3",
+            ),
+            (
+                PlanFlags {
+                    margin_us: 200_000,
+                    ..plan_flags()
+                },
+                "--margin-us: must be 0..=100000, got 200000",
+            ),
+            (
+                PlanFlags {
+                    inflate_us: -1.0,
+                    ..plan_flags()
+                },
+                "--inflate-us: must be in [0, 100000], got -1",
+            ),
+            (
+                PlanFlags {
+                    bin_test: "x".into(),
+                    ..plan_flags()
+                },
+                "--bin-test: policy or deadline, got 'x'",
+            ),
+        ];
+        for (f, want) in bad_rows {
+            assert_eq!(invalid(f.resolve()), want);
+        }
+    }
+
+    #[test]
+    fn run_flags_are_checked_before_anything_starts() {
+        let d = tempfile_dir();
+        let set = d.join("set.json");
+        let Generated::Text(t) = generate(&gen_flags(), &Fixed).unwrap() else {
+            panic!("text");
+        };
+        std::fs::write(&set, t).unwrap();
+        let run = |f: RunFlags| prepare(&f, &Fixed).map(|p| (p.options, p.notes));
+        let base = RunFlags {
+            set: Some(set.clone()),
+            rt_app: None,
+            plan: PlanFlags {
+                policy: "other".into(),
+                ..plan_flags()
+            },
+            duration: None,
+            wss_kb: 16,
+            access: "seq".into(),
+            seed: 1,
+            work: "calibrated".into(),
+            no_overrun_signal: false,
+        };
+        let (o, notes) = run(base.clone()).unwrap();
+        assert_eq!(
+            (o.duration_ns, o.wss_bytes, o.cpus.clone()),
+            (3_000_000_000, 16 << 10, vec![0, 1])
+        );
+        assert!(notes.is_empty() && !o.probe_admission && o.dl_overrun_signal);
+        let (o, _) = run(RunFlags {
+            duration: Some("2m".into()),
+            ..base.clone()
+        })
+        .unwrap();
+        assert_eq!(o.duration_ns, 120_000_000_000);
+        let rows: Vec<(RunFlags, String)> = vec![
+            (
+                RunFlags {
+                    wss_kb: 0,
+                    ..base.clone()
+                },
+                "--wss-kb: must be 1..=1048576, got 0".into(),
+            ),
+            (
+                RunFlags {
+                    access: "x".into(),
+                    ..base.clone()
+                },
+                "--access: seq or random, got 'x'".into(),
+            ),
+            (
+                RunFlags {
+                    set: None,
+                    ..base.clone()
+                },
+                "taskset run: give a task-set FILE or --rt-app FILE".into(),
+            ),
+            (
+                RunFlags {
+                    duration: Some("11m".into()),
+                    ..base.clone()
+                },
+                "--duration: 11m is out of range (500ms ..= 10m)".into(),
+            ),
+            (
+                RunFlags {
+                    set: Some(d.join("none.json")),
+                    ..base.clone()
+                },
+                format!("{}: ", d.join("none.json").display()),
+            ),
+        ];
+        for (f, want) in rows {
+            let got = invalid(run(f));
+            assert!(got.starts_with(&want), "{got} / {want}");
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

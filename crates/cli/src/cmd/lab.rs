@@ -1,0 +1,321 @@
+//! `rtscope lab kernel build|list|run`: kernels as inputs (crates/lab).
+
+use super::common::{self, OutArgs};
+use crate::exit::ExitCode;
+use crate::usage;
+use anyhow::Result;
+use rtscope_lab::{guest, home, kernel, preset::Preset, LabError};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Sub,
+}
+
+#[derive(clap::Subcommand)]
+enum Sub {
+    /// Build a kernel from Debian's linux-source-6.12 with a preset's config (trace, rt-trace),
+    /// or fetch a Debian image (debian-stock, debian-rt). Cached: a second build is a hit.
+    Kernel {
+        #[command(subcommand)]
+        cmd: KernelSub,
+    },
+    /// The kernels in the cache and what each supports.
+    List {
+        /// JSON instead of the table: FILE, or stdout with `-`
+        #[command(flatten)]
+        json: common::JsonOut,
+    },
+    /// Boot a kernel under QEMU/TCG, run one rtscope verb inside, bring its records home.
+    Run(Box<RunArgs>),
+}
+
+#[derive(clap::Subcommand)]
+enum KernelSub {
+    Build {
+        /// trace | rt-trace | debian-stock | debian-rt
+        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(Preset::names()))]
+        preset: String,
+        /// Parallel compile jobs [default: online CPUs]
+        #[arg(short, long)]
+        jobs: Option<u32>,
+        /// Rebuild even when the cache has this kernel
+        #[arg(long)]
+        force: bool,
+        /// No progress display
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// Same as `rtscope lab list`.
+    List {
+        #[command(flatten)]
+        json: common::JsonOut,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// A preset (its newest cached kernel) or a kernel name from `rtscope lab list`
+    #[arg(long, short = 'k')]
+    kernel: String,
+    /// Preemption model at boot (PREEMPT_DYNAMIC kernels): none | voluntary | full
+    #[arg(long, value_parser = ["none", "voluntary", "full"])]
+    preempt: Option<String>,
+    /// Guest CPUs
+    #[arg(long, default_value_t = 2)]
+    smp: u32,
+    /// Guest memory (e.g. 1G, 768M)
+    #[arg(long, default_value = "1G")]
+    mem: String,
+    /// Instruction-driven guest clock (QEMU -icount shift=N,sleep=off): 2^N ns per guest
+    /// instruction, so no host stall is visible to the guest; `auto` lets QEMU re-fit N to the
+    /// host's speed (host slowness then leaks into guest time) [default shift when given: 1]
+    #[arg(long, value_name = "SHIFT|auto", num_args = 0..=1, default_missing_value = "1")]
+    icount: Option<String>,
+    /// Kill the guest after this long [default: 3 × the verb's -D plus 3 min]
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<String>,
+    /// Extra kernel command-line word (repeatable), e.g. isolcpus=1
+    #[arg(long = "cmdline", value_name = "WORD")]
+    cmdline: Vec<String>,
+    /// Where the guest's files go (a sub-directory per lab run)
+    #[arg(short, long, default_value = "rtscope-results", value_name = "DIR")]
+    out: PathBuf,
+    #[command(flatten)]
+    output: OutArgs,
+    /// The verb and its flags, after `--`
+    #[arg(last = true, required = true, value_name = "VERB ARGS")]
+    verb: Vec<String>,
+}
+
+fn lab_err(e: LabError) -> anyhow::Error {
+    match e {
+        LabError::Usage(m) | LabError::Missing(m) => usage!("{m}"),
+        LabError::Interrupted(m) => anyhow::Error::new(ExitCode(0, m)),
+        other => anyhow::anyhow!("{other}"),
+    }
+}
+
+pub fn run(a: Args) -> Result<()> {
+    // Directories of lab runs whose rtscope was killed outright (their QEMU died with it).
+    guest::sweep_stale(&std::env::temp_dir());
+    match a.cmd {
+        Sub::Kernel {
+            cmd:
+                KernelSub::Build {
+                    preset,
+                    jobs,
+                    force,
+                    quiet,
+                },
+        } => build(&preset, jobs, force, quiet),
+        Sub::Kernel {
+            cmd: KernelSub::List { json },
+        }
+        | Sub::List { json } => list(&json),
+        Sub::Run(r) => run_verb(*r),
+    }
+}
+
+fn build(preset: &str, jobs: Option<u32>, force: bool, quiet: bool) -> Result<()> {
+    let p = Preset::parse(preset).map_err(lab_err)?;
+    let jobs = match jobs {
+        Some(0) => return Err(usage!("--jobs: must be 1..=1024; got 0")),
+        Some(j) => j,
+        None => rtscope_probe::sys::online_cpus()
+            .map(|c| c.len() as u32)
+            .unwrap_or(1),
+    };
+    let k = kernel::build(
+        p,
+        &kernel::BuildOpts {
+            jobs,
+            force,
+            progress: !quiet,
+        },
+    )
+    .map_err(lab_err)?;
+    let how = if p.is_built() {
+        format!(
+            "built in {:.0} s with {} jobs",
+            k.meta.build_secs, k.meta.jobs
+        )
+    } else {
+        "Debian's image".to_string()
+    };
+    println!(
+        "{}  {}  ({}; {how})\n  {}",
+        k.meta.name,
+        k.meta.features.summary(),
+        k.meta.source,
+        k.image().display()
+    );
+    Ok(())
+}
+
+fn list(json: &common::JsonOut) -> Result<()> {
+    json.check()?;
+    let ks = kernel::list(&rtscope_lab::cache_dir());
+    if json.path.is_some() {
+        let metas: Vec<&kernel::KernelMeta> = ks.iter().map(|k| &k.meta).collect();
+        return json.write(&serde_json::to_string_pretty(&metas)?);
+    }
+    if ks.is_empty() {
+        println!(
+            "no kernels in {} (build one: rtscope lab kernel build --preset trace)",
+            rtscope_lab::cache_dir().display()
+        );
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = ks
+        .iter()
+        .map(|k| {
+            vec![
+                k.meta.name.clone(),
+                k.meta.release.clone(),
+                k.meta.features.summary(),
+                k.meta.built_at.clone(),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        rtscope_report::table::render(&["kernel", "release", "supports", "built"], &rows)
+    );
+    Ok(())
+}
+
+fn mem_mib(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'G' | 'g')) => (&t[..i], 1024),
+        Some((i, 'M' | 'm')) => (&t[..i], 1),
+        _ => (t, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .map(|n| n * mult)
+        .filter(|m| (128..=65536).contains(m))
+        .ok_or_else(|| usage!("--mem: must be 128M..=64G (e.g. 1G, 768M); got '{s}'"))
+}
+
+/// The verb's own `-D/--duration`, to size the default timeout.
+fn verb_duration_s(args: &[String]) -> Option<f64> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let v = if a == "-D" || a == "--duration" {
+            it.next().cloned()
+        } else if let Some(v) = a.strip_prefix("--duration=") {
+            Some(v.to_string())
+        } else {
+            a.strip_prefix("-D")
+                .filter(|v| !v.is_empty())
+                .map(String::from)
+        };
+        if let Some(v) = v {
+            return rtscope_model::duration::parse_secs_in(&v, 0.0, 1e9).ok();
+        }
+    }
+    None
+}
+
+fn run_verb(r: RunArgs) -> Result<()> {
+    let tags = r.output.validate()?;
+    guest::check_verb(&r.verb).map_err(lab_err)?;
+    let mem = mem_mib(&r.mem)?;
+    let timeout = match &r.timeout {
+        Some(t) => common::parse_duration_in("--timeout", t, 10.0, 7.0 * 86400.0)?,
+        None => 3.0 * verb_duration_s(&r.verb).unwrap_or(60.0) + 180.0,
+    };
+    let k = kernel::find(&rtscope_lab::cache_dir(), &r.kernel).map_err(lab_err)?;
+    let preempt = r
+        .preempt
+        .as_deref()
+        .map(guest::Preempt::parse)
+        .transpose()
+        .map_err(lab_err)?;
+    let lab_id = rtscope_session::record::new_run_id();
+    let spec = guest::RunSpec {
+        kernel: k,
+        preempt,
+        smp: r.smp,
+        mem_mib: mem,
+        icount: r
+            .icount
+            .as_deref()
+            .map(guest::Icount::parse)
+            .transpose()
+            .map_err(lab_err)?,
+        timeout: std::time::Duration::from_secs_f64(timeout),
+        rtscope: std::env::current_exe()?,
+        args: r.verb.clone(),
+        cmdline: r.cmdline.clone(),
+        live: r.output.text(),
+        failure_log: Some(r.out.join(format!("lab-{lab_id}-failed-console.log"))),
+    };
+    spec.validate().map_err(lab_err)?;
+    rtscope_files::check_output_dir(&r.out, Some(64 << 20))
+        .map_err(|e| usage!("--out {}: {e}", r.out.display()))?;
+    r.output.progress(&format!(
+        "lab: booting {} ({}, preempt {}, {} vCPUs, {} MiB) for `rtscope {}`",
+        spec.kernel.meta.name,
+        spec.emulation(),
+        spec.preempt_model(),
+        spec.smp,
+        spec.mem_mib,
+        r.verb.join(" ")
+    ));
+    let out = guest::run(&spec).map_err(lab_err)?;
+    r.output.progress(&format!(
+        "lab: guest {} ({} CPUs) reached the verb after {:.1} s, finished after {:.1} s; verb exit {}",
+        out.release, out.guest_cpus, out.boot_secs, out.total_secs, out.exit_code
+    ));
+    let dest = r
+        .out
+        .join(format!("lab-{}", rtscope_session::record::new_run_id()));
+    let mut all_tags = home::lab_tags(&spec, &out);
+    all_tags.extend(tags);
+    let records = home::bring_home(&out, &all_tags, &home::emulation_warning(&spec), &dest)
+        .map_err(lab_err)?;
+    r.output
+        .progress(&format!("lab: the guest's files are in {}", dest.display()));
+    for rec in &records {
+        common::emit(&r.output, rec)?;
+    }
+    if out.exit_code != 0 {
+        return Err(anyhow::Error::new(ExitCode(
+            out.exit_code,
+            format!(
+                "lab run: `rtscope {}` exited {} in the guest",
+                r.verb.join(" "),
+                out.exit_code
+            ),
+        )));
+    }
+    if records.is_empty() {
+        r.output
+            .progress("lab: the verb stored no record in the guest (nothing to bring home)");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mem_and_duration_flags() {
+        assert_eq!(mem_mib("1G").unwrap(), 1024);
+        assert_eq!(mem_mib("768M").unwrap(), 768);
+        assert_eq!(mem_mib("512").unwrap(), 512);
+        for bad in ["64M", "1T", "x", ""] {
+            assert!(mem_mib(bad).is_err(), "{bad}");
+        }
+        let v = |s: &[&str]| verb_duration_s(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
+        assert_eq!(v(&["measure", "-D", "10s"]), Some(10.0));
+        assert_eq!(v(&["measure", "-D2m"]), Some(120.0));
+        assert_eq!(v(&["measure", "--duration=5"]), Some(5.0));
+        assert_eq!(v(&["measure"]), None);
+    }
+}

@@ -1,0 +1,386 @@
+//! `rtscope lab`: a verb run inside the `trace` kernel under QEMU/TCG, its record brought home
+//! with the lab's tags; the timeout, SIGINT and SIGKILL leave no QEMU and no temporary directory
+//! behind; bad input exits 2 before anything boots.
+//!
+//! The kernel comes from `scripts/setup.sh` (`rtscope lab kernel build --preset trace`). A
+//! missing kernel fails these tests (the suite's set-up builds it); only a machine without QEMU
+//! skips them.
+
+use rtscope_testkit::{bin, need_root, tmp};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn rtscope(args: &[&str], cwd: &Path) -> Output {
+    Command::new(bin!())
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("running rtscope")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The QEMU this lab run started (its temporary directory carries the rtscope pid).
+fn qemu_of(pid: u32) -> Vec<u32> {
+    let needle = format!("rtscope-lab.{pid}.");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .map(|c| text(&c).contains(&needle))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+fn lab_dirs_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter(|n| n.starts_with(&format!("rtscope-lab.{pid}.")))
+        .collect()
+}
+
+/// Qemu present, else SKIPPED; the trace kernel present, else a failure naming the build.
+fn lab_ready() -> bool {
+    if Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("SKIPPED: qemu-system-x86_64 is not installed (scripts/setup.sh installs it)");
+        return false;
+    }
+    let d = tmp();
+    let o = rtscope(&["lab", "list", "--json", "-"], d.path());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v.as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["preset"] == "trace"),
+        "no `trace` kernel in the lab cache: build it with `rtscope lab kernel build --preset trace` (scripts/setup.sh does)"
+    );
+    true
+}
+
+#[test]
+fn a_measure_in_the_trace_kernel_comes_home_tagged() {
+    need_root!("QEMU guest with SCHED_FIFO inside");
+    if !lab_ready() {
+        return;
+    }
+    let d = tmp();
+    let db = d.path().join("host.db");
+    let o = rtscope(
+        &[
+            "lab",
+            "run",
+            "--kernel",
+            "trace",
+            "--preempt",
+            "full",
+            "--db",
+            db.to_str().unwrap(),
+            "--tag",
+            "suite=lab",
+            "--",
+            "measure",
+            "-D",
+            "2s",
+            "-i",
+            "1000",
+        ],
+        d.path(),
+    );
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{out}\n{err}");
+    // The verb's own summary came through the console.
+    assert!(out.contains("rtscope measure"), "{out}");
+    assert!(err.contains("stored run"), "{err}");
+    let o = rtscope(
+        &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
+        d.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = runs.as_array().expect("runs list");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let id = runs[0]["id"].as_str().unwrap().to_string();
+    let o = rtscope(
+        &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
+        d.path(),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tags = &rec["tags"];
+    assert!(
+        tags["kernel"].as_str().unwrap().starts_with("trace-6.12"),
+        "{tags}"
+    );
+    assert_eq!(tags["preempt"], "full");
+    assert_eq!(tags["emulated"], "tcg");
+    assert_eq!(tags["lab_smp"], "2");
+    assert_eq!(tags["suite"], "lab");
+    assert!(
+        rec["system"]["kernel_release"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("6.12"),
+        "{}",
+        rec["system"]
+    );
+    // The guest's files (its store, the console) are on the host.
+    let labdir = std::fs::read_dir(d.path().join("rtscope-results"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("lab-"))
+        .expect("lab directory");
+    assert!(labdir.path().join("console.log").is_file());
+    assert!(labdir.path().join("data/rtscope/results.db").is_file());
+}
+
+/// Under -icount with a fixed shift and one vCPU no host delay reaches guest time: every part of
+/// the p99 tail has a guest cause (docs/lab.md, "no_guest_activity under icount").
+#[test]
+fn icount_single_vcpu_tail_has_a_guest_cause() {
+    need_root!("QEMU guest, eBPF capture inside");
+    if !lab_ready() {
+        return;
+    }
+    let d = tmp();
+    let db = d.path().join("host.db");
+    let o = rtscope(
+        &[
+            "lab",
+            "run",
+            "--kernel",
+            "trace",
+            "--icount",
+            "--smp",
+            "1",
+            "-q",
+            "--db",
+            db.to_str().unwrap(),
+            "--",
+            "measure",
+            "-D",
+            "2s",
+            "--trace",
+            "bpf",
+        ],
+        d.path(),
+    );
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let o = rtscope(
+        &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
+        d.path(),
+    );
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let id = runs[0]["id"].as_str().unwrap().to_string();
+    let o = rtscope(
+        &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
+        d.path(),
+    );
+    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rec["tags"]["emulated"], "tcg-icount");
+    let a = &rec["attribution"];
+    assert_eq!(a["lost_events"], 0, "{a}");
+    assert_eq!(a["samples_unattributed"], 0, "{a}");
+    for c in a["causes"].as_array().unwrap() {
+        if c["cause"] == "no_guest_activity" {
+            let share = c["tail_p99_share"].as_f64().unwrap_or(0.0);
+            assert!(share < 0.02, "no_guest_activity {share} of the tail: {a}");
+        }
+    }
+    // Guest time is instruction time: the worst latency is tens of µs, never a host stall.
+    let max_ns = rec["stats"]["max_ns"].as_u64().unwrap_or(u64::MAX);
+    assert!(max_ns < 500_000, "max {max_ns} ns");
+    let w: Vec<&str> = rec["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "hypervisor")
+        .map(|w| w["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("-icount shift=1"), "{w:?}");
+}
+
+#[test]
+fn the_timeout_kills_the_guest_and_says_so() {
+    need_root!("QEMU guest");
+    if !lab_ready() {
+        return;
+    }
+    let d = tmp();
+    let t0 = Instant::now();
+    let child = Command::new(bin!())
+        .args([
+            "lab",
+            "run",
+            "--kernel",
+            "trace",
+            "--no-store",
+            "--timeout",
+            "15s",
+            "--",
+            "measure",
+            "-D",
+            "10m",
+        ])
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("did not finish within 15 s") && err.contains("killed"),
+        "{err}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(40));
+    assert!(qemu_of(pid).is_empty(), "QEMU left running");
+    assert!(lab_dirs_of(pid).is_empty(), "temporary directory left");
+}
+
+#[test]
+fn sigint_and_sigkill_leave_no_qemu_behind() {
+    need_root!("QEMU guest");
+    if !lab_ready() {
+        return;
+    }
+    let d = tmp();
+    let start = || {
+        Command::new(bin!())
+            .args([
+                "lab",
+                "run",
+                "--kernel",
+                "trace",
+                "--no-store",
+                "-q",
+                "--",
+                "measure",
+                "-D",
+                "10m",
+            ])
+            .current_dir(d.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let wait_qemu = |pid: u32| {
+        let t = Instant::now();
+        while qemu_of(pid).is_empty() {
+            assert!(t.elapsed() < Duration::from_secs(20), "QEMU never started");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    // SIGINT: a clean stop, exit 0, nothing left.
+    let c = start();
+    let pid = c.id();
+    wait_qemu(pid);
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling the child we started.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let o = c.wait_with_output().unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("stopped by SIGINT"), "{err}");
+    assert!(qemu_of(pid).is_empty(), "QEMU left after SIGINT");
+    assert!(lab_dirs_of(pid).is_empty(), "temporary directory left");
+
+    // SIGKILL: QEMU dies with its parent (PR_SET_PDEATHSIG); the directory goes at the next
+    // lab command.
+    let mut c = start();
+    let pid = c.id();
+    wait_qemu(pid);
+    c.kill().unwrap();
+    c.wait().unwrap();
+    let t = Instant::now();
+    while !qemu_of(pid).is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "QEMU survived its parent's SIGKILL"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !lab_dirs_of(pid).is_empty(),
+        "expected the killed run's directory"
+    );
+    let o = rtscope(&["lab", "list"], d.path());
+    assert!(o.status.success());
+    assert!(lab_dirs_of(pid).is_empty(), "stale directory not swept");
+}
+
+#[test]
+fn bad_input_exits_2_before_anything_boots() {
+    let d = tmp();
+    let cases: &[(&[&str], &str)] = &[
+        (&["lab", "kernel", "build", "--preset", "rt"], "--preset"),
+        (
+            &["lab", "run", "--kernel", "no-such-kernel", "--", "measure"],
+            "rtscope lab list",
+        ),
+        (&["lab", "run", "--kernel", "trace", "--", "report"], "host"),
+        (&["lab", "run", "--kernel", "trace", "--", "lab"], "host"),
+        (
+            &[
+                "lab", "run", "--kernel", "trace", "--mem", "1T", "--", "measure",
+            ],
+            "--mem",
+        ),
+        (
+            &[
+                "lab",
+                "run",
+                "--kernel",
+                "trace",
+                "--preempt",
+                "some",
+                "--",
+                "measure",
+            ],
+            "--preempt",
+        ),
+        (
+            &[
+                "lab",
+                "run",
+                "--kernel",
+                "trace",
+                "--timeout",
+                "1s",
+                "--",
+                "measure",
+            ],
+            "--timeout",
+        ),
+        (&["lab", "run", "--kernel", "trace"], "VERB"),
+    ];
+    for (args, needle) in cases {
+        let o = rtscope(args, d.path());
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(err.lines().count() <= 3, "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,123 @@
+//! `rtscope trace thread-vars` in the lab's trace kernel (6.12 with preemptirq tracepoints, BTF
+//! and tp_btf): boot it under QEMU, measure 3 s on its 2 vCPUs, bring the JSON home and check
+//! that the in-kernel reduction saw the events and lost none. Skipped only when QEMU is missing;
+//! a missing trace kernel is a failure (the suite's set-up builds it).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+fn rtscope(cwd: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("running rtscope")
+}
+
+fn on_path(bin: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+        .unwrap_or(false)
+}
+
+/// The JSON the guest wrote, under `rtscope-results/lab-*/`.
+fn brought_home(dir: &Path, name: &str) -> Option<PathBuf> {
+    std::fs::read_dir(dir.join("rtscope-results"))
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join(name))
+        .find(|p| p.is_file())
+}
+
+/// Errors of `v` against docs/schema/thread-vars.schema.json.
+fn schema_errors(v: &Value) -> Vec<String> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/thread-vars.schema.json");
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("schema file"))
+        .expect("schema JSON");
+    let schema = jsonschema::JSONSchema::options()
+        .compile(&s)
+        .expect("schema compiles");
+    let errs: Vec<String> = match schema.validate(v) {
+        Ok(()) => Vec::new(),
+        Err(errs) => errs
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect(),
+    };
+    errs
+}
+
+#[test]
+fn thread_vars_in_the_trace_kernel() {
+    if !on_path("qemu-system-x86_64") {
+        println!("SKIPPED: qemu-system-x86_64 is missing (apt-get install qemu-system-x86)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let list = rtscope(tmp.path(), &["lab", "list", "--json", "-"]);
+    assert!(list.status.success(), "lab list: {:?}", list);
+    let kernels: Value = serde_json::from_slice(&list.stdout).expect("lab list JSON");
+    let has_trace = kernels
+        .as_array()
+        .is_some_and(|a| a.iter().any(|k| k["preset"] == "trace"));
+    assert!(
+        has_trace,
+        "no trace kernel in the lab cache: build it with `rtscope lab kernel build --preset trace` \
+         (lab list: {kernels})"
+    );
+    let t0 = Instant::now();
+    let out = rtscope(
+        tmp.path(),
+        &[
+            "lab",
+            "run",
+            "--kernel",
+            "trace",
+            "--no-store",
+            "--timeout",
+            "110s",
+            "--",
+            "trace",
+            "thread-vars",
+            "-D",
+            "3s",
+            "--json",
+            "thread-vars.json",
+        ],
+    );
+    let said = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "lab run failed ({}): {said}",
+        out.status
+    );
+    println!("{said}\n(lab run took {:.1} s)", t0.elapsed().as_secs_f64());
+    let path = brought_home(tmp.path(), "thread-vars.json")
+        .unwrap_or_else(|| panic!("thread-vars.json did not come home: {said}"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read JSON"))
+        .expect("thread-vars JSON");
+    assert_eq!(schema_errors(&v), Vec::<String>::new(), "{v}");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["lost_events"], 0, "events were lost: {v}");
+    let cpus = v["cpus"].as_array().expect("cpus array");
+    assert_eq!(cpus.len(), 2, "the guest has 2 vCPUs: {v}");
+    for c in cpus {
+        let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("{k} in {c}"));
+        let t = |k: &str| {
+            c["thread"][k]
+                .as_u64()
+                .unwrap_or_else(|| panic!("thread.{k} in {c}"))
+        };
+        assert!(n("preemptirq_events") > 0, "no preemptirq events: {c}");
+        assert!(n("sched_sections") > 0, "no scheduler sections: {c}");
+        assert!(t("poid_ns") > 0, "D_POID is 0: {c}");
+        assert!(t("psd_ns") >= t("dst_ns"), "D_ST > D_PSD: {c}");
+        assert_eq!(n("lost_events"), 0, "{c}");
+    }
+}

@@ -1,0 +1,795 @@
+//! One verb in a lab kernel: the guest is booted under QEMU/TCG with an initramfs holding
+//! busybox and rtscope, runs `rtscope <verb> …` in `/out` with `HOME=/out` (so its store, its
+//! run directories and traces land there), and sends `/out` home as a base64 tar on its second
+//! serial port. The records come into the host's store tagged with the kernel, its preemption
+//! model and how it was emulated; the files land in a host directory and the records' trace
+//! paths point there.
+//!
+//! Everything the lab starts is gone on every exit path: QEMU dies with rtscope
+//! (`PR_SET_PDEATHSIG`, also on SIGKILL), is killed at the timeout and on SIGINT/SIGTERM/SIGHUP,
+//! and the temporary directory (initramfs, console, results) is removed on return; one left by
+//! a killed rtscope is removed by the next lab run (its owner's pid is recorded in it).
+
+use crate::initramfs::Archive;
+use crate::kernel::Kernel;
+use crate::{io, LabError, Result};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Boot-time preemption model (`preempt=` on a PREEMPT_DYNAMIC kernel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preempt {
+    None,
+    Voluntary,
+    Full,
+}
+
+impl Preempt {
+    pub fn name(self) -> &'static str {
+        match self {
+            Preempt::None => "none",
+            Preempt::Voluntary => "voluntary",
+            Preempt::Full => "full",
+        }
+    }
+    pub fn parse(s: &str) -> Result<Preempt> {
+        match s {
+            "none" => Ok(Preempt::None),
+            "voluntary" => Ok(Preempt::Voluntary),
+            "full" => Ok(Preempt::Full),
+            _ => Err(LabError::Usage(format!(
+                "--preempt: must be none, voluntary or full; got '{s}'"
+            ))),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Icount {
+    Shift(u8),
+    Auto,
+}
+
+impl Icount {
+    /// The default shift: 2^1 = 2 ns per instruction. TCG executes a few hundred million guest
+    /// instructions a second, so guest time runs a few times slower than the host's and a
+    /// 1 ms guest period is still thousands of instructions of work.
+    pub const DEFAULT: Icount = Icount::Shift(1);
+
+    pub fn parse(s: &str) -> Result<Icount> {
+        match s {
+            "auto" => Ok(Icount::Auto),
+            _ => s
+                .parse::<u8>()
+                .ok()
+                .filter(|n| *n <= 10)
+                .map(Icount::Shift)
+                .ok_or_else(|| {
+                    LabError::Usage(format!(
+                        "--icount: must be a shift 0..=10 (2^shift ns per instruction) or auto; got '{s}'"
+                    ))
+                }),
+        }
+    }
+}
+
+/// Verbs that run work and store a record. The others read stored results or manage the lab
+/// itself, and belong on the host.
+pub const GUEST_VERBS: &[&str] = &[
+    "run",
+    "measure",
+    "cyclictest",
+    "trace",
+    "load",
+    "rhealstone",
+    "pdlt",
+    "sched-scale",
+    "taskset",
+    "practise",
+    "mbwi",
+    "noise",
+];
+
+pub fn check_verb(args: &[String]) -> Result<()> {
+    let Some(verb) = args.first() else {
+        return Err(LabError::Usage(format!(
+            "lab run: give the verb after `--`, e.g. `rtscope lab run --kernel trace -- measure -D 10s` (verbs: {})",
+            GUEST_VERBS.join(", ")
+        )));
+    };
+    if !GUEST_VERBS.contains(&verb.as_str()) {
+        return Err(LabError::Usage(format!(
+            "lab run: '{verb}' cannot run in a guest (it works on stored results or on the lab itself; run it on the host); guest verbs: {}",
+            GUEST_VERBS.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+pub struct RunSpec {
+    pub kernel: Kernel,
+    pub preempt: Option<Preempt>,
+    pub smp: u32,
+    pub mem_mib: u64,
+    /// QEMU's instruction counter as the guest clock: `Some(Icount::Shift(n))` charges 2^n ns
+    /// per instruction, `Some(Icount::Auto)` lets QEMU adapt n to the host's speed.
+    pub icount: Option<Icount>,
+    pub timeout: Duration,
+    /// The rtscope binary the guest runs (normally this one).
+    pub rtscope: PathBuf,
+    /// The verb and its flags.
+    pub args: Vec<String>,
+    /// Extra kernel command-line words (e.g. `isolcpus=1`).
+    pub cmdline: Vec<String>,
+    /// Stream the guest's output while it runs.
+    pub live: bool,
+    /// Where the console is kept when the guest fails (a panic, a hang, a crash of the verb).
+    pub failure_log: Option<PathBuf>,
+}
+
+impl RunSpec {
+    /// `tcg`, `tcg-icount` (fixed shift) or `tcg-icount-auto`: how the guest's CPU and clock
+    /// were emulated.
+    pub fn emulation(&self) -> &'static str {
+        match self.icount {
+            None => "tcg",
+            Some(Icount::Shift(_)) => "tcg-icount",
+            Some(Icount::Auto) => "tcg-icount-auto",
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        check_verb(&self.args)?;
+        if !(1..=64).contains(&self.smp) {
+            return Err(LabError::Usage(format!(
+                "--smp: must be 1..=64; got {}",
+                self.smp
+            )));
+        }
+        if !(128..=65536).contains(&self.mem_mib) {
+            return Err(LabError::Usage(format!(
+                "--mem: must be 128M..=64G; got {} MiB",
+                self.mem_mib
+            )));
+        }
+        let f = &self.kernel.meta.features;
+        if let Some(p) = self.preempt {
+            if f.preempt_rt {
+                return Err(LabError::Usage(format!(
+                    "--preempt {}: kernel {} is PREEMPT_RT (its model is fixed); leave --preempt out",
+                    p.name(),
+                    self.kernel.meta.name
+                )));
+            }
+            if !f.preempt_dynamic {
+                return Err(LabError::Usage(format!(
+                    "--preempt {}: kernel {} has no PREEMPT_DYNAMIC (the model is chosen at build time)",
+                    p.name(),
+                    self.kernel.meta.name
+                )));
+            }
+        }
+        if !self.rtscope.is_file() {
+            return Err(LabError::Missing(format!(
+                "lab run: the rtscope binary {} is missing",
+                self.rtscope.display()
+            )));
+        }
+        if crate::have("qemu-system-x86_64").is_none() {
+            return Err(LabError::Missing(
+                "lab run: qemu-system-x86_64 is missing (apt-get install qemu-system-x86; scripts/setup.sh installs it)".into(),
+            ));
+        }
+        if busybox().is_none() {
+            return Err(LabError::Missing(
+                "lab run: a static busybox is missing (apt-get install busybox-static; scripts/setup.sh installs it)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The model the guest runs under, for the record's tags.
+    pub fn preempt_model(&self) -> String {
+        let f = &self.kernel.meta.features;
+        match self.preempt {
+            Some(p) => p.name().into(),
+            None if f.preempt_rt => "rt".into(),
+            None => "default".into(),
+        }
+    }
+}
+
+fn busybox() -> Option<PathBuf> {
+    ["/bin/busybox", "/usr/bin/busybox"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .or_else(|| crate::have("busybox"))
+}
+
+/// What came back from the guest.
+#[derive(Debug)]
+pub struct GuestOutcome {
+    /// The verb's exit code in the guest.
+    pub exit_code: i32,
+    /// `uname -r` in the guest.
+    pub release: String,
+    pub guest_cpus: u32,
+    /// The guest's output from the verb's start to its end.
+    pub output: String,
+    /// The whole console (kernel messages and the verb), escapes removed.
+    pub console: String,
+    /// Files of `/out`: relative path → contents.
+    pub files: Vec<(String, Vec<u8>)>,
+    pub boot_secs: f64,
+    pub total_secs: f64,
+}
+
+/// Files a guest may send home, in all (the guest's memory bounds it too).
+const MAX_RESULTS: u64 = 4 << 30;
+
+/// Quote one word for the guest's `sh`.
+pub fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The guest's /init.
+pub fn init_script(args: &[String]) -> String {
+    let cmd: Vec<String> = args.iter().map(|a| sh_quote(a)).collect();
+    format!(
+        r#"#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin HOME=/out XDG_DATA_HOME=/out/data TERM=dumb
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+ulimit -l unlimited 2>/dev/null
+echo "RTSCOPE-LAB-START release=$(uname -r) cpus=$(nproc)"
+cd /out
+# Through a pipe: the console is a terminal, and progress displays redrawn on a serial line
+# would fill the output with frames.
+set -o pipefail
+/bin/rtscope {} </dev/null 2>&1 | cat
+echo "RTSCOPE-LAB-EXIT=$?"
+stty -F /dev/ttyS1 raw -echo 2>/dev/null
+cd /out && tar cf /tmp/out.tar . && {{ echo "RTSCOPE-LAB-FILES $(wc -c </tmp/out.tar)"; base64 /tmp/out.tar; echo RTSCOPE-LAB-FILES-END; }} >/dev/ttyS1
+sync
+poweroff -f
+"#,
+        cmd.join(" ")
+    )
+}
+
+/// The QEMU command line (without the program).
+pub fn qemu_args(spec: &RunSpec, initrd: &Path, console: &Path, results: &Path) -> Vec<String> {
+    let mut append = vec![
+        "console=ttyS0".to_string(),
+        "quiet".into(),
+        "loglevel=3".into(),
+        "panic=-1".into(),
+        "rdinit=/init".into(),
+    ];
+    if let Some(p) = spec.preempt {
+        append.push(format!("preempt={}", p.name()));
+    }
+    append.extend(spec.cmdline.iter().cloned());
+    let mut a: Vec<String> = vec!["-accel".into(), "tcg".into()];
+    if let Some(ic) = spec.icount {
+        // The guest clock advances with executed instructions, 2^shift ns each, and with
+        // sleep=off an idle guest jumps to its next timer. With a fixed shift no host delay is
+        // ever visible as guest time; `auto` re-fits the shift to the host's speed as it goes,
+        // so a slowed host changes the guest's time scale mid-run (docs/lab.md).
+        let shift = match ic {
+            Icount::Shift(n) => n.to_string(),
+            Icount::Auto => "auto".into(),
+        };
+        a.extend(["-icount".into(), format!("shift={shift},sleep=off")]);
+    }
+    a.extend([
+        "-cpu".into(),
+        "max".into(),
+        "-smp".into(),
+        spec.smp.to_string(),
+        "-m".into(),
+        format!("{}M", spec.mem_mib),
+        "-kernel".into(),
+        spec.kernel.image().display().to_string(),
+        "-initrd".into(),
+        initrd.display().to_string(),
+        "-append".into(),
+        append.join(" "),
+        "-nographic".into(),
+        "-monitor".into(),
+        "none".into(),
+        "-nodefaults".into(),
+        "-no-reboot".into(),
+        "-serial".into(),
+        format!("file:{}", console.display()),
+        "-serial".into(),
+        format!("file:{}", results.display()),
+    ]);
+    a
+}
+
+/// A temporary directory that records its owner and is removed on drop.
+pub struct Work {
+    pub dir: PathBuf,
+}
+
+impl Work {
+    fn new() -> Result<Work> {
+        sweep_stale(&std::env::temp_dir());
+        let dir = std::env::temp_dir().join(format!(
+            "rtscope-lab.{}.{:08x}",
+            std::process::id(),
+            rand_u32()
+        ));
+        std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
+        std::fs::write(dir.join("owner.pid"), std::process::id().to_string())
+            .map_err(io("writing owner.pid"))?;
+        Ok(Work { dir })
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn rand_u32() -> u32 {
+    let mut b = [0u8; 4];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        let _ = f.read_exact(&mut b);
+    }
+    u32::from_ne_bytes(b)
+}
+
+/// Remove lab directories whose owner is gone (rtscope killed with SIGKILL).
+pub fn sweep_stale(tmp: &Path) {
+    for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with("rtscope-lab.") {
+            continue;
+        }
+        let pid: Option<i32> = std::fs::read_to_string(e.path().join("owner.pid"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        // SAFETY: kill with signal 0 only checks that the process exists.
+        let alive = pid.is_some_and(|p| unsafe { libc::kill(p, 0) } == 0);
+        if !alive {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// The rtscope binary for the guest, without debug sections when `strip` is there (a debug
+/// build is ~200 MB, ~35 MB stripped: the guest loads it into RAM at every boot).
+fn guest_binary(src: &Path, work: &Path) -> PathBuf {
+    let dst = work.join("rtscope");
+    if crate::have("strip").is_some() {
+        let ok = Command::new("strip")
+            .arg("-o")
+            .arg(&dst)
+            .arg(src)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return dst;
+        }
+    }
+    src.to_path_buf()
+}
+
+/// Boot, run, collect. Returns when the guest powered off, or errors at the timeout or a stop.
+/// On a failure after the boot began, the whole console is kept at `spec.failure_log`.
+pub fn run(spec: &RunSpec) -> Result<GuestOutcome> {
+    spec.validate()?;
+    let work = Work::new()?;
+    let r = run_in(spec, &work);
+    if let (Err(e), Some(log)) = (&r, &spec.failure_log) {
+        if !matches!(e, LabError::Usage(_) | LabError::Missing(_)) {
+            if let Ok(c) = std::fs::read(work.dir.join("console.log")) {
+                if let Some(d) = log.parent() {
+                    let _ = std::fs::create_dir_all(d);
+                }
+                if std::fs::write(log, clean_console(&c)).is_ok() {
+                    return r.map_err(|e| with_log(e, log));
+                }
+            }
+        }
+    }
+    r
+}
+
+fn with_log(e: LabError, log: &Path) -> LabError {
+    let add = |m: String| format!("{m}\n(whole console: {})", log.display());
+    match e {
+        LabError::Timeout(m) => LabError::Timeout(add(m)),
+        LabError::Failed(m) => LabError::Failed(add(m)),
+        LabError::Interrupted(m) => LabError::Interrupted(m),
+        other => other,
+    }
+}
+
+fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
+    use std::os::unix::process::CommandExt;
+    let bin = guest_binary(&spec.rtscope, &work.dir);
+    let mut arch = Archive::new();
+    arch.executable("bin/busybox", &busybox().expect("validated"))?;
+    arch.executable("bin/rtscope", &bin)?;
+    arch.data("init", 0o755, init_script(&spec.args).into_bytes());
+    // The kernel's config where rtscope's system capture reads it (/boot/config-<release>): the
+    // record then names the preemption model and the options the kernel was built with.
+    if let Ok(cfg) = std::fs::read(spec.kernel.config()) {
+        arch.data(
+            &format!("boot/config-{}", spec.kernel.meta.release),
+            0o644,
+            cfg,
+        );
+    }
+    let initrd = work.dir.join("initrd.cpio");
+    {
+        let f = std::fs::File::create(&initrd).map_err(io("creating the initramfs"))?;
+        let mut w = std::io::BufWriter::new(f);
+        arch.write_to(&mut w)?;
+        std::io::Write::flush(&mut w).map_err(io("writing the initramfs"))?;
+    }
+    let _ = std::fs::remove_file(work.dir.join("rtscope"));
+    let console = work.dir.join("console.log");
+    let results = work.dir.join("results.b64");
+    let _signals = rtscope_probe::signals::Guard::install(&[]);
+    let t0 = Instant::now();
+    let mut cmd = Command::new("qemu-system-x86_64");
+    cmd.args(qemu_args(spec, &initrd, &console, &results))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: prctl is async-signal-safe; QEMU dies with its parent, also on SIGKILL.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| LabError::Failed(format!("lab run: cannot start QEMU: {e}")))?;
+    let mut stderr = child.stderr.take();
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(e) = stderr.as_mut() {
+            let _ = e.take(64 * 1024).read_to_string(&mut s);
+        }
+        s
+    });
+    let mut shown = 0usize;
+    let mut started: Option<f64> = None;
+    let status = loop {
+        if let Some(s) = child
+            .try_wait()
+            .map_err(|e| LabError::Failed(format!("lab run: waiting for QEMU: {e}")))?
+        {
+            break s;
+        }
+        let text = clean_console(&std::fs::read(&console).unwrap_or_default());
+        if started.is_none() && text.contains("RTSCOPE-LAB-START") {
+            started = Some(t0.elapsed().as_secs_f64());
+        }
+        if spec.live {
+            shown = stream_new(&text, shown);
+        }
+        if rtscope_probe::signals::stop_requested() {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(LabError::Interrupted(format!(
+                "lab run: stopped by {}; QEMU killed, nothing stored",
+                rtscope_probe::signals::stop_signal_name()
+            )));
+        }
+        if t0.elapsed() > spec.timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            let tail: Vec<&str> = text.lines().rev().take(8).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            return Err(LabError::Timeout(format!(
+                "lab run: the guest did not finish within {} s (--timeout) and was killed ({}); last console lines:\n{}",
+                spec.timeout.as_secs(),
+                if started.is_some() { "the verb was running" } else { "it never finished booting" },
+                tail.join("\n")
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let qemu_err = err_reader.join().unwrap_or_default();
+    let text = clean_console(&std::fs::read(&console).unwrap_or_default());
+    if spec.live {
+        stream_new(&text, shown);
+    }
+    let total_secs = t0.elapsed().as_secs_f64();
+    // The marker can share a line with a kernel message printed at the same moment.
+    let start = text
+        .lines()
+        .find_map(|l| l.find("RTSCOPE-LAB-START").map(|i| &l[i..]));
+    let Some(start) = start else {
+        return Err(LabError::Failed(format!(
+            "lab run: the guest never reached the verb (QEMU {status}{}); console:\n{}",
+            if qemu_err.trim().is_empty() {
+                String::new()
+            } else {
+                format!(": {}", qemu_err.trim())
+            },
+            last_lines(&text, 15)
+        )));
+    };
+    let field = |k: &str| {
+        start
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .unwrap_or("")
+            .to_string()
+    };
+    let release = field("release=");
+    let guest_cpus = field("cpus=").parse().unwrap_or(0);
+    let exit_code = text
+        .lines()
+        .find_map(|l| l.find("RTSCOPE-LAB-EXIT=").map(|i| &l[i + 17..]))
+        .and_then(|c| c.split_whitespace().next()?.parse().ok());
+    let Some(exit_code) = exit_code else {
+        return Err(LabError::Failed(format!(
+            "lab run: the verb did not finish in the guest (a panic or crash; QEMU {status}); console:\n{}",
+            last_lines(&text, 15)
+        )));
+    };
+    let output = verb_output(&text);
+    let raw = std::fs::read(&results).unwrap_or_default();
+    let files = decode_results(&raw)?;
+    Ok(GuestOutcome {
+        exit_code,
+        release,
+        guest_cpus,
+        output,
+        console: text.clone(),
+        files,
+        boot_secs: started.unwrap_or(total_secs),
+        total_secs,
+    })
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let v: Vec<&str> = text.lines().collect();
+    v[v.len().saturating_sub(n)..].join("\n")
+}
+
+/// Print the verb's lines not shown yet; returns how many lines of the verb are shown.
+fn stream_new(text: &str, shown: usize) -> usize {
+    let Some(pos) = text.find("RTSCOPE-LAB-START") else {
+        return shown;
+    };
+    let body = &text[pos..];
+    // Only complete lines; the marker line itself is not the verb's.
+    let complete = match body.rfind('\n') {
+        Some(i) => &body[..i],
+        None => return shown,
+    };
+    let lines: Vec<&str> = complete
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.contains("RTSCOPE-LAB-EXIT="))
+        .collect();
+    for l in lines.iter().skip(shown) {
+        println!("{l}");
+    }
+    lines.len().max(shown)
+}
+
+/// The guest's console without the firmware's terminal escapes and carriage returns.
+pub fn clean_console(raw: &[u8]) -> String {
+    let s = String::from_utf8_lossy(raw);
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '\x1b' => {
+                if it.peek() == Some(&'[') {
+                    it.next();
+                    while let Some(&n) = it.peek() {
+                        it.next();
+                        if n.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                } else {
+                    it.next();
+                }
+            }
+            '\r' => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The verb's own output: the lines between the start and exit markers.
+pub fn verb_output(text: &str) -> String {
+    let mut on = false;
+    let mut v = Vec::new();
+    for l in text.lines() {
+        if l.contains("RTSCOPE-LAB-START") {
+            on = true;
+            continue;
+        }
+        if l.contains("RTSCOPE-LAB-EXIT=") {
+            break;
+        }
+        if on {
+            v.push(l);
+        }
+    }
+    v.join("\n")
+}
+
+/// The second serial port's contents: `RTSCOPE-LAB-FILES <bytes>`, base64 lines,
+/// `RTSCOPE-LAB-FILES-END`. A missing end marker or a length mismatch means the transfer was
+/// cut: an error, never a silently partial result.
+pub fn decode_results(raw: &[u8]) -> Result<Vec<(String, Vec<u8>)>> {
+    use base64::Engine;
+    let text = String::from_utf8_lossy(raw);
+    let Some(begin) = text.find("RTSCOPE-LAB-FILES ") else {
+        return Err(LabError::Failed(
+            "lab run: the guest sent no results (its /out was not archived)".into(),
+        ));
+    };
+    let rest = &text[begin + "RTSCOPE-LAB-FILES ".len()..];
+    let (len_s, body) = rest.split_once('\n').unwrap_or((rest, ""));
+    let len: u64 = len_s
+        .trim()
+        .parse()
+        .map_err(|_| LabError::Failed("lab run: the results header has no length".into()))?;
+    if len > MAX_RESULTS {
+        return Err(LabError::Failed(format!(
+            "lab run: the guest announced {len} bytes of results (limit {MAX_RESULTS})"
+        )));
+    }
+    let Some(end) = body.find("RTSCOPE-LAB-FILES-END") else {
+        return Err(LabError::Failed(
+            "lab run: the results transfer was cut (no end marker)".into(),
+        ));
+    };
+    let b64: String = body[..end].chars().filter(|c| !c.is_whitespace()).collect();
+    let tar = base64::engine::general_purpose::STANDARD
+        .decode(b64.as_bytes())
+        .map_err(|e| LabError::Failed(format!("lab run: the results are not base64: {e}")))?;
+    if tar.len() as u64 != len {
+        return Err(LabError::Failed(format!(
+            "lab run: {} of {len} result bytes arrived",
+            tar.len()
+        )));
+    }
+    crate::ustar::files(&tar, MAX_RESULTS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_the_guest_shell() {
+        assert_eq!(sh_quote("a b"), "'a b'");
+        assert_eq!(sh_quote("it's"), r"'it'\''s'");
+        let s = init_script(&["measure".into(), "--tag".into(), "k=v w".into()]);
+        assert!(s.contains("/bin/rtscope 'measure' '--tag' 'k=v w' </dev/null 2>&1 | cat"));
+        assert!(s.starts_with("#!/bin/busybox sh\n"));
+    }
+
+    #[test]
+    fn verbs_the_guest_cannot_run_are_refused() {
+        assert!(check_verb(&["measure".into()]).is_ok());
+        for v in ["report", "lab", "compare", "db"] {
+            match check_verb(&[v.into()]) {
+                Err(LabError::Usage(m)) => assert!(m.contains(v) && m.contains("host"), "{m}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(matches!(check_verb(&[]), Err(LabError::Usage(m)) if m.contains("after `--`")));
+    }
+
+    #[test]
+    fn console_escapes_and_markers() {
+        let raw = b"\x1bc\x1b[?7lSeaBIOS\r\nboot\r\nRTSCOPE-LAB-START release=6.12.117 cpus=2\r\nline 1\r\nline 2\r\nRTSCOPE-LAB-EXIT=0\r\n";
+        let t = clean_console(raw);
+        assert!(t.starts_with("SeaBIOS\nboot\n"), "{t:?}");
+        assert_eq!(verb_output(&t), "line 1\nline 2");
+    }
+
+    #[test]
+    fn results_transfer_checked_end_to_end() {
+        use base64::Engine;
+        // A one-file ustar.
+        let mut tar = vec![0u8; 512];
+        tar[..9].copy_from_slice(b"./rec.txt");
+        tar[124..136].copy_from_slice(b"00000000003\0");
+        tar[156] = b'0';
+        tar.extend_from_slice(b"abc");
+        tar.resize(1024 + 1024, 0);
+        let b = base64::engine::general_purpose::STANDARD.encode(&tar);
+        let wrapped: Vec<String> = b
+            .as_bytes()
+            .chunks(76)
+            .map(|c| String::from_utf8(c.to_vec()).unwrap())
+            .collect();
+        let ok = format!(
+            "noise\r\nRTSCOPE-LAB-FILES {}\r\n{}\r\nRTSCOPE-LAB-FILES-END\r\n",
+            tar.len(),
+            wrapped.join("\r\n")
+        );
+        let f = decode_results(ok.as_bytes()).unwrap();
+        assert_eq!(f, vec![("rec.txt".to_string(), b"abc".to_vec())]);
+        // Cut transfers are errors.
+        let cut = &ok[..ok.len() - 30];
+        assert!(
+            matches!(decode_results(cut.as_bytes()), Err(LabError::Failed(m)) if m.contains("cut"))
+        );
+        let wrong = ok.replace(&format!("FILES {}", tar.len()), "FILES 10");
+        assert!(
+            matches!(decode_results(wrong.as_bytes()), Err(LabError::Failed(m)) if m.contains("of 10"))
+        );
+        assert!(decode_results(b"").is_err());
+    }
+
+    #[test]
+    fn qemu_command_line() {
+        let k = Kernel {
+            dir: "/k".into(),
+            meta: crate::kernel::KernelMeta {
+                name: "trace-x".into(),
+                preset: "trace".into(),
+                release: "6.12.117".into(),
+                source: String::new(),
+                key: String::new(),
+                built_at: String::new(),
+                build_secs: 0.0,
+                jobs: 0,
+                features: crate::kernel::Features {
+                    preempt_dynamic: true,
+                    ..Default::default()
+                },
+            },
+        };
+        let mut s = RunSpec {
+            kernel: k,
+            preempt: Some(Preempt::Full),
+            smp: 2,
+            mem_mib: 1024,
+            icount: Some(Icount::Auto),
+            timeout: Duration::from_secs(60),
+            rtscope: "/nonexistent".into(),
+            args: vec!["measure".into()],
+            cmdline: vec!["isolcpus=1".into()],
+            live: false,
+            failure_log: None,
+        };
+        let a = qemu_args(&s, Path::new("/w/i"), Path::new("/w/c"), Path::new("/w/r"));
+        let j = a.join(" ");
+        assert!(j.contains("-icount shift=auto,sleep=off"), "{j}");
+        assert!(j.contains("preempt=full isolcpus=1"), "{j}");
+        assert!(j.contains("-serial file:/w/c -serial file:/w/r"), "{j}");
+        assert_eq!(s.emulation(), "tcg-icount-auto");
+        assert_eq!(s.preempt_model(), "full");
+        // A missing binary is named (after the kernel checks pass).
+        assert!(matches!(s.validate(), Err(LabError::Missing(m)) if m.contains("/nonexistent")));
+        s.smp = 0;
+        assert!(matches!(s.validate(), Err(LabError::Usage(m)) if m.contains("--smp")));
+        s.smp = 2;
+        s.kernel.meta.features.preempt_dynamic = false;
+        assert!(matches!(s.validate(), Err(LabError::Usage(m)) if m.contains("PREEMPT_DYNAMIC")));
+    }
+}

@@ -1,0 +1,60 @@
+//! ECRTS'20 Table 1's thread variables measured in the kernel from the preemptirq tracepoints
+//! (`rtscope trace thread-vars`): what the trace crate's in-kernel reduction returns and the
+//! report crate prints (`docs/schema/thread-vars.schema.json`).
+
+use crate::bound::ThreadVars;
+use crate::warning::Warning;
+use serde::{Deserialize, Serialize};
+
+/// Version of the thread-vars JSON document.
+pub const THREAD_VARS_SCHEMA_VERSION: u32 = 1;
+
+/// One CPU: the running maxima of Table 1's variables and what they were measured from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuThreadMeasure {
+    pub cpu: u32,
+    /// D_POID, D_PAIE, D_PSD, D_ST (maxima, ns), interrupt time discounted.
+    pub thread: ThreadVars,
+    /// preempt_disable/enable and irq_disable/enable events seen (0: none reached the CPU).
+    pub preemptirq_events: u64,
+    /// Preempt-disabled sections that contained a context switch (the scheduler's).
+    pub sched_sections: u64,
+    /// Events the state machine never saw on this CPU: `queue_overflows` + `nest_overflows` +
+    /// `recursion_misses`. Non-zero: the maxima may be low (not sound).
+    pub lost_events: u64,
+    /// Events dropped because the CPU's in-kernel queue was full.
+    pub queue_overflows: u64,
+    /// Interrupt-handler entries dropped because too many handlers were open at once (their
+    /// time is then not discounted).
+    pub nest_overflows: u64,
+    /// Program runs the kernel skipped (bpf_prog_info.recursion_misses); the kernel does not say
+    /// on which CPU, so every measured CPU carries the whole count.
+    pub recursion_misses: u64,
+    /// Most events waiting at once in the CPU's queue (1: no program ever interrupted another).
+    pub max_queued: u64,
+}
+
+/// One `trace thread-vars` run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadVarsRun {
+    pub schema_version: u32,
+    /// `uname -r` of the measured kernel.
+    pub kernel_release: String,
+    /// How long the programs were attached and the CPUs measured.
+    pub duration_ns: u64,
+    pub cpus: Vec<CpuThreadMeasure>,
+    /// Sum of the CPUs' queue and nesting overflows plus the programs' recursion misses: events
+    /// the reduction did not see. Non-zero means the variables are not a sound measurement.
+    pub lost_events: u64,
+    /// Per program with recursion misses: "name count".
+    #[serde(default)]
+    pub missed_by: Vec<String>,
+    /// Tracepoints the kernel does not have (their programs were not loaded), and similar.
+    #[serde(default)]
+    pub notes: Vec<String>,
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
+    /// Stopped by a signal before the asked duration.
+    #[serde(default)]
+    pub interrupted: bool,
+}

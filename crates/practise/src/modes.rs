@@ -1,0 +1,351 @@
+//! The modes of `rtscope practise` from their flags to their stored records (lelli-2014 §2.3):
+//! random events on emulated CPUs with checkers (`test`) or per-operation costs (`perf`), a
+//! recorded trace's event order (`replay`), and the kernel's own cpudl/cpupri costs timed with
+//! fentry/fexit under a small task-set load (`kernel`, §2.3.9, Fig. 2.24). Every value is checked
+//! before a thread starts; each refusal names its flag.
+
+use crate::{queue::QueueKind, structures as st};
+use rtscope_bench::taskset::{job, PolicyKind, PriorityOrder};
+use rtscope_model::bench::BenchResult;
+use rtscope_model::practise::{PractiseKernelResult, PractiseResult};
+use rtscope_session::input::{self, VerbError};
+use rtscope_session::outputs::RecordOutputs;
+use rtscope_session::work::Work;
+use std::path::{Path, PathBuf};
+
+macro_rules! bad {
+    ($($t:tt)*) => { VerbError::BadInput(format!($($t)*)) };
+}
+
+/// The flags every mode but `kernel` shares, as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Common {
+    /// cpudl | pullheap | cpupri | flat | all
+    pub structure: String,
+    /// heap | btree
+    pub queue: String,
+    /// A deliberately broken structure (checker self-test).
+    pub inject_fault: Option<String>,
+    /// The modify/query boxplots as SVG.
+    pub svg: Option<PathBuf>,
+}
+
+/// `test` and `perf`'s flags as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Random {
+    /// M values: a count or a list (2, 1-2, 2,4,8); default the online CPUs.
+    pub emulated_cpus: Option<String>,
+    pub duration: String,
+    pub cycle: String,
+    pub p_arrival: f64,
+    pub p_finish: f64,
+    /// auto | edf | fp
+    pub policy: String,
+    /// Random when absent (stored in the result).
+    pub seed: Option<u64>,
+    /// How often the checker runs (testing mode).
+    pub check_every: String,
+}
+
+type Setup = (Vec<st::StructureKind>, QueueKind, Option<st::Fault>);
+
+fn setup(
+    c: &Common,
+    out: &RecordOutputs,
+) -> Result<(Setup, std::collections::BTreeMap<String, String>), VerbError> {
+    let kinds = match c.structure.as_str() {
+        "all" => st::ALL_STRUCTURES.to_vec(),
+        s => vec![st::StructureKind::parse(s).ok_or_else(|| bad!("--structure: unknown '{s}'"))?],
+    };
+    let queue = QueueKind::parse(&c.queue).ok_or_else(|| bad!("--queue: unknown '{}'", c.queue))?;
+    let fault = c.inject_fault.as_deref().and_then(st::Fault::parse);
+    c.svg
+        .as_ref()
+        .map_or(Ok(()), |p| input::output("--svg", p))?;
+    Ok(((kinds, queue, fault), out.validate()?))
+}
+
+/// The lab's refusals carry no flag names: the command line's are added here.
+fn config_err(e: crate::ConfigError) -> VerbError {
+    use crate::ConfigError::*;
+    let flag = match &e {
+        NoCpus | EmulatedCpus { .. } => "--emulated-cpus",
+        Probability {
+            which: crate::Prob::Arrival,
+            ..
+        } => "--p-arrival",
+        Probability { .. } => "--p-finish",
+        ProbabilitySum { .. } => "--p-arrival + --p-finish",
+        Cycle { .. } => "--cycle",
+        Duration { .. } => "-D/--duration",
+        CheckEvery { .. } => "--check-every",
+        CpupriUnderEdf => "--policy edf with --structure cpupri",
+        NoStructures => "--structure",
+    };
+    bad!("{flag}: {e}")
+}
+
+/// A random-events run: testing mode (checkers) or performance mode (per-operation costs).
+pub fn random(
+    mode: crate::Mode,
+    a: &Random,
+    c: &Common,
+    out: &RecordOutputs,
+) -> Result<(), VerbError> {
+    let (setup, tags) = setup(c, out)?;
+    let online = input::cpus("--emulated-cpus", None)?;
+    let cfg = config(mode, a, setup, &online)?;
+    let work = Work::start();
+    let progress = &mut |l: &str| out.progress(l);
+    let stop = || work.interrupted();
+    let res = crate::run(&cfg, online.len() as u32, &stop, progress).map_err(VerbError::failed)?;
+    finish(res, c, out, tags, &work)
+}
+
+/// A random-events run's configuration, checked; `online` are the CPUs performance mode pins to.
+fn config(
+    mode: crate::Mode,
+    a: &Random,
+    (structures, queue, fault): Setup,
+    online: &[u32],
+) -> Result<crate::Config, VerbError> {
+    let ms = match &a.emulated_cpus {
+        Some(s) => rtscope_model::cpus::parse_cpu_list(s)
+            .map_err(|e| bad!("--emulated-cpus: {e} (a count or a list: 2, 1-2, 2,4,8)"))?
+            .into_iter()
+            .map(|m| m as usize)
+            .collect(),
+        None => vec![online.len().min(crate::MAX_TEST_CPUS)],
+    };
+    let ns =
+        |flag, s, lo, hi| input::duration_in(flag, s, lo, hi).map(|s| (s * 1e9).round() as u64);
+    let cfg = crate::Config {
+        mode,
+        emulated_cpus: ms,
+        structures,
+        queue,
+        policy: crate::PolicyChoice::parse(&a.policy).unwrap_or(crate::PolicyChoice::Auto),
+        cycle_ns: ns("--cycle", &a.cycle, 1e-5, 10.0)?,
+        p_arrival: a.p_arrival,
+        p_finish: a.p_finish,
+        duration_ns: ns("-D/--duration", &a.duration, 0.01, 86_400.0)?,
+        seed: a.seed.unwrap_or_else(rand_seed),
+        check_every_ns: ns("--check-every", &a.check_every, 1e-4, 10.0)?,
+        pin_cpus: online.to_vec(),
+        fault,
+    };
+    cfg.validate().map_err(config_err)?;
+    Ok(cfg)
+}
+
+fn rand_seed() -> u64 {
+    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    n.map(|d| d.as_nanos() as u64).unwrap_or(1) ^ ((std::process::id() as u64) << 32)
+}
+
+/// The queues driven by a recorded trace's scheduling events, in their order.
+pub fn replay(file: &Path, c: &Common, out: &RecordOutputs) -> Result<(), VerbError> {
+    let ((structures, queue, fault), tags) = setup(c, out)?;
+    let bad = |e: &dyn std::fmt::Display| bad!("FILE {}: {e}", file.display());
+    let f = rtscope_trace::read_rtt(file).map_err(|e| bad(&e))?;
+    let cfg = crate::ReplayConfig {
+        structures,
+        queue,
+        fault,
+        trace_file: Some(file.display().to_string()),
+    };
+    let work = Work::clock();
+    let res = match crate::replay(&f.events, &cfg) {
+        Err(
+            e @ (crate::PractiseError::NoSchedEvents | crate::PractiseError::TooManyCpus { .. }),
+        ) => {
+            return Err(bad(&format!(
+                "{e}; record one with `rtscope trace record --keep all`"
+            )))
+        }
+        r => r.map_err(VerbError::failed)?,
+    };
+    finish(res, c, out, tags, &work)
+}
+
+fn finish(
+    res: PractiseResult,
+    c: &Common,
+    out: &RecordOutputs,
+    tags: std::collections::BTreeMap<String, String>,
+    work: &Work,
+) -> Result<(), VerbError> {
+    let text = rtscope_report::practise::text(&res);
+    let svg = c
+        .svg
+        .as_deref()
+        .map(|p| (p, rtscope_report::practise::boxplot_svg(&res)));
+    let violation = res.violation.clone();
+    let warnings = crate::warnings(&res);
+    let res = BenchResult::Practise(Box::new(res));
+    let rec = work.bench_record("practise", (0, 0), warnings, tags, res);
+    work.finish(out, &text, &[svg], &rec)?;
+    match violation {
+        Some(v) => Err(VerbError::failed(format!(
+            "checker failed: {} ({}, M = {}); state: {}",
+            v.invariant, v.structure, v.emulated_cpus, v.state
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Time for `duration` under `load`: deadline (a SCHED_DEADLINE set: cpudl), fifo (a SCHED_FIFO
+/// set: cpupri) or none (whatever the machine runs).
+pub fn kernel(duration: &str, load: &str, out: &RecordOutputs) -> Result<(), VerbError> {
+    let d_s = input::duration_in("-D/--duration", duration, 0.01, 86_400.0)?;
+    let tags = out.validate()?;
+    let policy = match load {
+        "deadline" => Some(PolicyKind::Deadline),
+        "fifo" => Some(PolicyKind::Fifo(PriorityOrder::RateMonotonic)),
+        "none" => None,
+        l => return Err(bad!("--load: unknown '{l}' (deadline, fifo, none)")),
+    };
+    let cpus = input::cpus("--cpus", None)?;
+    let clock = Work::clock();
+    let timing = rtscope_trace::kfuncs::attach().map_err(VerbError::failed)?;
+    rtscope_session::signals::install_handlers();
+    let duration_ns = (d_s * 1e9) as u64;
+    let mut notes = vec![
+        "durations are fentry to fexit: they include the BPF trampolines and the timing programs, not only the kernel function"
+            .to_string(),
+    ];
+    if let Some(policy) = policy {
+        let warnings = job::background(policy, &cpus, duration_ns).map_err(VerbError::failed)?;
+        notes.extend(warnings.iter().map(|w| format!("load: {w}")));
+    } else {
+        while clock.elapsed().as_nanos() < duration_ns as u128 && !clock.interrupted() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+    let res = PractiseKernelResult {
+        duration_ns,
+        load: load.to_string(),
+        functions: timing.read(),
+        notes,
+    };
+    drop(timing);
+    let text = rtscope_report::practise::kernel_text(&res);
+    let rec = clock.bench_record(
+        "practise",
+        (0, 0),
+        Vec::new(),
+        tags,
+        BenchResult::PractiseKernel(Box::new(res)),
+    );
+    clock.finish(out, &text, &[], &rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random() -> Random {
+        Random {
+            emulated_cpus: Some("2,4".into()),
+            duration: "1s".into(),
+            cycle: "10ms".into(),
+            p_arrival: 0.2,
+            p_finish: 0.1,
+            policy: "auto".into(),
+            seed: Some(7),
+            check_every: "1ms".into(),
+        }
+    }
+
+    fn common() -> Common {
+        Common {
+            structure: "flat".into(),
+            queue: "btree".into(),
+            inject_fault: None,
+            svg: None,
+        }
+    }
+
+    fn resolve(mode: crate::Mode, a: &Random, c: &Common) -> Result<crate::Config, VerbError> {
+        let out = RecordOutputs {
+            no_store: true,
+            ..RecordOutputs::default()
+        };
+        let (setup, _) = setup(c, &out)?;
+        config(mode, a, setup, &[0, 1])
+    }
+
+    #[test]
+    fn flags_resolve_to_the_lab_config() {
+        let c = resolve(crate::Mode::Test, &random(), &common()).unwrap();
+        assert_eq!(c.emulated_cpus, vec![2, 4]);
+        assert_eq!(c.structures, vec![st::StructureKind::Flat]);
+        assert_eq!((c.queue, c.seed), (QueueKind::Btree, 7));
+        assert_eq!(
+            (c.duration_ns, c.cycle_ns, c.check_every_ns),
+            (1_000_000_000, 10_000_000, 1_000_000)
+        );
+        assert_eq!(c.pin_cpus, vec![0, 1]);
+        let all = Common {
+            structure: "all".into(),
+            ..common()
+        };
+        let c = resolve(crate::Mode::Test, &random(), &all).unwrap();
+        assert_eq!(c.structures, st::ALL_STRUCTURES.to_vec());
+    }
+
+    #[test]
+    fn refusals_name_the_flag() {
+        let rows: Vec<(crate::Mode, Random, Common, &str)> = vec![
+            (
+                crate::Mode::Perf,
+                random(),
+                common(),
+                "--emulated-cpus: 4 is out of range (1..=2: performance mode pins one emulated CPU per online CPU)",
+            ),
+            (
+                crate::Mode::Test,
+                Random { emulated_cpus: Some("x".into()), ..random() },
+                common(),
+                "--emulated-cpus: ",
+            ),
+            (
+                crate::Mode::Test,
+                Random { p_arrival: 2.0, ..random() },
+                common(),
+                "--p-arrival: 2 is not a probability (0..=1)",
+            ),
+            (
+                crate::Mode::Test,
+                Random { p_arrival: 0.9, p_finish: 0.5, ..random() },
+                common(),
+                "--p-arrival + --p-finish: 0.9 + 0.5 = 1.4 exceeds 1",
+            ),
+            (
+                crate::Mode::Test,
+                Random { cycle: "1us".into(), ..random() },
+                common(),
+                "--cycle: 1us is out of range",
+            ),
+            (
+                crate::Mode::Test,
+                Random { policy: "edf".into(), ..random() },
+                Common { structure: "cpupri".into(), ..common() },
+                "--policy edf with --structure cpupri: cpupri tracks fixed priorities",
+            ),
+            (
+                crate::Mode::Test,
+                random(),
+                Common { queue: "list".into(), ..common() },
+                "--queue: unknown 'list'",
+            ),
+        ];
+        for (mode, a, c, want) in rows {
+            match resolve(mode, &a, &c) {
+                Err(VerbError::BadInput(got)) => assert!(got.starts_with(want), "{got} / {want}"),
+                Err(e) => panic!("{want}: not bad input: {e}"),
+                Ok(_) => panic!("{want}: accepted"),
+            }
+        }
+    }
+}

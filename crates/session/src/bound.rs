@@ -1,0 +1,250 @@
+//! `rtscope bound`: the ECRTS'20 latency bound (Theorem 8, six interrupt characterizations) from
+//! one of three inputs — the documented JSON (`--input`), rtsl's SQLite databases (`--rtsl-db`),
+//! or an rtscope trace (`--trace`), each read and checked here. Text like rtsl's report, or JSON.
+
+use crate::input::{bad, VerbError};
+use crate::outputs::JsonDest;
+use rtscope_analysis::bound::{self, BoundInput, Options};
+use rtscope_model::record::RawSample;
+use std::path::{Path, PathBuf};
+
+/// The verb's flags as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoundFlags {
+    pub input: Option<PathBuf>,
+    pub rtsl_db: Vec<PathBuf>,
+    pub trace: Option<PathBuf>,
+    pub assume_thread_ns: Option<u64>,
+    pub samples: Option<PathBuf>,
+    pub series: Option<u32>,
+    pub cap: String,
+    pub max_iterations: u64,
+}
+
+/// `--cap` in the one duration grammar (`rtscope_model::duration`), 1 µs ..= 1 h. A bare number
+/// meant ns here before the grammar was shared (it means seconds everywhere now): refused, with
+/// the spelling that keeps the old meaning, instead of silently becoming a million times larger.
+pub fn parse_cap(s: &str) -> Result<u64, VerbError> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad!(
+            "--cap: '{s}' has no unit; a bare number meant ns here before and means seconds in the shared grammar: write {t}ns (or {t}s)"
+        ));
+    }
+    let secs = crate::input::duration_in("--cap", s, 1e-6, 3600.0)?;
+    Ok((secs * 1e9).round() as u64)
+}
+
+fn read_json(p: &Path) -> Result<BoundInput, VerbError> {
+    let text = crate::input::read("--input", p)?;
+    bound::json::parse(&text, &p.display().to_string()).map_err(|e| bad!("--input {e}"))
+}
+
+fn read_rtsl(paths: &[PathBuf]) -> Result<BoundInput, VerbError> {
+    let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+    let raw = rtscope_store::rtsl::read_paths(&refs).map_err(|e| bad!("--rtsl-db {e}"))?;
+    bound::from_raw(raw, Vec::new()).map_err(|e| bad!("--rtsl-db {e}"))
+}
+
+type Series = Vec<rtscope_model::bound::BoundSeriesPoint>;
+
+/// `rtscope measure --raw` CSV → samples; every bad line is named.
+fn read_samples_csv(p: &Path) -> Result<Vec<RawSample>, VerbError> {
+    let text = crate::input::read("--samples", p)?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if (n == 1 && line.trim() == "cpu,tid,cycle,expected_ns,latency_ns")
+            || line.trim().is_empty()
+        {
+            continue;
+        }
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        if f.len() != 5 {
+            return Err(bad!(
+                "--samples {} line {n}: expected 5 fields cpu,tid,cycle,expected_ns,latency_ns, got {}",
+                p.display(),
+                f.len()
+            ));
+        }
+        let num = |k: usize| -> Result<u64, VerbError> {
+            f[k].parse::<u64>().map_err(|_| {
+                bad!(
+                    "--samples {} line {n}: field {} must be a non-negative integer, got {:?}",
+                    p.display(),
+                    k + 1,
+                    f[k]
+                )
+            })
+        };
+        let cpu = u32::try_from(num(0)?)
+            .map_err(|_| bad!("--samples {} line {n}: cpu out of range", p.display()))?;
+        let tid = u32::try_from(num(1)?)
+            .map_err(|_| bad!("--samples {} line {n}: tid out of range", p.display()))?;
+        out.push(RawSample {
+            cpu,
+            tid,
+            cycle: num(2)?,
+            expected_ns: num(3)?,
+            latency_ns: num(4)?,
+        });
+    }
+    Ok(out)
+}
+
+fn read_trace(
+    p: &Path,
+    samples_csv: Option<&Path>,
+    assume_thread_ns: Option<u64>,
+    series: Option<(u32, Options)>,
+) -> Result<(BoundInput, Series), VerbError> {
+    if !p.is_file() {
+        return Err(bad!("--trace {}: no such file", p.display()));
+    }
+    let mut f =
+        rtscope_trace::rtt::read_rtt(p).map_err(|e| bad!("--trace {}: {e}", p.display()))?;
+    if let Some(c) = samples_csv {
+        f.samples.extend(read_samples_csv(c)?);
+    }
+    bound::events::traced_run_input(
+        &f.events,
+        &f.samples,
+        (f.meta.start_ns, f.meta.end_ns),
+        &f.meta.lost_per_cpu,
+        assume_thread_ns,
+        series.map(|(n, _)| n),
+        &series.map(|(_, o)| o).unwrap_or_default(),
+    )
+    .map_err(|e| bad!("--trace {}: {e}", p.display()))
+}
+
+/// The bound from exactly one input, as text or JSON (docs/schema/bound.schema.json).
+pub fn run(a: &BoundFlags, json: &JsonDest) -> Result<(), VerbError> {
+    // Validate everything before reading anything.
+    let cap_ns = parse_cap(&a.cap)?;
+    json.check()?;
+    if let Some(t) = a.assume_thread_ns {
+        if !(1..=1_000_000_000).contains(&t) {
+            return Err(bad!(
+                "--assume-thread-ns: must be 1..=1000000000 ns, got {t}"
+            ));
+        }
+    }
+    if !(1..=10_000_000).contains(&a.max_iterations) {
+        return Err(bad!(
+            "--max-iterations: must be 1..=10000000, got {}",
+            a.max_iterations
+        ));
+    }
+    if let Some(n) = a.series {
+        if !(1..=1000).contains(&n) {
+            return Err(bad!("--series: must be 1..=1000 points, got {n}"));
+        }
+    }
+    let opts = Options {
+        cap_ns,
+        max_iterations: a.max_iterations,
+    };
+    let (input, kind, series) = match (&a.input, a.rtsl_db.is_empty(), &a.trace) {
+        (Some(p), true, None) => (read_json(p)?, "json", Vec::new()),
+        (None, false, None) => (read_rtsl(&a.rtsl_db)?, "rtsl-db", Vec::new()),
+        (None, true, Some(p)) => {
+            let (i, s) = read_trace(
+                p,
+                a.samples.as_deref(),
+                a.assume_thread_ns,
+                a.series.map(|n| (n, opts)),
+            )?;
+            (i, "trace", s)
+        }
+        _ => {
+            return Err(bad!(
+                "give exactly one of --input FILE.json, --rtsl-db PATH…, --trace FILE.rtt"
+            ))
+        }
+    };
+    let mut report = bound::analyze(&input, &opts, kind);
+    report.series = series;
+    let doc = serde_json::to_string_pretty(&report)
+        .map_err(|e| VerbError::context("serialising the bound report", e))?;
+    json.write(&doc)?;
+    if json.to_stdout() {
+        return Ok(());
+    }
+    // A closed pipe (`| head`) is not an error worth a message.
+    crate::outputs::print(&bound::render::text(&report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cap;
+
+    #[test]
+    fn cap_parsing() {
+        assert_eq!(parse_cap("1s").unwrap(), 1_000_000_000);
+        assert_eq!(parse_cap("250us").unwrap(), 250_000);
+        assert_eq!(parse_cap("5000ns").unwrap(), 5_000);
+        assert_eq!(parse_cap("1.5ms").unwrap(), 1_500_000);
+        let e = parse_cap("5000").unwrap_err().to_string();
+        assert!(e.contains("write 5000ns"), "{e}");
+        assert!(parse_cap("10ns").is_err());
+        assert!(parse_cap("2h").is_err());
+        assert!(parse_cap("-1s").is_err());
+    }
+}
+
+#[cfg(test)]
+mod flag_tests {
+    use super::*;
+
+    #[test]
+    fn flags_are_checked_before_any_input_is_read() {
+        let f = BoundFlags {
+            input: None,
+            rtsl_db: Vec::new(),
+            trace: Some("/nonexistent/t.rtt".into()),
+            assume_thread_ns: None,
+            samples: None,
+            series: None,
+            cap: "1s".into(),
+            max_iterations: 100,
+        };
+        let rows: Vec<(BoundFlags, &str)> = vec![
+            (
+                BoundFlags {
+                    assume_thread_ns: Some(0),
+                    ..f.clone()
+                },
+                "--assume-thread-ns: must be 1..=1000000000 ns, got 0",
+            ),
+            (
+                BoundFlags {
+                    max_iterations: 0,
+                    ..f.clone()
+                },
+                "--max-iterations: must be 1..=10000000, got 0",
+            ),
+            (
+                BoundFlags {
+                    series: Some(0),
+                    ..f.clone()
+                },
+                "--series: must be 1..=1000 points, got 0",
+            ),
+            (
+                BoundFlags {
+                    trace: None,
+                    ..f.clone()
+                },
+                "give exactly one of --input FILE.json, --rtsl-db PATH…, --trace FILE.rtt",
+            ),
+            (f.clone(), "--trace /nonexistent/t.rtt: no such file"),
+        ];
+        for (flags, want) in rows {
+            match run(&flags, &JsonDest(None)) {
+                Err(VerbError::BadInput(got)) => assert_eq!(got, want),
+                other => panic!("{want}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! `rtscope trace record`: kernel events on some CPUs for a while into a `.rtt` file (no samples:
+//! `rtscope measure --trace` adds those). Useful alone to look at what a machine's CPUs do, and
+//! to test the capture mechanisms. Like every verb that produces a result, the capture is stored
+//! as a RunRecord: `trace_file` names the written trace and `bench` holds the capture's summary
+//! (`BenchResult::Other { name: "trace_record", .. }`, see [`summary_json`]).
+
+use crate::input::{self, bad, VerbError};
+use crate::outputs::RecordOutputs;
+use rtscope_model::{Warning, WarningCode, Warnings};
+use rtscope_trace::{Mechanism, TraceSession};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// `trace record`'s flags as given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// 1ms ..= 24h.
+    pub duration: String,
+    /// Every online CPU when absent.
+    pub cpus: Option<String>,
+    /// auto | bpf | tracefs
+    pub mechanism: String,
+    pub output: PathBuf,
+    /// relevant | all
+    pub keep: String,
+}
+
+/// What one capture produced, as stored in its record and printed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CaptureSummary {
+    pub mechanism: String,
+    pub keep: String,
+    pub cpus: Vec<u32>,
+    /// From the first to the last kernel timestamp of the capture.
+    pub duration_s: f64,
+    pub events: u64,
+    /// Per tracepoint name (`EventKind::kind_name`), every CPU together.
+    pub events_per_kind: BTreeMap<String, u64>,
+    pub lost_events: u64,
+    pub lost_per_cpu: BTreeMap<u32, u64>,
+    /// Left out by the relevance filter (`--keep relevant`).
+    pub filtered_events: u64,
+    pub file_bytes: u64,
+    /// Bytes the kernel's buffers carried.
+    pub kernel_bytes: u64,
+    pub notes: Vec<String>,
+}
+
+/// The summary as the record's `bench.data` (units in the field names).
+pub fn summary_json(s: &CaptureSummary) -> serde_json::Value {
+    serde_json::json!({
+        "mechanism": s.mechanism,
+        "keep": s.keep,
+        "cpus": s.cpus,
+        "duration_s": s.duration_s,
+        "events": s.events,
+        "events_per_kind": s.events_per_kind,
+        "lost_events": s.lost_events,
+        "lost_per_cpu": s.lost_per_cpu.iter().map(|(c, n)| (c.to_string(), *n)).collect::<BTreeMap<_, _>>(),
+        "filtered_events": s.filtered_events,
+        "file_bytes": s.file_bytes,
+        "kernel_bytes": s.kernel_bytes,
+        "notes": s.notes,
+    })
+}
+
+/// The one-line account of a capture printed after it.
+pub fn summary_line(file: &Path, s: &CaptureSummary, interrupted: bool) -> String {
+    let secs = s.duration_s.max(1e-9);
+    let ncpus = s.cpus.len().max(1) as f64;
+    let lost_line = s
+        .lost_per_cpu
+        .iter()
+        .map(|(c, n)| format!("cpu{c}={n}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "{}: {} events in {:.2} s ({:.0} events/s) on {} CPU(s), mechanism {}, file {} bytes \
+         ({:.1} KB/s/CPU), kernel buffer {:.1} KB/s/CPU, lost {} ({lost_line}), \
+         left out by the relevance filter {} (keep {}){}",
+        file.display(),
+        s.events,
+        s.duration_s,
+        s.events as f64 / secs,
+        s.cpus.len(),
+        s.mechanism,
+        s.file_bytes,
+        s.file_bytes as f64 / 1024.0 / secs / ncpus,
+        s.kernel_bytes as f64 / 1024.0 / secs / ncpus,
+        s.lost_events,
+        s.filtered_events,
+        s.keep,
+        if interrupted { " [interrupted]" } else { "" }
+    )
+}
+
+/// The warnings a capture's summary calls for.
+pub fn summary_warnings(s: &CaptureSummary) -> Vec<Warning> {
+    let mut w = Vec::new();
+    if s.lost_events > 0 {
+        w.warn(
+            WarningCode::LostEvents,
+            format!(
+                "{} events were lost; attribution of samples in the affected windows is incomplete",
+                s.lost_events
+            ),
+        );
+    }
+    w
+}
+
+/// Record for `r.duration` on `r.cpus` into `r.output`, say what the file holds, then store the
+/// run and write `--json` (`out`).
+pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
+    // Validate everything before touching the kernel.
+    let dur = Duration::from_secs_f64(input::duration_in(
+        "--duration",
+        &a.duration,
+        0.001,
+        86400.0,
+    )?);
+    let cpus = input::cpus("--cpus", a.cpus.as_deref())?;
+    let mech: Mechanism = a.mechanism.parse().map_err(|e| bad!("--mechanism: {e}"))?;
+    if mech == Mechanism::Off {
+        return Err(bad!(
+            "--mechanism: must be one of auto, bpf, tracefs for 'trace record'"
+        ));
+    }
+    let keep: rtscope_trace::Keep = a.keep.parse().map_err(|e| bad!("--keep: {e}"))?;
+    input::output("--output", &a.output)?;
+    let tags = out.validate()?;
+    let resolved = rtscope_trace::check(mech)
+        .map_err(|e| VerbError::context(format!("--mechanism {}", mech.name()), e))?;
+    if resolved == Mechanism::Off {
+        return Err(VerbError::failed(format!(
+            "no capture mechanism available: {}",
+            rtscope_trace::unavailable_reasons().join("; ")
+        )));
+    }
+    // SIGINT/SIGTERM set a flag; the loop stops and tracing state is removed as on a normal end.
+    crate::signals::install_handlers();
+    let mut warnings = crate::work::recover_leftovers();
+    let started = std::time::SystemTime::now();
+    let session = TraceSession::start_with(&cpus, resolved, keep)
+        .map_err(|e| VerbError::context("starting the capture", e))?;
+    out.progress(&format!(
+        "rtscope: tracing cpus {cpus:?} with {} for {:?} (Ctrl-C stops early)",
+        resolved.name(),
+        dur
+    ));
+    let t0 = Instant::now();
+    while t0.elapsed() < dur && !crate::signals::stop_requested() {
+        std::thread::sleep(Duration::from_millis(20).min(dur.saturating_sub(t0.elapsed())));
+    }
+    let interrupted = crate::signals::stop_requested();
+    let cap = session
+        .stop()
+        .map_err(|e| VerbError::context("stopping the capture", e))?;
+    let mut events_per_kind: BTreeMap<String, u64> = BTreeMap::new();
+    for e in &cap.events {
+        *events_per_kind
+            .entry(e.kind.kind_name().to_string())
+            .or_default() += 1;
+    }
+    let mut summary = CaptureSummary {
+        mechanism: resolved.name().to_string(),
+        keep: cap.keep.name().to_string(),
+        cpus: cpus.clone(),
+        duration_s: cap.end_ns.saturating_sub(cap.start_ns) as f64 / 1e9,
+        events: cap.events.len() as u64,
+        events_per_kind,
+        lost_events: cap.lost_total(),
+        lost_per_cpu: cap.lost_per_cpu.clone(),
+        filtered_events: cap.filtered,
+        file_bytes: 0,
+        kernel_bytes: cap.kernel_bytes,
+        notes: cap.notes.clone(),
+    };
+    let file = cap.into_rtt(Vec::new());
+    summary.file_bytes = rtscope_trace::write_rtt(&a.output, &file)
+        .map_err(|e| VerbError::context("writing the trace file", e))?;
+    let wall_s = t0.elapsed().as_secs_f64();
+    if out.text() {
+        println!("{}", summary_line(&a.output, &summary, interrupted));
+    }
+    warnings.extend(summary_warnings(&summary));
+    if interrupted {
+        warnings.warn(
+            WarningCode::Interrupted,
+            "interrupted: the capture is shorter than asked for",
+        );
+    }
+    for w in &warnings {
+        eprintln!("rtscope: warning [{}]: {}", w.code.as_str(), w.message);
+    }
+    for n in &summary.notes {
+        eprintln!("rtscope: note: {n}");
+    }
+    let mut rec = crate::record::work_record(crate::record::WorkInfo {
+        verb: "trace".into(),
+        cmdline: crate::record::cmdline(),
+        cpus,
+        policy: rtscope_model::Policy::Other,
+        priority: 0,
+        duration_s: Some(dur.as_secs_f64()),
+        started,
+        wall_s,
+        interrupted,
+        hygiene: rtscope_model::Hygiene::default(),
+        overruns: 0,
+        warnings,
+        tags,
+        loads: Vec::new(),
+        bench: Some(rtscope_model::bench::BenchResult::Other {
+            name: "trace_record".into(),
+            data: summary_json(&summary),
+        }),
+    });
+    rec.config.trace = summary.mechanism.clone();
+    rec.trace_file = Some(absolute(&a.output).display().to_string());
+    out.emit(&rec)
+}
+
+/// The written file's absolute path (the record may be read from another directory).
+fn absolute(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| std::path::absolute(p).unwrap_or(p.to_path_buf()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_are_checked_before_the_kernel_is_touched() {
+        let r = Record {
+            duration: "5s".into(),
+            cpus: None,
+            mechanism: "auto".into(),
+            output: "/proc/x.rtt".into(),
+            keep: "relevant".into(),
+        };
+        let rows = [
+            (
+                Record {
+                    duration: "x".into(),
+                    ..r.clone()
+                },
+                "--duration: 'x' is not a duration",
+            ),
+            (
+                Record {
+                    cpus: Some("4095".into()),
+                    ..r.clone()
+                },
+                "--cpus: CPU 4095 is not online",
+            ),
+            (
+                Record {
+                    mechanism: "off".into(),
+                    ..r.clone()
+                },
+                "--mechanism: must be one of auto, bpf, tracefs for 'trace record'",
+            ),
+            (
+                Record {
+                    keep: "some".into(),
+                    ..r.clone()
+                },
+                "--keep: ",
+            ),
+            (r.clone(), "--output /proc/x.rtt: "),
+        ];
+        let out = RecordOutputs {
+            no_store: true,
+            ..RecordOutputs::default()
+        };
+        for (r, want) in rows {
+            match record(&r, &out) {
+                Err(VerbError::BadInput(got)) => assert!(got.starts_with(want), "{got} / {want}"),
+                other => panic!("{want}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn output_flags_are_checked_before_the_kernel_is_touched() {
+        let d = tempfile::tempdir().unwrap();
+        let r = Record {
+            duration: "5s".into(),
+            cpus: None,
+            mechanism: "auto".into(),
+            output: d.path().join("t.rtt"),
+            keep: "relevant".into(),
+        };
+        let out = RecordOutputs {
+            no_store: true,
+            tags: vec!["x".into()],
+            ..RecordOutputs::default()
+        };
+        match record(&r, &out) {
+            Err(VerbError::BadInput(got)) => assert!(got.starts_with("--tag: 'x'"), "{got}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(!r.output.exists());
+    }
+
+    #[test]
+    fn lost_events_are_a_typed_warning_and_the_summary_is_stored_whole() {
+        let mut s = CaptureSummary {
+            mechanism: "bpf".into(),
+            keep: "relevant".into(),
+            cpus: vec![0, 1],
+            duration_s: 2.0,
+            events: 3,
+            events_per_kind: [("sched_switch".to_string(), 3)].into(),
+            ..Default::default()
+        };
+        assert!(summary_warnings(&s).is_empty());
+        s.lost_events = 7;
+        s.lost_per_cpu = [(1, 7)].into();
+        let w = summary_warnings(&s);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].code, WarningCode::LostEvents);
+        assert!(w[0].message.starts_with("7 events were lost"));
+        let j = summary_json(&s);
+        assert_eq!(j["lost_events"], 7);
+        assert_eq!(j["lost_per_cpu"]["1"], 7);
+        assert_eq!(j["events_per_kind"]["sched_switch"], 3);
+        assert_eq!(j["duration_s"], 2.0);
+        assert_eq!(j["mechanism"], "bpf");
+        let line = summary_line(Path::new("t.rtt"), &s, false);
+        assert!(line.starts_with("t.rtt: 3 events in 2.00 s"), "{line}");
+        assert!(line.contains("lost 7 (cpu1=7)"), "{line}");
+    }
+}

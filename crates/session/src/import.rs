@@ -1,0 +1,90 @@
+//! `rtscope import [KIND] FILE…`: results from elsewhere (cyclictest's outputs, rtscope record
+//! JSON such as a fallback file) read, converted (`rtscope_report::import`), tagged and stored
+//! like every verb's result.
+
+use crate::input::{bad, VerbError};
+use crate::outputs::RecordOutputs;
+use rtscope_report::import::Kind;
+use std::path::PathBuf;
+
+/// `args` is `[cyclictest|run] FILE…`: without the kind the content decides.
+pub fn files(args: &[String], out: &RecordOutputs) -> Result<(), VerbError> {
+    let (kind, files) = match args.first().and_then(|k| Kind::parse(k)) {
+        Some(k) => (Some(k), &args[1..]),
+        None => (None, args),
+    };
+    if files.is_empty() {
+        return Err(bad!("import: no input file given"));
+    }
+    if out.json.0.is_some() && files.len() != 1 {
+        return Err(bad!("--json: only with a single input file"));
+    }
+    let tags = out.validate()?;
+    let mut records = Vec::new();
+    for p in files.iter().map(PathBuf::from) {
+        let bytes =
+            rtscope_files::read_bounded(&p, rtscope_files::max_input_bytes(), "an imported result")
+                .map_err(|e| bad!("{}: cannot read: {e}", p.display()))?;
+        let text =
+            String::from_utf8(bytes).map_err(|e| bad!("{}: not UTF-8 text: {e}", p.display()))?;
+        let source = p.display().to_string();
+        let id = crate::record::new_run_id();
+        let now = crate::record::rfc3339(std::time::SystemTime::now());
+        let mut rec = rtscope_report::import::record(&text, kind, &source, id, now)
+            .map_err(|e| bad!("{source}: {e}"))?;
+        rec.tags.extend(tags.clone());
+        records.push((p, rec));
+    }
+    for (p, rec) in &records {
+        if !out.quiet && out.text() {
+            println!(
+                "{}: {} threads, {} samples, max {} us — imported as run {}",
+                p.display(),
+                rec.threads.len(),
+                rec.stats.samples,
+                rec.stats.max_ns.unwrap_or(0) / 1000,
+                rec.id
+            );
+        }
+        out.emit(rec)
+            .map_err(|e| VerbError::context("storing the imported run", e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_checked_before_anything_is_stored() {
+        let out = RecordOutputs {
+            no_store: true,
+            ..RecordOutputs::default()
+        };
+        let two = RecordOutputs {
+            json: crate::outputs::JsonDest(Some("-".into())),
+            ..out.clone()
+        };
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let rows = [
+            (
+                s(&["cyclictest"]),
+                out.clone(),
+                "import: no input file given",
+            ),
+            (s(&["a", "b"]), two, "--json: only with a single input file"),
+            (
+                s(&["run", "/nonexistent/x"]),
+                out.clone(),
+                "/nonexistent/x: cannot read: ",
+            ),
+        ];
+        for (args, out, want) in rows {
+            match files(&args, &out) {
+                Err(VerbError::BadInput(got)) => assert!(got.starts_with(want), "{got} / {want}"),
+                other => panic!("{want}: {other:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! `rtscope mbwi` — bandwidth inheritance (Lelli 2014 thesis Ch. 4): `sim` simulates a task set
+//! or one of the thesis' examples; `run` measures SCHED_DEADLINE threads sharing a PI or a plain
+//! mutex (§4.4.2) beside the simulator, their schedule from `sched_switch`; `overhead` times
+//! lock/unlock with and without PI (§4.4.3).
+
+use crate::input::{self, bad, VerbError};
+use crate::outputs::{write_file, RecordOutputs};
+use crate::privilege::Need;
+use crate::work::{self, Work};
+use rtscope_bench::common::reaper::Reaper;
+use rtscope_bench::mbwi as km;
+use rtscope_model::{bench::BenchResult, mbwi::*};
+use rtscope_report::mbwi as rep;
+use rtscope_trace::Mechanism;
+use std::path::PathBuf;
+
+/// What to do, with its flags as given.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Job {
+    /// A task-set file or a built-in example under `protocol` (one, or `all`).
+    Sim {
+        file: Option<PathBuf>,
+        example: Option<String>,
+        protocol: String,
+    },
+    /// The kernel experiment: `scenario` (or all) with `mutex` (pi, plain, both).
+    Run {
+        cpus: Option<String>,
+        duration: String,
+        mutex: String,
+        scenario: String,
+        tick_us: u64,
+        mechanism: String,
+    },
+    Overhead {
+        cpus: Option<String>,
+        iterations: u32,
+        contended_iterations: u32,
+    },
+}
+
+/// The Gantt charts asked for: the first as SVG, every one into a directory.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Figures {
+    pub svg: Option<PathBuf>,
+    pub figure_dir: Option<PathBuf>,
+}
+
+impl Figures {
+    fn check(&self) -> Result<(), VerbError> {
+        self.svg
+            .as_ref()
+            .map_or(Ok(()), |p| input::output("--svg", p))?;
+        let d = self.figure_dir.as_ref();
+        d.map_or(Ok(()), |p| input::output_dir("--figure-dir", p))
+    }
+
+    fn write(&self, res: &MbwiResult) -> Result<(), VerbError> {
+        let figs = rep::figures(res);
+        if let (Some(p), Some((_, svg))) = (&self.svg, figs.first()) {
+            write_file(p, svg.as_bytes())?;
+        }
+        if let Some(d) = &self.figure_dir {
+            for (name, svg) in &figs {
+                write_file(&d.join(format!("{name}.svg")), svg.as_bytes())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbError> {
+    // Simulations and replays are offline: a signal ends them outright.
+    let clock = Work::clock();
+    let (res, tags, cpu) = match job {
+        Job::Sim {
+            file,
+            example,
+            protocol,
+        } => simulate(file, example, protocol, figs, out)?,
+        Job::Run {
+            cpus,
+            duration,
+            mutex,
+            scenario,
+            tick_us,
+            mechanism,
+        } => {
+            let dur = input::duration_in("--duration", duration, 0.2, 600.0)?;
+            let cpus = input::cpus("--cpus", cpus.as_deref())?;
+            let mech: Mechanism = mechanism.parse().map_err(|e| bad!("--mechanism: {e}"))?;
+            let dur_ns = (dur * 1e9) as u64;
+            let cfg = km::ExperimentConfig::new(scenario, mutex, &cpus, dur_ns, *tick_us)?;
+            figs.check()?;
+            let tags = out.validate()?;
+            let why = "SCHED_DEADLINE threads, cpusets, tracefs";
+            work::require("mbwi run", Need::Root, why)?;
+            let mech = rtscope_trace::check(mech)
+                .map_err(|e| VerbError::context(format!("--mechanism {}", mech.name()), e))?;
+            work::recover_leftovers();
+            Work::start();
+            let reaper = Reaper::start()?;
+            let mut cap = crate::schedule::capture(mech);
+            out.progress(&format!(
+                "rtscope mbwi run: {dur} s per run, capture {}",
+                mech.name()
+            ));
+            let res = km::experiment(&cfg, &reaper, cap.as_mut(), &|l| out.progress(l))?;
+            figs.write(&res)?;
+            (res, tags, cfg.one_cpu)
+        }
+        Job::Overhead {
+            cpus,
+            iterations,
+            contended_iterations,
+        } => {
+            let cfg = km::OverheadConfig {
+                cpus: input::cpus("--cpus", cpus.as_deref())?,
+                iterations: *iterations,
+                contended_iterations: *contended_iterations,
+            };
+            cfg.validate()?;
+            let tags = out.validate()?;
+            work::begin("mbwi overhead", Need::Root, "SCHED_DEADLINE threads")?;
+            let res = MbwiResult {
+                overhead: Some(km::overhead(&cfg)?),
+                kernel_release: km::kernel_release(),
+                load_avg: km::load_avg(),
+                ..Default::default()
+            };
+            (res, tags, cfg.cpus[0])
+        }
+    };
+    let text = rep::text(&res);
+    let res = BenchResult::Mbwi(Box::new(res));
+    let rec = clock.bench_record("mbwi", (cpu, 0), Vec::new(), tags, res);
+    clock.finish(out, &text, &[], &rec)
+}
+
+type Tags = std::collections::BTreeMap<String, String>;
+
+fn simulate(
+    file: &Option<PathBuf>,
+    example: &Option<String>,
+    protocol: &str,
+    figs: &Figures,
+    out: &RecordOutputs,
+) -> Result<(MbwiResult, Tags, u32), VerbError> {
+    let (set, name) = km::sim_set(file.as_deref(), example.as_deref(), &input::Rules)?;
+    figs.check()?;
+    let tags = out.validate()?;
+    let protos = MbwiProtocol::parse(protocol).map_or(MbwiProtocol::ALL.to_vec(), |p| vec![p]);
+    let simulations =
+        rtscope_analysis::mbwi::simulate_all(&name, &set, &protos).map_err(VerbError::failed)?;
+    let res = MbwiResult {
+        simulations,
+        ..Default::default()
+    };
+    figs.write(&res)?;
+    Ok((res, tags, 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_runs_are_checked_before_anything_starts() {
+        let run_job = |duration: &str, scenario: &str, mechanism: &str| Job::Run {
+            cpus: None,
+            duration: duration.into(),
+            mutex: "both".into(),
+            scenario: scenario.into(),
+            tick_us: 0,
+            mechanism: mechanism.into(),
+        };
+        let out = RecordOutputs {
+            no_store: true,
+            ..RecordOutputs::default()
+        };
+        let rows = [
+            (
+                run_job("0.1s", "all", "auto"),
+                "--duration: 0.1s is out of range (200ms ..= 10m)",
+            ),
+            (
+                run_job("5s", "all", "perf"),
+                "--mechanism: must be one of auto, bpf, tracefs, off; got 'perf'",
+            ),
+            (
+                Job::Sim {
+                    file: None,
+                    example: Some("fig9.9".into()),
+                    protocol: "all".into(),
+                },
+                "--example",
+            ),
+        ];
+        for (job, want) in rows {
+            match run(&job, &Figures::default(), &out) {
+                Err(VerbError::BadInput(got)) => assert_eq!(got, want),
+                other => panic!("{want}: {other:?}"),
+            }
+        }
+    }
+}

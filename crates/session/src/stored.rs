@@ -1,0 +1,437 @@
+//! The verbs that read the results store: `runs`, `show`, `compare`, `report`, `export`. They
+//! never create or change a database; an unknown or ambiguous run id is bad input.
+
+use crate::input::{bad, VerbError};
+use crate::outputs::{print, print_bytes, write_file, JsonDest};
+use rtscope_model::RunRecord;
+use rtscope_report::stored as text;
+use rtscope_store::{RunFilter, Store, StoreError};
+use std::path::Path;
+
+impl From<StoreError> for VerbError {
+    fn from(e: StoreError) -> VerbError {
+        match e {
+            StoreError::UnknownRun(_)
+            | StoreError::Ambiguous { .. }
+            | StoreError::BadUrl(_)
+            | StoreError::Missing(_)
+            | StoreError::Empty(_) => VerbError::BadInput(e.to_string()),
+            e => VerbError::failed(e),
+        }
+    }
+}
+
+/// Open for a verb that stores (creating the database if needed).
+pub fn open(db: Option<&str>) -> Result<Store, VerbError> {
+    Ok(Store::open(db)?)
+}
+
+/// Open for a verb that only reads: never creates or changes anything.
+pub fn open_read(db: Option<&str>) -> Result<Store, VerbError> {
+    Ok(Store::open_read_only(db)?)
+}
+
+/// Runs by id or unique prefix, in the order given.
+pub fn load(store: &mut Store, ids: &[String]) -> Result<Vec<RunRecord>, VerbError> {
+    ids.iter()
+        .map(|id| store.get_run(id).map_err(VerbError::from))
+        .collect()
+}
+
+/// `rtscope runs`' filters as given.
+#[derive(Clone, Debug, Default)]
+pub struct RunsQuery {
+    pub tags: Vec<(String, String)>,
+    pub campaign: Option<String>,
+    pub host: Option<String>,
+    pub kernel: Option<String>,
+    pub scenario: Option<String>,
+    pub policy: Option<String>,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub limit: Option<u64>,
+}
+
+/// The stored runs that match, as a table or JSON.
+pub fn runs(db: Option<&str>, q: RunsQuery, json: &JsonDest) -> Result<(), VerbError> {
+    json.check()?;
+    crate::input::date("--since", q.since.as_deref())?;
+    crate::input::date("--until", q.until.as_deref())?;
+    if let Some(p) = &q.policy {
+        if !["fifo", "rr", "other", "deadline"].contains(&p.as_str()) {
+            return Err(bad!(
+                "--policy: '{p}' is not one of fifo, rr, other, deadline"
+            ));
+        }
+    }
+    let mut tags = q.tags;
+    if let Some(c) = &q.campaign {
+        tags.push(("campaign".into(), c.clone()));
+    }
+    let f = RunFilter {
+        tags,
+        host: q.host,
+        kernel: q.kernel,
+        scenario: q.scenario,
+        policy: q.policy,
+        since: q.since,
+        until: q.until,
+        limit: q.limit,
+    };
+    // An empty database (nothing stored yet, or a run creating it at this moment) lists no runs.
+    let (mut store, location) = match Store::open_read_only(db) {
+        Ok(store) => {
+            let l = store.location().to_string();
+            (Some(store), l)
+        }
+        Err(StoreError::Empty(location)) => (None, location),
+        Err(e) => return Err(e.into()),
+    };
+    let runs = match store.as_mut() {
+        Some(s) => s.list_runs(&f)?,
+        None => Vec::new(),
+    };
+    if json.0.is_some() {
+        return json.write(&serde_json::to_string_pretty(&runs).map_err(VerbError::failed)?);
+    }
+    if runs.is_empty() {
+        eprintln!("no stored runs match (database: {location})");
+        return Ok(());
+    }
+    let mut rows: Vec<[String; 12]> = vec![[
+        "ID", "STARTED", "HOST", "KERNEL", "VERB", "STATE", "POLICY", "SCENARIO", "SAMPLES",
+        "AVG_US", "MAX_US", "TAGS",
+    ]
+    .map(String::from)];
+    for r in &runs {
+        rows.push([
+            r.id.clone(),
+            r.started_at.clone(),
+            r.hostname.clone(),
+            r.kernel_release.clone(),
+            r.verb.clone(),
+            run_state(store.as_mut(), r),
+            r.policy.clone(),
+            r.scenario.clone(),
+            r.samples.to_string(),
+            text::us(r.avg_ns),
+            text::us(r.max_ns.map(|v| v as f64)),
+            r.tags
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ]);
+    }
+    print(&text::table(&rows))
+}
+
+/// The STATE column: an interim record says whether its run is still going or died after its
+/// last checkpoint (its writer's pid and host are in the record).
+fn run_state(store: Option<&mut Store>, r: &rtscope_store::RunSummary) -> String {
+    if !r.state.starts_with("checkpoint") {
+        return r.state.clone();
+    }
+    let writer = store
+        .and_then(|s| s.get_run(&r.id).ok())
+        .and_then(|rec| rec.checkpoint);
+    rtscope_store::run_state(
+        &r.state,
+        writer.as_ref().map(|c| (c.hostname.as_str(), c.pid)),
+    )
+}
+
+/// One stored run in full (text, or the whole record as JSON).
+pub fn show(db: Option<&str>, run: &str, json: &JsonDest) -> Result<(), VerbError> {
+    json.check()?;
+    let rec = open_read(db)?.get_run(run)?;
+    if json.0.is_some() {
+        return json.write(&rtscope_report::json::run_record(&rec));
+    }
+    let state = rtscope_store::run_state(
+        &rtscope_store::stored_state(&rec),
+        rec.checkpoint
+            .as_ref()
+            .filter(|_| rec.end_reason == rtscope_model::EndReason::Checkpoint)
+            .map(|c| (c.hostname.as_str(), c.pid)),
+    );
+    print(&text::show(&rec, &state, &rtscope_store::all_tags(&rec)))
+}
+
+/// A stored run for other tools, in one of the formats of `rtscope_report::export::exporters`
+/// (`json`: the record; `csv`: its histograms; …).
+pub fn export(
+    db: Option<&str>,
+    run: &str,
+    format: &str,
+    output: Option<&Path>,
+) -> Result<(), VerbError> {
+    use rtscope_report::export::{exporter, exporters, ExportError, ExportOptions};
+    let Some(e) = exporter(format) else {
+        let names: Vec<&str> = exporters().iter().map(|e| e.name()).collect();
+        return Err(bad!(
+            "--format: '{format}' is not one of {}",
+            names.join(", ")
+        ));
+    };
+    if let Some(p) = output {
+        crate::input::output("-o", p)?;
+    }
+    let rec = open_read(db)?.get_run(run)?;
+    let opts = ExportOptions {
+        generated_at: crate::record::rfc3339(std::time::SystemTime::now()),
+    };
+    let out = e.export(&rec, &opts).map_err(|err| match err {
+        ExportError::NotApplicable { .. } => bad!("--format {err}"),
+    })?;
+    match output {
+        Some(p) => write_file(p, &out),
+        None => print_bytes(&out),
+    }
+}
+
+/// `rtscope compare`'s choices as given.
+pub struct CompareQuery<'a> {
+    pub runs: &'a [String],
+    pub baseline: Option<&'a str>,
+    /// Percent: a regression beyond it on `metric` is reported.
+    pub threshold: Option<f64>,
+    pub metric: &'a str,
+}
+
+/// Side-by-side statistics and a verdict per pair against the baseline; `Some` names the
+/// regressions beyond the threshold (significant at 99 %).
+pub fn compare(
+    db: Option<&str>,
+    q: &CompareQuery,
+    json: &JsonDest,
+) -> Result<Option<String>, VerbError> {
+    use rtscope_analysis::compare::{self as cmp, Metric, Options};
+    use rtscope_report::compare::{render, Out, PairOut, RunOut, CAVEAT};
+    json.check()?;
+    let metric = Metric::parse(q.metric).ok_or_else(|| {
+        bad!(
+            "--metric: '{}' is not one of avg, median, p99, p99.99, max",
+            q.metric
+        )
+    })?;
+    if let Some(t) = q.threshold {
+        if !(0.0..=10_000.0).contains(&t) {
+            return Err(bad!("--threshold: must be 0..=10000 percent, got {t}"));
+        }
+    }
+    let mut ids = q.runs.to_vec();
+    if let Some(b) = q.baseline {
+        ids.retain(|x| x != b);
+        ids.insert(0, b.to_string());
+    }
+    if ids.len() < 2 {
+        return Err(bad!("compare: give at least two runs (got {})", ids.len()));
+    }
+    let recs = load(&mut open_read(db)?, &ids)?;
+    let opts = Options::default();
+    // Samples without a histogram: a run that kept only summary statistics.
+    let has_distribution = |r: &RunRecord| r.histogram.count() > 0 || r.stats.samples == 0;
+    let runs: Vec<RunOut> = recs
+        .iter()
+        .map(|r| RunOut {
+            id: r.id.clone(),
+            label: label(r),
+            stats: if has_distribution(r) {
+                cmp::side(&r.histogram, &opts)
+            } else {
+                cmp::side_from_stats(&r.stats)
+            },
+        })
+        .collect();
+    let base = &recs[0];
+    let notes = recs
+        .iter()
+        .filter(|r| !has_distribution(r))
+        .map(|r| format!(
+            "{}: no latency distribution stored (imported from cyclictest status lines): only samples, min, avg and max are shown; it takes part in no test",
+            r.id
+        ))
+        .collect();
+    let pairs: Vec<PairOut> = recs[1..]
+        .iter()
+        .filter(|c| has_distribution(base) && has_distribution(c))
+        .map(|c| {
+            let comparison = cmp::compare(&base.histogram, &c.histogram, &opts);
+            let regression = q.threshold.and_then(|t| comparison.regression(metric, t));
+            PairOut {
+                baseline: base.id.clone(),
+                candidate: c.id.clone(),
+                comparison,
+                regression,
+            }
+        })
+        .collect();
+    let out = Out {
+        baseline: base.id.clone(),
+        runs,
+        pairs,
+        notes,
+        caveat: CAVEAT,
+    };
+    if json.0.is_some() {
+        json.write(&serde_json::to_string_pretty(&out).map_err(VerbError::failed)?)?;
+    }
+    if !json.to_stdout() {
+        print(&render(&out))?;
+    }
+    let regressions: Vec<String> = out
+        .pairs
+        .iter()
+        .filter_map(|p| {
+            let r = p.regression.as_ref()?;
+            Some(format!("{}: {r}", p.candidate))
+        })
+        .collect();
+    Ok((!regressions.is_empty()).then(|| format!("regression: {}", regressions.join("; "))))
+}
+
+/// A short label for a run: policy/scenario.
+fn label(r: &RunRecord) -> String {
+    let s = rtscope_store::Summary::of(r);
+    format!("{}/{}", s.policy, s.scenario)
+}
+
+/// `rtscope report`'s choices as given.
+pub struct ReportQuery<'a> {
+    /// Run ids; none (and no campaign): the latest stored run.
+    pub runs: &'a [String],
+    pub campaign: Option<&'a str>,
+    pub output: &'a Path,
+    pub figures: Option<&'a Path>,
+    pub title: Option<&'a str>,
+}
+
+/// One self-contained HTML report (inline SVG, no network), and optionally every figure as SVG
+/// and PNG.
+pub fn report(db: Option<&str>, q: &ReportQuery) -> Result<(), VerbError> {
+    use rtscope_report::html::{build, write_figures, ReportOptions};
+    let mut store = open_read(db)?;
+    // No ids and no campaign: the latest stored run, as a user expects.
+    let ids: Vec<String> = if q.runs.is_empty() && q.campaign.is_none() {
+        let latest = store.list_runs(&RunFilter {
+            limit: Some(1),
+            ..Default::default()
+        })?;
+        match latest.last() {
+            Some(r) => vec![r.id.clone()],
+            None => {
+                return Err(bad!(
+                    "report: no stored runs in {} (give run ids, --campaign NAME or --db)",
+                    store.location()
+                ))
+            }
+        }
+    } else {
+        q.runs.to_vec()
+    };
+    let mut runs = load(&mut store, &ids)?;
+    if let Some(c) = q.campaign {
+        let found = store.load_runs(&RunFilter {
+            tags: vec![("campaign".into(), c.to_string())],
+            ..Default::default()
+        })?;
+        // A campaign report shows what the campaign measured: complete runs only (an
+        // interrupted cell was measured again on resumption).
+        let total = found.len();
+        let found: Vec<_> = found
+            .into_iter()
+            .filter(rtscope_store::campaign::is_complete)
+            .collect();
+        if found.len() < total {
+            eprintln!(
+                "report: {} interrupted/partial run(s) of campaign '{c}' left out",
+                total - found.len()
+            );
+        }
+        if found.is_empty() {
+            return Err(bad!(
+                "--campaign: no stored runs of campaign '{c}' (see `rtscope runs --campaign {c}`)"
+            ));
+        }
+        runs.extend(found);
+    }
+    let title = q
+        .title
+        .map(String::from)
+        .unwrap_or_else(|| match q.campaign {
+            Some(c) => format!("rtscope campaign {c}"),
+            None => "rtscope latency report".into(),
+        });
+    let opts = ReportOptions {
+        title,
+        generated_at: crate::record::rfc3339(std::time::SystemTime::now()),
+        command: crate::record::cmdline().join(" "),
+    };
+    let report = build(&runs, &opts);
+    write_file(q.output, report.html.as_bytes())?;
+    eprintln!(
+        "report: {} ({} runs, {} figures)",
+        q.output.display(),
+        runs.len(),
+        report.figures.len()
+    );
+    if let Some(dir) = q.figures {
+        let files = write_figures(&report.figures, dir).map_err(VerbError::failed)?;
+        eprintln!("figures: {} files in {}", files.len(), dir.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(r: Result<impl std::fmt::Debug, VerbError>) -> String {
+        match r {
+            Err(VerbError::BadInput(m)) => m,
+            other => panic!("not bad input: {other:?}"),
+        }
+    }
+
+    /// Filters and choices are checked before a database is opened (`--db` names none here).
+    #[test]
+    fn queries_are_checked_before_the_store_is_opened() {
+        let none = Some("/nonexistent/none.db");
+        let q = |f: fn(&mut RunsQuery)| {
+            let mut q = RunsQuery::default();
+            f(&mut q);
+            refused(runs(none, q, &JsonDest(None)))
+        };
+        assert!(q(|q| q.since = Some("2027-13-45".into())).starts_with("--since: '2027-13-45'"));
+        assert!(q(|q| q.until = Some("2026-04-31".into())).starts_with("--until: '2026-04-31'"));
+        assert_eq!(
+            q(|q| q.policy = Some("batch".into())),
+            "--policy: 'batch' is not one of fifo, rr, other, deadline"
+        );
+        let ids = ["a".to_string(), "b".to_string()];
+        let c = |metric, threshold, runs: &[String]| {
+            let q = CompareQuery {
+                runs,
+                baseline: None,
+                threshold,
+                metric,
+            };
+            refused(compare(none, &q, &JsonDest(None)))
+        };
+        assert_eq!(
+            c("p42", None, &ids),
+            "--metric: 'p42' is not one of avg, median, p99, p99.99, max"
+        );
+        assert_eq!(
+            c("p99", Some(-1.0), &ids),
+            "--threshold: must be 0..=10000 percent, got -1"
+        );
+        assert_eq!(
+            c("p99", None, &ids[..1]),
+            "compare: give at least two runs (got 1)"
+        );
+        assert!(c("p99", None, &ids).starts_with("no results database at /nonexistent/none.db"));
+        assert!(refused(show(none, "x", &JsonDest(None))).starts_with("no results database"));
+    }
+}

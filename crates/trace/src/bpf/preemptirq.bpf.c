@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+//
+// ECRTS'20 Table 1's thread variables (D_POID, D_PAIE, D_PSD, D_ST) reduced in the kernel from
+// the preemptirq tracepoints, as §5's latency parser does: "one second of trace could generate
+// more than 800 MB of data per CPU", so no event leaves the kernel. Per CPU only running maxima
+// and counters stay; user space reads them (src/preemptirq.rs) whenever it likes.
+//
+// The state machine is crates/analysis/src/bound/thread.rs (`St::step`), event for event:
+// a preempt-disabled section containing a sched_switch is the scheduler's (D_PSD; D_ST from the
+// last IRQ disable before the switch to the preempt enable); the union of other preempt-off and
+// IRQ-off time, cut where a scheduler section starts, is D_POID; D_PAIE runs from "both enabled"
+// while a wake-up of this CPU is pending (sched_wakeup with target = this CPU stands for
+// set_need_resched) to the next disable. The idle task (pid 0) runs with preemption disabled for
+// good: a switch to it inside a preempt-disabled section ends that scheduler section at the
+// switch and clears the preempt-disabled state (IRQs still masked start a new D_POID union); its
+// own preempt toggles are counted and otherwise ignored; a switch from it opens a scheduler
+// section begun at the last IRQ disable since the previous switch (idle's exit path), else at
+// the switch (a section still open then began in idle before the trace: it is dropped).
+// Interrupt execution (IRQ handlers, x86 vectors, NMIs)
+// inside an interval is discounted from it (§5: "the IRQ and the NMI execution time are
+// discounted from the measured value").
+//
+// Nesting on one CPU. The programs run with preemption disabled (tracepoints), so never on two
+// CPUs at once for one CPU's state; but preempt_disable/preempt_enable fire with IRQs possibly
+// enabled, so an IRQ — its irq_disable, handler entry/exit, wake-ups, irq_enable, and the
+// soft-IRQs run on its way out, with all their IRQ toggles — can run our programs in the middle
+// of theirs, and an NMI can interrupt any program. So no program changes the state machine
+// while another one on the CPU is in the middle of doing so. Each program appends its event to
+// this CPU's queue, then applies committed events in queue order, one at a time, each under the
+// CPU's `busy` flag (0 -> 1 by an atomic add). A program that finds `busy` taken (it interrupted
+// an application) leaves its event queued; the program it interrupted applies it when it
+// resumes, since it looks again after each event. An event appended between a program's last
+// look and its release of `busy` waits for the CPU's next event (queue order is kept, only the
+// moment changes).
+//   claim:  h = head; if (h - tail >= QLEN) lost; cmpxchg(head, h, h + 1) (retry if nested)
+//   fill:   queue[h % QLEN] = {ts, kind, arg}
+//   commit: xchg(queue[h % QLEN].seq, h + 1)
+//   apply:  while queue[tail % QLEN].seq == tail + 1 and busy was 0: apply it; tail++
+// Events pile up only while an interrupt lands inside one application (~100 ns) and stays long
+// (soft-IRQs on its exit can toggle IRQs thousands of times). A full queue drops the event and
+// counts it in queue_overflows: the result is then marked as having lost events.
+//
+// Where eBPF makes this differ from thread.rs (also in docs/bound.md, "preemptirq capture in
+// eBPF"):
+// - thread.rs keeps one open start per IRQ line / vector in an unbounded map; here an open
+//   handler lives in a stack of HMAX slots searched by key (same semantics: an entry of an open
+//   key restarts it, an exit without entry is ignored). An entry that finds the stack full is
+//   dropped and counted (nest_overflows); its time would then not be discounted.
+// - The timestamp is read when the program starts, before the event is queued; an event of a
+//   program that interrupted this one between those two points is applied first, with a later
+//   time. Spans saturate at 0 as in thread.rs; the order is that of the queue.
+// - The kernel skips a program already running on this CPU (bpf_prog_info.recursion_misses);
+//   user space reads those counts and reports them as lost events.
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+// Event kinds in the queue. Keep in sync with src/preemptirq.rs (K_*).
+#define K_PREEMPT_DISABLE 1
+#define K_PREEMPT_ENABLE 2
+#define K_IRQ_DISABLE 3
+#define K_IRQ_ENABLE 4
+#define K_SWITCH 5 // arg: SW_FROM_IDLE | SW_TO_IDLE
+#define K_WAKEUP_HERE 6 // sched_wakeup whose target CPU is this CPU
+#define K_IRQ_ENTRY 7	// arg = IRQ number
+#define K_IRQ_EXIT 8
+#define K_VEC_ENTRY 9 // arg = vector id (V_*)
+#define K_VEC_EXIT 10
+#define K_NMI 11 // arg = the handler's delta_ns
+
+// K_SWITCH's arg: prev / next is the idle task (pid 0).
+#define SW_FROM_IDLE 1
+#define SW_TO_IDLE 2
+
+// Vector ids as in rtscope.bpf.c / src/bpf.rs (the handler key only needs them distinct).
+#define V_LOCAL_TIMER 1
+#define V_RESCHEDULE 2
+#define V_CALL_FUNCTION 3
+#define V_CALL_FUNCTION_SINGLE 4
+#define V_IRQ_WORK 5
+#define V_ERROR_APIC 6
+#define V_SPURIOUS_APIC 7
+#define V_THERMAL_APIC 8
+#define V_X86_PLATFORM_IPI 9
+
+#define QLEN 8192 // a power of two: 24 B each, 192 KiB per CPU
+#define QMASK (QLEN - 1)
+#define HMAX 8 // open handlers per CPU; a power of two
+#define HMASK (HMAX - 1)
+#define MAX_CPUS 1024
+
+// Bits of pi_state.flags: which of thread.rs's Option/bool fields are set.
+#define F_PREEMPT_OFF (1u << 0)
+#define F_IRQ_OFF (1u << 1)
+#define F_UNION (1u << 2)
+#define F_LAST_IRQ_DISABLE (1u << 3)
+#define F_EV3 (1u << 4)
+#define F_SCHED_START (1u << 5)
+#define F_WAKEUP_PENDING (1u << 6)
+#define F_PAIE (1u << 7)
+#define F_SWITCH_IN_SECTION (1u << 8)
+#define F_IRQ_DISABLE_SINCE_SWITCH (1u << 9)
+#define F_IDLE (1u << 10) // the last switch went to the idle task
+
+struct qslot {
+	__u64 ts;
+	__u64 arg;
+	__u32 kind;
+	__u32 seq; // (slot index + 1) mod 2^32 once committed
+};
+
+// A point of an interval: its time and the CPU's cumulative interrupt time then.
+struct at {
+	__u64 ts;
+	__u64 irq;
+};
+
+// One CPU. The first words are the results user space reads (src/preemptirq.rs RES_*, in this
+// order); the rest is the queue and thread.rs's `St`.
+struct pi_state {
+	__u64 poid_ns;
+	__u64 paie_ns;
+	__u64 psd_ns;
+	__u64 dst_ns;
+	__u64 preemptirq_events;
+	__u64 sched_sections;
+	__u64 queue_overflows; // events dropped: queue full or no slot claimed
+	__u64 nest_overflows;  // handler entries dropped: HMAX handlers already open
+	__u64 applied;	       // events applied by the state machine (all kinds)
+	__u64 max_queued;      // most events waiting at once (a measure of nesting)
+	// queue
+	__u64 head;
+	__u64 tail;
+	__u64 busy; // a program is applying an event on this CPU
+	// thread.rs St
+	__u64 irq_time; // cumulative interrupt execution time
+	__u64 flags;
+	struct at preempt_off;
+	struct at union_start;
+	struct at last_irq_disable;
+	struct at ev3;
+	struct at sched_start; // sched_start_in_union
+	struct at paie_start;
+	struct at irq_disable_since_switch;
+	__u64 hdepth;
+	__u64 hkey[HMAX]; // IRQ number, or 1 << 32 | vector id
+	__u64 hts[HMAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pi_state);
+} state SEC(".maps");
+
+// The CPU's queue (a per-CPU value is limited to 32 KiB, so the slots are entries of their own).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, QLEN);
+	__type(key, __u32);
+	__type(value, struct qslot);
+} queue SEC(".maps");
+
+// traced[cpu] != 0: measure this CPU. Written by user space after every program is attached, so
+// no CPU starts with half the programs in place (a disable seen without its enable would open
+// an interval as long as the attach).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_CPUS);
+	__type(key, __u32);
+	__type(value, __u32);
+} traced SEC(".maps");
+
+static __always_inline __u64 span(struct at *from, __u64 to_ts, __u64 to_irq)
+{
+	__u64 d = to_ts > from->ts ? to_ts - from->ts : 0;
+	__u64 i = to_irq > from->irq ? to_irq - from->irq : 0;
+	return d > i ? d - i : 0;
+}
+
+static __always_inline void set_at(struct at *a, __u64 ts, __u64 irq)
+{
+	a->ts = ts;
+	a->irq = irq;
+}
+
+static __always_inline void maxto(__u64 *m, __u64 v)
+{
+	if (v > *m)
+		*m = v;
+}
+
+// thread.rs St::disable_begins
+static __always_inline void disable_begins(struct pi_state *s, __u64 ts)
+{
+	if (s->flags & F_PAIE) {
+		maxto(&s->paie_ns, span(&s->paie_start, ts, s->irq_time));
+		s->flags &= ~F_PAIE;
+	}
+	if (!(s->flags & F_UNION)) {
+		set_at(&s->union_start, ts, s->irq_time);
+		s->flags |= F_UNION;
+		s->flags &= ~F_SCHED_START;
+	}
+}
+
+// thread.rs St::maybe_close_union
+static __always_inline void maybe_close_union(struct pi_state *s, __u64 ts)
+{
+	if (s->flags & (F_PREEMPT_OFF | F_IRQ_OFF))
+		return;
+	if (s->flags & F_UNION) {
+		__u64 d;
+		// The part before a scheduler section postponed the scheduler (or masked IRQs).
+		if (s->flags & F_SCHED_START)
+			d = span(&s->union_start, s->sched_start.ts, s->sched_start.irq);
+		else
+			d = span(&s->union_start, ts, s->irq_time);
+		s->flags &= ~(F_UNION | F_SCHED_START);
+		maxto(&s->poid_ns, d);
+	}
+	if (s->flags & F_WAKEUP_PENDING) {
+		set_at(&s->paie_start, ts, s->irq_time);
+		s->flags |= F_PAIE;
+	}
+}
+
+// thread.rs St::handler_open: insert or restart the key's start.
+static __always_inline void handler_open(struct pi_state *s, __u64 key, __u64 ts)
+{
+	__u64 n = s->hdepth;
+#pragma unroll
+	for (int i = 0; i < HMAX; i++) {
+		if (i < n && s->hkey[i] == key) {
+			s->hts[i] = ts;
+			return;
+		}
+	}
+	if (n >= HMAX) {
+		s->nest_overflows++;
+		return;
+	}
+	s->hkey[n & HMASK] = key;
+	s->hts[n & HMASK] = ts;
+	s->hdepth = n + 1;
+}
+
+// thread.rs St::handler_close: the key's time is interrupt time; an exit without entry is
+// ignored. The last open slot moves into the freed one (order does not matter: keys are unique).
+static __always_inline void handler_close(struct pi_state *s, __u64 key, __u64 ts)
+{
+	__u64 n = s->hdepth;
+	if (n > HMAX)
+		n = HMAX;
+#pragma unroll
+	for (int i = 0; i < HMAX; i++) {
+		if (i < n && s->hkey[i] == key) {
+			__u64 st = s->hts[i];
+			s->irq_time += ts > st ? ts - st : 0;
+			__u64 last = (n - 1) & HMASK;
+			s->hkey[i] = s->hkey[last];
+			s->hts[i] = s->hts[last];
+			s->hdepth = n - 1;
+			return;
+		}
+	}
+}
+
+// thread.rs St::switch
+static __always_inline void pi_switch(struct pi_state *s, __u64 ts, __u64 arg)
+{
+	if ((s->flags & F_PREEMPT_OFF) && (arg & (SW_TO_IDLE | SW_FROM_IDLE))) {
+		// To idle: the scheduler section ends here, what follows is the idle task's. From idle
+		// with a section open: the switch to idle was not seen, the section is idle's (dropped).
+		if (arg & SW_TO_IDLE) {
+			s->sched_sections++;
+			maxto(&s->psd_ns, span(&s->preempt_off, ts, s->irq_time));
+			if (s->flags & F_LAST_IRQ_DISABLE)
+				maxto(&s->dst_ns, span(&s->last_irq_disable, ts, s->irq_time));
+		}
+		// The union up to the section's start postponed the scheduler; it ends here.
+		if (s->flags & F_UNION) {
+			struct at *st = (s->flags & F_SCHED_START) ? &s->sched_start : &s->preempt_off;
+			maxto(&s->poid_ns, span(&s->union_start, st->ts, st->irq));
+		}
+		s->flags &= ~(F_UNION | F_SCHED_START | F_PREEMPT_OFF | F_SWITCH_IN_SECTION | F_EV3 |
+			      F_LAST_IRQ_DISABLE);
+		// IRQs still masked in idle delay the wake-up's interrupt.
+		if (s->flags & F_IRQ_OFF) {
+			set_at(&s->union_start, ts, s->irq_time);
+			s->flags |= F_UNION;
+		}
+	} else if (s->flags & F_PREEMPT_OFF) {
+		s->flags |= F_SWITCH_IN_SECTION;
+		// ev3 = last_irq_disable (copied with its presence)
+		s->ev3 = s->last_irq_disable;
+		if (s->flags & F_LAST_IRQ_DISABLE)
+			s->flags |= F_EV3;
+		else
+			s->flags &= ~F_EV3;
+	}
+	if (arg & SW_FROM_IDLE) {
+		// Idle's exit path entered the scheduler with no preempt event: the section starts
+		// at its last IRQ disable (EV3), else here.
+		struct at start;
+		if (s->flags & F_IRQ_DISABLE_SINCE_SWITCH) {
+			start = s->irq_disable_since_switch;
+			s->ev3 = start;
+			s->last_irq_disable = start;
+			s->flags |= F_EV3 | F_LAST_IRQ_DISABLE;
+		} else {
+			set_at(&start, ts, s->irq_time);
+			s->flags &= ~(F_EV3 | F_LAST_IRQ_DISABLE);
+		}
+		if (!(s->flags & F_UNION)) {
+			s->union_start = start;
+			s->flags |= F_UNION;
+			s->flags &= ~F_SCHED_START;
+		}
+		if (!(s->flags & F_SCHED_START)) {
+			s->sched_start = start;
+			s->flags |= F_SCHED_START;
+		}
+		s->preempt_off = start;
+		s->flags |= F_PREEMPT_OFF | F_SWITCH_IN_SECTION;
+	}
+	if (arg & SW_TO_IDLE)
+		s->flags |= F_IDLE;
+	else
+		s->flags &= ~F_IDLE;
+	s->flags &= ~(F_IRQ_DISABLE_SINCE_SWITCH | F_WAKEUP_PENDING | F_PAIE);
+}
+
+// thread.rs St::step for one event. Global (verified once, called from apply_next).
+__noinline int pi_apply(struct pi_state *s, __u64 ts, __u64 kind, __u64 arg)
+{
+	if (!s)
+		return 0;
+	s->applied++;
+	// The idle task's own preemption toggles: counted, no interval.
+	if ((kind == K_PREEMPT_DISABLE || kind == K_PREEMPT_ENABLE) && (s->flags & F_IDLE)) {
+		s->preemptirq_events++;
+		return 0;
+	}
+	switch (kind) {
+	case K_PREEMPT_DISABLE:
+		s->preemptirq_events++;
+		disable_begins(s, ts);
+		set_at(&s->preempt_off, ts, s->irq_time);
+		s->flags |= F_PREEMPT_OFF;
+		s->flags &= ~(F_SWITCH_IN_SECTION | F_EV3 | F_LAST_IRQ_DISABLE);
+		break;
+	case K_PREEMPT_ENABLE:
+		s->preemptirq_events++;
+		if (s->flags & F_PREEMPT_OFF) {
+			s->flags &= ~F_PREEMPT_OFF;
+			if (s->flags & F_SWITCH_IN_SECTION) {
+				s->sched_sections++;
+				maxto(&s->psd_ns, span(&s->preempt_off, ts, s->irq_time));
+				if (s->flags & F_EV3)
+					maxto(&s->dst_ns, span(&s->ev3, ts, s->irq_time));
+				if (!(s->flags & F_SCHED_START)) {
+					s->sched_start = s->preempt_off;
+					s->flags |= F_SCHED_START;
+				}
+			}
+		}
+		s->flags &= ~F_SWITCH_IN_SECTION;
+		maybe_close_union(s, ts);
+		break;
+	case K_IRQ_DISABLE:
+		s->preemptirq_events++;
+		disable_begins(s, ts);
+		s->flags |= F_IRQ_OFF;
+		set_at(&s->irq_disable_since_switch, ts, s->irq_time);
+		s->flags |= F_IRQ_DISABLE_SINCE_SWITCH;
+		if (s->flags & F_PREEMPT_OFF) {
+			set_at(&s->last_irq_disable, ts, s->irq_time);
+			s->flags |= F_LAST_IRQ_DISABLE;
+		}
+		break;
+	case K_IRQ_ENABLE:
+		s->preemptirq_events++;
+		s->flags &= ~F_IRQ_OFF;
+		maybe_close_union(s, ts);
+		break;
+	case K_SWITCH:
+		pi_switch(s, ts, arg);
+		break;
+	case K_WAKEUP_HERE:
+		s->flags |= F_WAKEUP_PENDING;
+		break;
+	case K_IRQ_ENTRY:
+		handler_open(s, arg & 0xffffffff, ts);
+		break;
+	case K_IRQ_EXIT:
+		handler_close(s, arg & 0xffffffff, ts);
+		break;
+	case K_VEC_ENTRY:
+		handler_open(s, (1ull << 32) | (arg & 0xffffffff), ts);
+		break;
+	case K_VEC_EXIT:
+		handler_close(s, (1ull << 32) | (arg & 0xffffffff), ts);
+		break;
+	case K_NMI:
+		s->irq_time += arg;
+		break;
+	}
+	return 0;
+}
+
+// bpf_loop callback: apply the next committed event unless an application is in progress on
+// this CPU (this program interrupted it). 0 = go on, 1 = stop.
+static long apply_next(__u64 i, void *unused)
+{
+	__u32 zero = 0;
+	struct pi_state *s = bpf_map_lookup_elem(&state, &zero);
+	if (!s)
+		return 1;
+	long stop = 1;
+	if (__sync_fetch_and_add(&s->busy, 1) == 0) {
+		__u64 t = s->tail;
+		__u32 k = t & QMASK;
+		struct qslot *q = bpf_map_lookup_elem(&queue, &k);
+		if (q && *(volatile __u32 *)&q->seq == (__u32)(t + 1)) {
+			pi_apply(s, q->ts, q->kind, q->arg);
+			s->tail = t + 1;
+			stop = 0;
+		}
+	}
+	__sync_fetch_and_add(&s->busy, -1);
+	return stop;
+}
+
+// Append one event; `apply` = 0 leaves it queued (the replay program's stand-in for a program
+// that interrupted an application).
+static __always_inline void push(struct pi_state *s, __u64 ts, __u32 kind, __u64 arg, int apply)
+{
+	__u64 h = 0;
+	int claimed = 0;
+	for (int i = 0; i < 4; i++) {
+		h = *(volatile __u64 *)&s->head;
+		__u64 waiting = h - *(volatile __u64 *)&s->tail;
+		if (waiting >= QLEN)
+			break;
+		if (__sync_val_compare_and_swap(&s->head, h, h + 1) == h) {
+			claimed = 1;
+			// A diagnostic: a nested program may overwrite a larger value.
+			if (waiting + 1 > s->max_queued)
+				s->max_queued = waiting + 1;
+			break;
+		}
+	}
+	__u32 k = h & QMASK;
+	struct qslot *q = claimed ? bpf_map_lookup_elem(&queue, &k) : 0;
+	if (!q) {
+		// No slot. (A claimed slot always has its entry, k < QLEN; the claim is given back for
+		// the verifier's sake.)
+		if (claimed)
+			__sync_val_compare_and_swap(&s->head, h + 1, h);
+		__sync_fetch_and_add(&s->queue_overflows, 1);
+	} else {
+		q->ts = ts;
+		q->kind = kind;
+		q->arg = arg;
+		__sync_lock_test_and_set(&q->seq, (__u32)(h + 1));
+	}
+	if (apply)
+		bpf_loop(QLEN, apply_next, 0, 0);
+}
+
+static __always_inline struct pi_state *here(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 *on = bpf_map_lookup_elem(&traced, &cpu);
+	if (!on || !*on)
+		return 0;
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&state, &zero);
+}
+
+static __always_inline void record(__u64 kind, __u64 arg)
+{
+	__u64 ts = bpf_ktime_get_ns();
+	struct pi_state *s = here();
+	if (s)
+		push(s, ts, kind, arg, 1);
+}
+
+SEC("tp_btf/preempt_disable")
+int BPF_PROG(pi_preempt_disable)
+{
+	record(K_PREEMPT_DISABLE, 0);
+	return 0;
+}
+
+SEC("tp_btf/preempt_enable")
+int BPF_PROG(pi_preempt_enable)
+{
+	record(K_PREEMPT_ENABLE, 0);
+	return 0;
+}
+
+SEC("tp_btf/irq_disable")
+int BPF_PROG(pi_irq_disable)
+{
+	record(K_IRQ_DISABLE, 0);
+	return 0;
+}
+
+SEC("tp_btf/irq_enable")
+int BPF_PROG(pi_irq_enable)
+{
+	record(K_IRQ_ENABLE, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pi_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	record(K_SWITCH, (prev->pid == 0 ? SW_FROM_IDLE : 0) | (next->pid == 0 ? SW_TO_IDLE : 0));
+	return 0;
+}
+
+// thread.rs: `Wakeup { target_cpu } if target_cpu == e.cpu`. A remote wake-up queued to another
+// CPU fires this tracepoint on the target when it is activated there, so it counts there.
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(pi_sched_wakeup, struct task_struct *p)
+{
+	if (p->thread_info.cpu == bpf_get_smp_processor_id())
+		record(K_WAKEUP_HERE, 0);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(pi_irq_entry, int irq)
+{
+	record(K_IRQ_ENTRY, (__u32)irq);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(pi_irq_exit, int irq)
+{
+	record(K_IRQ_EXIT, (__u32)irq);
+	return 0;
+}
+
+#define VEC_PROGS(name, id)                         \
+	SEC("tp_btf/" #name "_entry")               \
+	int BPF_PROG(pi_##name##_entry)             \
+	{                                           \
+		record(K_VEC_ENTRY, id);            \
+		return 0;                           \
+	}                                           \
+	SEC("tp_btf/" #name "_exit")                \
+	int BPF_PROG(pi_##name##_exit)              \
+	{                                           \
+		record(K_VEC_EXIT, id);             \
+		return 0;                           \
+	}
+
+VEC_PROGS(local_timer, V_LOCAL_TIMER)
+VEC_PROGS(reschedule, V_RESCHEDULE)
+VEC_PROGS(call_function, V_CALL_FUNCTION)
+VEC_PROGS(call_function_single, V_CALL_FUNCTION_SINGLE)
+VEC_PROGS(irq_work, V_IRQ_WORK)
+VEC_PROGS(error_apic, V_ERROR_APIC)
+VEC_PROGS(spurious_apic, V_SPURIOUS_APIC)
+VEC_PROGS(thermal_apic, V_THERMAL_APIC)
+VEC_PROGS(x86_platform_ipi, V_X86_PLATFORM_IPI)
+
+// Fires after each NMI handler with its duration; thread.rs adds delta_ns to the interrupt time.
+SEC("tp_btf/nmi_handler")
+int BPF_PROG(pi_nmi_handler, void *handler, s64 delta_ns)
+{
+	record(K_NMI, delta_ns > 0 ? (__u64)delta_ns : 0);
+	return 0;
+}
+
+// Replay for tests (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU; never attached): args[0] = ts,
+// args[1] = kind | QUEUE_ONLY, args[2] = arg. The event goes through the same queue and state
+// machine as a live one, on the CPU the run is pinned to, whatever `traced` says. QUEUE_ONLY
+// appends without applying, as a program that interrupted an application does.
+#define QUEUE_ONLY (1ull << 32)
+SEC("raw_tp")
+int pi_replay(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 zero = 0;
+	struct pi_state *s = bpf_map_lookup_elem(&state, &zero);
+	if (!s)
+		return 1;
+	__u64 kind = ctx->args[1];
+	push(s, ctx->args[0], kind & 0xffffffff, ctx->args[2], !(kind & QUEUE_ONLY));
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -544,13 +544,19 @@ pub fn queue_event(e: &Event) -> Option<(u64, u64)> {
         EventKind::IrqDisable => (K_IRQ_DISABLE, 0),
         EventKind::IrqEnable => (K_IRQ_ENABLE, 0),
         EventKind::Switch {
-            prev_pid, next_pid, ..
+            prev_pid,
+            next_pid,
+            next_prio,
+            ..
         } => (
             K_SWITCH,
             if prev_pid == 0 { SW_FROM_IDLE } else { 0 }
-                | if next_pid == 0 { SW_TO_IDLE } else { 0 },
+                | if next_pid == 0 { SW_TO_IDLE } else { 0 }
+                | ((next_prio.wrapping_add(2) as u64 & 0xff) << 8),
         ),
-        EventKind::Wakeup { target_cpu, .. } if target_cpu == e.cpu => (K_WAKEUP_HERE, 0),
+        EventKind::Wakeup {
+            target_cpu, prio, ..
+        } if target_cpu == e.cpu => (K_WAKEUP_HERE, prio.wrapping_add(2) as u64 & 0xff),
         EventKind::IrqEntry { irq } => (K_IRQ_ENTRY, u64::from(irq)),
         EventKind::IrqExit { irq, .. } => (K_IRQ_EXIT, u64::from(irq)),
         EventKind::VectorEntry { vector } => (K_VEC_ENTRY, vec_id(vector)),

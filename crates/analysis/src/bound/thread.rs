@@ -13,8 +13,15 @@
 //!   union of both, cut where a scheduler section begins (that part is D_PSD's).
 //! - D_PAIE: longest interval with both preemption and IRQs enabled while a wake-up on this CPU
 //!   is pending (the pe_ie state of Fig. 21 between set_need_resched and the scheduler), ended by
-//!   the next disable of either. Mainline has no set_need_resched event; `sched_wakeup` with this
-//!   CPU as target stands for it, cleared by the next switch.
+//!   the next disable of either. Mainline has no set_need_resched event; a `sched_wakeup` with
+//!   this CPU as target stands for it when the woken task would preempt the running one, and the
+//!   next switch clears it. "Would preempt" follows the kernel's wake-up preemption check
+//!   (`wakeup_preempt`): a higher priority (lower `prio`) than the running task's, as recorded
+//!   by the last switch; any wake-up while the CPU is idle or the running task is unknown; and,
+//!   conservatively, every fair-class wake-up of a fair-class CPU (EEVDF may or may not set
+//!   need_resched). A wake-up that cannot preempt sets no need_resched, so the pe_ie state is not
+//!   entered: counting it would stretch D_PAIE to the running task's whole run. A priority
+//!   change of the running task after its switch (PI boosting) is not followed.
 //!
 //!
 //! The idle task (pid 0) runs with preemption disabled for good, so a switch to or from it marks
@@ -74,6 +81,18 @@ struct St {
     irq_disable_since_switch: Option<(u64, u64)>,
     /// The last switch seen went to the idle task.
     idle: bool,
+    /// `prio` of the task the last switch put on the CPU.
+    cur_prio: Option<i32>,
+}
+
+/// Whether a wake-up of a task with `woken` prio sets need_resched on a CPU running `cur`
+/// (None: not known yet) or idle. Fair-class prios are 100..=139.
+pub(crate) fn wakeup_preempts(cur: Option<i32>, idle: bool, woken: i32) -> bool {
+    match cur {
+        None => true,
+        Some(_) if idle => true,
+        Some(c) => woken < c || (woken >= 100 && c >= 100),
+    }
 }
 
 fn span(from: (u64, u64), to_ts: u64, to_irq: u64) -> u64 {
@@ -161,9 +180,17 @@ impl St {
                 self.maybe_close_union(ts);
             }
             EventKind::Switch {
-                prev_pid, next_pid, ..
-            } => self.switch(ts, prev_pid == 0, next_pid == 0),
-            EventKind::Wakeup { target_cpu, .. } if target_cpu == e.cpu => {
+                prev_pid,
+                next_pid,
+                next_prio,
+                ..
+            } => {
+                self.switch(ts, prev_pid == 0, next_pid == 0);
+                self.cur_prio = Some(next_prio);
+            }
+            EventKind::Wakeup {
+                target_cpu, prio, ..
+            } if target_cpu == e.cpu && wakeup_preempts(self.cur_prio, self.idle, prio) => {
                 self.wakeup_pending = true;
             }
             EventKind::IrqEntry { irq } => self.handler_open(HKey::Irq(irq), ts),
@@ -586,5 +613,60 @@ mod tests {
             ),
         ];
         assert_eq!(measure(&v)[&0].preemptirq_events, 0);
+    }
+
+    /// A wake-up that cannot preempt the running task sets no need_resched: no pe_ie state.
+    /// CPU 0 runs a FIFO task (prio 4) from 10. A wake-up at 100 of a fair task (prio 120)
+    /// cannot preempt it: D_PAIE 0. The same wake-up of a prio-2 task is pending from 100;
+    /// preemption is enabled again at 300 and the next disable, at 500, ends the pe_ie state:
+    /// D_PAIE = 200. With a fair task running, a fair wake-up counts (conservatively): 200.
+    #[test]
+    fn wakeups_that_cannot_preempt_open_no_pe_ie_state() {
+        let sw = |ts, next_pid, next_prio| {
+            ev(
+                ts,
+                Switch {
+                    prev_pid: 1,
+                    prev_prio: 120,
+                    prev_state: 0,
+                    next_pid,
+                    next_prio,
+                },
+            )
+        };
+        let wk = |ts, prio| {
+            ev(
+                ts,
+                Wakeup {
+                    pid: 9,
+                    prio,
+                    target_cpu: 0,
+                },
+            )
+        };
+        let low = vec![
+            ev(0, PreemptDisable),
+            sw(10, 5, 4),
+            ev(20, PreemptEnable),
+            wk(100, 120),
+            ev(290, PreemptDisable),
+            ev(300, PreemptEnable),
+            ev(500, PreemptDisable),
+            ev(510, PreemptEnable),
+        ];
+        assert_eq!(measure(&low)[&0].vars.paie_ns, 0);
+        // The same with a higher-priority wake-up: pending from 100; the enable at 300 opens
+        // pe_ie, the disable at 500 ends it: D_PAIE = 200.
+        let mut high = low.clone();
+        high[3] = wk(100, 2);
+        assert_eq!(measure(&high)[&0].vars.paie_ns, 200);
+        // A fair task running (prio 120): a fair wake-up counts (conservatively).
+        let mut fair = low.clone();
+        fair[1] = sw(10, 5, 120);
+        assert_eq!(measure(&fair)[&0].vars.paie_ns, 200);
+        assert!(wakeup_preempts(None, false, 120));
+        assert!(wakeup_preempts(Some(4), true, 120));
+        assert!(!wakeup_preempts(Some(4), false, 4));
+        assert!(wakeup_preempts(Some(4), false, -1));
     }
 }

@@ -60,8 +60,8 @@
 #define K_PREEMPT_ENABLE 2
 #define K_IRQ_DISABLE 3
 #define K_IRQ_ENABLE 4
-#define K_SWITCH 5 // arg: SW_FROM_IDLE | SW_TO_IDLE
-#define K_WAKEUP_HERE 6 // sched_wakeup whose target CPU is this CPU
+#define K_SWITCH 5 // arg: SW_FROM_IDLE | SW_TO_IDLE | (next prio + 2) << 8
+#define K_WAKEUP_HERE 6 // sched_wakeup whose target CPU is this CPU; arg: woken prio + 2
 #define K_IRQ_ENTRY 7	// arg = IRQ number
 #define K_IRQ_EXIT 8
 #define K_VEC_ENTRY 9 // arg = vector id (V_*)
@@ -145,6 +145,7 @@ struct pi_state {
 	__u64 hdepth;
 	__u64 hkey[HMAX]; // IRQ number, or 1 << 32 | vector id
 	__u64 hts[HMAX];
+	__u64 cur_prio; // prio + 2 of the task the last switch put on the CPU; 0: not known yet
 };
 
 struct {
@@ -330,6 +331,18 @@ static __always_inline void pi_switch(struct pi_state *s, __u64 ts, __u64 arg)
 	else
 		s->flags &= ~F_IDLE;
 	s->flags &= ~(F_IRQ_DISABLE_SINCE_SWITCH | F_WAKEUP_PENDING | F_PAIE);
+	s->cur_prio = (arg >> 8) & 0xff;
+}
+
+// thread.rs wakeup_preempts, on prio + 2 (0: the running task is not known yet): the wake-up
+// sets need_resched when the woken task has a higher priority, the CPU is idle or its task
+// unknown, or both are fair-class (prio >= 100, conservatively).
+static __always_inline int wakeup_preempts(struct pi_state *s, __u64 woken)
+{
+	__u64 c = s->cur_prio;
+	if (c == 0 || (s->flags & F_IDLE))
+		return 1;
+	return woken < c || (woken >= 102 && c >= 102);
 }
 
 // thread.rs St::step for one event. Global (verified once, called from apply_next).
@@ -389,7 +402,8 @@ __noinline int pi_apply(struct pi_state *s, __u64 ts, __u64 kind, __u64 arg)
 		pi_switch(s, ts, arg);
 		break;
 	case K_WAKEUP_HERE:
-		s->flags |= F_WAKEUP_PENDING;
+		if (wakeup_preempts(s, arg & 0xff))
+			s->flags |= F_WAKEUP_PENDING;
 		break;
 	case K_IRQ_ENTRY:
 		handler_open(s, arg & 0xffffffff, ts);
@@ -519,7 +533,8 @@ int BPF_PROG(pi_irq_enable)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(pi_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	record(K_SWITCH, (prev->pid == 0 ? SW_FROM_IDLE : 0) | (next->pid == 0 ? SW_TO_IDLE : 0));
+	record(K_SWITCH, (prev->pid == 0 ? SW_FROM_IDLE : 0) | (next->pid == 0 ? SW_TO_IDLE : 0) |
+				 ((__u64)((next->prio + 2) & 0xff) << 8));
 	return 0;
 }
 
@@ -529,7 +544,7 @@ SEC("tp_btf/sched_wakeup")
 int BPF_PROG(pi_sched_wakeup, struct task_struct *p)
 {
 	if (p->thread_info.cpu == bpf_get_smp_processor_id())
-		record(K_WAKEUP_HERE, 0);
+		record(K_WAKEUP_HERE, (__u64)((p->prio + 2) & 0xff));
 	return 0;
 }
 

@@ -49,41 +49,24 @@ fn main() {
         }
         std::fs::write(&vmlinux, &o.stdout).expect("writing vmlinux.h to OUT_DIR");
     }
-    let skel = out.join("rtscope.skel.rs");
-    libbpf_cargo::SkeletonBuilder::new()
-        .source(SRC)
-        // -mcpu=v3: BPF atomics (fetch-and-add, exchange) for the per-CPU lock-free slots.
-        .clang_args([
-            "-I",
-            out.to_str().expect("OUT_DIR is UTF-8"),
-            "-O2",
-            "-g",
-            "-mcpu=v3",
-        ])
-        .build_and_generate(&skel)
-        .expect("building src/bpf/rtscope.bpf.c (needs clang and libbpf headers from libbpf-sys)");
-    libbpf_cargo::SkeletonBuilder::new()
-        .source(KFUNCS_SRC)
-        .clang_args([
-            "-I",
-            out.to_str().expect("OUT_DIR is UTF-8"),
-            "-O2",
-            "-g",
-            "-mcpu=v3",
-        ])
-        .build_and_generate(out.join("kfuncs.skel.rs"))
-        .expect("building src/bpf/kfuncs.bpf.c (needs clang and libbpf headers from libbpf-sys)");
-    libbpf_cargo::SkeletonBuilder::new()
-        .source(PREEMPTIRQ_SRC)
-        .clang_args([
-            "-I",
-            out.to_str().expect("OUT_DIR is UTF-8"),
-            "-O2",
-            "-g",
-            "-mcpu=v3",
-        ])
-        .build_and_generate(out.join("preemptirq.skel.rs"))
-        .expect(
-            "building src/bpf/preemptirq.bpf.c (needs clang and libbpf headers from libbpf-sys)",
-        );
+    for (src, skel) in [
+        (SRC, "rtscope.skel.rs"),
+        (KFUNCS_SRC, "kfuncs.skel.rs"),
+        (PREEMPTIRQ_SRC, "preemptirq.skel.rs"),
+    ] {
+        libbpf_cargo::SkeletonBuilder::new()
+            .source(src)
+            // -mcpu=v3: BPF atomics (fetch-and-add, exchange) for the per-CPU lock-free slots.
+            .clang_args([
+                "-I",
+                out.to_str().expect("OUT_DIR is UTF-8"),
+                "-O2",
+                "-g",
+                "-mcpu=v3",
+            ])
+            .build_and_generate(out.join(skel))
+            .unwrap_or_else(|e| {
+                panic!("building {src} (needs clang and libbpf headers from libbpf-sys): {e}")
+            });
+    }
 }

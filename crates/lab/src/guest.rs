@@ -329,7 +329,7 @@ impl Work {
         let dir = std::env::temp_dir().join(format!(
             "rtscope-lab.{}.{:08x}",
             std::process::id(),
-            rand_u32()
+            rand::random::<u32>()
         ));
         std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
         std::fs::write(dir.join("owner.pid"), std::process::id().to_string())
@@ -342,14 +342,6 @@ impl Drop for Work {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn rand_u32() -> u32 {
-    let mut b = [0u8; 4];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        let _ = f.read_exact(&mut b);
-    }
-    u32::from_ne_bytes(b)
 }
 
 /// Remove lab directories whose owner is gone (rtscope killed with SIGKILL).

@@ -548,23 +548,10 @@ fn counters(skel: &RtscopeSkel<'_>, cpus: &[u32], regions: &[Region], keep: Keep
         let recordless = keep == Keep::Relevant && n.starts_with("hrtimer_expire");
         !(n.ends_with("_nested") || recordless)
     }) {
-        let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-        let mut len = std::mem::size_of_val(&info) as u32;
-        // SAFETY: `info` is a plain C struct of `len` bytes the kernel fills for a valid prog fd.
-        let ret = unsafe {
-            libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
-                p.as_fd().as_raw_fd(),
-                (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
-                &mut len,
-            )
-        };
-        if ret == 0 && info.recursion_misses > 0 {
-            missed += info.recursion_misses;
-            missed_by.push(format!(
-                "{} {}",
-                p.name().to_string_lossy(),
-                info.recursion_misses
-            ));
+        let n = recursion_misses_of(p.as_fd());
+        if n > 0 {
+            missed += n;
+            missed_by.push(format!("{} {n}", p.name().to_string_lossy()));
         }
     }
     let missed = missed.saturating_sub(nested);
@@ -833,6 +820,27 @@ fn open_load_attach<'o>(
     }
     skel.attach().map_err(bpf_err("attach"))?;
     Ok((skel, notes))
+}
+
+/// Runs of a loaded program the kernel skipped because a program was already running on that
+/// CPU (`bpf_prog_info.recursion_misses`): events the program never saw. 0 if the info cannot
+/// be read.
+pub(crate) fn recursion_misses_of(prog: std::os::fd::BorrowedFd<'_>) -> u64 {
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: `info` is a plain C struct of `len` bytes the kernel fills for a valid prog fd.
+    let ret = unsafe {
+        libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
+            prog.as_raw_fd(),
+            (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
+            &mut len,
+        )
+    };
+    if ret == 0 {
+        info.recursion_misses
+    } else {
+        0
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use rtscope_model::thread_vars::{ThreadVarsRun, THREAD_VARS_SCHEMA_VERSION};
 use rtscope_model::warning::{Warning, WarningCode};
 use std::collections::{BTreeMap, BTreeSet};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 #[allow(
@@ -286,24 +286,11 @@ fn recursion_misses(skel: &PreemptirqSkel<'_>) -> (u64, Vec<String>) {
         if !p.autoload() {
             continue;
         }
-        let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
-        let mut len = std::mem::size_of_val(&info) as u32;
-        // SAFETY: `info` is a plain C struct of `len` bytes the kernel fills for a valid prog fd
-        // (the program is loaded: autoload was kept).
-        let ret = unsafe {
-            libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
-                p.as_fd().as_raw_fd(),
-                (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
-                &mut len,
-            )
-        };
-        if ret == 0 && info.recursion_misses > 0 {
-            total += info.recursion_misses;
-            by.push(format!(
-                "{} {}",
-                p.name().to_string_lossy(),
-                info.recursion_misses
-            ));
+        // Loaded (autoload was kept), so its fd is valid.
+        let n = crate::bpf::recursion_misses_of(p.as_fd());
+        if n > 0 {
+            total += n;
+            by.push(format!("{} {n}", p.name().to_string_lossy()));
         }
     }
     (total, by)

@@ -186,17 +186,16 @@ fn list(json: &common::JsonOut) -> Result<()> {
     Ok(())
 }
 
+/// `--mem`: a size in the load flags' grammar (`768M`, `1G`, `2GiB`); a bare number is MiB,
+/// as QEMU's `-m` reads it.
 fn mem_mib(s: &str) -> Result<u64> {
     let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, 'G' | 'g')) => (&t[..i], 1024),
-        Some((i, 'M' | 'm')) => (&t[..i], 1),
-        _ => (t, 1),
+    let mib = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        t.parse::<u64>().ok()
+    } else {
+        rtscope_load::parse_size(t).ok().map(|b| b >> 20)
     };
-    num.parse::<u64>()
-        .ok()
-        .map(|n| n * mult)
-        .filter(|m| (128..=65536).contains(m))
+    mib.filter(|m| (128..=65536).contains(m))
         .ok_or_else(|| usage!("--mem: must be 128M..=64G (e.g. 1G, 768M); got '{s}'"))
 }
 

@@ -34,9 +34,10 @@ for load in ${LOADS:-idle io}; do
     python3 - "$load" "$OUT/$load.run.json" "$OUT/$load.exact.json" <<'EOF' | tee -a "$OUT/summary.txt"
 import json, sys
 load, run, exact = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
-online = run["bound"]
+m = run["kind"]["measurement"]
+online = m["bound"]
 info = online.get("online_summary") or {}
-print(f"\n## {load}: {run['stats']['samples']} samples, {run['wall_duration_s']:.0f} s; "
+print(f"\n## {load}: {m['stats']['samples']} samples, {run['wall_duration_s']:.0f} s; "
       f"grid ratio {info.get('grid_ratio')}, {info.get('grid_points')} window lengths")
 print(f"{'cpu':>3} {'characterization':<22} {'exact us':>12} {'summary us':>12} {'ratio':>7}")
 ex = {c["cpu"]: c for c in exact["cpus"]}

@@ -29,7 +29,7 @@ def rt_avg(tool, r):
 
 def rs_avg(metric, variant, r):
     d = json.load(open(f"{out}/rtscope-{r}.json"))
-    for m in d["bench"]["metrics"]:
+    for m in d["kind"]["rhealstone"]["metrics"]:
         if m["metric"] == metric and m["variant"] == variant:
             s = m["stats"]
             return s["avg_ns"] / 1000, s["min_ns"] / 1000, s["max_ns"] / 1000

@@ -77,7 +77,7 @@ for s in scenarios:
     path = os.path.join(out, f"{s}.json")
     with open(path) as f:
         rec = json.load(f)
-    st = rec["stats"]
+    st = rec["kind"]["measurement"]["stats"]
     n, avg, sd = st["samples"], st.get("avg_ns"), st.get("stddev_ns")
     # 99 % CI of the mean under a normal approximation (z = 2.576). Latency samples are not
     # independent (they share caches, ticks and host stalls), so this understates the true

@@ -106,7 +106,7 @@ def t95(df):
     return tq[k] if df < 30 else 1.96
 for f in sorted(os.listdir(os.path.join(out, "runs"))):
     rec = json.load(open(os.path.join(out, "runs", f)))
-    b = rec["bench"]
+    b = rec["kind"]["taskset"]
     kind, load, _, policy = f[:-5].split("-", 3)[0], f.split("-")[1], None, b["config"]["policy"]
     runs[(kind, float(load), policy)].append(b["miss_pct"])
     timing = [p for p in b["predictions"] if p["test"] != "kernel-admission"]
@@ -156,7 +156,7 @@ import json, glob, os, sys
 d = sys.argv[1]
 print("| task | tool | jobs | run/exec avg µs (C) | misses (slack<0 / finish>D) | wake-up/start delay avg µs | max µs |")
 print("|---|---|---|---|---|---|---|")
-rec = json.load(open(os.path.join(d, "rtscope.json")))["bench"]
+rec = json.load(open(os.path.join(d, "rtscope.json")))["kind"]["taskset"]
 for log in sorted(glob.glob(os.path.join(d, "rtapp-*.log"))):
     name = os.path.basename(log)[len("rtapp-"):].rsplit("-", 1)[0]
     rows = [l.split() for l in open(log) if not l.startswith("#") and l.strip()]

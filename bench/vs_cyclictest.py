@@ -85,7 +85,7 @@ def rtscope(binary, secs, hist, out, extra):
                      "--no-store", "--linear-max", str(hist - 1), "--json", out] + extra)
     j = json.load(open(out))
     buckets = []
-    for t in j["threads"]:
+    for t in j["kind"]["measurement"]["threads"]:
         buckets += [(u, c) for u, c in t["linear"]["buckets"]]
     return lin_stats(buckets), cpu, wall
 

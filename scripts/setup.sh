@@ -12,6 +12,9 @@ cd "$(dirname "$0")/.."
 # iproute2: netns+veth for the net load; sqlite3: inspecting results.db by hand
 PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config bpftool make gcc
       rt-tests stress-ng rt-app iproute2 sqlite3 postgresql chromium procps)
+# prometheus: the monitor's test scrapes it with the real server (started on 127.0.0.1 by the
+# test; the package's own service is stopped and disabled below)
+PKGS+=(prometheus)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -26,6 +29,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The prometheus package starts its own server on :9090; the tests start theirs.
+  if printf '%s\n' "${missing[@]}" | grep -qx prometheus; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || service prometheus stop >/dev/null 2>&1 || true
+  fi
 fi
 
 # tracefs is where the tracefs fallback and the tests look for kernel events.

@@ -26,6 +26,8 @@ enum Command {
     Run(cmd::run::Args),
     /// cyclictest-class latency measurement.
     Measure(cmd::measure::Args),
+    /// Measure continuously (as `measure`, until stopped) and serve the figures as Prometheus metrics; the record is checkpointed every window
+    Monitor(cmd::monitor::Args),
     /// Drop-in for cyclictest: accepts its common flags and prints its formats.
     #[command(disable_help_flag = true, disable_version_flag = true)]
     Cyclictest(cmd::cyclictest::Args),
@@ -123,6 +125,7 @@ fn main() {
     let result = match cli.command {
         Command::Run(a) => cmd::run::run(a),
         Command::Measure(a) => cmd::measure::run(a),
+        Command::Monitor(a) => cmd::monitor::run(a),
         Command::Cyclictest(a) => cmd::cyclictest::run(a),
         Command::Import(a) => cmd::import::run(a),
         Command::Load(a) => cmd::load::run(a),

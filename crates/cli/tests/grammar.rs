@@ -25,6 +25,7 @@ fn spelling(help: &str, flag: &str) -> Option<String> {
 const VERBS: &[&[&str]] = &[
     &["run"],
     &["measure"],
+    &["monitor"],
     &["import"],
     &["load"],
     &["trace", "record"],
@@ -58,6 +59,7 @@ const PRODUCERS: &[&[&str]] = &[
     &["run"],
     &["load"],
     &["measure"],
+    &["monitor"],
     &["import"],
     &["rhealstone"],
     &["sched-scale"],
@@ -145,9 +147,9 @@ fn json_flag_means_file_or_stdout() {
     let o = run(&["import", "--db", dbs, "--json", "-", ct.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rec: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
-    assert_eq!(rec["stats"]["samples"], 100);
-    assert_eq!(rec["stats"]["max_ns"], 140_000);
-    assert_eq!(rec["config"]["priority"], 90);
+    assert_eq!(rec["kind"]["measurement"]["stats"]["samples"], 100);
+    assert_eq!(rec["kind"]["measurement"]["stats"]["max_ns"], 140_000);
+    assert_eq!(rec["kind"]["measurement"]["config"]["priority"], 90);
     let file = d.path().join("runs.json");
     for args in [
         vec!["runs", "--db", dbs, "--json", "-"],

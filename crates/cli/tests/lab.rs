@@ -196,7 +196,7 @@ fn icount_single_vcpu_tail_has_a_guest_cause() {
     );
     let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(rec["tags"]["emulated"], "tcg-icount");
-    let a = &rec["attribution"];
+    let a = &rec["kind"]["measurement"]["attribution"];
     assert_eq!(a["lost_events"], 0, "{a}");
     assert_eq!(a["samples_unattributed"], 0, "{a}");
     for c in a["causes"].as_array().unwrap() {
@@ -206,7 +206,9 @@ fn icount_single_vcpu_tail_has_a_guest_cause() {
         }
     }
     // Guest time is instruction time: the worst latency is tens of µs, never a host stall.
-    let max_ns = rec["stats"]["max_ns"].as_u64().unwrap_or(u64::MAX);
+    let max_ns = rec["kind"]["measurement"]["stats"]["max_ns"]
+        .as_u64()
+        .unwrap_or(u64::MAX);
     assert!(max_ns < 500_000, "max {max_ns} ns");
     let w: Vec<&str> = rec["warnings"]
         .as_array()

@@ -94,7 +94,12 @@ fn checkpoint_survives_sigkill() {
     let rec: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(rec["end_reason"], "checkpoint");
     assert!(rec["checkpoint"]["number"].as_u64().unwrap() >= 2);
-    assert!(rec["attribution"]["samples_attributed"].as_u64().unwrap() > 1000);
+    assert!(
+        rec["kind"]["measurement"]["attribution"]["samples_attributed"]
+            .as_u64()
+            .unwrap()
+            > 1000
+    );
 }
 
 #[test]
@@ -133,7 +138,12 @@ fn store_failing_mid_run_keeps_the_run() {
     let rec: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(files[0].path()).unwrap()).unwrap();
     assert_eq!(rec["end_reason"], "completed");
-    assert!(rec["stats"]["samples"].as_u64().unwrap() > 4000);
+    assert!(
+        rec["kind"]["measurement"]["stats"]["samples"]
+            .as_u64()
+            .unwrap()
+            > 4000
+    );
     assert!(err.contains("rtscope import"), "{err}");
 }
 
@@ -199,7 +209,9 @@ fn memory_and_trace_file_do_not_grow_with_the_run() {
     let d = tempfile::tempdir().unwrap();
     let (short, _, short_file) = traced_rss(4, d.path());
     let (long, rec, long_file) = traced_rss(16, d.path());
-    let samples = rec["stats"]["samples"].as_u64().unwrap();
+    let samples = rec["kind"]["measurement"]["stats"]["samples"]
+        .as_u64()
+        .unwrap();
     assert!(samples > 100_000, "{samples} samples");
     // Four times the samples and events; holding them would add ~80 MiB here (12 s × 20 000
     // samples/s, each with ~10 events). What may grow between 4 s and 16 s is the bound's
@@ -214,11 +226,11 @@ fn memory_and_trace_file_do_not_grow_with_the_run() {
     );
     assert!(long < 112 * 1024, "peak RSS {long} KiB");
     // Every sample explained, the bound computed.
-    let a = &rec["attribution"];
+    let a = &rec["kind"]["measurement"]["attribution"];
     let explained =
         a["samples_attributed"].as_u64().unwrap() + a["samples_unattributed"].as_u64().unwrap();
     assert!(explained * 100 >= samples * 99, "{explained} of {samples}");
-    assert!(rec["bound"].is_object());
+    assert!(rec["kind"]["measurement"]["bound"].is_object());
     // The flight recorder holds windows, not the run.
     assert!(
         long_file < short_file * 3 + 256 * 1024,

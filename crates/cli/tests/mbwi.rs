@@ -152,8 +152,7 @@ fn simulation_prints_and_records() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rec: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
-    assert_eq!(rec["bench"]["kind"], "mbwi");
-    let s = &rec["bench"]["simulations"][0];
+    let s = &rec["kind"]["mbwi"]["simulations"][0];
     assert_eq!(s["protocol"], "mbwi");
     assert_eq!(s["name"], "set");
     // b (deadline 13 ms) preempts a at 1 ms, locks A at 2 while a holds it with 4 ms of its

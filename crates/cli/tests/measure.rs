@@ -100,7 +100,7 @@ fn run_policy(policy: &str, extra: &[&str], want_policy: u32, want_prio: u32) {
     }
     let v = read_json(&json);
     validate(&v);
-    let threads = v["threads"].as_array().unwrap();
+    let threads = v["kind"]["measurement"]["threads"].as_array().unwrap();
     assert_eq!(threads.len(), ncpu);
     for t in threads {
         let cycles = t["cycles"].as_u64().unwrap();
@@ -188,9 +188,12 @@ fn timer_modes_and_loops() {
         );
         let v = read_json(&json);
         validate(&v);
-        assert_eq!(v["threads"][0]["cycles"], 300, "{timer}: loop count");
         assert_eq!(
-            v["config"]["timer"],
+            v["kind"]["measurement"]["threads"][0]["cycles"], 300,
+            "{timer}: loop count"
+        );
+        assert_eq!(
+            v["kind"]["measurement"]["config"]["timer"],
             match timer {
                 "rel" => "rel_nanosleep",
                 "timerfd" => "timerfd",
@@ -231,7 +234,12 @@ fn sigint_keeps_partial_results_and_restores_knobs() {
     validate(&v);
     assert_eq!(v["interrupted"], true);
     assert_eq!(v["end_reason"], "interrupted");
-    assert!(v["stats"]["samples"].as_u64().unwrap() > 500);
+    assert!(
+        v["kind"]["measurement"]["stats"]["samples"]
+            .as_u64()
+            .unwrap()
+            > 500
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("INTERRUPTED"), "summary says so: {stdout}");
     if let Some(b) = before {
@@ -262,7 +270,12 @@ fn break_above_names_thread_and_cycle() {
     assert!(out.status.success());
     let v = read_json(&json);
     assert_eq!(v["end_reason"], "break_above");
-    assert!(v["break_sample"]["latency_ns"].as_u64().unwrap() > 1000);
+    assert!(
+        v["kind"]["measurement"]["break_sample"]["latency_ns"]
+            .as_u64()
+            .unwrap()
+            > 1000
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("break: CPU"));
 }
 
@@ -317,7 +330,9 @@ fn output_files_in_every_format() {
     let v = read_json(&p("imp.json"));
     validate(&v);
     assert_eq!(
-        v["stats"]["samples"].as_u64().unwrap(),
+        v["kind"]["measurement"]["stats"]["samples"]
+            .as_u64()
+            .unwrap(),
         500 * rtscope_cpus() as u64
     );
     let imp = Command::new(bin!())
@@ -378,7 +393,9 @@ fn real_cyclictest_outputs_are_imported() {
         );
         let v = read_json(&o);
         validate(&v);
-        let n = v["stats"]["samples"].as_u64().unwrap();
+        let n = v["kind"]["measurement"]["stats"]["samples"]
+            .as_u64()
+            .unwrap();
         // 2 s × 2 threads × 1 kHz; cyclictest skips periods it overran, and a host stall of
         // this VM (up to a few hundred ms) costs that many samples.
         assert!(
@@ -585,8 +602,13 @@ fn run_default_job_writes_every_file_traced_and_stored() {
     }
     let v = read_json(&dir.join("run.json"));
     validate(&v);
-    assert_ne!(v["config"]["trace"], "off", "the default job is traced");
-    let attributed = v["attribution"]["samples_attributed"].as_u64().unwrap();
+    assert_ne!(
+        v["kind"]["measurement"]["config"]["trace"], "off",
+        "the default job is traced"
+    );
+    let attributed = v["kind"]["measurement"]["attribution"]["samples_attributed"]
+        .as_u64()
+        .unwrap();
     assert!(attributed > 3000, "samples explained: {attributed}");
     assert!(
         stdout.contains("tail CPU 0:"),
@@ -634,7 +656,7 @@ fn traced_run_with_bound() {
     );
     let v = read_json(&json);
     validate(&v);
-    let b = &v["bound"];
+    let b = &v["kind"]["measurement"]["bound"];
     assert_eq!(b["input"], "trace");
     let has_preemptirq = Path::new("/sys/kernel/tracing/events/preemptirq").exists()
         || Path::new("/sys/kernel/debug/tracing/events/preemptirq").exists();
@@ -648,7 +670,7 @@ fn traced_run_with_bound() {
         let obs = c["observed_max_latency_ns"].as_u64().unwrap();
         let cpu = c["cpu"].as_u64().unwrap();
         // The observed maximum is the run's own maximum on that CPU.
-        let thr = v["threads"]
+        let thr = v["kind"]["measurement"]["threads"]
             .as_array()
             .unwrap()
             .iter()

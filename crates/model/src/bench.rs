@@ -8,10 +8,10 @@ use crate::histogram::HistogramData;
 use crate::{Histogram, Stats};
 use serde::{Deserialize, Serialize};
 
-/// A [`Histogram`] as stored inside [`BenchResult`]. `BenchResult` is an internally tagged enum
-/// (`"kind"`), and serde buffers such content in a form that cannot hold u128 — the exact sums
-/// of a histogram. So here the two sums are written as decimal strings; everything else is
-/// [`HistogramData`] unchanged.
+/// A [`Histogram`] as stored inside the benchmarks' results. Version-1 records held these results
+/// in an internally tagged enum, and serde buffers such content in a form that cannot hold u128
+/// (the exact sums of a histogram); so here the two sums are written as decimal strings, which
+/// every version reads. Everything else is [`HistogramData`] unchanged.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BenchHistogram(pub Histogram);
 
@@ -84,31 +84,6 @@ impl<'de> Deserialize<'de> for BenchHistogram {
             .map(BenchHistogram)
             .map_err(D::Error::custom)
     }
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-// The Taskset variant is stored inline; the bench variants are boxed. A record holds one BenchResult, so the size difference costs nothing measurable.
-#[allow(clippy::large_enum_variant)]
-pub enum BenchResult {
-    Other {
-        name: String,
-        data: serde_json::Value,
-    },
-    /// A task-set run.
-    Taskset(crate::taskset::TasksetResult),
-    /// `rtscope rhealstone` (Kar & Porter 1989; heursch-2001 §3.1).
-    Rhealstone(Box<RhealstoneResult>),
-    /// `rtscope sched-scale` (heursch-2001 §4, Table 3).
-    SchedScale(Box<SchedScaleResult>),
-    /// `rtscope pdlt` (heursch-2001 §2.5–2.7, Figs. 3–8).
-    Pdlt(Box<PdltResult>),
-    /// `rtscope practise` (lelli-2014 thesis §2.3, PRAcTISE).
-    Practise(Box<crate::practise::PractiseResult>),
-    /// `rtscope practise kernel` (thesis §2.3.9: the kernel's own cpudl/cpupri call durations).
-    PractiseKernel(Box<crate::practise::PractiseKernelResult>),
-    /// `rtscope mbwi` (Lelli 2014 thesis Ch. 4: bandwidth inheritance, §4.4.2–4.4.3).
-    Mbwi(Box<crate::mbwi::MbwiResult>),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -277,7 +252,7 @@ mod tests {
         let mut h = Histogram::new();
         h.record(1500);
         h.record(2500);
-        let r = BenchResult::Rhealstone(Box::new(RhealstoneResult {
+        let r = crate::RunKind::Rhealstone(Box::new(RhealstoneResult {
             cpu: 1,
             priority_high: 80,
             metrics: vec![RhealstoneMetric {
@@ -295,8 +270,8 @@ mod tests {
             composite: None,
         }));
         let s = serde_json::to_string(&r).unwrap();
-        assert!(s.contains("\"kind\":\"rhealstone\""));
-        let back: BenchResult = serde_json::from_str(&s).unwrap();
+        assert!(s.starts_with("{\"rhealstone\":"), "{s}");
+        let back: crate::RunKind = serde_json::from_str(&s).unwrap();
         assert_eq!(back, r);
     }
 }

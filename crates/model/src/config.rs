@@ -64,10 +64,6 @@ pub struct DeadlineParams {
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct RunConfig {
-    /// The verb that produced the record (`measure`, `run`, `cyclictest`, …).
-    pub verb: String,
-    /// Exact argv.
-    pub cmdline: Vec<String>,
     pub cpus: Vec<u32>,
     pub policy: Policy,
     pub priority: u32,
@@ -91,5 +87,4 @@ pub struct RunConfig {
     pub linear_max_us: u32,
     pub loads: Vec<String>,
     pub trace: String,
-    pub tags: std::collections::BTreeMap<String, String>,
 }

@@ -16,6 +16,7 @@ pub mod load;
 pub mod mbwi;
 pub mod practise;
 pub mod record;
+mod record_v1;
 pub mod secrets;
 pub mod slack;
 pub mod stats;
@@ -33,4 +34,4 @@ pub use system::SystemInfo;
 pub use warning::{Warning, WarningCode, Warnings};
 
 /// Version of the RunRecord JSON schema (`docs/schema/run-record.schema.json`).
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;

@@ -144,12 +144,32 @@ pub fn check_run_record_json(text: &str, budget: &mut Budget) -> Result<(), Stri
         linear: Option<Linear>,
     }
     #[derive(serde::Deserialize)]
-    struct Peek {
+    struct Measurement {
         #[serde(default)]
         threads: Vec<Thread>,
     }
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        measurement: Option<Measurement>,
+    }
+    // Version 2 holds the threads in `kind.measurement`, version 1 at the top level.
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        #[serde(default)]
+        threads: Vec<Thread>,
+        kind: Option<Kind>,
+    }
     // Parsing borrows nothing and skips every other field; what it keeps is one integer per thread.
     let p: Peek = match serde_json::from_str(text) {
+        Ok(Peek {
+            kind: Some(Kind {
+                measurement: Some(m),
+            }),
+            ..
+        }) => Peek {
+            threads: m.threads,
+            kind: None,
+        },
         Ok(p) => p,
         // The real decoder reports what is malformed.
         Err(_) => return Ok(()),

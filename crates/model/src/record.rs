@@ -95,36 +95,232 @@ pub struct CheckpointInfo {
     pub interval_s: f64,
 }
 
+/// What a latency measurement (`measure`, `run`, `cyclictest`, an imported cyclictest result)
+/// produced: its configuration, every thread's histogram and statistics, the attribution of its
+/// tail and its bound.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Measurement {
+    pub config: RunConfig,
+    /// `--break-above`: the sample that stopped the run.
+    pub break_sample: Option<SampleRef>,
+    pub threads: Vec<ThreadResult>,
+    pub histogram: Histogram,
+    pub stats: Stats,
+    pub overruns: u64,
+    pub attribution: Option<crate::attribution::AttributionSummary>,
+    pub bound: Option<crate::bound::BoundReport>,
+}
+
+/// What `rtscope trace record` captured (the events themselves are in the record's
+/// `trace_file`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct TraceCapture {
+    /// `bpf` or `tracefs`.
+    pub mechanism: String,
+    /// `relevant` or `all`.
+    pub keep: String,
+    pub cpus: Vec<u32>,
+    pub duration_s: f64,
+    pub events: u64,
+    pub events_per_kind: std::collections::BTreeMap<String, u64>,
+    pub lost_events: u64,
+    pub lost_per_cpu: std::collections::BTreeMap<u32, u64>,
+    /// Events the relevance filter left out (`keep: relevant`).
+    pub filtered_events: u64,
+    pub file_bytes: u64,
+    /// Bytes the kernel wrote into its ring buffers for the capture.
+    pub kernel_bytes: u64,
+    pub notes: Vec<String>,
+}
+
+/// A run of background loads alone (`rtscope load`): their figures are the record's `loads`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct LoadOnly {
+    /// Scheduling policy of the load processes (`other`, `fifo:PRIO`).
+    pub policy: String,
+}
+
+/// The verb's own result: one variant per kind of run. A record is an envelope (id, times,
+/// system, hygiene, loads, warnings, tags) around exactly one of these.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum RunKind {
+    /// `measure`, `run`, `cyclictest`, `import`.
+    Measurement(Box<Measurement>),
+    /// `taskset run`.
+    Taskset(Box<crate::taskset::TasksetResult>),
+    /// `rtscope rhealstone` (Kar & Porter 1989; heursch-2001 §3.1).
+    Rhealstone(Box<crate::bench::RhealstoneResult>),
+    /// `rtscope sched-scale` (heursch-2001 §4, Table 3).
+    SchedScale(Box<crate::bench::SchedScaleResult>),
+    /// `rtscope pdlt` (heursch-2001 §2.5–2.7, Figs. 3–8).
+    Pdlt(Box<crate::bench::PdltResult>),
+    /// `rtscope practise` (lelli-2014 thesis §2.3, PRAcTISE).
+    Practise(Box<crate::practise::PractiseResult>),
+    /// `rtscope practise kernel` (thesis §2.3.9: the kernel's own cpudl/cpupri call durations).
+    PractiseKernel(Box<crate::practise::PractiseKernelResult>),
+    /// `rtscope mbwi` (Lelli 2014 thesis Ch. 4: bandwidth inheritance, §4.4.2–4.4.3).
+    Mbwi(Box<crate::mbwi::MbwiResult>),
+    /// `rtscope trace record`.
+    TraceRecord(Box<TraceCapture>),
+    /// `rtscope load`.
+    Load(Box<LoadOnly>),
+}
+
+impl RunKind {
+    /// The variant's name as written in the JSON (`measurement`, `rhealstone`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            RunKind::Measurement(_) => "measurement",
+            RunKind::Taskset(_) => "taskset",
+            RunKind::Rhealstone(_) => "rhealstone",
+            RunKind::SchedScale(_) => "sched_scale",
+            RunKind::Pdlt(_) => "pdlt",
+            RunKind::Practise(_) => "practise",
+            RunKind::PractiseKernel(_) => "practise_kernel",
+            RunKind::Mbwi(_) => "mbwi",
+            RunKind::TraceRecord(_) => "trace_record",
+            RunKind::Load(_) => "load",
+        }
+    }
+}
+
+/// One run of any verb, as stored and exported (schema version 2). Version-1 records (the
+/// measurement fields at the top level, other verbs' results in `bench`) read back through
+/// [`crate::record_v1`].
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct RunRecord {
     pub schema_version: u32,
     pub id: String,
     pub tool_version: String,
+    /// The verb that produced the record (`measure`, `run`, `rhealstone`, …).
+    pub verb: String,
+    /// Exact argv, passwords masked (`crate::secrets`).
+    pub cmdline: Vec<String>,
     /// RFC 3339, UTC.
     pub started_at: String,
     pub wall_duration_s: f64,
     pub end_reason: EndReason,
     pub interrupted: bool,
-    pub break_sample: Option<SampleRef>,
-    pub config: RunConfig,
     pub system: SystemInfo,
     pub hygiene: Hygiene,
-    pub threads: Vec<ThreadResult>,
-    pub histogram: Histogram,
-    pub stats: Stats,
-    pub overruns: u64,
+    /// Background loads that ran, with their own figures.
     pub loads: Vec<LoadReport>,
-    pub attribution: Option<crate::attribution::AttributionSummary>,
-    pub bound: Option<crate::bound::BoundReport>,
     pub trace_file: Option<String>,
     /// Each with a stable code (crate::warning); plain strings of older records read back too.
     pub warnings: Vec<crate::warning::Warning>,
     pub tags: std::collections::BTreeMap<String, String>,
-    /// Results of other verbs (rhealstone, sched-scale, pdlt, taskset) stored in the same record.
-    #[serde(default)]
-    pub bench: Option<crate::bench::BenchResult>,
     /// Set on interim records (`end_reason: checkpoint`) and kept on the final record of a run
     /// that wrote checkpoints (the last one written before the end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<CheckpointInfo>,
+    /// The verb's own result.
+    pub kind: RunKind,
+}
+
+impl RunRecord {
+    /// The latency measurement, for the kinds that are one.
+    pub fn measurement(&self) -> Option<&Measurement> {
+        match &self.kind {
+            RunKind::Measurement(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn measurement_mut(&mut self) -> Option<&mut Measurement> {
+        match &mut self.kind {
+            RunKind::Measurement(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The latency statistics of a measurement; empty for other kinds.
+    pub fn stats(&self) -> Stats {
+        self.measurement()
+            .map(|m| m.stats.clone())
+            .unwrap_or_default()
+    }
+
+    /// The scheduling policy the run's measured work used, where one applies: the measurement
+    /// threads', a task set's, a benchmark's (SCHED_FIFO) or the loads'.
+    pub fn policy_name(&self) -> String {
+        match &self.kind {
+            RunKind::Measurement(m) => m.config.policy.name().into(),
+            RunKind::Taskset(t) => t.config.policy.clone(),
+            RunKind::Rhealstone(_)
+            | RunKind::SchedScale(_)
+            | RunKind::Pdlt(_)
+            | RunKind::Mbwi(_) => "fifo".into(),
+            RunKind::Practise(_) | RunKind::PractiseKernel(_) | RunKind::TraceRecord(_) => {
+                "-".into()
+            }
+            RunKind::Load(l) => l.policy.clone(),
+        }
+    }
+
+    /// The loads of the run by name: those a measurement was asked for, else those that ran.
+    pub fn load_names(&self) -> Vec<String> {
+        match self.measurement() {
+            Some(m) => m.config.loads.clone(),
+            None => self.loads.iter().map(|l| l.kind.clone()).collect(),
+        }
+    }
+
+    /// Periods missed (measurement) or jobs past their deadline (task set).
+    pub fn overruns(&self) -> u64 {
+        match &self.kind {
+            RunKind::Measurement(m) => m.overruns,
+            RunKind::Taskset(t) => t.total_misses,
+            _ => 0,
+        }
+    }
+}
+
+/// Why a text is not a run record this version can read.
+#[derive(Debug, PartialEq)]
+pub enum DecodeError {
+    /// Malformed JSON, a missing or mistyped field (serde's message).
+    Parse(String),
+    /// Written by a newer rtscope.
+    TooNew { found: u64, supported: u32 },
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Parse(e) => write!(f, "{e}"),
+            DecodeError::TooNew { found, supported } => write!(
+                f,
+                "schema_version {found} is newer than this rtscope understands ({supported})"
+            ),
+        }
+    }
+}
+
+/// A run record of any schema version this rtscope knows, as the current [`RunRecord`]: version
+/// 1 records are upgraded ([`crate::record_v1`]). Parsed straight from the text, never through
+/// `serde_json::Value` (which cannot hold the histograms' u128 sums). The caller bounds the
+/// text's size and checks its claims first (`crate::limits::check_run_record_json`).
+pub fn decode_run_record(text: &str) -> Result<RunRecord, DecodeError> {
+    #[derive(Deserialize)]
+    struct Version {
+        schema_version: Option<u64>,
+    }
+    let v: Version = serde_json::from_str(text).map_err(|e| DecodeError::Parse(e.to_string()))?;
+    match v.schema_version {
+        None => Err(DecodeError::Parse("no schema_version".into())),
+        Some(1) => serde_json::from_str::<crate::record_v1::RecordV1>(text)
+            .map_err(|e| DecodeError::Parse(e.to_string()))?
+            .upgrade()
+            .map_err(DecodeError::Parse),
+        Some(found) if found > crate::SCHEMA_VERSION as u64 => Err(DecodeError::TooNew {
+            found,
+            supported: crate::SCHEMA_VERSION,
+        }),
+        Some(2) => serde_json::from_str(text).map_err(|e| DecodeError::Parse(e.to_string())),
+        Some(found) => Err(DecodeError::Parse(format!(
+            "schema_version {found} was never written by rtscope (1..={})",
+            crate::SCHEMA_VERSION
+        ))),
+    }
 }

@@ -6,8 +6,8 @@
 
 use crate::{queue::QueueKind, structures as st};
 use rtscope_bench::taskset::{job, PolicyKind, PriorityOrder};
-use rtscope_model::bench::BenchResult;
 use rtscope_model::practise::{PractiseKernelResult, PractiseResult};
+use rtscope_model::RunKind;
 use rtscope_session::input::{self, VerbError};
 use rtscope_session::outputs::RecordOutputs;
 use rtscope_session::work::Work;
@@ -182,7 +182,7 @@ fn finish(
         .map(|p| (p, rtscope_report::practise::boxplot_svg(&res)));
     let violation = res.violation.clone();
     let warnings = crate::warnings(&res);
-    let res = BenchResult::Practise(Box::new(res));
+    let res = RunKind::Practise(Box::new(res));
     let rec = work.bench_record("practise", (0, 0), warnings, tags, res);
     work.finish(out, &text, &[svg], &rec)?;
     match violation {
@@ -206,9 +206,8 @@ pub fn kernel(duration: &str, load: &str, out: &RecordOutputs) -> Result<(), Ver
         l => return Err(bad!("--load: unknown '{l}' (deadline, fifo, none)")),
     };
     let cpus = input::cpus("--cpus", None)?;
-    let clock = Work::clock();
     let timing = rtscope_trace::kfuncs::attach().map_err(VerbError::failed)?;
-    rtscope_session::signals::install_handlers();
+    let clock = Work::start();
     let duration_ns = (d_s * 1e9) as u64;
     let mut notes = vec![
         "durations are fentry to fexit: they include the BPF trampolines and the timing programs, not only the kernel function"
@@ -235,7 +234,7 @@ pub fn kernel(duration: &str, load: &str, out: &RecordOutputs) -> Result<(), Ver
         (0, 0),
         Vec::new(),
         tags,
-        BenchResult::PractiseKernel(Box::new(res)),
+        RunKind::PractiseKernel(Box::new(res)),
     );
     clock.finish(out, &text, &[], &rec)
 }

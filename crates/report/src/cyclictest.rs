@@ -67,10 +67,12 @@ pub struct CtResult {
 
 /// Build the cyclictest view of a run record. `hist_size` buckets are emitted; samples ≥
 /// `hist_size` µs are overflows, and their cycle numbers come from the above-threshold list
-/// (the caller sets the threshold to `hist_size·1000 − 1` ns in cyclictest mode).
+/// (the caller sets the threshold to `hist_size·1000 − 1` ns in cyclictest mode). A run that is
+/// not a latency measurement has no threads.
 pub fn from_record(rec: &RunRecord, hist_size: u32) -> CtResult {
     let threads = rec
-        .threads
+        .measurement()
+        .map_or(&[][..], |m| &m.threads[..])
         .iter()
         .map(|t| thread_from(t, hist_size))
         .collect();
@@ -78,7 +80,7 @@ pub fn from_record(rec: &RunRecord, hist_size: u32) -> CtResult {
         threads,
         hist_size: Some(hist_size),
         with_total_column: false,
-        cmdline: Some(rec.config.cmdline.join(" ")),
+        cmdline: Some(rec.cmdline.join(" ")),
         version: Some(format!("rtscope {}", rec.tool_version)),
         start_time: Some(rec.started_at.clone()),
         end_time: None,

@@ -3,7 +3,7 @@
 //! same exporters. A new format is one file in this crate and one line in [`exporters`].
 
 use crate::html::ReportOptions;
-use rtscope_model::RunRecord;
+use rtscope_model::{RunKind, RunRecord};
 
 /// What a format may need besides the record. This crate reads no clock: the caller's time goes
 /// into the HTML report's header.
@@ -86,10 +86,18 @@ impl Exporter for Csv {
         "csv"
     }
     fn description(&self) -> &'static str {
-        "histogram buckets: scope,cpu,latency_ns,count"
+        "a measurement's histogram buckets (scope,cpu,latency_ns,count); pdlt's and sched-scale's tables"
     }
     fn export(&self, rec: &RunRecord, _: &ExportOptions) -> Result<Vec<u8>, ExportError> {
-        Ok(crate::stored::histogram_csv(rec).into_bytes())
+        match &rec.kind {
+            RunKind::Measurement(m) => Ok(crate::stored::histogram_csv(m).into_bytes()),
+            RunKind::Pdlt(r) => Ok(crate::bench::pdlt_csv(r).into_bytes()),
+            RunKind::SchedScale(r) => Ok(crate::bench::sched_scale_csv(r).into_bytes()),
+            _ => Err(ExportError::NotApplicable {
+                format: "csv",
+                reason: "this kind of run has no table (measurements, pdlt and sched-scale do)",
+            }),
+        }
     }
 }
 
@@ -107,9 +115,21 @@ impl Exporter for CyclictestHistogram {
         "cyclictest's -h histogram text"
     }
     fn export(&self, rec: &RunRecord, _: &ExportOptions) -> Result<Vec<u8>, ExportError> {
-        let ct = crate::cyclictest::from_record(rec, rec.config.linear_max_us);
+        let hist_size = latency(rec, self.name())?.config.linear_max_us;
+        let ct = crate::cyclictest::from_record(rec, hist_size);
         Ok(crate::cyclictest::write_histogram(&ct).into_bytes())
     }
+}
+
+/// The latency measurement a cyclictest format shows.
+fn latency<'a>(
+    rec: &'a RunRecord,
+    format: &'static str,
+) -> Result<&'a rtscope_model::Measurement, ExportError> {
+    rec.measurement().ok_or(ExportError::NotApplicable {
+        format,
+        reason: "not a latency measurement (measure, run, cyclictest or an import)",
+    })
 }
 
 /// rt-tests' `--json` layout.
@@ -126,7 +146,8 @@ impl Exporter for CyclictestJson {
         "rt-tests' --json layout"
     }
     fn export(&self, rec: &RunRecord, _: &ExportOptions) -> Result<Vec<u8>, ExportError> {
-        let ct = crate::cyclictest::from_record(rec, rec.config.linear_max_us);
+        let hist_size = latency(rec, self.name())?.config.linear_max_us;
+        let ct = crate::cyclictest::from_record(rec, hist_size);
         Ok(crate::cyclictest::write_json(&ct).into_bytes())
     }
 }
@@ -173,7 +194,7 @@ fn report(rec: &RunRecord, opts: &ExportOptions) -> crate::html::Report {
         &ReportOptions {
             title: format!("rtscope run {}", rec.id),
             generated_at: opts.generated_at.clone(),
-            command: rec.config.cmdline.join(" "),
+            command: rec.cmdline.join(" "),
         },
     )
 }
@@ -332,11 +353,11 @@ mod tests {
                 }
                 "cyclictest-hist" => {
                     let back = crate::cyclictest::parse_histogram(&text).unwrap();
-                    assert_eq!(back.threads.len(), rec.threads.len());
+                    assert_eq!(back.threads.len(), rec.measurement().unwrap().threads.len());
                 }
                 "cyclictest-json" => {
                     let back = crate::cyclictest::parse_json(&text).unwrap();
-                    assert_eq!(back.threads.len(), rec.threads.len());
+                    assert_eq!(back.threads.len(), rec.measurement().unwrap().threads.len());
                 }
                 _ => {}
             }

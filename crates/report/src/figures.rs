@@ -3,7 +3,7 @@
 //! conf.) / maximum" charts, attribution bars and bound-vs-observed.
 
 use crate::svg::{esc, fmt_num, Plot, Scale, PALETTE};
-use rtscope_model::{Histogram, RunRecord};
+use rtscope_model::{Histogram, Measurement, RunRecord};
 use std::fmt::Write;
 
 #[derive(Clone, Debug)]
@@ -21,7 +21,7 @@ fn us(ns: f64) -> String {
 
 /// Counts per whole microsecond: the run's exact cyclictest-style counters when they hold every
 /// sample, else derived from the log buckets (≤ 0.1 % wide). Returns (counts, derived?).
-pub fn per_us_counts(rec: &RunRecord) -> (Vec<u64>, bool) {
+pub fn per_us_counts(rec: &Measurement) -> (Vec<u64>, bool) {
     let mut lin: Option<rtscope_model::histogram::LinearHistogram> = None;
     for t in &rec.threads {
         match lin.as_mut() {
@@ -64,7 +64,7 @@ pub fn caption_stats(h: &Histogram) -> String {
 }
 
 /// x = latency in 1 µs buckets, y = sample count, log scale.
-pub fn histogram(id: &str, title: &str, rec: &RunRecord) -> Figure {
+pub fn histogram(id: &str, title: &str, rec: &Measurement) -> Figure {
     let (counts, derived) = per_us_counts(rec);
     let max_c = counts.iter().copied().max().unwrap_or(1).max(1) as f64;
     let x_hi = counts.len().max(2) as f64;
@@ -433,7 +433,7 @@ pub fn attribution_bars(
 /// The run's worst samples, one row each: the timeline from the planned wake-up (x = 0) to the
 /// return to user space, each segment coloured by its cause (the attribution's timeline).
 pub fn worst_timelines(id: &str, rec: &RunRecord) -> Option<Figure> {
-    let a = rec.attribution.as_ref()?;
+    let a = rec.measurement()?.attribution.as_ref()?;
     let rows: Vec<&rtscope_model::attribution::WorstSample> = a
         .worst
         .iter()
@@ -543,7 +543,8 @@ pub fn worst_timelines(id: &str, rec: &RunRecord) -> Option<Figure> {
 
 /// Per CPU: each characterization's bound beside the observed maximum (log scale).
 pub fn bound_vs_observed(id: &str, rec: &RunRecord) -> Option<Figure> {
-    let b = rec.bound.as_ref()?;
+    let m = rec.measurement()?;
+    let b = m.bound.as_ref()?;
     if b.cpus.is_empty() {
         return None;
     }
@@ -559,7 +560,7 @@ pub fn bound_vs_observed(id: &str, rec: &RunRecord) -> Option<Figure> {
             .find(|c| c.cpu == cpu)
             .and_then(|c| c.observed_max_latency_ns)
             .or_else(|| {
-                rec.threads
+                m.threads
                     .iter()
                     .filter(|t| t.cpu == cpu)
                     .filter_map(|t| t.stats.max_ns)
@@ -654,7 +655,7 @@ pub fn bound_vs_observed(id: &str, rec: &RunRecord) -> Option<Figure> {
 
 /// Bound and observed maximum as the run progressed (when the run recorded the series).
 pub fn bound_series(id: &str, rec: &RunRecord) -> Option<Figure> {
-    let b = rec.bound.as_ref()?;
+    let b = rec.measurement()?.bound.as_ref()?;
     if b.series.len() < 2 {
         return None;
     }

@@ -5,7 +5,7 @@
 use crate::figures::{self, Figure, MatrixCell};
 use crate::svg::esc;
 use rtscope_analysis::compare::{self as cmp, Options};
-use rtscope_model::{Histogram, RunRecord};
+use rtscope_model::{Histogram, Measurement, RunKind, RunRecord};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ pub fn row_label(r: &RunRecord) -> String {
         .get("kernel")
         .cloned()
         .unwrap_or_else(|| r.system.kernel_release.clone());
-    format!("{kernel} / {}", r.config.policy.name())
+    format!("{kernel} / {}", r.policy_name())
 }
 
 /// Column label: the scenario (a `scenario` tag, else the loads, `idle` when none).
@@ -51,17 +51,16 @@ pub fn col_label(r: &RunRecord) -> String {
     if let Some(s) = tags(r).get("scenario") {
         return s.clone();
     }
-    if r.config.loads.is_empty() {
+    let loads = r.load_names();
+    if loads.is_empty() {
         "idle".into()
     } else {
-        r.config.loads.join("+")
+        loads.join("+")
     }
 }
 
-fn tags(r: &RunRecord) -> BTreeMap<String, String> {
-    let mut t = r.config.tags.clone();
-    t.extend(r.tags.clone());
-    t
+fn tags(r: &RunRecord) -> &BTreeMap<String, String> {
+    &r.tags
 }
 
 fn us(ns: f64) -> String {
@@ -96,10 +95,10 @@ fn figure_html(f: &Figure) -> String {
     )
 }
 
-fn pooled(runs: &[&RunRecord]) -> Histogram {
+fn pooled(runs: &[(&RunRecord, &Measurement)]) -> Histogram {
     let mut h = Histogram::new();
-    for r in runs {
-        h.merge(&r.histogram);
+    for (_, m) in runs {
+        h.merge(&m.histogram);
     }
     h
 }
@@ -125,17 +124,18 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
     body.push_str("<h2 id=\"runs\">Runs</h2><table><tr><th>id</th><th>started</th><th>host</th><th>kernel</th><th>policy</th><th>scenario</th><th>samples</th><th>avg µs</th><th>max µs</th><th>tags</th></tr>");
     for r in runs {
         let t: Vec<String> = tags(r).iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let stats = r.stats();
         let _ = write!(
             body,
             "<tr><td><a href=\"#run-{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>",
             esc(&r.started_at),
             esc(&r.system.hostname),
             esc(&r.system.kernel_release),
-            esc(r.config.policy.name()),
+            esc(&r.policy_name()),
             esc(&col_label(r)),
-            r.stats.samples,
-            r.stats.avg_ns.map_or("-".into(), us),
-            ous(r.stats.max_ns),
+            stats.samples,
+            stats.avg_ns.map_or("-".into(), us),
+            ous(stats.max_ns),
             esc(&t.join(" ")),
             id = esc(&r.id)
         );
@@ -221,19 +221,24 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
             "<tr><td>{}</td><td><code>{}</code></td></tr>",
             esc(&r.id),
             esc(&shell_join(&rtscope_model::secrets::redact_argv(
-                &r.config.cmdline
+                &r.cmdline
             )))
         );
     }
     body.push_str("</table>");
 
-    // Comparison: matrix, charts, CCDF, verdicts.
-    if runs.len() >= 2 {
+    // Comparison of the latency measurements: matrix, charts, CCDF, verdicts.
+    let meas: Vec<(&RunRecord, &Measurement)> = runs
+        .iter()
+        .filter_map(|r| Some((r, r.measurement()?)))
+        .collect();
+    if meas.len() >= 2 {
         body.push_str("<h2 id=\"comparison\">Comparison</h2>");
         let mut rows: Vec<String> = Vec::new();
         let mut cols: Vec<String> = Vec::new();
-        let mut groups: BTreeMap<(String, String), Vec<&RunRecord>> = BTreeMap::new();
-        for r in runs {
+        let mut groups: BTreeMap<(String, String), Vec<(&RunRecord, &Measurement)>> =
+            BTreeMap::new();
+        for &(r, m) in &meas {
             let (row, col) = (row_label(r), col_label(r));
             if !rows.contains(&row) {
                 rows.push(row.clone());
@@ -241,7 +246,7 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
             if !cols.contains(&col) {
                 cols.push(col.clone());
             }
-            groups.entry((row, col)).or_default().push(r);
+            groups.entry((row, col)).or_default().push((r, m));
         }
         let cells: Vec<MatrixCell> = groups
             .iter()
@@ -291,17 +296,17 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
         figs.push(f);
 
         // CCDF: one curve per run, or per cell when that would be too many curves.
-        let pooled_cells: Vec<(String, Histogram)> = if runs.len() > 8 {
+        let pooled_cells: Vec<(String, Histogram)> = if meas.len() > 8 {
             groups
                 .iter()
                 .map(|((r, c), rs)| (format!("{r} / {c}"), pooled(rs)))
                 .collect()
         } else {
-            runs.iter()
-                .map(|r| {
+            meas.iter()
+                .map(|(r, m)| {
                     (
                         format!("{} {} / {}", short(&r.id), row_label(r), col_label(r)),
-                        r.histogram.clone(),
+                        m.histogram.clone(),
                     )
                 })
                 .collect()
@@ -313,15 +318,15 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
         figs.push(f);
 
         // Verdicts against the baseline (the first run).
-        let base = &runs[0];
+        let (base, base_m) = meas[0];
         let o = Options::default();
         let _ = write!(
             body,
             "<h3>Verdicts against baseline {}</h3><p>Distribution shift: Mann–Whitney U (with effect size A) and Kolmogorov–Smirnov on the exact histograms; percentile intervals: bootstrap (99 %); maxima compared at equal sample counts (the larger run subsampled to the smaller's count, exact distribution). Samples within a run are autocorrelated, so p-values overstate certainty.</p><table><tr><th>run</th><th>verdict</th><th>avg Δ</th><th>p99 Δ [99 % CI µs]</th><th>max at equal count</th><th>why</th></tr>",
             esc(&base.id)
         );
-        for r in &runs[1..] {
-            let c = cmp::compare(&base.histogram, &r.histogram, &o);
+        for (r, m) in &meas[1..] {
+            let c = cmp::compare(&base_m.histogram, &m.histogram, &o);
             let class = match c.verdict {
                 cmp::Verdict::Worse => "worse",
                 cmp::Verdict::Better => "better",
@@ -355,22 +360,22 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
             );
         }
         body.push_str("</table>");
-    } else if let Some(r) = runs.first() {
-        let f = figures::ccdf("ccdf", &[(short(&r.id).to_string(), &r.histogram)]);
+    } else if let Some((r, m)) = meas.first() {
+        let f = figures::ccdf("ccdf", &[(short(&r.id).to_string(), &m.histogram)]);
         body.push_str("<h2 id=\"comparison\">Tail</h2>");
         body.push_str(&figure_html(&f));
         figs.push(f);
     }
 
     // Attribution overview across runs.
-    let attributed: Vec<(String, &rtscope_model::attribution::AttributionSummary)> = runs
+    let attributed: Vec<(String, &rtscope_model::attribution::AttributionSummary)> = meas
         .iter()
-        .filter_map(|r| {
-            r.attribution.as_ref().map(|a| {
+        .filter_map(|(r, m)| {
+            m.attribution.as_ref().map(|a| {
                 (
                     format!(
                         "{} / {} {}",
-                        r.config.policy.name(),
+                        r.policy_name(),
                         col_label(r),
                         &short(&r.id)[short(&r.id).len().saturating_sub(4)..]
                     ),
@@ -391,22 +396,32 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
     for (i, r) in runs.iter().enumerate() {
         let _ = write!(
             body,
-            "<section class=\"run\"><h2 id=\"run-{id}\">Run {id}</h2><p>{} on {} — {} / {} — {} samples, {:?}</p>",
+            "<section class=\"run\"><h2 id=\"run-{id}\">Run {id}</h2><p>{} on {} — {} — {} / {} — {}, {:?}</p>",
             esc(&r.started_at),
             esc(&r.system.hostname),
+            esc(&r.verb),
             esc(&row_label(r)),
             esc(&col_label(r)),
-            r.stats.samples,
+            match r.measurement() {
+                Some(m) => format!("{} samples", m.stats.samples),
+                None => format!("a {} run", r.kind.name()),
+            },
             r.end_reason,
             id = esc(&r.id)
         );
-        let f = figures::histogram(
-            &format!("hist-{i}"),
-            &format!("Latency histogram — {}", short(&r.id)),
-            r,
-        );
-        body.push_str(&figure_html(&f));
-        figs.push(f);
+        match r.measurement() {
+            Some(m) => {
+                let f = figures::histogram(
+                    &format!("hist-{i}"),
+                    &format!("Latency histogram — {}", short(&r.id)),
+                    m,
+                );
+                body.push_str(&figure_html(&f));
+                figs.push(f);
+                thread_tables(&mut body, m);
+            }
+            None => other_kind(&mut body, &mut figs, i, r),
+        }
         run_tables(&mut body, r);
         if let Some(f) = figures::worst_timelines(&format!("worst-{i}"), r) {
             body.push_str("<h3>Worst samples</h3>");
@@ -459,7 +474,44 @@ pub fn shell_join(argv: &[String]) -> String {
         .join(" ")
 }
 
-fn run_tables(body: &mut String, r: &RunRecord) {
+/// A run that is not a latency measurement: the verb's own text, and its figure where it has one.
+fn other_kind(body: &mut String, figs: &mut Vec<Figure>, i: usize, r: &RunRecord) {
+    let fig = |id: &str, title: &str, svg: String, caption: &str| Figure {
+        id: format!("{id}-{i}"),
+        title: title.to_string(),
+        svg,
+        caption: caption.to_string(),
+    };
+    let f = match &r.kind {
+        RunKind::Pdlt(p) => Some(fig(
+            "pdlt",
+            "PDLT vs timer offset",
+            crate::bench::pdlt_svg(p),
+            "Process dispatch latency of the woken producer against where in the system call the timer expired (heursch-2001 Fig. 3); plateaus are non-preemptible regions.",
+        )),
+        RunKind::SchedScale(p) => Some(fig(
+            "sched-scale",
+            "Wake-up to run vs SCHED_OTHER load processes",
+            crate::bench::sched_scale_svg(p),
+            "Mean wake-up to run of the SCHED_FIFO thread per number of SCHED_OTHER load processes, with the fitted slope (heursch-2001 §4).",
+        )),
+        RunKind::Practise(p) => Some(fig(
+            "practise",
+            "Operation durations per structure",
+            crate::practise::boxplot_svg(p),
+            "Per structure and operation, the distribution of one call's duration (thesis §2.3.9).",
+        )),
+        _ => None,
+    };
+    let text = crate::text::summary(r);
+    let _ = write!(body, "<pre>{}</pre>", esc(&text));
+    if let Some(f) = f {
+        body.push_str(&figure_html(&f));
+        figs.push(f);
+    }
+}
+
+fn thread_tables(body: &mut String, r: &Measurement) {
     body.push_str("<h3>Per CPU</h3><table><tr><th>CPU</th><th>tid</th><th>policy</th><th>prio</th><th>cycles</th><th>overruns</th><th>min µs</th><th>avg µs</th><th>median µs</th><th>p99 µs</th><th>p99.99 µs</th><th>max µs</th></tr>");
     for t in &r.threads {
         let pct = |p: f64| {
@@ -508,6 +560,41 @@ fn run_tables(body: &mut String, r: &RunRecord) {
         }
         body.push_str("</table>");
     }
+    if let Some(a) = &r.attribution {
+        attribution_table(body, a);
+    }
+}
+
+fn attribution_table(body: &mut String, a: &rtscope_model::attribution::AttributionSummary) {
+    body.push_str("<h3>Tail causes</h3><table><tr><th>cause</th><th>samples affected</th><th>total µs</th><th>max µs</th><th>p99 contribution µs</th><th>share of tail above p99</th></tr>");
+    for c in &a.causes {
+        let _ = write!(
+                body,
+                "<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{:.1} %</td></tr>",
+                esc(&c.cause),
+                c.samples_affected,
+                us(c.total_ns as f64),
+                us(c.max_ns as f64),
+                us(c.p99_contribution_ns as f64),
+                c.tail_p99_share * 100.0
+            );
+    }
+    body.push_str("</table>");
+    if !a.per_cpu_tail.is_empty() {
+        body.push_str("<ul>");
+        for (cpu, what) in &a.per_cpu_tail {
+            let _ = write!(body, "<li>CPU {cpu}: {}</li>", esc(what));
+        }
+        body.push_str("</ul>");
+    }
+    let _ = write!(
+        body,
+        "<p>{} samples attributed, {} unattributed, {} events lost.</p>",
+        a.samples_attributed, a.samples_unattributed, a.lost_events
+    );
+}
+
+fn run_tables(body: &mut String, r: &RunRecord) {
     if !r.loads.is_empty() {
         body.push_str("<h3>Load intensity</h3><table><tr><th>load</th><th>parameters</th><th>figures</th><th>duration s</th><th>warnings</th></tr>");
         for l in &r.loads {
@@ -528,34 +615,6 @@ fn run_tables(body: &mut String, r: &RunRecord) {
             );
         }
         body.push_str("</table>");
-    }
-    if let Some(a) = &r.attribution {
-        body.push_str("<h3>Tail causes</h3><table><tr><th>cause</th><th>samples affected</th><th>total µs</th><th>max µs</th><th>p99 contribution µs</th><th>share of tail above p99</th></tr>");
-        for c in &a.causes {
-            let _ = write!(
-                body,
-                "<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{:.1} %</td></tr>",
-                esc(&c.cause),
-                c.samples_affected,
-                us(c.total_ns as f64),
-                us(c.max_ns as f64),
-                us(c.p99_contribution_ns as f64),
-                c.tail_p99_share * 100.0
-            );
-        }
-        body.push_str("</table>");
-        if !a.per_cpu_tail.is_empty() {
-            body.push_str("<ul>");
-            for (cpu, what) in &a.per_cpu_tail {
-                let _ = write!(body, "<li>CPU {cpu}: {}</li>", esc(what));
-            }
-            body.push_str("</ul>");
-        }
-        let _ = write!(
-            body,
-            "<p>{} samples attributed, {} unattributed, {} events lost.</p>",
-            a.samples_attributed, a.samples_unattributed, a.lost_events
-        );
     }
     if !r.warnings.is_empty() || !r.hygiene.notes.is_empty() {
         body.push_str("<h3>Warnings</h3><ul>");

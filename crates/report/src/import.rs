@@ -214,52 +214,19 @@ pub fn from_cyclictest(
         wall_duration_s: 0.0,
         end_reason: EndReason::Completed,
         interrupted: false,
-        break_sample: None,
-        config: RunConfig {
-            verb: "import-cyclictest".into(),
-            cmdline: r
-                .cmdline
-                .as_deref()
-                .map(|c| c.split_whitespace().map(String::from).collect())
-                .unwrap_or_else(|| vec![format!("(cyclictest output {source})")]),
-            cpus: threads.iter().map(|t| t.cpu).collect(),
-            policy,
-            priority: if policy == Policy::Other {
-                0
-            } else {
-                r.summary_priority.unwrap_or(flags.prio)
-            },
-            nice: 0,
-            deadline: None,
-            interval_us: r.summary_interval_us.unwrap_or(flags.interval).max(1),
-            distance_us: flags.distance,
-            aligned: true,
-            duration_s: None,
-            loops: flags.loops,
-            timer: TimerMode::AbsNanosleep,
-            clock: ClockId::Monotonic,
-            hold_cpu_dma_latency: r.dma_latency_line,
-            break_above_us: flags.breaktrace,
-            threshold_us: None,
-            worst_n: 0,
-            linear_max_us: limit_us.saturating_sub(1) as u32,
-            loads: Vec::new(),
-            trace: "off".into(),
-            tags: Default::default(),
-        },
+        verb: "import-cyclictest".into(),
+        cmdline: r
+            .cmdline
+            .as_deref()
+            .map(|c| c.split_whitespace().map(String::from).collect())
+            .unwrap_or_else(|| vec![format!("(cyclictest output {source})")]),
         system,
         hygiene: Hygiene {
             cpu_dma_latency_us: r.dma_latency_line.then_some(0),
             notes: vec!["hygiene not recorded by cyclictest".into()],
             ..Default::default()
         },
-        threads,
-        overruns: 0,
-        stats,
-        histogram: merged,
         loads: Vec::new(),
-        attribution: None,
-        bound: None,
         trace_file: None,
         // Every warning of an import is about what the cyclictest output could not carry.
         warnings: warnings
@@ -269,8 +236,41 @@ pub fn from_cyclictest(
         tags: [("source".to_string(), "cyclictest".to_string())]
             .into_iter()
             .collect(),
-        bench: None,
         checkpoint: None,
+        kind: rtscope_model::RunKind::Measurement(Box::new(rtscope_model::Measurement {
+            break_sample: None,
+            config: RunConfig {
+                cpus: threads.iter().map(|t| t.cpu).collect(),
+                policy,
+                priority: if policy == Policy::Other {
+                    0
+                } else {
+                    r.summary_priority.unwrap_or(flags.prio)
+                },
+                nice: 0,
+                deadline: None,
+                interval_us: r.summary_interval_us.unwrap_or(flags.interval).max(1),
+                distance_us: flags.distance,
+                aligned: true,
+                duration_s: None,
+                loops: flags.loops,
+                timer: TimerMode::AbsNanosleep,
+                clock: ClockId::Monotonic,
+                hold_cpu_dma_latency: r.dma_latency_line,
+                break_above_us: flags.breaktrace,
+                threshold_us: None,
+                worst_n: 0,
+                linear_max_us: limit_us.saturating_sub(1) as u32,
+                loads: Vec::new(),
+                trace: "off".into(),
+            },
+            threads,
+            overruns: 0,
+            stats,
+            histogram: merged,
+            attribution: None,
+            bound: None,
+        })),
     })
 }
 
@@ -299,14 +299,24 @@ mod tests {
         record(text, kind, "f", "id".into(), "now".into())
     }
 
+    fn m(r: &RunRecord) -> &rtscope_model::Measurement {
+        r.measurement().expect("an import is a measurement")
+    }
+
     #[test]
     fn status_lines_keep_exact_statistics_only() {
         let r = import(&fixture("cyclictest-q.txt"), None).unwrap();
         assert_eq!((r.id.as_str(), r.started_at.as_str()), ("id", "now"));
-        assert_eq!(r.threads.len(), 2);
-        assert_eq!((r.stats.samples, r.stats.max_ns), (174, Some(140_000)));
-        assert!(r.stats.percentiles.is_empty() && r.histogram.count() == 0);
-        assert_eq!((r.config.policy, r.config.priority), (Policy::Fifo, 90));
+        assert_eq!(m(&r).threads.len(), 2);
+        assert_eq!(
+            (m(&r).stats.samples, m(&r).stats.max_ns),
+            (174, Some(140_000))
+        );
+        assert!(m(&r).stats.percentiles.is_empty() && m(&r).histogram.count() == 0);
+        assert_eq!(
+            (m(&r).config.policy, m(&r).config.priority),
+            (Policy::Fifo, 90)
+        );
         assert_eq!(r.warnings.len(), 1);
         assert!(r.warnings[0].message.contains("status lines only"));
         assert!(r.hygiene.cpu_dma_latency_us == Some(0));
@@ -317,16 +327,16 @@ mod tests {
         let r = import(&fixture("cyclictest-h20-H.txt"), None).unwrap();
         let j = import(&fixture("cyclictest-h20-H.json"), None).unwrap();
         for r in [&r, &j] {
-            assert_eq!(r.stats.max_ns, Some(12_784_000));
-            assert_eq!(r.config.linear_max_us, 19);
+            assert_eq!(m(r).stats.max_ns, Some(12_784_000));
+            assert_eq!(m(r).config.linear_max_us, 19);
             assert!(r
                 .warnings
                 .iter()
                 .any(|w| w.message.contains("overflow samples (≥ 20 us)")));
         }
-        assert_eq!(r.stats.samples, j.stats.samples);
+        assert_eq!(r.stats().samples, j.stats().samples);
         let v = import(&fixture("cyclictest-v-l50.txt"), None).unwrap();
-        assert_eq!(v.stats.samples, 83);
+        assert_eq!(v.stats().samples, 83);
     }
 
     #[test]
@@ -338,7 +348,7 @@ mod tests {
         assert_eq!(Kind::parse("x.txt"), None);
         let own = crate::json::run_record(&import(&q, None).unwrap());
         let back = import(&own, None).unwrap();
-        assert_eq!((back.id.as_str(), back.stats.samples), ("id", 174));
+        assert_eq!((back.id.as_str(), back.stats().samples), ("id", 174));
         assert!(import("garbage", None).is_err());
     }
 }

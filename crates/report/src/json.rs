@@ -17,26 +17,15 @@ pub enum ReadError {
 }
 
 pub fn parse_run_record(text: &str) -> Result<RunRecord, ReadError> {
-    // Parsed straight from the text (not through serde_json::Value, which cannot hold the
-    // histograms' u128 sums).
-    #[derive(serde::Deserialize)]
-    struct Version {
-        schema_version: Option<u64>,
-    }
-    let v: Version = serde_json::from_str(text).map_err(|e| ReadError::Parse(e.to_string()))?;
-    let found = v
-        .schema_version
-        .ok_or_else(|| ReadError::Parse("no schema_version".into()))?;
-    if found > rtscope_model::SCHEMA_VERSION as u64 {
-        return Err(ReadError::TooNew {
-            found,
-            supported: rtscope_model::SCHEMA_VERSION,
-        });
-    }
     rtscope_model::limits::check_run_record_json(
         text,
         &mut rtscope_model::limits::Budget::for_input_env(text.len() as u64),
     )
     .map_err(ReadError::Parse)?;
-    serde_json::from_str(text).map_err(|e| ReadError::Parse(e.to_string()))
+    rtscope_model::decode_run_record(text).map_err(|e| match e {
+        rtscope_model::DecodeError::Parse(e) => ReadError::Parse(e),
+        rtscope_model::DecodeError::TooNew { found, supported } => {
+            ReadError::TooNew { found, supported }
+        }
+    })
 }

@@ -59,7 +59,7 @@ pub fn show(rec: &RunRecord, state: &str, tags: &BTreeMap<String, String>) -> St
     let _ = writeln!(
         o,
         "command   {}",
-        esc(&rtscope_model::secrets::redact_argv(&rec.config.cmdline).join(" "))
+        esc(&rtscope_model::secrets::redact_argv(&rec.cmdline).join(" "))
     );
     if !tags.is_empty() {
         let t: Vec<String> = tags
@@ -71,48 +71,18 @@ pub fn show(rec: &RunRecord, state: &str, tags: &BTreeMap<String, String>) -> St
     if let Some(t) = &rec.trace_file {
         let _ = writeln!(o, "trace     {}", esc(t));
     }
-    if let Some(rtscope_model::bench::BenchResult::Other { name, data }) = &rec.bench {
-        if name == "trace_record" {
-            o.push_str(&capture(data));
-        }
-    }
     o.push('\n');
     o + &crate::text::summary(rec)
 }
 
-/// `trace record`'s summary (`rtscope_session::capture::summary_json`), two lines.
-fn capture(d: &serde_json::Value) -> String {
-    let esc = |v: &serde_json::Value| v.as_str().unwrap_or("-").escape_debug().to_string();
-    let n = |k: &str| d[k].as_u64().unwrap_or(0);
-    let per_kind: Vec<String> = d["events_per_kind"]
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("{}={}", k.escape_debug(), v.as_u64().unwrap_or(0)))
-                .collect()
-        })
-        .unwrap_or_default();
-    format!(
-        "capture   {} (keep {}): {} events in {:.2} s, lost {}, left out by the relevance filter {}\n\
-         events    {}\n",
-        esc(&d["mechanism"]),
-        esc(&d["keep"]),
-        n("events"),
-        d["duration_s"].as_f64().unwrap_or(0.0),
-        n("lost_events"),
-        n("filtered_events"),
-        per_kind.join(" ")
-    )
-}
-
 /// One row per non-empty histogram bucket, `scope,cpu,latency_ns,count`: `scope` is `all` for
 /// the run's merged histogram and `thread` for each measurement thread.
-pub fn histogram_csv(rec: &RunRecord) -> String {
+pub fn histogram_csv(m: &rtscope_model::Measurement) -> String {
     let mut out = String::from("scope,cpu,latency_ns,count\n");
-    for (v, c) in rec.histogram.buckets() {
+    for (v, c) in m.histogram.buckets() {
         out.push_str(&format!("all,,{v},{c}\n"));
     }
-    for t in &rec.threads {
+    for t in &m.threads {
         for (v, c) in t.histogram.buckets() {
             out.push_str(&format!("thread,{},{v},{c}\n", t.cpu));
         }
@@ -147,10 +117,11 @@ mod tests {
             "now".into(),
         )
         .unwrap();
-        assert_eq!(histogram_csv(&rec), "scope,cpu,latency_ns,count\n");
-        rec.histogram.record_n(5000, 2);
+        let m = rec.measurement_mut().unwrap();
+        assert_eq!(histogram_csv(m), "scope,cpu,latency_ns,count\n");
+        m.histogram.record_n(5000, 2);
         assert_eq!(
-            histogram_csv(&rec),
+            histogram_csv(m),
             "scope,cpu,latency_ns,count\nall,,5000,2\n"
         );
         let page = show(
@@ -160,12 +131,15 @@ mod tests {
         );
         assert!(page.starts_with("run       id\nstarted   now  (0.0 s, completed)\n"));
         assert!(page.contains("\ntags      k=v\n"));
-        rec.bench = Some(rtscope_model::bench::BenchResult::Other {
-            name: "trace_record".into(),
-            data: serde_json::json!({"mechanism": "bpf", "keep": "all", "events": 3,
-                "duration_s": 1.0, "lost_events": 2, "filtered_events": 0,
-                "events_per_kind": {"sched_switch": 3}}),
-        });
+        rec.kind = rtscope_model::RunKind::TraceRecord(Box::new(rtscope_model::TraceCapture {
+            mechanism: "bpf".into(),
+            keep: "all".into(),
+            events: 3,
+            duration_s: 1.0,
+            lost_events: 2,
+            events_per_kind: BTreeMap::from([("sched_switch".into(), 3)]),
+            ..Default::default()
+        }));
         let page = show(&rec, "completed", &BTreeMap::new());
         assert!(page.contains(
             "\ncapture   bpf (keep all): 3 events in 1.00 s, lost 2, left out by the relevance filter 0\nevents    sched_switch=3\n"

@@ -1,6 +1,6 @@
 //! The human summary printed at the end of `measure`/`run`.
 
-use rtscope_model::{RunRecord, Stats};
+use rtscope_model::{Measurement, RunConfig, RunKind, RunRecord, Stats, TraceCapture};
 use std::fmt::Write;
 
 pub fn us(ns: u64) -> String {
@@ -20,10 +20,132 @@ fn pct(s: &Stats, p: f64) -> String {
     }
 }
 
+/// What `show` prints for a run of any kind, and `measure`/`run` at their end: the run, its
+/// kernel, the verb's own result, then hygiene, loads, the tail's causes and the warnings.
 pub fn summary(rec: &RunRecord) -> String {
-    let c = &rec.config;
     let sys = &rec.system;
     let mut s = String::new();
+    let state = if rec.interrupted {
+        " — INTERRUPTED (partial results)".to_string()
+    } else if rec.end_reason == rtscope_model::EndReason::Checkpoint {
+        format!(
+            " — INTERIM RECORD (checkpoint {} at {}): the run had not finished",
+            rec.checkpoint.as_ref().map_or(0, |c| c.number),
+            rec.checkpoint
+                .as_ref()
+                .map_or("?", |c| c.written_at.as_str())
+        )
+    } else {
+        String::new()
+    };
+    match rec.measurement() {
+        Some(m) => {
+            let _ = writeln!(
+                s,
+                "rtscope {} — run {} — {} — {:.1} s{state}",
+                rec.verb,
+                rec.id,
+                measurement_setup(&m.config),
+                rec.wall_duration_s
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "rtscope {} — run {} — {} — {:.1} s{state}",
+                rec.verb,
+                rec.id,
+                rec.kind.name(),
+                rec.wall_duration_s
+            );
+        }
+    }
+    let loads = rec.load_names();
+    let _ = writeln!(
+        s,
+        "kernel {} (preempt {}: {}), clocksource {}, {}{}",
+        sys.kernel_release,
+        sys.preempt_model,
+        sys.preempt_model_source,
+        sys.clocksource,
+        sys.hypervisor
+            .as_deref()
+            .map(|h| format!("hypervisor {h}"))
+            .unwrap_or_else(|| "no hypervisor detected".into()),
+        if loads.is_empty() {
+            String::new()
+        } else {
+            format!(", load {}", loads.join("+"))
+        }
+    );
+    match &rec.kind {
+        RunKind::Measurement(m) => measurement(&mut s, m),
+        RunKind::Taskset(r) => s.push_str(&crate::taskset::result(r)),
+        RunKind::Rhealstone(r) => s.push_str(&crate::bench::rhealstone(r)),
+        RunKind::SchedScale(r) => s.push_str(&crate::bench::sched_scale(r)),
+        RunKind::Pdlt(r) => s.push_str(&crate::bench::pdlt(r)),
+        RunKind::Practise(r) => s.push_str(&crate::practise::text(r)),
+        RunKind::PractiseKernel(r) => s.push_str(&crate::practise::kernel_text(r)),
+        RunKind::Mbwi(r) => s.push_str(&crate::mbwi::text(r)),
+        RunKind::TraceRecord(t) => s.push_str(&capture(t)),
+        RunKind::Load(l) => {
+            let _ = writeln!(s, "loads alone, policy {}", l.policy);
+        }
+    }
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    let h = &rec.hygiene;
+    let mut hy = Vec::new();
+    if h.mlockall {
+        hy.push(format!(
+            "mlockall, {} KiB stack + {} KiB buffers prefaulted",
+            h.prefaulted_stack_bytes / 1024,
+            h.prefaulted_heap_bytes / 1024
+        ));
+    } else {
+        hy.push("memory NOT locked".into());
+    }
+    match h.cpu_dma_latency_us {
+        Some(v) => hy.push(format!("/dev/cpu_dma_latency held at {v} us")),
+        None => hy.push("/dev/cpu_dma_latency not held".into()),
+    }
+    if let Some(rss) = h.peak_rss_kib {
+        hy.push(format!("peak RSS {:.1} MiB", rss as f64 / 1024.0));
+    }
+    if let Some(sl) = h.timer_slack_ns {
+        hy.push(format!("timer slack {sl} ns"));
+    }
+    let _ = writeln!(s, "hygiene: {}", hy.join("; "));
+    for n in &h.notes {
+        let _ = writeln!(s, "  note: {n}");
+    }
+    for l in &rec.loads {
+        let figs: Vec<String> = l
+            .figures
+            .iter()
+            .map(|(k, v)| format!("{k}={v:.1}"))
+            .collect();
+        let _ = writeln!(s, "load {}: {}", l.kind, figs.join(" "));
+    }
+    if let Some(m) = rec.measurement() {
+        if let Some(a) = &m.attribution {
+            for (cpu, line) in &a.per_cpu_tail {
+                let _ = writeln!(s, "tail CPU {cpu}: {line}");
+            }
+        }
+        if let Some(b) = &m.bound {
+            bound_lines(&mut s, b);
+        }
+    }
+    for w in &rec.warnings {
+        let _ = writeln!(s, "warning [{}]: {}", w.code.as_str(), w.message);
+    }
+    s
+}
+
+/// A measurement's policy, interval, timer and clock, as the first line shows them.
+fn measurement_setup(c: &RunConfig) -> String {
     let policy = match c.policy {
         rtscope_model::Policy::Fifo | rtscope_model::Policy::Rr => {
             format!("{} prio {}", c.policy.name(), c.priority)
@@ -39,11 +161,8 @@ pub fn summary(rec: &RunRecord) -> String {
             )
         }
     };
-    let _ = writeln!(
-        s,
-        "rtscope {} — run {} — {} — interval {} us{} — timer {} on {} — {:.1} s{}",
-        c.verb,
-        rec.id,
+    format!(
+        "{} — interval {} us{} — timer {} on {}",
         policy,
         c.interval_us,
         if c.distance_us > 0 {
@@ -56,38 +175,11 @@ pub fn summary(rec: &RunRecord) -> String {
             rtscope_model::ClockId::Monotonic => "CLOCK_MONOTONIC",
             rtscope_model::ClockId::Realtime => "CLOCK_REALTIME",
         },
-        rec.wall_duration_s,
-        if rec.interrupted {
-            " — INTERRUPTED (partial results)".to_string()
-        } else if rec.end_reason == rtscope_model::EndReason::Checkpoint {
-            format!(
-                " — INTERIM RECORD (checkpoint {} at {}): the run had not finished",
-                rec.checkpoint.as_ref().map_or(0, |c| c.number),
-                rec.checkpoint
-                    .as_ref()
-                    .map_or("?", |c| c.written_at.as_str())
-            )
-        } else {
-            String::new()
-        }
-    );
-    let _ = writeln!(
-        s,
-        "kernel {} (preempt {}: {}), clocksource {}, {}{}",
-        sys.kernel_release,
-        sys.preempt_model,
-        sys.preempt_model_source,
-        sys.clocksource,
-        sys.hypervisor
-            .as_deref()
-            .map(|h| format!("hypervisor {h}"))
-            .unwrap_or_else(|| "no hypervisor detected".into()),
-        if c.loads.is_empty() {
-            String::new()
-        } else {
-            format!(", load {}", c.loads.join("+"))
-        }
-    );
+    )
+}
+
+/// A measurement's per-thread latency table, its break sample and worst samples.
+fn measurement(s: &mut String, m: &Measurement) {
     let _ = writeln!(
         s,
         "\n{:>4} {:>7} {:<10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9} {:>8}",
@@ -126,9 +218,9 @@ pub fn summary(rec: &RunRecord) -> String {
             ov
         );
     };
-    for t in &rec.threads {
+    for t in &m.threads {
         row(
-            &mut s,
+            s,
             &t.cpu.to_string(),
             &t.tid.to_string(),
             &format!("{}/{}", t.observed_policy, t.observed_priority),
@@ -136,17 +228,17 @@ pub fn summary(rec: &RunRecord) -> String {
             t.overruns,
         );
     }
-    if rec.threads.len() > 1 {
-        row(&mut s, "all", "", "", &rec.stats, rec.overruns);
+    if m.threads.len() > 1 {
+        row(s, "all", "", "", &m.stats, m.overruns);
     }
     let _ = writeln!(
         s,
         "(latencies in us; * = fewer than 10 samples above that percentile: not reliable)"
     );
-    if let Some(st) = rec.stats.stddev_ns {
+    if let Some(st) = m.stats.stddev_ns {
         let _ = writeln!(s, "stddev {:.1} us", st / 1000.0);
     }
-    if let Some(b) = &rec.break_sample {
+    if let Some(b) = &m.break_sample {
         let _ = writeln!(
             s,
             "break: CPU {} thread {} cycle {} latency {} us > --break-above",
@@ -157,7 +249,7 @@ pub fn summary(rec: &RunRecord) -> String {
         );
     }
     let worst: Vec<_> = {
-        let mut w: Vec<_> = rec.threads.iter().flat_map(|t| t.worst.iter()).collect();
+        let mut w: Vec<_> = m.threads.iter().flat_map(|t| t.worst.iter()).collect();
         w.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
         w.into_iter().take(5).collect()
     };
@@ -169,51 +261,26 @@ pub fn summary(rec: &RunRecord) -> String {
             .collect();
         let _ = writeln!(s, "{}", parts.join(", "));
     }
-    let h = &rec.hygiene;
-    let mut hy = Vec::new();
-    if h.mlockall {
-        hy.push(format!(
-            "mlockall, {} KiB stack + {} KiB buffers prefaulted",
-            h.prefaulted_stack_bytes / 1024,
-            h.prefaulted_heap_bytes / 1024
-        ));
-    } else {
-        hy.push("memory NOT locked".into());
-    }
-    match h.cpu_dma_latency_us {
-        Some(v) => hy.push(format!("/dev/cpu_dma_latency held at {v} us")),
-        None => hy.push("/dev/cpu_dma_latency not held".into()),
-    }
-    if let Some(rss) = h.peak_rss_kib {
-        hy.push(format!("peak RSS {:.1} MiB", rss as f64 / 1024.0));
-    }
-    if let Some(sl) = h.timer_slack_ns {
-        hy.push(format!("timer slack {sl} ns"));
-    }
-    let _ = writeln!(s, "hygiene: {}", hy.join("; "));
-    for n in &h.notes {
-        let _ = writeln!(s, "  note: {n}");
-    }
-    for l in &rec.loads {
-        let figs: Vec<String> = l
-            .figures
-            .iter()
-            .map(|(k, v)| format!("{k}={v:.1}"))
-            .collect();
-        let _ = writeln!(s, "load {}: {}", l.kind, figs.join(" "));
-    }
-    if let Some(a) = &rec.attribution {
-        for (cpu, line) in &a.per_cpu_tail {
-            let _ = writeln!(s, "tail CPU {cpu}: {line}");
-        }
-    }
-    if let Some(b) = &rec.bound {
-        bound_lines(&mut s, b);
-    }
-    for w in &rec.warnings {
-        let _ = writeln!(s, "warning [{}]: {}", w.code.as_str(), w.message);
-    }
-    s
+}
+
+/// `trace record`'s capture, two lines (names from the kernel are escaped).
+pub fn capture(t: &TraceCapture) -> String {
+    let per_kind: Vec<String> = t
+        .events_per_kind
+        .iter()
+        .map(|(k, v)| format!("{}={v}", k.escape_debug()))
+        .collect();
+    format!(
+        "capture   {} (keep {}): {} events in {:.2} s, lost {}, left out by the relevance filter {}\n\
+         events    {}\n",
+        t.mechanism.escape_debug(),
+        t.keep.escape_debug(),
+        t.events,
+        t.duration_s,
+        t.lost_events,
+        t.filtered_events,
+        per_kind.join(" ")
+    )
 }
 
 /// `measure --bound`: per CPU, each characterization's bound beside the observed maximum, and

@@ -69,7 +69,7 @@ fn report_has_every_section_and_figure() {
             && r.html.contains("<th>6.18-none / deadline</th>")
     );
     // Paper-style caption of run 0, from its exact stats.
-    let s = &runs[0].stats;
+    let s = runs[0].stats();
     assert!(r.html.contains(&format!("samples={}", s.samples)));
     assert!(r
         .html
@@ -155,4 +155,66 @@ fn single_run_report() {
     );
     assert!(!r.html.contains("Verdicts"));
     assert_eq!(r.figures.len(), 2, "CCDF + histogram");
+}
+
+/// Every kind of run in one report (the version-1 database of every verb, read as envelopes):
+/// the measurements are compared, every other run shows its verb's own text and figure.
+#[test]
+fn runs_of_every_kind_have_their_section() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("v1.db");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../store/tests/fixtures/schema-v1.db"
+        ),
+        &db,
+    )
+    .unwrap();
+    let mut s = rtscope_store::Store::open_sqlite(&db).unwrap();
+    let runs: Vec<rtscope_model::RunRecord> = s
+        .list_runs(&Default::default())
+        .unwrap()
+        .iter()
+        .map(|r| s.get_run(&r.id).unwrap())
+        .collect();
+    let r = build(&runs, &ReportOptions::default());
+    for run in &runs {
+        assert!(
+            r.html.contains(&format!("id=\"run-{}\"", run.id)),
+            "{}",
+            run.id
+        );
+    }
+    let measurements = runs.iter().filter(|r| r.measurement().is_some()).count();
+    assert_eq!(measurements, 6);
+    // One histogram per measurement; the comparison pools only measurements.
+    let hist = r
+        .figures
+        .iter()
+        .filter(|f| f.id.starts_with("hist-"))
+        .count();
+    assert_eq!(hist, measurements);
+    for (what, figure, text) in [
+        ("pdlt", "pdlt-", "non-preemptible regions"),
+        ("sched-scale", "sched-scale-", "wake-up → run"),
+        ("practise", "practise-", "checker:"),
+    ] {
+        assert!(
+            r.figures
+                .iter()
+                .any(|f| f.id.starts_with(figure) && !f.caption.is_empty()),
+            "{what}: figure"
+        );
+        assert!(r.html.contains(text), "{what}: text");
+    }
+    // The others show their text: the capture's account, the task set's table, the loads.
+    for text in [
+        "capture   bpf (keep relevant)",
+        "policy deadline",
+        "loads alone, policy other",
+        "task_switch",
+    ] {
+        assert!(r.html.contains(text), "{text}");
+    }
 }

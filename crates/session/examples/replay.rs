@@ -76,7 +76,8 @@ fn main() {
     let mut rec = rtscope_session::stream::empty_record();
     x.finish_offline(synth.now_ns, &mut rec);
     let wall = t0.elapsed().as_secs_f64();
-    let a = rec.attribution.as_ref().expect("attribution");
+    let m = rec.measurement().expect("a measurement record");
+    let a = m.attribution.as_ref().expect("attribution");
     println!(
         "# done: {:.1} s wall for {hours} h simulated ({:.0}x real time); {} samples ({} explained, {} unattributed), {} events ({:.2} M events/s); peak RSS {:.1} MiB",
         wall,
@@ -96,7 +97,7 @@ fn main() {
             c.max_ns as f64 / 1e3
         );
     }
-    if let Some(b) = &rec.bound {
+    if let Some(b) = &m.bound {
         for c in &b.cpus {
             for (name, ch) in c.bounds.named() {
                 println!(

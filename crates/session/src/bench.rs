@@ -10,7 +10,7 @@ use crate::privilege::Need;
 use crate::work;
 use rtscope_bench::common::{reaper::Reaper, BenchError};
 use rtscope_bench::{pdlt, rhealstone, sched_scale};
-use rtscope_model::bench::BenchResult;
+use rtscope_model::RunKind;
 use rtscope_report::bench as text;
 use std::path::Path;
 
@@ -57,7 +57,7 @@ pub fn pdlt(
     ];
     let body = text::pdlt(&res);
     let who = (cfg.cpu, cfg.producer_priority);
-    let res = BenchResult::Pdlt(Box::new(res));
+    let res = RunKind::Pdlt(Box::new(res));
     let rec = work.bench_record("pdlt", who, Vec::new(), tags, res);
     work.finish(out, &body, &files, &rec)
 }
@@ -84,7 +84,7 @@ pub fn rhealstone(
     let res = res?;
     let body = text::rhealstone(&res);
     let warnings = rhealstone::warnings(&res);
-    let res = BenchResult::Rhealstone(Box::new(res));
+    let res = RunKind::Rhealstone(Box::new(res));
     let rec = work.bench_record("rhealstone", (cfg.cpu, p), warnings, tags, res);
     work.finish(out, &body, &[], &rec)
 }
@@ -115,7 +115,7 @@ pub fn sched_scale(
     let body = text::sched_scale(&res);
     let warnings = sched_scale::warnings(&res, work.interrupted());
     let who = (cfg.cpu, cfg.priority);
-    let res = BenchResult::SchedScale(Box::new(res));
+    let res = RunKind::SchedScale(Box::new(res));
     let rec = work.bench_record("sched-scale", who, warnings, tags, res);
     work.finish(out, &body, &files, &rec)
 }

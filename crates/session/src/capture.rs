@@ -1,8 +1,8 @@
 //! `rtscope trace record`: kernel events on some CPUs for a while into a `.rtt` file (no samples:
 //! `rtscope measure --trace` adds those). Useful alone to look at what a machine's CPUs do, and
 //! to test the capture mechanisms. Like every verb that produces a result, the capture is stored
-//! as a RunRecord: `trace_file` names the written trace and `bench` holds the capture's summary
-//! (`BenchResult::Other { name: "trace_record", .. }`, see [`summary_json`]).
+//! as a RunRecord: `trace_file` names the written trace and its kind (`trace_record`) holds the
+//! capture's summary.
 
 use crate::input::{self, bad, VerbError};
 use crate::outputs::RecordOutputs;
@@ -27,43 +27,7 @@ pub struct Record {
 }
 
 /// What one capture produced, as stored in its record and printed.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct CaptureSummary {
-    pub mechanism: String,
-    pub keep: String,
-    pub cpus: Vec<u32>,
-    /// From the first to the last kernel timestamp of the capture.
-    pub duration_s: f64,
-    pub events: u64,
-    /// Per tracepoint name (`EventKind::kind_name`), every CPU together.
-    pub events_per_kind: BTreeMap<String, u64>,
-    pub lost_events: u64,
-    pub lost_per_cpu: BTreeMap<u32, u64>,
-    /// Left out by the relevance filter (`--keep relevant`).
-    pub filtered_events: u64,
-    pub file_bytes: u64,
-    /// Bytes the kernel's buffers carried.
-    pub kernel_bytes: u64,
-    pub notes: Vec<String>,
-}
-
-/// The summary as the record's `bench.data` (units in the field names).
-pub fn summary_json(s: &CaptureSummary) -> serde_json::Value {
-    serde_json::json!({
-        "mechanism": s.mechanism,
-        "keep": s.keep,
-        "cpus": s.cpus,
-        "duration_s": s.duration_s,
-        "events": s.events,
-        "events_per_kind": s.events_per_kind,
-        "lost_events": s.lost_events,
-        "lost_per_cpu": s.lost_per_cpu.iter().map(|(c, n)| (c.to_string(), *n)).collect::<BTreeMap<_, _>>(),
-        "filtered_events": s.filtered_events,
-        "file_bytes": s.file_bytes,
-        "kernel_bytes": s.kernel_bytes,
-        "notes": s.notes,
-    })
-}
+pub use rtscope_model::TraceCapture as CaptureSummary;
 
 /// The one-line account of a capture printed after it.
 pub fn summary_line(file: &Path, s: &CaptureSummary, interrupted: bool) -> String {
@@ -139,9 +103,8 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
         )));
     }
     // SIGINT/SIGTERM set a flag; the loop stops and tracing state is removed as on a normal end.
-    crate::signals::install_handlers();
-    let mut warnings = crate::work::recover_leftovers();
-    let started = std::time::SystemTime::now();
+    let work = crate::work::begin("trace record", crate::privilege::Need::Nothing, "")?;
+    let mut warnings = Vec::new();
     let session = TraceSession::start_with(&cpus, resolved, keep)
         .map_err(|e| VerbError::context("starting the capture", e))?;
     out.progress(&format!(
@@ -180,7 +143,6 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
     let file = cap.into_rtt(Vec::new());
     summary.file_bytes = rtscope_trace::write_rtt(&a.output, &file)
         .map_err(|e| VerbError::context("writing the trace file", e))?;
-    let wall_s = t0.elapsed().as_secs_f64();
     if out.text() {
         println!("{}", summary_line(&a.output, &summary, interrupted));
     }
@@ -197,27 +159,16 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
     for n in &summary.notes {
         eprintln!("rtscope: note: {n}");
     }
-    let mut rec = crate::record::work_record(crate::record::WorkInfo {
+    let mut rec = work.record(crate::record::WorkInfo {
         verb: "trace".into(),
-        cmdline: crate::record::cmdline(),
         cpus,
-        policy: rtscope_model::Policy::Other,
-        priority: 0,
-        duration_s: Some(dur.as_secs_f64()),
-        started,
-        wall_s,
         interrupted,
         hygiene: rtscope_model::Hygiene::default(),
-        overruns: 0,
         warnings,
         tags,
         loads: Vec::new(),
-        bench: Some(rtscope_model::bench::BenchResult::Other {
-            name: "trace_record".into(),
-            data: summary_json(&summary),
-        }),
+        kind: rtscope_model::RunKind::TraceRecord(Box::new(summary)),
     });
-    rec.config.trace = summary.mechanism.clone();
     rec.trace_file = Some(absolute(&a.output).display().to_string());
     out.emit(&rec)
 }
@@ -323,7 +274,7 @@ mod tests {
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].code, WarningCode::LostEvents);
         assert!(w[0].message.starts_with("7 events were lost"));
-        let j = summary_json(&s);
+        let j = serde_json::to_value(&s).unwrap();
         assert_eq!(j["lost_events"], 7);
         assert_eq!(j["lost_per_cpu"]["1"], 7);
         assert_eq!(j["events_per_kind"]["sched_switch"], 3);

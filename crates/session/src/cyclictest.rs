@@ -173,7 +173,7 @@ pub fn run(argv: &[String]) -> Result<(), VerbError> {
         // cyclictest -q prints the final status lines on exit.
         print!("{}", view.last);
     }
-    if let Some(b) = &rec.break_sample {
+    if let Some(b) = rec.measurement().and_then(|m| m.break_sample.as_ref()) {
         println!("# Break thread: {}", b.tid);
         println!(
             "# Break value: {}",

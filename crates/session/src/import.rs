@@ -40,9 +40,9 @@ pub fn files(args: &[String], out: &RecordOutputs) -> Result<(), VerbError> {
             println!(
                 "{}: {} threads, {} samples, max {} us — imported as run {}",
                 p.display(),
-                rec.threads.len(),
-                rec.stats.samples,
-                rec.stats.max_ns.unwrap_or(0) / 1000,
+                rec.measurement().map_or(0, |m| m.threads.len()),
+                rec.stats().samples,
+                rec.stats().max_ns.unwrap_or(0) / 1000,
                 rec.id
             );
         }

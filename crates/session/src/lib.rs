@@ -39,6 +39,7 @@ pub mod live;
 pub mod load_only;
 pub mod mbwi;
 pub mod mirror;
+pub mod monitor;
 pub mod outputs;
 pub mod privilege;
 pub mod record;
@@ -104,6 +105,11 @@ pub struct StorePlan {
 /// A fully validated run: nothing has been started when this exists.
 pub struct Plan {
     pub id: String,
+    /// `measure`, `run`, `cyclictest`.
+    pub verb: String,
+    /// This process's argv, passwords masked.
+    pub cmdline: Vec<String>,
+    pub tags: std::collections::BTreeMap<String, String>,
     pub config: RunConfig,
     pub spec: MeasureSpec,
     /// Resolved capture mechanism (never Auto): Off when untraced.
@@ -225,6 +231,7 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
         let done = m.all_done();
         // Drain after reading `done`: a thread that is done has published its last sample.
         drain(&m, &mut batch, &mut mirrors);
+        view.samples(&batch);
         if let Some(x) = explain.as_mut() {
             // A thread still running late delivers its sample after the trace passed it: keep
             // the events its next wake-up may need.
@@ -260,12 +267,24 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
         if signals::take_snapshot_request() {
             eprint!("{}", live::snapshot_text(&snap));
         }
-        if let Some(cp) = checkpointer.as_mut() {
-            if cp.due(elapsed) && !done {
-                let mut rec = interim_record(plan, &system0, &mirrors, started_wall, elapsed);
-                if let Some(x) = explain.as_ref() {
-                    x.fill_interim(&mut rec);
-                }
+        let cp_due = checkpointer.as_ref().is_some_and(|cp| cp.due(elapsed)) && !done;
+        let view_due = view.interim_due(elapsed) && !done;
+        if cp_due || view_due {
+            let mut rec = interim_record(plan, &system0, &mirrors, started_wall, elapsed);
+            // Steal so far on the measured CPUs, as the final record has it for the whole run.
+            rtscope_probe::system::set_steal(
+                &mut rec.system,
+                &steal_before,
+                &rtscope_probe::system::steal_ns(),
+                &plan.config.cpus,
+            );
+            if let Some(x) = explain.as_ref() {
+                x.fill_interim(&mut rec);
+            }
+            if view_due {
+                view.interim(&rec, elapsed);
+            }
+            if let Some(cp) = checkpointer.as_mut().filter(|_| cp_due) {
                 let info = CheckpointInfo {
                     number: cp.written + 1,
                     written_at: record::rfc3339(SystemTime::now()),
@@ -286,9 +305,9 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
                     eprintln!("rtscope: warning: {msg}");
                     notices.push(msg);
                 }
-                drop(rec);
-                release_free_heap();
             }
+            drop(rec);
+            release_free_heap();
         }
         if done {
             break;
@@ -331,6 +350,9 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
     let mut rec = record::build(
         record::RecordIn {
             id: &plan.id,
+            verb: &plan.verb,
+            cmdline: &plan.cmdline,
+            tags: &plan.tags,
             config: &plan.config,
             warnings: &plan.warnings,
             system,
@@ -428,7 +450,8 @@ fn m_dropped(mirrors: &[mirror::Mirror], rec: &RunRecord) -> u64 {
     if mirrors.iter().all(|m| m.samples() == 0) {
         return 0;
     }
-    rec.threads
+    rec.measurement()
+        .map_or(&[][..], |m| &m.threads[..])
         .iter()
         .zip(mirrors)
         .map(|(t, m)| t.cycles.saturating_sub(m.samples()))
@@ -595,6 +618,9 @@ fn interim_record(
     let mut rec = record::build(
         record::RecordIn {
             id: &plan.id,
+            verb: &plan.verb,
+            cmdline: &plan.cmdline,
+            tags: &plan.tags,
             config: &plan.config,
             warnings: &plan.warnings,
             system: system.clone(),

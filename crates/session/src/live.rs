@@ -53,6 +53,15 @@ pub trait View {
     fn wants_samples(&self) -> bool {
         true
     }
+    /// Every sample drained from the rings, as it is drained (streamed runs only).
+    fn samples(&mut self, _batch: &[rtscope_model::RawSample]) {}
+    /// Does the view want an interim record now (`elapsed` since the start)?
+    fn interim_due(&self, _elapsed: Duration) -> bool {
+        false
+    }
+    /// The interim record the view asked for (the same a checkpoint stores: the threads'
+    /// figures so far and, on traced runs, the attribution and bound so far).
+    fn interim(&mut self, _rec: &rtscope_model::RunRecord, _elapsed: Duration) {}
 }
 
 pub struct NoView;

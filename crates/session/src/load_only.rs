@@ -37,9 +37,8 @@ pub fn run(l: &LoadOnly, out: &RecordOutputs) -> Result<(), VerbError> {
     rtscope_load::validate(&l.kinds, &opts)?;
 
     // The session's one set of handlers: SIGINT, SIGTERM and SIGHUP stop the loads cleanly.
-    crate::signals::install_handlers();
-    let mut warnings = crate::work::recover_leftovers();
-    let started = std::time::SystemTime::now();
+    let work = crate::work::begin("load", crate::privilege::Need::Nothing, "")?;
+    let mut warnings = Vec::new();
     let loads = rtscope_load::start(&l.kinds, &opts)?;
     let names: Vec<&str> = l.kinds.iter().map(|k| k.name()).collect();
     match duration {
@@ -69,30 +68,23 @@ pub fn run(l: &LoadOnly, out: &RecordOutputs) -> Result<(), VerbError> {
             ));
         }
     }
-    let (policy, priority) = match opts.policy {
-        rtscope_load::LoadPolicy::Other => (rtscope_model::Policy::Other, 0),
-        rtscope_load::LoadPolicy::Fifo(p) => (rtscope_model::Policy::Fifo, u32::from(p)),
+    let policy = match opts.policy {
+        rtscope_load::LoadPolicy::Other => "other".to_string(),
+        rtscope_load::LoadPolicy::Fifo(p) => format!("fifo:{p}"),
     };
-    let rec = crate::record::work_record(crate::record::WorkInfo {
+    let rec = work.record(crate::record::WorkInfo {
         verb: "load".into(),
-        cmdline: crate::record::cmdline(),
         cpus: if opts.cpus.is_empty() {
             rtscope_probe::sys::online_cpus().unwrap_or_default()
         } else {
             opts.cpus.clone()
         },
-        policy,
-        priority,
-        duration_s: duration.map(|d| d.as_secs_f64()),
-        started,
-        wall_s: t0.elapsed().as_secs_f64(),
         interrupted,
         hygiene: rtscope_model::Hygiene::default(),
-        overruns: 0,
         warnings,
         tags,
         loads: reports,
-        bench: None,
+        kind: rtscope_model::RunKind::Load(Box::new(rtscope_model::LoadOnly { policy })),
     });
     out.emit(&rec)
 }

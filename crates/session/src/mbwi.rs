@@ -9,7 +9,7 @@ use crate::privilege::Need;
 use crate::work::{self, Work};
 use rtscope_bench::common::reaper::Reaper;
 use rtscope_bench::mbwi as km;
-use rtscope_model::{bench::BenchResult, mbwi::*};
+use rtscope_model::{mbwi::*, RunKind};
 use rtscope_report::mbwi as rep;
 use rtscope_trace::Mechanism;
 use std::path::PathBuf;
@@ -70,14 +70,17 @@ impl Figures {
 }
 
 pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbError> {
-    // Simulations and replays are offline: a signal ends them outright.
-    let clock = Work::clock();
-    let (res, tags, cpu) = match job {
+    let (res, tags, cpu, work) = match job {
         Job::Sim {
             file,
             example,
             protocol,
-        } => simulate(file, example, protocol, figs, out)?,
+        } => {
+            // Simulations are offline: a signal ends them outright.
+            let work = Work::clock();
+            let (res, tags, cpu) = simulate(file, example, protocol, figs, out)?;
+            (res, tags, cpu, work)
+        }
         Job::Run {
             cpus,
             duration,
@@ -94,11 +97,9 @@ pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbErr
             figs.check()?;
             let tags = out.validate()?;
             let why = "SCHED_DEADLINE threads, cpusets, tracefs";
-            work::require("mbwi run", Need::Root, why)?;
+            let work = work::begin("mbwi run", Need::Root, why)?;
             let mech = rtscope_trace::check(mech)
                 .map_err(|e| VerbError::context(format!("--mechanism {}", mech.name()), e))?;
-            work::recover_leftovers();
-            Work::start();
             let reaper = Reaper::start()?;
             let mut cap = crate::schedule::capture(mech);
             out.progress(&format!(
@@ -107,7 +108,7 @@ pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbErr
             ));
             let res = km::experiment(&cfg, &reaper, cap.as_mut(), &|l| out.progress(l))?;
             figs.write(&res)?;
-            (res, tags, cfg.one_cpu)
+            (res, tags, cfg.one_cpu, work)
         }
         Job::Overhead {
             cpus,
@@ -121,20 +122,20 @@ pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbErr
             };
             cfg.validate()?;
             let tags = out.validate()?;
-            work::begin("mbwi overhead", Need::Root, "SCHED_DEADLINE threads")?;
+            let work = work::begin("mbwi overhead", Need::Root, "SCHED_DEADLINE threads")?;
             let res = MbwiResult {
                 overhead: Some(km::overhead(&cfg)?),
                 kernel_release: km::kernel_release(),
                 load_avg: km::load_avg(),
                 ..Default::default()
             };
-            (res, tags, cfg.cpus[0])
+            (res, tags, cfg.cpus[0], work)
         }
     };
     let text = rep::text(&res);
-    let res = BenchResult::Mbwi(Box::new(res));
-    let rec = clock.bench_record("mbwi", (cpu, 0), Vec::new(), tags, res);
-    clock.finish(out, &text, &[], &rec)
+    let res = RunKind::Mbwi(Box::new(res));
+    let rec = work.bench_record("mbwi", (cpu, 0), Vec::new(), tags, res);
+    work.finish(out, &text, &[], &rec)
 }
 
 type Tags = std::collections::BTreeMap<String, String>;

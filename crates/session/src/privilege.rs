@@ -38,6 +38,9 @@ pub enum Need {
     RealTime,
     /// Kernel state only root may change (tracefs instances, cpusets, preemption model).
     Root,
+    /// Nothing up front: the work's own checks say what it lacks (a load's policy, a capture
+    /// mechanism's requirements).
+    Nothing,
 }
 
 /// The one check and message for every verb: `Err` says what `verb` needs, why, and how to

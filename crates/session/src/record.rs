@@ -2,7 +2,8 @@
 //! checkpoint. One builder for both, so an interim record and the final one have the same shape.
 
 use rtscope_model::{
-    EndReason, Histogram, Policy, RunConfig, RunRecord, SampleRef, Stats, SystemInfo, ThreadResult,
+    EndReason, Histogram, Measurement, Policy, RunConfig, RunKind, RunRecord, SampleRef, Stats,
+    SystemInfo, ThreadResult,
 };
 use rtscope_model::{Warning, WarningCode, Warnings};
 use rtscope_probe::recorder::Recorder;
@@ -20,6 +21,9 @@ pub struct ThreadIn<'a> {
 
 pub struct RecordIn<'a> {
     pub id: &'a str,
+    pub verb: &'a str,
+    pub cmdline: &'a [String],
+    pub tags: &'a std::collections::BTreeMap<String, String>,
     pub config: &'a RunConfig,
     pub warnings: &'a [Warning],
     pub system: SystemInfo,
@@ -118,26 +122,29 @@ pub fn build(r: RecordIn<'_>, threads: &[ThreadIn<'_>]) -> RunRecord {
         schema_version: rtscope_model::SCHEMA_VERSION,
         id: r.id.to_string(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        verb: r.verb.to_string(),
+        cmdline: r.cmdline.to_vec(),
         started_at: r.started_at,
         wall_duration_s: r.wall_s,
         end_reason: r.end_reason,
         interrupted,
-        break_sample: r.break_sample,
-        config: r.config.clone(),
         system: r.system,
         hygiene: r.hygiene,
-        threads: results,
-        histogram: merged,
-        stats,
-        overruns,
         loads: Vec::new(),
-        attribution: None,
-        bound: None,
         trace_file: None,
         warnings,
-        tags: r.config.tags.clone(),
-        bench: None,
+        tags: r.tags.clone(),
         checkpoint: None,
+        kind: RunKind::Measurement(Box::new(Measurement {
+            config: r.config.clone(),
+            break_sample: r.break_sample,
+            threads: results,
+            histogram: merged,
+            stats,
+            overruns,
+            attribution: None,
+            bound: None,
+        })),
     }
 }
 
@@ -200,35 +207,27 @@ pub fn new_run_id() -> String {
     format!("{}-{:08x}", &ts[2..14], rand::random::<u32>())
 }
 
-/// What a verb that runs work without measurement threads (benchmarks, task sets) knows about
-/// its run; [`work_record`] turns it into the one RunRecord shape every verb stores.
+/// What a verb that runs work without measurement threads (benchmarks, task sets, trace
+/// captures, loads) knows about its run besides when it ran; [`crate::work::Work::record`] puts
+/// it in the one RunRecord envelope every verb stores.
 pub struct WorkInfo {
     pub verb: String,
-    pub cmdline: Vec<String>,
-    /// The CPUs the work ran on.
+    /// The CPUs the work ran on (the system capture reads their settings).
     pub cpus: Vec<u32>,
-    /// The policy and priority of the work's threads (the highest one for a benchmark).
-    pub policy: rtscope_model::Policy,
-    pub priority: u32,
-    pub duration_s: Option<f64>,
-    pub started: std::time::SystemTime,
-    pub wall_s: f64,
+    /// Stopped early (a stop signal, or the work's own account of one).
     pub interrupted: bool,
     pub hygiene: rtscope_model::Hygiene,
-    /// Periods missed or jobs that missed their deadline, as the verb counts them.
-    pub overruns: u64,
     pub warnings: Vec<Warning>,
     pub tags: std::collections::BTreeMap<String, String>,
     /// Background loads that ran, with their own figures (`rtscope load` runs only these).
     pub loads: Vec<rtscope_model::LoadReport>,
-    pub bench: Option<rtscope_model::bench::BenchResult>,
+    /// The verb's own result.
+    pub kind: RunKind,
 }
 
-/// The RunRecord of a verb without measurement threads: no threads, no latency histogram; the
-/// verb's own result is in `bench`. The latency-loop fields of `config` (interval, timer, clock,
-/// histogram sizes) do not apply to such a run and keep their defaults.
-pub fn work_record(w: WorkInfo) -> RunRecord {
-    use rtscope_model::{ClockId, TimerMode};
+/// The RunRecord envelope around a verb's result: this process's command line (passwords
+/// masked), the system as it is now on the work's CPUs, the warnings sorted and deduplicated.
+pub(crate) fn work_record(started: std::time::SystemTime, wall_s: f64, w: WorkInfo) -> RunRecord {
     let mut warnings = w.warnings;
     warnings.sort();
     warnings.dedup();
@@ -236,53 +235,24 @@ pub fn work_record(w: WorkInfo) -> RunRecord {
         schema_version: rtscope_model::SCHEMA_VERSION,
         id: new_run_id(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_at: rfc3339(w.started),
-        wall_duration_s: w.wall_s,
+        verb: w.verb,
+        cmdline: cmdline(),
+        started_at: rfc3339(started),
+        wall_duration_s: wall_s,
         end_reason: if w.interrupted {
             EndReason::Interrupted
         } else {
             EndReason::Completed
         },
         interrupted: w.interrupted,
-        break_sample: None,
-        config: RunConfig {
-            verb: w.verb,
-            cmdline: w.cmdline,
-            cpus: w.cpus.clone(),
-            policy: w.policy,
-            priority: w.priority,
-            nice: 0,
-            deadline: None,
-            interval_us: 0,
-            distance_us: 0,
-            aligned: true,
-            duration_s: w.duration_s,
-            loops: None,
-            timer: TimerMode::AbsNanosleep,
-            clock: ClockId::Monotonic,
-            hold_cpu_dma_latency: false,
-            break_above_us: None,
-            threshold_us: None,
-            worst_n: 0,
-            linear_max_us: 0,
-            loads: w.loads.iter().map(|l| l.kind.clone()).collect(),
-            trace: "off".into(),
-            tags: w.tags.clone(),
-        },
         system: rtscope_probe::system::capture(&w.cpus),
         hygiene: w.hygiene,
-        threads: Vec::new(),
-        histogram: Histogram::new(),
-        stats: Stats::default(),
-        overruns: w.overruns,
         loads: w.loads,
-        attribution: None,
-        bound: None,
         trace_file: None,
         warnings,
         tags: w.tags,
-        bench: w.bench,
         checkpoint: None,
+        kind: w.kind,
     }
 }
 
@@ -290,84 +260,4 @@ pub fn work_record(w: WorkInfo) -> RunRecord {
 /// (`rtscope_model::secrets`).
 pub fn cmdline() -> Vec<String> {
     rtscope_model::secrets::redact_argv(&std::env::args().collect::<Vec<_>>())
-}
-
-/// What a benchmark verb knows about its run besides its result.
-pub struct BenchInfo<'a> {
-    pub verb: &'a str,
-    pub cpu: u32,
-    pub priority: u32,
-    pub started: std::time::SystemTime,
-    pub wall_s: f64,
-    pub interrupted: bool,
-    pub warnings: Vec<Warning>,
-    pub tags: std::collections::BTreeMap<String, String>,
-}
-
-/// The RunRecord of a benchmark (pinned SCHED_FIFO threads, memory locked): its result in
-/// `bench`, no latency threads.
-pub fn bench_record(info: BenchInfo, bench: rtscope_model::bench::BenchResult) -> RunRecord {
-    work_record(WorkInfo {
-        verb: info.verb.into(),
-        cmdline: cmdline(),
-        cpus: vec![info.cpu],
-        policy: Policy::Fifo,
-        priority: info.priority,
-        duration_s: None,
-        started: info.started,
-        wall_s: info.wall_s,
-        interrupted: info.interrupted,
-        hygiene: rtscope_model::Hygiene {
-            mlockall: true,
-            prefaulted_stack_bytes: rtscope_bench::common::rt::PREFAULT_STACK_BYTES as u64,
-            notes: vec![
-                "benchmark threads pinned, SCHED_FIFO, memory locked; RT throttling left on (drivers rest 10 ms every 100 ms)".into(),
-            ],
-            ..Default::default()
-        },
-        overruns: 0,
-        warnings: info.warnings,
-        tags: info.tags,
-        loads: Vec::new(),
-        bench: Some(bench),
-    })
-}
-
-/// The RunRecord of a task-set run: its policy, the jobs that missed their deadline as overruns,
-/// the whole result in `bench`.
-pub fn taskset_record(
-    res: &rtscope_model::taskset::TasksetResult,
-    cpus: &[u32],
-    started: std::time::SystemTime,
-    wall_s: f64,
-    tags: std::collections::BTreeMap<String, String>,
-) -> RunRecord {
-    work_record(WorkInfo {
-        verb: "taskset".into(),
-        cmdline: cmdline(),
-        cpus: cpus.to_vec(),
-        policy: match res.config.policy.as_str() {
-            "deadline" => Policy::Deadline,
-            "fifo" => Policy::Fifo,
-            _ => Policy::Other,
-        },
-        priority: 0,
-        duration_s: Some(res.config.duration_s),
-        started,
-        wall_s,
-        interrupted: res.interrupted,
-        hygiene: rtscope_model::Hygiene {
-            mlockall: true,
-            timer_slack_ns: Some(1),
-            notes: vec![
-                "task threads: timer slack 1 ns, memory locked, working sets prefaulted".into(),
-            ],
-            ..Default::default()
-        },
-        overruns: res.total_misses,
-        warnings: res.warnings.clone(),
-        tags,
-        loads: Vec::new(),
-        bench: Some(rtscope_model::bench::BenchResult::Taskset(res.clone())),
-    })
 }

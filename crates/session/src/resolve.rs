@@ -322,8 +322,6 @@ pub fn measure(
         }
     }
     let config = RunConfig {
-        verb: verb.to_string(),
-        cmdline: crate::record::cmdline(),
         cpus,
         policy,
         priority: if policy == Policy::Other { 0 } else { priority },
@@ -350,7 +348,6 @@ pub fn measure(
             .map(|(k, _)| k.iter().map(|x| x.to_string()).collect())
             .unwrap_or_default(),
         trace: trace.name().into(),
-        tags: tags.clone(),
     };
     // Whether samples are streamed is the session's decision (trace, --raw, view, checkpoints).
     let mut spec = MeasureSpec::from_config(&config, false);
@@ -376,6 +373,9 @@ pub fn measure(
     };
     Ok(Plan {
         id: crate::record::new_run_id(),
+        verb: verb.to_string(),
+        cmdline: crate::record::cmdline(),
+        tags,
         trace,
         trace_file: f.trace_file.clone(),
         trace_file_mode,
@@ -651,7 +651,7 @@ mod tests {
             (c.duration_s, c.timer, c.policy),
             (Some(120.0), TimerMode::Timerfd, Policy::Other)
         );
-        assert_eq!(c.tags.get("k").map(String::as_str), Some("v"));
+        assert_eq!(p.tags.get("k").map(String::as_str), Some("v"));
         assert_eq!(
             (c.trace.as_str(), p.trace_keep),
             ("off", rtscope_trace::Keep::All)
@@ -659,10 +659,7 @@ mod tests {
         assert!(p.store.is_none() && p.loads.is_none() && p.bound_points.is_none());
         // No -D and no -l: the verb's default duration; -l alone runs by count.
         let p = measure(&other(), "run", Some(60.0)).unwrap();
-        assert_eq!(
-            (p.config.verb.as_str(), p.config.duration_s),
-            ("run", Some(60.0))
-        );
+        assert_eq!((p.verb.as_str(), p.config.duration_s), ("run", Some(60.0)));
         let p = measure(
             &MeasureFlags {
                 loops: Some(10),

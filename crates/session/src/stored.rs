@@ -228,36 +228,52 @@ pub fn compare(
     if ids.len() < 2 {
         return Err(bad!("compare: give at least two runs (got {})", ids.len()));
     }
-    let recs = load(&mut open_read(db)?, &ids)?;
+    let loaded = load(&mut open_read(db)?, &ids)?;
+    // Latency distributions compare; other kinds of run have their own figures (`show`).
+    let mut recs: Vec<(&RunRecord, &rtscope_model::Measurement)> = Vec::new();
+    for r in &loaded {
+        match r.measurement() {
+            Some(m) => recs.push((r, m)),
+            None => {
+                return Err(bad!(
+                    "compare: run {} is a {} run, not a latency measurement (measure, run, cyclictest, import); `rtscope show {}` shows its result",
+                    r.id,
+                    r.kind.name(),
+                    r.id
+                ))
+            }
+        }
+    }
     let opts = Options::default();
     // Samples without a histogram: a run that kept only summary statistics.
-    let has_distribution = |r: &RunRecord| r.histogram.count() > 0 || r.stats.samples == 0;
+    let has_distribution =
+        |m: &rtscope_model::Measurement| m.histogram.count() > 0 || m.stats.samples == 0;
     let runs: Vec<RunOut> = recs
         .iter()
-        .map(|r| RunOut {
+        .map(|(r, m)| RunOut {
             id: r.id.clone(),
             label: label(r),
-            stats: if has_distribution(r) {
-                cmp::side(&r.histogram, &opts)
+            stats: if has_distribution(m) {
+                cmp::side(&m.histogram, &opts)
             } else {
-                cmp::side_from_stats(&r.stats)
+                cmp::side_from_stats(&m.stats)
             },
         })
         .collect();
-    let base = &recs[0];
+    let (base, base_m) = recs[0];
     let notes = recs
         .iter()
-        .filter(|r| !has_distribution(r))
-        .map(|r| format!(
+        .filter(|(_, m)| !has_distribution(m))
+        .map(|(r, _)| format!(
             "{}: no latency distribution stored (imported from cyclictest status lines): only samples, min, avg and max are shown; it takes part in no test",
             r.id
         ))
         .collect();
     let pairs: Vec<PairOut> = recs[1..]
         .iter()
-        .filter(|c| has_distribution(base) && has_distribution(c))
-        .map(|c| {
-            let comparison = cmp::compare(&base.histogram, &c.histogram, &opts);
+        .filter(|(_, m)| has_distribution(base_m) && has_distribution(m))
+        .map(|(c, m)| {
+            let comparison = cmp::compare(&base_m.histogram, &m.histogram, &opts);
             let regression = q.threshold.and_then(|t| comparison.regression(metric, t));
             PairOut {
                 baseline: base.id.clone(),

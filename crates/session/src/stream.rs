@@ -292,15 +292,18 @@ impl Explain {
 
     /// The explanation so far into an interim record.
     pub fn fill_interim(&self, rec: &mut RunRecord) {
+        if let Some(p) = &self.trace_file {
+            rec.trace_file = Some(p.display().to_string());
+        }
+        let Some(m) = rec.measurement_mut() else {
+            return;
+        };
         let r = self.attr.snapshot(&self.names);
-        rec.attribution = Some(r.summary);
+        m.attribution = Some(r.summary);
         if let Some(b) = &self.bound {
             let mut report = b.report(&rtscope_analysis::bound::Options::default());
             report.series = b.series();
-            rec.bound = Some(report);
-        }
-        if let Some(p) = &self.trace_file {
-            rec.trace_file = Some(p.display().to_string());
+            m.bound = Some(report);
         }
     }
 
@@ -311,7 +314,9 @@ impl Explain {
         rec: &mut RunRecord,
     ) -> Result<(), SessionError> {
         // What the capture delivered after the last poll.
-        let mut tids: Vec<u32> = rec.threads.iter().map(|t| t.tid).collect();
+        let mut tids: Vec<u32> = rec
+            .measurement()
+            .map_or(Vec::new(), |m| m.threads.iter().map(|t| t.tid).collect());
         tids.sort_unstable();
         tids.dedup();
         for (p, c) in &capture.comms {
@@ -375,14 +380,16 @@ impl Explain {
                 .iter()
                 .map(|w| rtscope_model::Warning::new(rtscope_model::WarningCode::Trace, w.clone())),
         );
-        rec.attribution = Some(result.summary);
-        if let Some(mut b) = bound {
-            b.set_lost(&capture.lost_per_cpu);
-            let opts = rtscope_analysis::bound::Options::default();
-            b.record_point(capture.end_ns, &opts);
-            let mut report = b.report(&opts);
-            report.series = b.series();
-            rec.bound = Some(report);
+        if let Some(m) = rec.measurement_mut() {
+            m.attribution = Some(result.summary);
+            if let Some(mut b) = bound {
+                b.set_lost(&capture.lost_per_cpu);
+                let opts = rtscope_analysis::bound::Options::default();
+                b.record_point(capture.end_ns, &opts);
+                let mut report = b.report(&opts);
+                report.series = b.series();
+                m.bound = Some(report);
+            }
         }
         if let (Some(w), Some(p)) = (writer, &trace_file) {
             let meta = rtscope_trace::RttMeta {
@@ -420,8 +427,6 @@ impl Explain {
 /// An empty record to fill offline (the replay benchmark).
 pub fn empty_record() -> RunRecord {
     let config = rtscope_model::RunConfig {
-        verb: "replay".into(),
-        cmdline: Vec::new(),
         cpus: Vec::new(),
         policy: rtscope_model::Policy::Fifo,
         priority: 95,
@@ -441,11 +446,13 @@ pub fn empty_record() -> RunRecord {
         linear_max_us: 10_000,
         loads: Vec::new(),
         trace: "replay".into(),
-        tags: Default::default(),
     };
     crate::record::build(
         crate::record::RecordIn {
             id: "replay",
+            verb: "replay",
+            cmdline: &[],
+            tags: &Default::default(),
             config: &config,
             warnings: &[],
             system: Default::default(),

@@ -18,18 +18,31 @@ pub fn run(
     for n in &job.notes {
         eprintln!("rtscope: note: {n}");
     }
-    let started = std::time::SystemTime::now();
+    // The task-set runner installs its own stop handling (it must stop its task threads).
+    let work = crate::work::Work::clock();
     let res = job.run()?;
-    let wall = started.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0);
     match (out.text(), out.quiet) {
         (false, _) => {}
         (true, true) => println!("{}", text::summary_line(&res)),
         (true, false) => print!("{}", text::result(&res)),
     }
-    let cpus = &job.options.cpus;
-    out.emit(&crate::record::taskset_record(
-        &res, cpus, started, wall, tags,
-    ))?;
+    out.emit(&work.record(crate::record::WorkInfo {
+        verb: "taskset".into(),
+        cpus: job.options.cpus.clone(),
+        interrupted: res.interrupted,
+        hygiene: rtscope_model::Hygiene {
+            mlockall: true,
+            timer_slack_ns: Some(1),
+            notes: vec![
+                "task threads: timer slack 1 ns, memory locked, working sets prefaulted".into(),
+            ],
+            ..Default::default()
+        },
+        warnings: res.warnings.clone(),
+        tags,
+        loads: Vec::new(),
+        kind: rtscope_model::RunKind::Taskset(Box::new(res.clone())),
+    }))?;
     if res.interrupted {
         eprintln!("rtscope: interrupted: results are partial (the record says so)");
     }

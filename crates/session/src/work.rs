@@ -4,7 +4,7 @@
 
 use crate::input::VerbError;
 use crate::privilege::Need;
-use rtscope_model::{bench::BenchResult, RunRecord, Warning, WarningCode};
+use rtscope_model::{RunKind, RunRecord, Warning, WarningCode};
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
@@ -38,14 +38,20 @@ pub fn require(verb: &str, need: Need, why: &str) -> Result<(), VerbError> {
 /// leftovers of killed runs repaired, the stop signals installed, the clock started.
 pub fn begin(verb: &str, need: Need, why: &str) -> Result<Work, VerbError> {
     require(verb, need, why)?;
-    recover_leftovers();
-    Ok(Work::start())
+    let leftovers = recover_leftovers();
+    let mut w = Work::start();
+    w.leftovers = leftovers;
+    Ok(w)
 }
 
 /// A verb's work under way: when it started, and the stop signals installed.
 pub struct Work {
     pub started: SystemTime,
     t0: Instant,
+    /// What killed runs left and [`begin`] repaired: warnings of this work's record.
+    leftovers: Vec<Warning>,
+    /// Work on the real kernel ([`Work::start`]), not offline ([`Work::clock`]).
+    live: bool,
 }
 
 impl Work {
@@ -55,6 +61,8 @@ impl Work {
         Work {
             started: SystemTime::now(),
             t0: Instant::now(),
+            leftovers: Vec::new(),
+            live: true,
         }
     }
 
@@ -63,6 +71,8 @@ impl Work {
         Work {
             started: SystemTime::now(),
             t0: Instant::now(),
+            leftovers: Vec::new(),
+            live: false,
         }
     }
 
@@ -98,25 +108,55 @@ impl Work {
         out.emit(rec)
     }
 
-    /// The record of a benchmark that ran on `cpu` with `priority` the highest of its threads.
+    /// The record of this work: the envelope around `w`'s result, with this work's start and
+    /// wall time.
+    pub fn record(&self, mut w: crate::record::WorkInfo) -> RunRecord {
+        w.warnings.extend(self.leftovers.iter().cloned());
+        crate::record::work_record(self.started, self.wall_s(), w)
+    }
+
+    /// The record of a benchmark (pinned SCHED_FIFO threads, memory locked) that ran on `cpu`
+    /// with `priority` the highest of its threads.
     pub fn bench_record(
         &self,
         verb: &str,
         (cpu, priority): (u32, u32),
         warnings: Vec<Warning>,
         tags: BTreeMap<String, String>,
-        bench: BenchResult,
+        kind: RunKind,
     ) -> RunRecord {
-        let info = crate::record::BenchInfo {
-            verb,
-            cpu,
-            priority,
-            started: self.started,
-            wall_s: self.wall_s(),
+        self.record(crate::record::WorkInfo {
+            verb: verb.into(),
+            cpus: vec![cpu],
             interrupted: self.interrupted(),
+            hygiene: if !self.live {
+                rtscope_model::Hygiene {
+                    notes: vec!["offline: a simulation or replay, no real-time threads".into()],
+                    ..Default::default()
+                }
+            } else if priority > 0 {
+                rtscope_model::Hygiene {
+                    mlockall: true,
+                    prefaulted_stack_bytes: rtscope_bench::common::rt::PREFAULT_STACK_BYTES
+                        as u64,
+                    notes: vec![format!(
+                        "benchmark threads pinned, SCHED_FIFO (highest priority {priority}), memory locked; RT throttling left on (drivers rest 10 ms every 100 ms)"
+                    )],
+                    ..Default::default()
+                }
+            } else {
+                rtscope_model::Hygiene {
+                    mlockall: true,
+                    notes: vec![
+                        "threads pinned, memory locked; their policies are in the result".into(),
+                    ],
+                    ..Default::default()
+                }
+            },
             warnings,
             tags,
-        };
-        crate::record::bench_record(info, bench)
+            loads: Vec::new(),
+            kind,
+        })
     }
 }

@@ -53,13 +53,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t2 = Instant::now();
     let mut samples = 0u64;
     for s in &list {
-        samples += store.get_run(&s.id)?.histogram.count();
+        samples += store.get_run(&s.id)?.stats().samples;
     }
     let read = t2.elapsed();
     assert_eq!(list.len(), n);
     assert_eq!(
         samples,
-        records.iter().map(|r| r.histogram.count()).sum::<u64>()
+        records.iter().map(|r| r.stats().samples).sum::<u64>()
     );
 
     let size = if pg {

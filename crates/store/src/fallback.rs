@@ -100,7 +100,7 @@ fn write_fallback(rec: &RunRecord, dir: &Path) -> Result<PathBuf, StoreError> {
         .collect();
     let path = dir.join(format!("{safe}.json"));
     let mut rec = rec.clone();
-    rec.config.cmdline = rtscope_model::secrets::redact_argv(&rec.config.cmdline);
+    rec.cmdline = rtscope_model::secrets::redact_argv(&rec.cmdline);
     let json = serde_json::to_vec_pretty(&rec).map_err(|e| StoreError::Other(e.to_string()))?;
     // Whole or absent, private, never through a planted link.
     rtscope_files::write_atomic(&path, &json, rtscope_files::PRIVATE_FILE).map_err(io(&path))?;

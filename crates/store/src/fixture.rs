@@ -153,31 +153,8 @@ pub fn record(spec: &Spec) -> RunRecord {
         wall_duration_s: spec.samples_per_cpu as f64 / 1000.0,
         end_reason: EndReason::Completed,
         interrupted: false,
-        break_sample: None,
-        config: RunConfig {
-            verb: "measure".into(),
-            cmdline,
-            cpus: (0..spec.cpus).collect(),
-            policy: spec.policy,
-            priority: 95,
-            nice: 0,
-            deadline: None,
-            interval_us: 1000,
-            distance_us: 0,
-            aligned: true,
-            duration_s: Some(spec.samples_per_cpu as f64 / 1000.0),
-            loops: None,
-            timer: TimerMode::AbsNanosleep,
-            clock: ClockId::Monotonic,
-            hold_cpu_dma_latency: true,
-            break_above_us: None,
-            threshold_us: None,
-            worst_n: 5,
-            linear_max_us: 1000,
-            loads: spec.loads.clone(),
-            trace: "off".into(),
-            tags: BTreeMap::new(),
-        },
+        verb: "measure".into(),
+        cmdline,
         system: SystemInfo {
             hostname: spec.hostname.clone(),
             kernel_release: spec.kernel_release.clone(),
@@ -195,18 +172,41 @@ pub fn record(spec: &Spec) -> RunRecord {
             mlockall: true,
             ..Default::default()
         },
-        threads,
-        stats: Stats::from_histogram(&all),
-        histogram: all,
-        overruns: 0,
         loads,
-        attribution,
-        bound,
         trace_file: None,
         warnings: vec![],
         tags: spec.tags.clone(),
-        bench: None,
         checkpoint: None,
+        kind: RunKind::Measurement(Box::new(Measurement {
+            break_sample: None,
+            config: RunConfig {
+                cpus: (0..spec.cpus).collect(),
+                policy: spec.policy,
+                priority: 95,
+                nice: 0,
+                deadline: None,
+                interval_us: 1000,
+                distance_us: 0,
+                aligned: true,
+                duration_s: Some(spec.samples_per_cpu as f64 / 1000.0),
+                loops: None,
+                timer: TimerMode::AbsNanosleep,
+                clock: ClockId::Monotonic,
+                hold_cpu_dma_latency: true,
+                break_above_us: None,
+                threshold_us: None,
+                worst_n: 5,
+                linear_max_us: 1000,
+                loads: spec.loads.clone(),
+                trace: "off".into(),
+            },
+            threads,
+            stats: Stats::from_histogram(&all),
+            histogram: all,
+            overruns: 0,
+            attribution,
+            bound,
+        })),
     }
 }
 
@@ -290,9 +290,9 @@ pub fn hostile(id: &str) -> RunRecord {
     s.tags
         .insert("note".into(), "\"><img src=x onerror=alert(2)>".into());
     let mut r = record(&s);
-    r.config.cmdline.push("--tag".into());
-    r.config.cmdline.push("x=<script>alert(3)</script>".into());
-    if let Some(a) = r.attribution.as_mut() {
+    r.cmdline.push("--tag".into());
+    r.cmdline.push("x=<script>alert(3)</script>".into());
+    if let Some(a) = r.measurement_mut().and_then(|m| m.attribution.as_mut()) {
         a.causes.push(CauseSummary {
             cause: "thread:<script>alert(1)</script>".into(),
             samples_affected: 3,

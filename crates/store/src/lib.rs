@@ -176,21 +176,23 @@ pub fn run_state(state: &str, rec_host_pid: Option<(&str, u32)>) -> String {
 
 impl Summary {
     pub fn of(rec: &RunRecord) -> Summary {
+        let loads = rec.load_names();
         let scenario = if let Some(s) = all_tags(rec).get("scenario") {
             s.clone()
-        } else if rec.config.loads.is_empty() {
+        } else if loads.is_empty() {
             "idle".to_string()
         } else {
-            rec.config.loads.join("+")
+            loads.join("+")
         };
         let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+        let stats = rec.stats();
         Summary {
-            policy: rec.config.policy.name().to_string(),
+            policy: rec.policy_name(),
             scenario,
-            samples: clamp(rec.stats.samples),
-            min_ns: rec.stats.min_ns.map(clamp),
-            max_ns: rec.stats.max_ns.map(clamp),
-            avg_ns: rec.stats.avg_ns,
+            samples: clamp(stats.samples),
+            min_ns: stats.min_ns.map(clamp),
+            max_ns: stats.max_ns.map(clamp),
+            avg_ns: stats.avg_ns,
             state: stored_state(rec),
         }
     }
@@ -232,11 +234,9 @@ pub struct RunFilter {
     pub limit: Option<u64>,
 }
 
-/// Tags of a record: the run's own tags over those in its config.
+/// Tags of a record (a version-1 record's config tags were merged into them when it was read).
 pub fn all_tags(rec: &RunRecord) -> BTreeMap<String, String> {
-    let mut t = rec.config.tags.clone();
-    t.extend(rec.tags.clone());
-    t
+    rec.tags.clone()
 }
 
 pub(crate) fn decode_record(id: &str, json: &str) -> Result<RunRecord, StoreError> {
@@ -249,7 +249,7 @@ pub(crate) fn decode_record(id: &str, json: &str) -> Result<RunRecord, StoreErro
         &mut rtscope_model::limits::Budget::for_input_env(json.len() as u64),
     )
     .map_err(bad)?;
-    serde_json::from_str(json).map_err(|e| StoreError::BadRecord {
+    rtscope_model::decode_run_record(json).map_err(|e| StoreError::BadRecord {
         id: id.to_string(),
         detail: e.to_string(),
     })
@@ -593,12 +593,12 @@ impl Store {
         // line: it is masked before anything is written.
         let masked;
         let rec = {
-            let red = rtscope_model::secrets::redact_argv(&rec.config.cmdline);
-            if red == rec.config.cmdline {
+            let red = rtscope_model::secrets::redact_argv(&rec.cmdline);
+            if red == rec.cmdline {
                 rec
             } else {
                 let mut r = rec.clone();
-                r.config.cmdline = red;
+                r.cmdline = red;
                 masked = r;
                 &masked
             }
@@ -627,7 +627,7 @@ impl Store {
                         Val::text(&rec.started_at),
                         Val::text(&rec.system.hostname),
                         Val::text(&rec.system.kernel_release),
-                        Val::text(&rec.config.verb),
+                        Val::text(&rec.verb),
                         Val::text(json),
                         Val::text(s.policy),
                         Val::text(s.scenario),
@@ -838,7 +838,7 @@ impl Store {
                 Val::text(&rec.started_at),
                 Val::text(&rec.system.hostname),
                 Val::text(&rec.system.kernel_release),
-                Val::text(&rec.config.verb),
+                Val::text(&rec.verb),
                 Val::text(json),
             ],
         )?;

@@ -5,6 +5,7 @@
 use rtscope_model::{Policy, RunRecord};
 use rtscope_store::fixture::{self, Spec};
 use rtscope_store::{RunFilter, Saved, Store, StoreError};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 enum Backend {
@@ -63,9 +64,10 @@ fn round_trip_is_exact() {
         let back = s.get_run("run-aaaa1111").unwrap();
         // Histograms compare bucket by bucket and on the exact sums.
         assert_eq!(back, r, "{}", b.name());
+        let (bm, rm) = (back.measurement().unwrap(), r.measurement().unwrap());
         assert_eq!(
-            back.histogram.quantile_ns(0.9999),
-            r.histogram.quantile_ns(0.9999)
+            bm.histogram.quantile_ns(0.9999),
+            rm.histogram.quantile_ns(0.9999)
         );
         // Reopening sees it too (committed, not just cached).
         drop(s);
@@ -74,7 +76,7 @@ fn round_trip_is_exact() {
         let l = s.list_runs(&RunFilter::default()).unwrap();
         assert_eq!(l[0].scenario, "cpu-cache");
         assert_eq!(l[0].samples, 10_000);
-        assert_eq!(l[0].max_ns, r.stats.max_ns.map(|v| v as i64));
+        assert_eq!(l[0].max_ns, r.stats().max_ns.map(|v| v as i64));
     }
 }
 
@@ -625,7 +627,7 @@ fn records_of_the_previous_format_still_read() {
             assert!(!w.message.is_empty());
             codes.insert(w.code);
         }
-        if rec.config.verb == "import-cyclictest" {
+        if rec.verb == "import-cyclictest" {
             assert!(rec.warnings.iter().all(|w| w.code == WarningCode::Import));
         }
         // Written back in today's form, it reads again unchanged.
@@ -636,4 +638,85 @@ fn records_of_the_previous_format_still_read() {
     // The VM those runs came from was detected as one: the wording maps back to its code.
     assert!(codes.contains(&WarningCode::Hypervisor), "{codes:?}");
     assert!(codes.contains(&WarningCode::Import), "{codes:?}");
+}
+
+/// A database written by the last rtscope of schema version 1 (every verb that stores a run:
+/// `measure` plain, traced, with `--bound`, and killed by SIGKILL after checkpoints; `run`;
+/// `import` of a cyclictest `--json`; `rhealstone`, `sched-scale`, `pdlt`, `mbwi sim`,
+/// `practise test`, `taskset run`, `trace record`, `load`; each tagged `fixture=<what>`): every
+/// run reads as a version-2 envelope of the right kind, nothing of it lost.
+#[test]
+fn schema_v1_records_of_every_verb_read_as_envelopes() {
+    use rtscope_model::{EndReason, RunKind};
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("v1.db");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schema-v1.db"),
+        &db,
+    )
+    .unwrap();
+    let mut s = Store::open_sqlite(&db).expect("open the version-1 database");
+    let runs = s.list_runs(&RunFilter::default()).expect("list");
+    assert_eq!(runs.len(), 14);
+    let mut kinds = BTreeMap::new();
+    for r in &runs {
+        let rec = s.get_run(&r.id).unwrap_or_else(|e| panic!("{}: {e}", r.id));
+        assert_eq!(rec.schema_version, rtscope_model::SCHEMA_VERSION);
+        let what = rec
+            .tags
+            .get("fixture")
+            .cloned()
+            .expect("the config's tags carried over");
+        // An import's command line is the one of the run it imports.
+        assert!(
+            what == "import" || rec.cmdline.iter().any(|a| a.contains("fixture=")),
+            "{what}"
+        );
+        kinds.insert(what.clone(), rec.kind.name());
+        match (what.as_str(), &rec.kind) {
+            ("measure" | "run" | "import", RunKind::Measurement(m)) => {
+                assert!(m.stats.samples > 1000, "{what}");
+                // `run` is the traced main job: its tail explained.
+                assert_eq!(m.attribution.is_some(), what == "run", "{what}");
+                assert_eq!(m.histogram.count(), m.stats.samples, "{what}");
+            }
+            ("measure-traced", RunKind::Measurement(m)) => assert!(m.attribution.is_some()),
+            ("bound", RunKind::Measurement(m)) => assert!(m.bound.is_some()),
+            ("checkpoint-killed", RunKind::Measurement(m)) => {
+                assert_eq!(rec.end_reason, EndReason::Checkpoint);
+                assert!(rec.checkpoint.as_ref().is_some_and(|c| c.number >= 2));
+                assert!(m.stats.samples > 0);
+            }
+            ("taskset", RunKind::Taskset(t)) => {
+                assert_eq!(t.config.policy, "deadline");
+                assert_eq!(rec.overruns(), t.total_misses);
+            }
+            ("trace-record", RunKind::TraceRecord(t)) => {
+                assert_eq!(t.mechanism, "bpf");
+                assert!(t.events > 0 && t.file_bytes > 0);
+                assert_eq!(t.events_per_kind.values().sum::<u64>(), t.events);
+            }
+            ("load", RunKind::Load(l)) => {
+                assert_eq!(l.policy, "other");
+                assert_eq!(rec.loads.len(), 1);
+                assert_eq!(rec.loads[0].kind, "cpu-cache");
+            }
+            ("rhealstone", RunKind::Rhealstone(_))
+            | ("sched-scale", RunKind::SchedScale(_))
+            | ("pdlt", RunKind::Pdlt(_))
+            | ("mbwi", RunKind::Mbwi(_))
+            | ("practise", RunKind::Practise(_)) => {}
+            (w, k) => panic!("{w}: read as {}", k.name()),
+        }
+        // Written back in today's form, it reads again unchanged.
+        let json = serde_json::to_string(&rec).unwrap();
+        assert_eq!(rtscope_model::decode_run_record(&json).unwrap(), rec);
+    }
+    assert_eq!(kinds.len(), 14, "{kinds:?}");
+    // The list's summary columns were written by the version-1 store and stay as they were.
+    let traced = runs
+        .iter()
+        .find(|r| r.tags.get("fixture").map(String::as_str) == Some("measure-traced"))
+        .unwrap();
+    assert!(traced.samples > 1000);
 }

@@ -1,0 +1,31 @@
+//! `rtscope monitor`: the measurement of `measure`, run until stopped, with its figures served
+//! as Prometheus metrics and its record checkpointed every window (docs/fleet.md).
+
+use rtscope_session::monitor::MonitorFlags;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub flags: super::measure::MeasureFlags,
+    /// Serve OpenMetrics/Prometheus text at http://ADDRESS:PORT/metrics (read-only); bound to
+    /// the loopback unless another address is given
+    #[arg(long, value_name = "ADDRESS:PORT", default_value = "127.0.0.1:9464")]
+    pub listen: String,
+    /// Window of the per-window gauges (max, p99, p99.9) and of the checkpointed record, e.g.
+    /// 60s, 5m (1s..=1d)
+    #[arg(long, value_name = "TIME", default_value = "60s")]
+    pub window: String,
+    /// Show thread names in the tail-cause labels (hidden by default: whoever reaches the
+    /// endpoint reads them)
+    #[arg(long)]
+    pub expose_names: bool,
+}
+
+pub fn run(a: Args) -> anyhow::Result<()> {
+    let m = MonitorFlags {
+        listen: a.listen,
+        window: a.window,
+        expose_names: a.expose_names,
+    };
+    Ok(rtscope_session::monitor::run(&a.flags.lib(), &m)?)
+}

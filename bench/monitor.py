@@ -49,9 +49,10 @@ def scrape(port):
     return out
 
 
-def start_monitor(tmp, extra=()):
+def start_monitor(tmp, extra=(), store=False):
     port = free_port()
-    p = subprocess.Popen([RTSCOPE, "monitor", "--listen", f"127.0.0.1:{port}", "--no-store", "-q",
+    keep = ["--db", os.path.join(tmp, "results.db")] if store else ["--no-store"]
+    p = subprocess.Popen([RTSCOPE, "monitor", "--listen", f"127.0.0.1:{port}", *keep, "-q",
                           "--priority", "94", *extra],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          env=dict(os.environ, XDG_DATA_HOME=tmp))
@@ -156,7 +157,8 @@ def scrape_cost(a):
 def memory(a):
     print(f"# load average before: {loadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
-        mon, port = start_monitor(tmp, ["--window", "60s"])
+        # The record is checkpointed into a store every window, as a service would.
+        mon, port = start_monitor(tmp, ["--window", "60s"], store=True)
         print("minute\tVmRSS_kB\tVmHWM_kB\tscrape_bytes")
         for m in range(a.minutes + 1):
             st = dict(l.split(":", 1) for l in open(f"/proc/{mon.pid}/status"))

@@ -10,7 +10,7 @@ use rtscope_store::RunFilter;
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 fn fmt_dur(s: f64) -> String {
     let s = s.max(0.0).round() as u64;
@@ -35,10 +35,12 @@ fn finished_cells(
     Ok(rtscope_store::campaign::finished_cells(name, &runs))
 }
 
+/// The child command of a cell; `more_tags` (`k=v`) go with the campaign's onto its run.
 fn measure_command(
     c: &Campaign,
     cell: &Cell,
     db_arg: &str,
+    more_tags: &[String],
 ) -> Result<std::process::Command, VerbError> {
     let exe = std::env::current_exe()
         .map_err(|e| VerbError::context("locating the rtscope binary", e))?;
@@ -47,7 +49,8 @@ fn measure_command(
         .tags
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
-        .chain([format!("campaign={}", c.name), format!("cell={}", cell.id)]);
+        .chain([format!("campaign={}", c.name), format!("cell={}", cell.id)])
+        .chain(more_tags.iter().cloned());
     let measure = |cmd: &mut std::process::Command| {
         cmd.arg("measure")
             .args(["--policy", &cell.policy])
@@ -93,12 +96,32 @@ fn measure_command(
 }
 
 /// Run the campaign in `file` (or, with `dry_run`, only say which cells are stored already).
-pub fn run(file: &Path, db: Option<&str>, dry_run: bool) -> Result<(), VerbError> {
+/// With a PostgreSQL database the cells are a work queue there: any number of workers (this
+/// command on several machines) drain the matrix together, each cell claimed under a `lease`.
+pub fn run(
+    file: &Path,
+    db: Option<&str>,
+    dry_run: bool,
+    lease: Option<&str>,
+) -> Result<(), VerbError> {
     let text = crate::input::read("campaign file", file)?;
     let c = Campaign::parse(&file.display().to_string(), &text).map_err(|e| bad!("{e}"))?;
     let db_arg = db
         .map(String::from)
         .unwrap_or_else(|| rtscope_store::default_db_path().display().to_string());
+    let lease = match lease {
+        Some(l) => Some(crate::input::duration_in("--lease", l, 5.0, 3600.0)?),
+        None => None,
+    };
+    if rtscope_store::is_postgres_url(&db_arg) && !dry_run {
+        let lease = Duration::from_secs_f64(lease.unwrap_or(60.0));
+        return worker(&c, &text, &db_arg, lease);
+    }
+    if lease.is_some() && !dry_run {
+        return Err(bad!(
+            "--lease: only with a PostgreSQL --db (the campaign is then a queue several machines drain)"
+        ));
+    }
     let cells = c.cells();
     // A dry run only reads: no database is created for it.
     let done = if dry_run {
@@ -160,7 +183,7 @@ pub fn run(file: &Path, db: Option<&str>, dry_run: bool) -> Result<(), VerbError
             fmt_dur(started.elapsed().as_secs_f64()),
             fmt_dur(remaining * ratio)
         );
-        let mut cmd = measure_command(&c, cell, &db_arg)?;
+        let mut cmd = measure_command(&c, cell, &db_arg, &[])?;
         let status = cmd.status().map_err(|e| {
             VerbError::context(
                 format!("starting `rtscope measure` for cell {}", cell.id),
@@ -200,6 +223,187 @@ pub fn run(file: &Path, db: Option<&str>, dry_run: bool) -> Result<(), VerbError
     Ok(())
 }
 
+/// This worker's name in the queue and on its runs: host and process.
+fn worker_name() -> String {
+    format!("{}:{}", rtscope_trace::sys::hostname(), std::process::id())
+}
+
+/// Retry a database step with backoff (1, 2, 4 … 60 s) until it succeeds or a stop signal: a
+/// lost database must not lose the cell under way, and the worker says what it waits for.
+fn with_retry<T>(
+    what: &str,
+    db: &str,
+    mut f: impl FnMut(&mut rtscope_store::Store) -> Result<T, rtscope_store::StoreError>,
+) -> Result<T, VerbError> {
+    let mut wait = Duration::from_secs(1);
+    loop {
+        let r = rtscope_store::Store::open(Some(db)).and_then(|mut s| f(&mut s));
+        match r {
+            Ok(v) => return Ok(v),
+            Err(e) if !e.is_transient() || crate::signals::stop_requested() => {
+                return Err(VerbError::failed(format!("{what}: {e}")))
+            }
+            Err(e) => {
+                eprintln!(
+                    "rtscope: campaign: {what}: {e}; the database is retried in {} s",
+                    wait.as_secs()
+                );
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(Duration::from_secs(60));
+            }
+        }
+    }
+}
+
+/// One worker of a queued campaign: claim a cell, run it under a lease kept alive while it runs,
+/// mark it done once its run is stored complete; until no cell is left to claim.
+fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), VerbError> {
+    use sha2::Digest;
+    let digest: String = sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let ids: Vec<String> = c.cells().iter().map(|x| x.id.clone()).collect();
+    let me = worker_name();
+    let mut store = crate::stored::open(Some(db))?;
+    let done = finished_cells(&mut store, &c.name)?;
+    let now = crate::record::rfc3339(std::time::SystemTime::now());
+    store
+        .queue_campaign(&c.name, &digest, &ids, &done, &now)
+        .map_err(|e| match e {
+            rtscope_store::queue::QueueError::OtherFile { .. } => bad!("{e}"),
+            rtscope_store::queue::QueueError::Store(s) => s.into(),
+        })?;
+    drop(store);
+    crate::signals::install_handlers();
+    let started = Instant::now();
+    let (mut ran, mut lost) = (0usize, 0usize);
+    eprintln!(
+        "campaign {}: worker {me}, {} cells in the queue, lease {} s",
+        c.name,
+        ids.len(),
+        lease.as_secs()
+    );
+    while !crate::signals::stop_requested() {
+        let claim = with_retry("claiming a cell", db, |s| s.claim_cell(&c.name, &me, lease))?;
+        let Some(claim) = claim else {
+            let q = with_retry("reading the queue", db, |s| s.queue_status(&c.name))?;
+            if q.drained() {
+                break;
+            }
+            // Cells still run elsewhere; one of those workers may die and its lease run out.
+            std::thread::sleep(Duration::from_secs(1).min(lease / 4));
+            continue;
+        };
+        let Some(cell) = c.cells().into_iter().find(|x| x.id == claim.cell) else {
+            return Err(VerbError::failed(format!(
+                "the queue holds cell {} that this campaign file does not define",
+                claim.cell
+            )));
+        };
+        eprintln!(
+            "[{}] {} (attempt {})  elapsed {}",
+            me,
+            cell.id,
+            claim.attempt,
+            fmt_dur(started.elapsed().as_secs_f64())
+        );
+        let tags = [
+            format!("host={}", rtscope_trace::sys::hostname()),
+            format!("worker={me}"),
+        ];
+        let mut cmd = measure_command(c, &cell, db, &tags)?;
+        let mut child = cmd.spawn().map_err(|e| {
+            VerbError::context(format!("starting the measurement of cell {}", cell.id), e)
+        })?;
+        let mut renewed = Instant::now();
+        let mut held = true;
+        let status = loop {
+            if let Some(st) = child
+                .try_wait()
+                .map_err(|e| VerbError::context("waiting for the measurement", e))?
+            {
+                break st;
+            }
+            if renewed.elapsed() >= lease / 3 {
+                // A failed renewal (database gone) is retried at the next tick; the lease
+                // still runs for two thirds of its length.
+                match rtscope_store::Store::open(Some(db))
+                    .and_then(|mut s| s.renew_lease(&c.name, &cell.id, &me, lease))
+                {
+                    Ok(true) => renewed = Instant::now(),
+                    Ok(false) => {
+                        // Another worker took the cell after our lease ran out: stop ours, so
+                        // the cell ends with one completed run.
+                        eprintln!(
+                            "rtscope: campaign: lease on {} lost to another worker; stopping this run",
+                            cell.id
+                        );
+                        held = false;
+                        // SAFETY: plain kill(2) of our own child.
+                        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+                    }
+                    Err(e) => {
+                        eprintln!("rtscope: campaign: renewing the lease on {}: {e}", cell.id)
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        ran += 1;
+        if !held {
+            lost += 1;
+            continue;
+        }
+        // Done means stored complete (the measurement may have kept its record in the fallback
+        // directory when the database was gone: then the cell runs again).
+        let stored = with_retry("checking the stored run", db, |s| {
+            let runs = s.load_runs(&RunFilter {
+                tags: vec![
+                    ("campaign".into(), c.name.clone()),
+                    ("cell".into(), cell.id.clone()),
+                    ("worker".into(), me.clone()),
+                ],
+                ..Default::default()
+            })?;
+            Ok(runs.iter().any(rtscope_store::campaign::is_complete))
+        })?;
+        let ok = status.success() && stored;
+        if !ok {
+            eprintln!("  cell {} not stored complete ({status})", cell.id);
+        }
+        if !with_retry("finishing the cell", db, |s| {
+            s.finish_cell(&c.name, &cell.id, &me, ok)
+        })? {
+            lost += 1;
+        }
+    }
+    let q = with_retry("reading the queue", db, |s| s.queue_status(&c.name))?;
+    eprintln!(
+        "campaign {}: worker {me} ran {ran} cells in {} ({lost} lost to other workers); queue: {} done, {} failed, {} todo, {} running",
+        c.name,
+        fmt_dur(started.elapsed().as_secs_f64()),
+        q.done,
+        q.failed,
+        q.todo,
+        q.running + q.expired
+    );
+    if crate::signals::stop_requested() {
+        return Err(VerbError::failed(
+            "interrupted: the cell under way goes back to the queue when its lease runs out; run the same command to go on".to_string(),
+        ));
+    }
+    if q.failed > 0 {
+        return Err(VerbError::failed(format!(
+            "{} cells failed {} times and were given up",
+            q.failed,
+            rtscope_store::queue::MAX_ATTEMPTS
+        )));
+    }
+    eprintln!("next: rtscope report --campaign {} -o report.html", c.name);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,14 +419,14 @@ mod tests {
         let text = "name = \"k\"\npolicies = [\"fifo\"]\nintervals_us = [1000]\ndurations = [\"10s\"]\nkernels = [\"host\", \"trace:full\"]\nlab_args = [\"--icount\", \"--smp\", \"1\"]\nextra_args = [\"--trace\", \"bpf\"]\n";
         let c = Campaign::parse("k.toml", text).unwrap();
         let cells = c.cells();
-        let host = args(&measure_command(&c, &cells[0], "/d.db").unwrap());
+        let host = args(&measure_command(&c, &cells[0], "/d.db", &[]).unwrap());
         assert_eq!(host[0], "measure");
         assert!(host.windows(2).any(|w| w == ["--db", "/d.db"]));
         assert!(host
             .windows(2)
             .any(|w| w == ["--tag", "cell=fifo-idle-i1000-10s-r1"]));
         assert_eq!(&host[host.len() - 2..], ["--trace", "bpf"]);
-        let lab = args(&measure_command(&c, &cells[1], "/d.db").unwrap());
+        let lab = args(&measure_command(&c, &cells[1], "/d.db", &[]).unwrap());
         let sep = lab.iter().position(|a| a == "--").unwrap();
         assert_eq!(
             &lab[..9],

@@ -347,10 +347,7 @@ impl View for MonitorView {
                     cpu: s.cpu.to_string(),
                 })
                 .observe(s.latency_ns as f64 / 1e9);
-            self.window
-                .entry(s.cpu)
-                .or_default()
-                .record(s.latency_ns);
+            self.window.entry(s.cpu).or_default().record(s.latency_ns);
         }
     }
 

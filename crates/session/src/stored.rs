@@ -6,6 +6,7 @@ use crate::outputs::{print, print_bytes, write_file, JsonDest};
 use rtscope_model::RunRecord;
 use rtscope_report::stored as text;
 use rtscope_store::{RunFilter, Store, StoreError};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 impl From<StoreError> for VerbError {
@@ -248,11 +249,20 @@ pub fn compare(
     // Samples without a histogram: a run that kept only summary statistics.
     let has_distribution =
         |m: &rtscope_model::Measurement| m.histogram.count() > 0 || m.stats.samples == 0;
+    // Runs of several machines (a fleet's campaign): each label says which host it is.
+    let hosts: BTreeSet<&str> = recs
+        .iter()
+        .map(|(r, _)| r.system.hostname.as_str())
+        .collect();
     let runs: Vec<RunOut> = recs
         .iter()
         .map(|(r, m)| RunOut {
             id: r.id.clone(),
-            label: label(r),
+            label: if hosts.len() > 1 {
+                format!("{} {}", r.system.hostname, label(r))
+            } else {
+                label(r)
+            },
             stats: if has_distribution(m) {
                 cmp::side(&m.histogram, &opts)
             } else {

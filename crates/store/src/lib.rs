@@ -11,6 +11,7 @@ mod backend;
 pub mod campaign;
 pub mod fallback;
 pub mod fixture;
+pub mod queue;
 pub mod rtsl;
 pub mod schema;
 
@@ -44,7 +45,7 @@ pub enum StoreError {
     Empty(String),
     #[error("results database is locked by another process (gave up after waiting {0} s)")]
     Locked(u64),
-    #[error("cannot reach PostgreSQL at {location}: {detail}")]
+    #[error("cannot reach PostgreSQL{}: {detail}", at(.location))]
     Unreachable { location: String, detail: String },
     #[error("no run with id '{0}' in the results database (list them with `rtscope runs`)")]
     UnknownRun(String),
@@ -71,7 +72,22 @@ pub enum StoreError {
     Other(String),
 }
 
+/// " at LOCATION", or nothing when the location is not known where the error arose.
+fn at(location: &str) -> String {
+    if location.is_empty() {
+        String::new()
+    } else {
+        format!(" at {location}")
+    }
+}
+
 impl StoreError {
+    /// The database may answer if asked again later (unreachable, locked), as opposed to an
+    /// answer that will not change (a refused statement, a bad record).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unreachable { .. } | StoreError::Locked(_))
+    }
+
     pub(crate) fn from_sqlite(e: rusqlite::Error) -> StoreError {
         use rusqlite::ErrorCode;
         if let rusqlite::Error::SqliteFailure(f, _) = &e {
@@ -94,6 +110,17 @@ impl StoreError {
         StoreError::Sqlite(e)
     }
     pub(crate) fn from_pg(e: postgres::Error) -> StoreError {
+        use std::error::Error;
+        // A connection lost mid-session is the server being unreachable, as at connect time.
+        if e.is_closed()
+            || e.source()
+                .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some())
+        {
+            return StoreError::Unreachable {
+                location: String::new(),
+                detail: e.to_string(),
+            };
+        }
         if let Some(db) = e.as_db_error() {
             if db.code() == &postgres::error::SqlState::UNIQUE_VIOLATION {
                 return StoreError::Duplicate(String::new());
@@ -877,6 +904,6 @@ impl Store {
     #[doc(hidden)]
     pub fn drop_all(&mut self) -> Result<(), StoreError> {
         self.conn
-            .batch("DROP TABLE IF EXISTS run_tags; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS rtscope_meta;")
+            .batch("DROP TABLE IF EXISTS campaign_cells; DROP TABLE IF EXISTS campaigns; DROP TABLE IF EXISTS run_tags; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS rtscope_meta;")
     }
 }

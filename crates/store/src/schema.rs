@@ -13,7 +13,7 @@ use crate::StoreError;
 pub const APPLICATION: &str = "rtscope";
 /// SQLite `PRAGMA application_id` ("rtsc").
 pub const SQLITE_APPLICATION_ID: i32 = 0x7274_7363;
-pub const CURRENT_VERSION: i64 = 4;
+pub const CURRENT_VERSION: i64 = 5;
 
 /// Data back-fill of a migration, run inside its transaction.
 pub(crate) type Backfill = fn(&mut Conn) -> Result<(), StoreError>;
@@ -70,6 +70,24 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         to_version: 4,
         sql: "ALTER TABLE runs ADD COLUMN state TEXT NOT NULL DEFAULT '';",
         backfill: Some(backfill_state),
+    },
+    // v5: campaigns as work queues, so several machines drain one matrix (crate::queue).
+    Migration {
+        to_version: 5,
+        sql: "CREATE TABLE campaigns (
+                  name TEXT PRIMARY KEY,
+                  file_sha256 TEXT NOT NULL,
+                  created_at TEXT NOT NULL);
+              CREATE TABLE campaign_cells (
+                  campaign TEXT NOT NULL REFERENCES campaigns (name) ON DELETE CASCADE,
+                  cell TEXT NOT NULL,
+                  state TEXT NOT NULL,
+                  worker TEXT,
+                  lease_until_ms BIGINT,
+                  attempts BIGINT NOT NULL DEFAULT 0,
+                  PRIMARY KEY (campaign, cell));
+              CREATE INDEX campaign_cells_state ON campaign_cells (campaign, state);",
+        backfill: None,
     },
 ];
 

@@ -248,6 +248,10 @@ fn migrations_from_every_earlier_version() {
                     1 => old.insert_raw_v1(&r).unwrap(),
                     2 => old.insert_raw_v2(&r).unwrap(),
                     3 => old.insert_raw_v3(&r).unwrap(),
+                    // v5 added only the campaign queue: a v4 row is written as today.
+                    4 => {
+                        old.insert_run(&r).unwrap();
+                    }
                     v => panic!("add a raw insert for schema version {v}"),
                 }
             }
@@ -719,4 +723,52 @@ fn schema_v1_records_of_every_verb_read_as_envelopes() {
         .find(|r| r.tags.get("fixture").map(String::as_str) == Some("measure-traced"))
         .unwrap();
     assert!(traced.samples > 1000);
+}
+
+/// The campaign queue on both backends: one claimant per cell, leases renewed and lost, a dead
+/// worker's cell claimed again, a failing cell given up after MAX_ATTEMPTS, another file refused.
+#[test]
+fn campaign_queue_claims_leases_and_gives_up() {
+    use rtscope_store::queue::{QueueError, MAX_ATTEMPTS};
+    use std::time::Duration;
+    let long = Duration::from_secs(60);
+    let short = Duration::from_millis(1);
+    for b in backends("campaign_queue") {
+        let mut s = b.open();
+        let cells = vec!["c1".to_string(), "c2".into(), "c3".into()];
+        let done = std::collections::BTreeSet::from(["c3".to_string()]);
+        s.queue_campaign("q", "aaaa", &cells, &done, "t0").unwrap();
+        // Joining with the same file changes nothing; another file is refused.
+        s.queue_campaign("q", "aaaa", &cells, &Default::default(), "t1")
+            .unwrap();
+        match s.queue_campaign("q", "bbbb", &cells, &Default::default(), "t2") {
+            Err(QueueError::OtherFile { .. }) => {}
+            other => panic!("{}: {other:?}", b.name()),
+        }
+        let a = s.claim_cell("q", "A", long).unwrap().unwrap();
+        assert_eq!((a.cell.as_str(), a.attempt), ("c1", 1), "{}", b.name());
+        // c2 goes to B with a lease that runs out at once: B "dies".
+        let bc = s.claim_cell("q", "B", short).unwrap().unwrap();
+        assert_eq!(bc.cell, "c2");
+        std::thread::sleep(Duration::from_millis(20));
+        let st = s.queue_status("q").unwrap();
+        assert_eq!((st.running, st.expired, st.done), (1, 1, 1), "{}", b.name());
+        assert!(s.renew_lease("q", "c1", "A", long).unwrap());
+        // C takes B's cell; B's renewal and finish find it gone.
+        let cc = s.claim_cell("q", "C", long).unwrap().unwrap();
+        assert_eq!((cc.cell.as_str(), cc.attempt), ("c2", 2));
+        assert!(!s.renew_lease("q", "c2", "B", long).unwrap());
+        assert!(!s.finish_cell("q", "c2", "B", true).unwrap());
+        assert!(s.claim_cell("q", "D", long).unwrap().is_none());
+        assert!(s.finish_cell("q", "c1", "A", true).unwrap());
+        // c2 fails on its 2nd attempt, goes back, fails a 3rd time: given up.
+        assert!(s.finish_cell("q", "c2", "C", false).unwrap());
+        let again = s.claim_cell("q", "D", long).unwrap().unwrap();
+        assert_eq!((again.cell.as_str(), again.attempt), ("c2", MAX_ATTEMPTS));
+        assert!(s.finish_cell("q", "c2", "D", false).unwrap());
+        let st = s.queue_status("q").unwrap();
+        assert_eq!((st.done, st.failed, st.todo), (2, 1, 0), "{}", b.name());
+        assert!(st.drained());
+        assert!(s.claim_cell("q", "E", long).unwrap().is_none());
+    }
 }

@@ -13,6 +13,11 @@ pub struct Args {
     /// Print the cells and what would run, run nothing
     #[arg(long)]
     dry_run: bool,
+    /// With a PostgreSQL --db, the campaign is a queue that any number of workers (this
+    /// command on several machines) drain: how long a claimed cell stays this worker's without
+    /// a renewal (5s..=1h; a worker that dies loses its cell after this) [default: 60s]
+    #[arg(long, value_name = "TIME")]
+    lease: Option<String>,
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
@@ -20,5 +25,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         &a.file,
         a.db.db.as_deref(),
         a.dry_run,
+        a.lease.as_deref(),
     )?)
 }

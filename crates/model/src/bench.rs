@@ -109,6 +109,11 @@ pub enum BenchResult {
     PractiseKernel(Box<crate::practise::PractiseKernelResult>),
     /// `rtscope mbwi` (Lelli 2014 thesis Ch. 4: bandwidth inheritance, §4.4.2–4.4.3).
     Mbwi(Box<crate::mbwi::MbwiResult>),
+    /// `rtscope measure --probe timerlat`: the IRQ side of the kernel's timerlat samples (the
+    /// thread side is in the record's threads).
+    Timerlat(Box<crate::timerlat::TimerlatResult>),
+    /// `rtscope noise` (the kernel's osnoise tracer, as `rtla osnoise top`).
+    Noise(Box<crate::noise::NoiseResult>),
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@
 mod bpf;
 pub mod flight;
 pub mod kfuncs;
+pub mod osnoise;
 pub mod preemptirq;
 pub mod reduce;
 pub mod rtt;

@@ -15,12 +15,14 @@ pub struct NoiseCpu {
     pub cpu: u32,
     /// Periods summed (one tracer entry each).
     pub periods: u64,
-    /// Time the tracer's thread spun (`runtime`, summed).
+    /// Time the tracer's thread spun (`runtime`, summed; the tracer's entries are in µs).
     pub runtime_us: u64,
     /// Noise within it (`noise`, summed).
     pub noise_us: u64,
     /// 100 × (runtime − noise) / runtime.
     pub cpu_available_pct: f64,
+    /// Largest noise of one period (rtla's "Max Noise").
+    pub max_period_noise_us: u64,
     /// Longest single noise (`max_sample`, the largest of the periods).
     pub max_single_noise_us: u64,
     /// Interference counts of the periods, summed (`hw_count` … `thread_count`).

@@ -39,6 +39,7 @@ pub mod live;
 pub mod load_only;
 pub mod mbwi;
 pub mod mirror;
+pub mod osnoise;
 pub mod outputs;
 pub mod privilege;
 pub mod record;

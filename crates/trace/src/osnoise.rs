@@ -17,6 +17,7 @@
 use crate::tracefs::{parse_format, rd, read_text, walk_page, Field, Format, HeaderPage};
 use crate::TraceError;
 use rtscope_model::bench::BenchHistogram;
+use rtscope_model::histogram::LinearHistogram;
 use rtscope_model::noise::{NoiseCpu, NoiseResult, NoiseSource};
 use rtscope_model::timerlat::{TimerlatCpu, TimerlatResult};
 use rtscope_model::{Histogram, SampleRef, Stats};
@@ -285,7 +286,7 @@ pub fn read_page(
 /// The worst thread samples kept per CPU.
 const WORST: usize = 10;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct CpuTl {
     irq: Histogram,
     thread: Histogram,
@@ -295,18 +296,51 @@ struct CpuTl {
     open_irq: Option<u32>,
     irq_without_thread: u64,
     worst: Vec<SampleRef>,
+    /// The thread latency in 1 µs bins (cyclictest's -h view).
+    linear: LinearHistogram,
 }
 
-/// timerlat samples summed per CPU (constant memory: two histograms and a few counters each).
-#[derive(Clone, Debug, Default)]
+/// One CPU's distributions as the record wants them.
+#[derive(Clone, Debug)]
+pub struct CpuHistograms {
+    pub cpu: u32,
+    pub irq: Histogram,
+    pub thread: Histogram,
+    pub thread_linear: LinearHistogram,
+    /// The worst thread samples, largest first (`cycle` is the activation's `seqnum`).
+    pub worst: Vec<SampleRef>,
+}
+
+/// timerlat samples summed per CPU (constant memory: histograms and a few counters each).
+#[derive(Clone, Debug)]
 pub struct TimerlatAgg {
     cpus: BTreeMap<u32, CpuTl>,
+    linear_max_us: u32,
 }
 
 impl TimerlatAgg {
-    pub fn new(cpus: &[u32]) -> TimerlatAgg {
-        TimerlatAgg {
-            cpus: cpus.iter().map(|&c| (c, CpuTl::default())).collect(),
+    /// `linear_max_us`: size of the 1 µs thread-latency histogram.
+    pub fn new(cpus: &[u32], linear_max_us: u32) -> TimerlatAgg {
+        let mut a = TimerlatAgg {
+            cpus: BTreeMap::new(),
+            linear_max_us,
+        };
+        for &c in cpus {
+            a.cpus.insert(c, a.cpu_state());
+        }
+        a
+    }
+
+    fn cpu_state(&self) -> CpuTl {
+        CpuTl {
+            irq: Histogram::new(),
+            thread: Histogram::new(),
+            last_irq_seq: None,
+            seq_gaps: 0,
+            open_irq: None,
+            irq_without_thread: 0,
+            worst: Vec::new(),
+            linear: LinearHistogram::new(self.linear_max_us),
         }
     }
 
@@ -320,7 +354,13 @@ impl TimerlatAgg {
         else {
             return;
         };
-        let c = self.cpus.entry(cpu).or_default();
+        if !self.cpus.contains_key(&cpu) {
+            let st = self.cpu_state();
+            self.cpus.insert(cpu, st);
+        }
+        let Some(c) = self.cpus.get_mut(&cpu) else {
+            return;
+        };
         match context {
             0 => {
                 if let Some(prev) = c.last_irq_seq {
@@ -337,6 +377,7 @@ impl TimerlatAgg {
                     c.open_irq = None;
                 }
                 c.thread.record(latency_ns);
+                c.linear.record(latency_ns);
                 let s = SampleRef {
                     cpu,
                     tid: 0,
@@ -364,14 +405,20 @@ impl TimerlatAgg {
         self.cpus.get(&cpu).and_then(|c| c.thread.max_ns())
     }
 
-    /// Per CPU: (cpu, IRQ histogram, thread histogram, worst thread samples largest first).
-    pub fn histograms(&self) -> Vec<(u32, Histogram, Histogram, Vec<SampleRef>)> {
+    /// Per CPU, in CPU order.
+    pub fn histograms(&self) -> Vec<CpuHistograms> {
         self.cpus
             .iter()
             .map(|(&cpu, c)| {
-                let mut w = c.worst.clone();
-                w.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.cycle.cmp(&b.cycle)));
-                (cpu, c.irq.clone(), c.thread.clone(), w)
+                let mut worst = c.worst.clone();
+                worst.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.cycle.cmp(&b.cycle)));
+                CpuHistograms {
+                    cpu,
+                    irq: c.irq.clone(),
+                    thread: c.thread.clone(),
+                    thread_linear: c.linear.clone(),
+                    worst,
+                }
             })
             .collect()
     }
@@ -469,6 +516,7 @@ impl NoiseAgg {
                 c.periods += 1;
                 c.runtime_us += runtime_us;
                 c.noise_us += noise_us;
+                c.max_period_noise_us = c.max_period_noise_us.max(*noise_us);
                 c.max_single_noise_us = c.max_single_noise_us.max(*max_sample_us);
                 c.hw_count += hw;
                 c.nmi_count += nmi;
@@ -746,6 +794,10 @@ impl OsnoiseSession {
             .and_then(|s| s.trim().parse::<usize>().ok())
             .unwrap_or(4);
         self.page = vec![0u8; subbuf_kb * 1024];
+        wr(&inst.join("tracing_on"), "1")?;
+        // Setting the tracer starts its per-CPU threads. The kernel refuses a tracer change
+        // while a reader holds the instance's pipes (EBUSY): the pipes are opened after.
+        wr(&inst.join("current_tracer"), t.name())?;
         for &c in &self.cpus {
             let p = inst.join(format!("per_cpu/cpu{c}/trace_pipe_raw"));
             let f = std::fs::OpenOptions::new()
@@ -755,9 +807,6 @@ impl OsnoiseSession {
                 .map_err(|e| TraceError::Setup(format!("opening {}: {e}", p.display())))?;
             self.files.push((c, f));
         }
-        wr(&inst.join("tracing_on"), "1")?;
-        // Setting the tracer starts its per-CPU threads.
-        wr(&inst.join("current_tracer"), t.name())?;
         Ok(())
     }
 

@@ -12,6 +12,7 @@ pub mod lab;
 pub mod load;
 pub mod mbwi;
 pub mod measure;
+pub mod noise;
 pub mod pdlt;
 pub mod practise;
 pub mod report;

@@ -35,7 +35,7 @@ fn fixture(name: &str) -> Vec<u8> {
 fn a_timerlat_page_agrees_with_the_tracers_text() {
     let d = decoders();
     let raw = fixture("timerlat-cpu0.raw");
-    let mut agg = TimerlatAgg::new(&[0]);
+    let mut agg = TimerlatAgg::new(&[0], 2000);
     let mut first = None;
     let st = read_page(&raw, &hp(), &d, |ts, ev| {
         first.get_or_insert((ts, ev.clone()));
@@ -58,8 +58,11 @@ fn a_timerlat_page_agrees_with_the_tracers_text() {
     );
     // The 30 irq and 30 thread lines of CPU 0 in the text: min, max and sum of each.
     let h = agg.histograms();
-    let (cpu, irq, thread, worst) = &h[0];
-    assert_eq!(*cpu, 0);
+    let (cpu, irq, thread, worst) = (h[0].cpu, &h[0].irq, &h[0].thread, &h[0].worst);
+    assert_eq!(cpu, 0);
+    assert_eq!(h[0].thread_linear.total(), 30);
+    // 34.609 µs, the smallest thread sample, in the 34 µs bin.
+    assert_eq!(h[0].thread_linear.counts()[34], 1);
     assert_eq!(
         (irq.count(), irq.min_ns(), irq.max_ns(), irq.sum_ns()),
         (30, Some(15_841), Some(776_213), 3_451_040)
@@ -143,7 +146,7 @@ fn sequence_gaps_and_unpaired_irq_samples_are_counted() {
         context,
         latency_ns,
     };
-    let mut a = TimerlatAgg::new(&[1]);
+    let mut a = TimerlatAgg::new(&[1], 100);
     for ev in [
         tl(1, 0, 10),
         tl(1, 1, 20),

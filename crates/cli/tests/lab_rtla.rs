@@ -99,8 +99,24 @@ fn lab(d: &Path, alongside: &str, rtla: bool, verb: &[&str]) -> PathBuf {
             );
             return dir;
         }
-        let booted = se.contains("reached the verb");
-        assert!(attempt == 0 && !booted, "lab run failed:\n{so}\n{se}");
+        // The console of a failed guest: a retry only when it never reached /init's verb.
+        let console: String = std::fs::read_dir(&out)
+            .map(|r| {
+                r.flatten()
+                    .filter(|e| {
+                        e.file_name()
+                            .to_string_lossy()
+                            .ends_with("failed-console.log")
+                    })
+                    .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let booted = se.contains("reached the verb") || console.contains("RTSCOPE-LAB-START");
+        assert!(
+            attempt == 0 && !booted,
+            "lab run failed:\n{so}\n{se}\n{console}"
+        );
         eprintln!("guest died before the verb (boot panic); retrying once:\n{se}");
         let _ = std::fs::remove_dir_all(&out);
     }

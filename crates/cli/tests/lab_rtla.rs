@@ -364,7 +364,8 @@ fn noise_lies_inside_rtla_osnoise_top_on_the_same_periods() {
 }
 
 /// The guest sets every osnoise file and tracing_thresh to odd values, runs the verb (a full
-/// `noise` run, then `measure --probe timerlat` stopped by SIGINT), and reads them back.
+/// `noise` run, then `measure --probe timerlat` stopped by SIGINT; then a `noise` SIGKILLed
+/// and the next verb repairing what it left), and reads them back.
 #[test]
 fn tracer_settings_are_restored_after_a_run_and_after_sigint() {
     need_root!("QEMU guest, tracers inside");
@@ -437,4 +438,31 @@ fn tracer_settings_are_restored_after_a_run_and_after_sigint() {
     assert_eq!(u(&rec["bench"]["period_us"]), 200);
     assert_eq!(rec["bench"]["thread_priority"], 90);
     assert!(u(&rec["stats"]["samples"]) > 100, "{}", rec["stats"]);
+    // SIGKILL skips every clean-up: the next verb that runs work puts the settings back.
+    let d = tmp();
+    let dir = lab(
+        d.path(),
+        &format!(
+            "{set}; /bin/rtscope noise -D 60s --period 100000 --runtime 50000 -T 5 --no-store -q >/dev/null 2>&1 & \
+             sleep 1; kill -KILL $!; sleep 0.3; echo \"killed: $(cat {t}/osnoise/period_us) $(ls {t}/instances)\"; \
+             sleep 4; {dump}"
+        ),
+        false,
+        &[
+            "measure", "--probe", "timerlat", "-D", "1s", "--no-store", "-q", "--json",
+            "/out/tl.json",
+        ],
+    );
+    let got = std::fs::read_to_string(dir.join("alongside.log")).unwrap();
+    let (killed, after) = got.split_once('\n').unwrap();
+    assert!(killed.starts_with("killed: 100000 rtscope-"), "{got}");
+    assert_eq!(after, expected, "{got}");
+    let rec: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("tl.json")).unwrap()).unwrap();
+    let w = rec["warnings"].to_string();
+    assert!(
+        w.contains("removed stale tracefs instance rtscope-")
+            && w.contains("restored the osnoise/timerlat settings of killed pid"),
+        "{w}"
+    );
 }

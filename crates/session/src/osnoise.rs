@@ -158,6 +158,14 @@ fn lost_warning(lost: u64) -> Option<Warning> {
     })
 }
 
+/// `work::begin`, keeping what was repaired of killed runs (their instances, the osnoise settings
+/// a killed run of these verbs left) for the record's warnings.
+fn begin(verb: &str, why: &str) -> Result<(work::Work, Vec<Warning>), VerbError> {
+    work::require(verb, Need::Root, why)?;
+    let repaired = work::recover_leftovers();
+    Ok((work::Work::start(), repaired))
+}
+
 /// The run loop shared by both: poll every 100 ms until the duration, a stop signal, or (for
 /// osnoise) the tracer stopping itself. Returns whether the tracer stopped itself.
 fn run_loop(
@@ -188,11 +196,7 @@ pub fn timerlat(p: &TimerlatPlan, out: &RecordOutputs) -> Result<(), VerbError> 
     check_timerlat(p)?;
     let tags = out.validate()?;
     check_tracer(Tracer::Timerlat).map_err(|e| missing(e, &p.lab_hint))?;
-    let work = work::begin(
-        "measure --probe timerlat",
-        Need::Root,
-        "the timerlat tracer",
-    )?;
+    let (work, leftovers) = begin("measure --probe timerlat", "the timerlat tracer")?;
     out.progress(&format!(
         "rtscope measure --probe timerlat: CPUs {:?}, period {} us{}",
         p.cpus,
@@ -207,6 +211,7 @@ pub fn timerlat(p: &TimerlatPlan, out: &RecordOutputs) -> Result<(), VerbError> 
     };
     let mut sess = OsnoiseSession::start(Tracer::Timerlat, &cfg).map_err(VerbError::failed)?;
     let (threads, mut warnings) = timerlat_threads(p.priority, &p.cpus);
+    warnings.extend(leftovers);
     let mut agg = TimerlatAgg::new(&p.cpus, p.linear_max_us);
     let res = run_loop(&mut sess, p.duration_s, false, |c, ts, ev| {
         agg.push(c, ts, &ev)
@@ -300,7 +305,7 @@ pub fn noise(p: &NoisePlan, out: &RecordOutputs) -> Result<(), VerbError> {
     check_noise(p)?;
     let tags = out.validate()?;
     check_tracer(Tracer::Osnoise).map_err(|e| missing(e, &p.lab_hint))?;
-    let work = work::begin("noise", Need::Root, "the osnoise tracer")?;
+    let (work, leftovers) = begin("noise", "the osnoise tracer")?;
     out.progress(&format!(
         "rtscope noise: CPUs {:?}, period {} us, runtime {} us, {} s",
         p.cpus, p.period_us, p.runtime_us, p.duration_s
@@ -315,7 +320,7 @@ pub fn noise(p: &NoisePlan, out: &RecordOutputs) -> Result<(), VerbError> {
     };
     let mut sess = OsnoiseSession::start(Tracer::Osnoise, &cfg).map_err(VerbError::failed)?;
     let mut agg = NoiseAgg::new(&p.cpus);
-    let mut warnings = Vec::new();
+    let mut warnings = leftovers;
     let res = run_loop(
         &mut sess,
         Some(p.duration_s),

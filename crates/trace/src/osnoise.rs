@@ -696,6 +696,7 @@ impl OsnoiseSession {
         check_tracer(t).map_err(TraceError::Unavailable)?;
         let root = PathBuf::from(crate::tracefs::TRACEFS);
         let _ = crate::tracefs::remove_stale_instances(&root);
+        let _ = restore_stale(&root);
         let inst = root
             .join("instances")
             .join(format!("rtscope-{}-osnoise", std::process::id()));
@@ -709,6 +710,9 @@ impl OsnoiseSession {
         std::fs::create_dir(&inst).map_err(|e| {
             TraceError::Setup(format!("creating tracefs instance {}: {e}", inst.display()))
         })?;
+        // For a run killed outright (SIGKILL skips Drop): the next rtscope puts them back.
+        let saved_file = saved_path(std::process::id());
+        let _ = std::fs::write(&saved_file, saved_text(&saved));
         let mut s = OsnoiseSession {
             root,
             inst,
@@ -922,31 +926,95 @@ impl OsnoiseSession {
         if self.inst.exists() {
             errs.push(format!("could not remove {}", self.inst.display()));
         }
-        // runtime before period when the saved period is shorter than the current runtime: the
-        // kernel keeps runtime ≤ period at every write.
-        let mut saved = self.saved.clone();
-        let runtime_first = {
-            let get = |n: &str| {
-                saved
-                    .iter()
-                    .find(|(p, _)| p.ends_with(n))
-                    .and_then(|(_, v)| v.parse::<u64>().ok())
-            };
-            let cur_rt = read_text(&self.root.join("osnoise/runtime_us"))
-                .ok()
-                .and_then(|s| s.trim().parse::<u64>().ok());
-            matches!((get("osnoise/period_us"), cur_rt), (Some(p), Some(r)) if p < r)
-        };
-        if runtime_first {
-            saved.sort_by_key(|(p, _)| !p.ends_with("osnoise/runtime_us"));
-        }
-        for (p, v) in &saved {
-            if let Err(e) = std::fs::write(p, v) {
-                errs.push(format!("restoring {} to '{v}': {e}", p.display()));
-            }
+        errs.extend(write_back(&self.root, &self.saved));
+        if errs.is_empty() {
+            let _ = std::fs::remove_file(saved_path(std::process::id()));
         }
         errs
     }
+}
+
+/// Where a run keeps the values it will write back (`$TMPDIR/rtscope-osnoise.<pid>.saved`).
+fn saved_path(pid: u32) -> PathBuf {
+    std::env::temp_dir().join(format!("rtscope-osnoise.{pid}.saved"))
+}
+
+/// `path<TAB>value` lines.
+fn saved_text(saved: &[(PathBuf, String)]) -> String {
+    saved
+        .iter()
+        .map(|(p, v)| format!("{}\t{v}\n", p.display()))
+        .collect()
+}
+
+fn parse_saved(text: &str) -> Vec<(PathBuf, String)> {
+    text.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(p, v)| (PathBuf::from(p), v.to_string()))
+        .collect()
+}
+
+/// Write saved values back; runtime before period when the saved period is shorter than the
+/// current runtime (the kernel keeps runtime ≤ period at every write). One line per failure.
+fn write_back(root: &Path, saved: &[(PathBuf, String)]) -> Vec<String> {
+    let mut saved = saved.to_vec();
+    let get = |n: &str| {
+        saved
+            .iter()
+            .find(|(p, _)| p.ends_with(n))
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+    };
+    let cur_rt = read_text(&root.join("osnoise/runtime_us"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    if matches!((get("osnoise/period_us"), cur_rt), (Some(p), Some(r)) if p < r) {
+        saved.sort_by_key(|(p, _)| !p.ends_with("osnoise/runtime_us"));
+    }
+    let mut errs = Vec::new();
+    for (p, v) in &saved {
+        if let Err(e) = std::fs::write(p, v) {
+            errs.push(format!("restoring {} to '{v}': {e}", p.display()));
+        }
+    }
+    errs
+}
+
+/// The settings of osnoise/timerlat runs that were killed outright (their pid is gone), written
+/// back; what was done, one line each. Their instances are removed first by
+/// [`crate::tracefs::remove_stale_instances`].
+pub fn restore_stale(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("rtscope-osnoise.")
+            .and_then(|r| r.strip_suffix(".saved"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let saved = parse_saved(&std::fs::read_to_string(e.path()).unwrap_or_default());
+        let errs = write_back(root, &saved);
+        if errs.is_empty() {
+            out.push(format!(
+                "restored the osnoise/timerlat settings of killed pid {pid} ({} files)",
+                saved.len()
+            ));
+            let _ = std::fs::remove_file(e.path());
+        } else {
+            out.push(format!(
+                "could not restore the osnoise settings of killed pid {pid}: {}",
+                errs.join("; ")
+            ));
+        }
+    }
+    out
 }
 
 impl Drop for OsnoiseSession {

@@ -289,3 +289,19 @@ fn truncated_entries_are_not_decoded() {
     q[24..28].copy_from_slice(&((8u32 << 16) | 200).to_le_bytes());
     assert_eq!(d.decode(&q), None);
 }
+
+#[test]
+fn saved_settings_read_back() {
+    let saved = vec![
+        (
+            PathBuf::from("/sys/kernel/tracing/osnoise/cpus"),
+            "0-1".to_string(),
+        ),
+        (
+            PathBuf::from("/sys/kernel/tracing/tracing_thresh"),
+            "0".to_string(),
+        ),
+    ];
+    assert_eq!(parse_saved(&saved_text(&saved)), saved);
+    assert!(parse_saved("garbage\n").is_empty());
+}

@@ -466,3 +466,57 @@ fn tracer_settings_are_restored_after_a_run_and_after_sigint() {
         "{w}"
     );
 }
+
+/// On the host: a kernel without the tracers (this one) refuses both verbs with exit 2 and one
+/// line naming the tracer and the lab command; bad flags are refused before the tracer is looked
+/// for. (A host whose kernel has the tracers runs them.)
+#[test]
+fn without_the_tracer_the_verbs_exit_2_naming_it_and_the_lab() {
+    let d = tmp();
+    let avail =
+        std::fs::read_to_string("/sys/kernel/tracing/available_tracers").unwrap_or_default();
+    for (args, tracer) in [
+        (
+            &["measure", "--probe", "timerlat", "-D", "1s", "--no-store"][..],
+            "timerlat",
+        ),
+        (&["noise", "-D", "1s", "--no-store"][..], "osnoise"),
+    ] {
+        let o = rtscope(args, d.path());
+        let err = text(&o.stderr);
+        if avail.split_whitespace().any(|t| t == tracer) {
+            assert!(o.status.success(), "{err}");
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("the {tracer} tracer is not available"))
+                && err.contains(&format!(
+                    "rtscope lab run --kernel trace -- {}",
+                    args.join(" ")
+                )),
+            "{err}"
+        );
+    }
+    for (args, flag) in [
+        (
+            &["measure", "--probe", "timerlat", "-i", "50"][..],
+            "--interval",
+        ),
+        (
+            &["measure", "--probe", "timerlat", "--trace", "bpf"][..],
+            "--trace",
+        ),
+        (
+            &["noise", "--period", "1000", "--runtime", "2000"][..],
+            "--runtime",
+        ),
+        (&["noise", "--threshold", "0"][..], "--threshold"),
+    ] {
+        let o = rtscope(args, d.path());
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(flag) && err.lines().count() == 1, "{err}");
+    }
+}

@@ -13,7 +13,7 @@ use crate::work;
 use rtscope_model::bench::BenchResult;
 use rtscope_model::{Histogram, Policy, RunRecord, Stats, ThreadResult, Warning, WarningCode};
 use rtscope_trace::osnoise::{
-    check_tracer, NoiseAgg, OsnoiseConfig, OsnoiseSession, TimerlatAgg, Tracer,
+    check_tracer, NoiseAgg, OsnEvent, OsnoiseConfig, OsnoiseSession, TimerlatAgg, Tracer,
 };
 use std::time::{Duration, Instant};
 
@@ -166,27 +166,82 @@ fn begin(verb: &str, why: &str) -> Result<(work::Work, Vec<Warning>), VerbError>
     Ok((work::Work::start(), repaired))
 }
 
+/// What the loop feeds: the per-CPU sums, and a progress line of them.
+trait Sink {
+    fn push(&mut self, cpu: u32, ts_ns: u64, ev: OsnEvent);
+    fn status(&self) -> String;
+}
+
+impl Sink for TimerlatAgg {
+    fn push(&mut self, cpu: u32, ts_ns: u64, ev: OsnEvent) {
+        TimerlatAgg::push(self, cpu, ts_ns, &ev)
+    }
+    fn status(&self) -> String {
+        let us = |v: Option<u64>| v.map_or("-".into(), rtscope_report::text::us);
+        self.maxima()
+            .iter()
+            .map(|(cpu, n, irq, thr)| {
+                format!(
+                    "CPU {cpu}: {n} samples, max IRQ {} thread {} us",
+                    us(*irq),
+                    us(*thr)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+}
+
+impl Sink for NoiseAgg {
+    fn push(&mut self, cpu: u32, _ts_ns: u64, ev: OsnEvent) {
+        NoiseAgg::push(self, cpu, &ev)
+    }
+    fn status(&self) -> String {
+        self.rows()
+            .iter()
+            .map(|c| {
+                format!(
+                    "CPU {}: {} periods, {:.3} % available, max single {} us",
+                    c.cpu, c.periods, c.cpu_available_pct, c.max_single_noise_us
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+}
+
+/// Seconds between progress lines.
+const STATUS_EVERY_S: u64 = 10;
+
 /// The run loop shared by both: poll every 100 ms until the duration, a stop signal, or (for
-/// osnoise) the tracer stopping itself. Returns whether the tracer stopped itself.
+/// osnoise) the tracer stopping itself; a progress line every 10 s. Returns whether the tracer
+/// stopped itself.
 fn run_loop(
     sess: &mut OsnoiseSession,
     duration: Option<f64>,
     watch_stop: bool,
-    mut f: impl FnMut(u32, u64, rtscope_trace::osnoise::OsnEvent),
+    sink: &mut impl Sink,
+    out: &RecordOutputs,
 ) -> Result<bool, VerbError> {
     let t0 = Instant::now();
     let end = duration.map(Duration::from_secs_f64);
+    let mut next_status = STATUS_EVERY_S;
     loop {
         let left = end.map(|e| e.saturating_sub(t0.elapsed()));
         std::thread::sleep(left.map_or(Duration::from_millis(100), |l| {
             l.min(Duration::from_millis(100))
         }));
-        sess.poll(&mut f).map_err(VerbError::failed)?;
+        sess.poll(|c, ts, ev| sink.push(c, ts, ev))
+            .map_err(VerbError::failed)?;
         if crate::signals::stop_requested() || left.is_some_and(|l| l.is_zero()) {
             return Ok(false);
         }
         if watch_stop && sess.stopped_by_tracer() {
             return Ok(true);
+        }
+        if t0.elapsed().as_secs() >= next_status {
+            out.progress(&format!("  {next_status} s: {}", sink.status()));
+            next_status += STATUS_EVERY_S;
         }
     }
 }
@@ -213,9 +268,7 @@ pub fn timerlat(p: &TimerlatPlan, out: &RecordOutputs) -> Result<(), VerbError> 
     let (threads, mut warnings) = timerlat_threads(p.priority, &p.cpus);
     warnings.extend(leftovers);
     let mut agg = TimerlatAgg::new(&p.cpus, p.linear_max_us);
-    let res = run_loop(&mut sess, p.duration_s, false, |c, ts, ev| {
-        agg.push(c, ts, &ev)
-    });
+    let res = run_loop(&mut sess, p.duration_s, false, &mut agg, out);
     let lost = sess.stop(|c, ts, ev| agg.push(c, ts, &ev));
     for e in sess.restore() {
         warnings.push(Warning::new(WarningCode::System, e));
@@ -325,7 +378,8 @@ pub fn noise(p: &NoisePlan, out: &RecordOutputs) -> Result<(), VerbError> {
         &mut sess,
         Some(p.duration_s),
         p.stop_us.is_some(),
-        |c, _, ev| agg.push(c, &ev),
+        &mut agg,
+        out,
     );
     let lost = sess.stop(|c, _, ev| agg.push(c, &ev));
     for e in sess.restore() {

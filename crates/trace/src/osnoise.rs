@@ -400,9 +400,12 @@ impl TimerlatAgg {
         }
     }
 
-    /// The thread-latency histogram of `cpu` (for the run's live view).
-    pub fn thread_max_ns(&self, cpu: u32) -> Option<u64> {
-        self.cpus.get(&cpu).and_then(|c| c.thread.max_ns())
+    /// Per CPU so far: (cpu, samples, IRQ max, thread max), for a progress line.
+    pub fn maxima(&self) -> Vec<(u32, u64, Option<u64>, Option<u64>)> {
+        self.cpus
+            .iter()
+            .map(|(&cpu, c)| (cpu, c.thread.count(), c.irq.max_ns(), c.thread.max_ns()))
+            .collect()
     }
 
     /// Per CPU, in CPU order.

@@ -694,6 +694,43 @@ fn wr(path: &Path, v: &str) -> Result<(), TraceError> {
         .map_err(|e| TraceError::Setup(format!("writing '{v}' to {}: {e}", path.display())))
 }
 
+/// A CPU list (`0-1,3`) as its set; None when it does not parse.
+pub fn parse_cpulist(s: &str) -> Option<std::collections::BTreeSet<u32>> {
+    let mut out = std::collections::BTreeSet::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                out.extend(a.trim().parse::<u32>().ok()?..=b.trim().parse::<u32>().ok()?)
+            }
+            None => {
+                out.insert(part.trim().parse::<u32>().ok()?);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Does the file already hold `v`? CPU lists compare as sets (`0-1` is `0,1`).
+fn holds(path: &Path, v: &str) -> bool {
+    let Ok(cur) = read_text(path) else {
+        return false;
+    };
+    let cur = cur.trim();
+    cur == v.trim()
+        || (path.ends_with("osnoise/cpus")
+            && parse_cpulist(cur).is_some()
+            && parse_cpulist(cur) == parse_cpulist(v))
+}
+
+/// Write only a changed value: a write to `osnoise/cpus` restarts the tracer's threads, and so
+/// cuts the period under way for every instance running it (another tool's too).
+fn wr_changed(path: &Path, v: &str) -> Result<(), TraceError> {
+    if holds(path, v) {
+        return Ok(());
+    }
+    wr(path, v)
+}
+
 impl OsnoiseSession {
     pub fn start(t: Tracer, cfg: &OsnoiseConfig) -> Result<OsnoiseSession, TraceError> {
         check_tracer(t).map_err(TraceError::Unavailable)?;
@@ -750,9 +787,9 @@ impl OsnoiseSession {
             .map(u32::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        wr(&root.join("osnoise/cpus"), &list)?;
+        wr_changed(&root.join("osnoise/cpus"), &list)?;
         let set = |f: &str, v: Option<u64>| match v {
-            Some(v) => wr(&root.join(f), &v.to_string()),
+            Some(v) => wr_changed(&root.join(f), &v.to_string()),
             None => Ok(()),
         };
         // period before runtime: the kernel refuses a runtime above the current period.
@@ -975,6 +1012,9 @@ fn write_back(root: &Path, saved: &[(PathBuf, String)]) -> Vec<String> {
     }
     let mut errs = Vec::new();
     for (p, v) in &saved {
+        if holds(p, v) {
+            continue;
+        }
         if let Err(e) = std::fs::write(p, v) {
             errs.push(format!("restoring {} to '{v}': {e}", p.display()));
         }

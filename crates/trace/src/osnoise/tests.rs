@@ -305,3 +305,15 @@ fn saved_settings_read_back() {
     assert_eq!(parse_saved(&saved_text(&saved)), saved);
     assert!(parse_saved("garbage\n").is_empty());
 }
+
+#[test]
+fn cpu_lists_compare_as_sets() {
+    let set = |v: &[u32]| {
+        v.iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<u32>>()
+    };
+    assert_eq!(parse_cpulist("0-1\n"), Some(set(&[0, 1])));
+    assert_eq!(parse_cpulist("0,2-4,7"), Some(set(&[0, 2, 3, 4, 7])));
+    assert_eq!(parse_cpulist("0-x"), None);
+}

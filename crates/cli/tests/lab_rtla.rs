@@ -53,7 +53,7 @@ fn lab_ready() {
     );
 }
 
-/// `lab run --kernel trace --smp 2 [--guest-bin rtla] --alongside CMD -- VERB…`; the guest's
+/// `lab run --kernel trace --smp 2 --single-thread [--guest-bin rtla] --alongside CMD -- VERB…`; the guest's
 /// /out on the host. One retry when the guest died before reaching the verb (the rare boot
 /// panic of docs/lab.md): that is the emulator's, not the verb's.
 fn lab(d: &Path, alongside: &str, rtla: bool, verb: &[&str]) -> PathBuf {
@@ -65,6 +65,9 @@ fn lab(d: &Path, alongside: &str, rtla: bool, verb: &[&str]) -> PathBuf {
         "trace",
         "--smp",
         "2",
+        // One TCG thread: the tracers switch tracepoints on and off (text_poke_bp), which under
+        // one host thread per vCPU can oops the guest on a stale int3 (docs/lab.md).
+        "--single-thread",
         "--no-store",
         "-q",
         "--out",

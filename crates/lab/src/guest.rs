@@ -130,6 +130,12 @@ pub struct RunSpec {
     /// Host executables put into the guest's /bin with the libraries `ldd` lists for them, for
     /// `alongside` (e.g. `rtla`, an independent reference run beside the verb).
     pub guest_bins: Vec<PathBuf>,
+    /// Run every vCPU in one host thread (QEMU `-accel tcg,thread=single`) without icount: guest
+    /// time stays the host's, and code the guest kernel patches at run time (static keys, the
+    /// tracepoints a tracer switches on and off, `text_poke_bp`'s int3) is seen at once by every
+    /// vCPU. With one host thread per vCPU (QEMU's default for TCG) a vCPU can still execute an
+    /// int3 the patching vCPU already removed: the guest oopses in the int3 handler (docs/lab.md).
+    pub single_thread: bool,
     /// A shell command the guest starts in the background [`ALONGSIDE_LEAD_S`] before the verb;
     /// its output goes to /out/alongside.log (it comes home with the verb's files), and the
     /// guest waits for it to end before sending /out.
@@ -144,6 +150,7 @@ impl RunSpec {
     /// were emulated.
     pub fn emulation(&self) -> &'static str {
         match self.icount {
+            None if self.single_thread => "tcg-single",
             None => "tcg",
             Some(Icount::Shift(_)) => "tcg-icount",
             Some(Icount::Auto) => "tcg-icount-auto",
@@ -306,7 +313,13 @@ pub fn qemu_args(spec: &RunSpec, initrd: &Path, console: &Path, results: &Path) 
         append.push(format!("preempt={}", p.name()));
     }
     append.extend(spec.cmdline.iter().cloned());
-    let mut a: Vec<String> = vec!["-accel".into(), "tcg".into()];
+    // icount needs one TCG thread; QEMU picks it by itself there.
+    let accel = if spec.single_thread && spec.icount.is_none() {
+        "tcg,thread=single"
+    } else {
+        "tcg"
+    };
+    let mut a: Vec<String> = vec!["-accel".into(), accel.into()];
     if let Some(ic) = spec.icount {
         // The guest clock advances with executed instructions, 2^shift ns each, and with
         // sleep=off an idle guest jumps to its next timer. With a fixed shift no host delay is
@@ -817,6 +830,7 @@ mod tests {
             failure_log: None,
             guest_bins: Vec::new(),
             alongside: None,
+            single_thread: false,
         };
         let a = qemu_args(&s, Path::new("/w/i"), Path::new("/w/c"), Path::new("/w/r"));
         let j = a.join(" ");
@@ -824,6 +838,13 @@ mod tests {
         assert!(j.contains("preempt=full isolcpus=1"), "{j}");
         assert!(j.contains("-serial file:/w/c -serial file:/w/r"), "{j}");
         assert_eq!(s.emulation(), "tcg-icount-auto");
+        s.icount = None;
+        s.single_thread = true;
+        assert_eq!(s.emulation(), "tcg-single");
+        let j = qemu_args(&s, Path::new("/w/i"), Path::new("/w/c"), Path::new("/w/r")).join(" ");
+        assert!(j.starts_with("-accel tcg,thread=single "), "{j}");
+        s.icount = Some(Icount::Auto);
+        s.single_thread = false;
         assert_eq!(s.preempt_model(), "full");
         // A missing binary is named (after the kernel checks pass).
         assert!(matches!(s.validate(), Err(LabError::Missing(m)) if m.contains("/nonexistent")));

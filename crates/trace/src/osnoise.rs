@@ -891,15 +891,18 @@ impl OsnoiseSession {
             .unwrap_or(false)
     }
 
-    /// Stop the tracer (its threads end), then read what is left; lost events per CPU.
+    /// Stop recording, read what is left, then stop the tracer (its threads end); lost events
+    /// per CPU.
     pub fn stop(
         &mut self,
         f: impl FnMut(u32, u64, OsnEvent),
     ) -> Result<BTreeMap<u32, u64>, TraceError> {
-        let _ = std::fs::write(self.inst.join("current_tracer"), "nop");
+        // Recording off, then the rest read: changing the tracer empties the buffer.
         let _ = std::fs::write(self.inst.join("tracing_on"), "0");
         self.poll(f)?;
-        Ok(self.lost())
+        let lost = self.lost();
+        let _ = std::fs::write(self.inst.join("current_tracer"), "nop");
+        Ok(lost)
     }
 
     /// Lost events per CPU: the instance's overrun + dropped counts, or the missed counts the

@@ -77,7 +77,18 @@ pub fn show(rec: &RunRecord, state: &str, tags: &BTreeMap<String, String>) -> St
         }
     }
     o.push('\n');
-    o + &crate::text::summary(rec)
+    let mut o = o + &crate::text::summary(rec);
+    // The kernel probes' own sections (the timerlat IRQ side, osnoise's table and sources).
+    match &rec.bench {
+        Some(rtscope_model::bench::BenchResult::Timerlat(t)) => {
+            o.push_str(&crate::osnoise::timerlat(t))
+        }
+        Some(rtscope_model::bench::BenchResult::Noise(n)) => {
+            o.push_str(&crate::osnoise::noise(n, 8))
+        }
+        _ => {}
+    }
+    o
 }
 
 /// `trace record`'s summary (`rtscope_session::capture::summary_json`), two lines.

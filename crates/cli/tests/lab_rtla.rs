@@ -366,8 +366,8 @@ fn noise_lies_inside_rtla_osnoise_top_on_the_same_periods() {
     println!("{}", report.join("\n"));
 }
 
-/// The guest sets every osnoise file and tracing_thresh to odd values, runs the verb (a full
-/// `noise` run, then `measure --probe timerlat` stopped by SIGINT; then a `noise` SIGKILLed
+/// The guest sets every osnoise file and tracing_thresh to odd values, runs the verb (a `noise`
+/// run its `--stop` ends, then `measure --probe timerlat` stopped by SIGINT; then a `noise` SIGKILLed
 /// and the next verb repairing what it left), and reads them back.
 #[test]
 fn tracer_settings_are_restored_after_a_run_and_after_sigint() {
@@ -386,7 +386,8 @@ fn tracer_settings_are_restored_after_a_run_and_after_sigint() {
          current_tracer; do echo \"$f=$(cat {t}/$f)\"; done; echo \"instances=$(ls {t}/instances)\""
     );
     let expected = "osnoise/cpus=1\nosnoise/timerlat_period_us=700\nosnoise/period_us=1500000\nosnoise/runtime_us=1200000\nosnoise/stop_tracing_us=0\nosnoise/stop_tracing_total_us=0\nosnoise/print_stack=0\ntracing_thresh=3\ncurrent_tracer=nop\ninstances=\n";
-    // A whole run: the dump 5 s after the verb started (it runs 2 s).
+    // A run the tracer ends itself (--stop: the first single noise of 20 µs; under TCG the
+    // local timer alone takes longer), the dump 5 s after the verb started.
     let dir = lab(
         d.path(),
         &format!("{set}; sleep 7; {dump}"),
@@ -394,7 +395,7 @@ fn tracer_settings_are_restored_after_a_run_and_after_sigint() {
         &[
             "noise",
             "-D",
-            "2s",
+            "60s",
             "--cpus",
             "0-1",
             "--period",
@@ -404,13 +405,26 @@ fn tracer_settings_are_restored_after_a_run_and_after_sigint() {
             "--threshold",
             "5",
             "--stop",
-            "100000",
+            "20",
             "--no-store",
             "-q",
+            "--json",
+            "/out/noise.json",
         ],
     );
     let got = std::fs::read_to_string(dir.join("alongside.log")).unwrap();
     assert_eq!(got, expected);
+    let rec: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("noise.json")).unwrap()).unwrap();
+    assert_eq!(rec["bench"]["stopped_by_tracer"], true, "{}", rec["bench"]);
+    assert!(
+        rec["wall_duration_s"].as_f64().unwrap() < 5.0,
+        "{}",
+        rec["wall_duration_s"]
+    );
+    assert!(rec["warnings"]
+        .to_string()
+        .contains("the tracer stopped itself"));
     // SIGINT 1.5 s into a 60 s timerlat run.
     let d = tmp();
     let dir = lab(

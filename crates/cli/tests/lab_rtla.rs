@@ -378,14 +378,16 @@ fn tracer_settings_are_restored_after_a_run_and_after_sigint() {
     let set = format!(
         "echo 1 > {t}/osnoise/cpus; echo 700 > {t}/osnoise/timerlat_period_us; \
          echo 1500000 > {t}/osnoise/period_us; echo 1200000 > {t}/osnoise/runtime_us; \
-         echo 3 > {t}/tracing_thresh; echo 0 > {t}/osnoise/stop_tracing_us"
+         echo 3 > {t}/tracing_thresh; echo 0 > {t}/osnoise/stop_tracing_us; \
+         echo NO_OSNOISE_WORKLOAD > {t}/osnoise/options"
     );
     let dump = format!(
         "for f in osnoise/cpus osnoise/timerlat_period_us osnoise/period_us osnoise/runtime_us \
          osnoise/stop_tracing_us osnoise/stop_tracing_total_us osnoise/print_stack tracing_thresh \
-         current_tracer; do echo \"$f=$(cat {t}/$f)\"; done; echo \"instances=$(ls {t}/instances)\""
+         current_tracer; do echo \"$f=$(cat {t}/$f)\"; done; echo \"instances=$(ls {t}/instances)\"; \
+         echo \"workload=$(grep -o '[A-Z_]*OSNOISE_WORKLOAD' {t}/osnoise/options)\""
     );
-    let expected = "osnoise/cpus=1\nosnoise/timerlat_period_us=700\nosnoise/period_us=1500000\nosnoise/runtime_us=1200000\nosnoise/stop_tracing_us=0\nosnoise/stop_tracing_total_us=0\nosnoise/print_stack=0\ntracing_thresh=3\ncurrent_tracer=nop\ninstances=\n";
+    let expected = "osnoise/cpus=1\nosnoise/timerlat_period_us=700\nosnoise/period_us=1500000\nosnoise/runtime_us=1200000\nosnoise/stop_tracing_us=0\nosnoise/stop_tracing_total_us=0\nosnoise/print_stack=0\ntracing_thresh=3\ncurrent_tracer=nop\ninstances=\nworkload=NO_OSNOISE_WORKLOAD\n";
     // A run the tracer ends itself (--stop: the first single noise of 20 µs; under TCG the
     // local timer alone takes longer), the dump 5 s after the verb started.
     let dir = lab(

@@ -717,6 +717,7 @@ fn holds(path: &Path, v: &str) -> bool {
     };
     let cur = cur.trim();
     cur == v.trim()
+        || (path.ends_with("osnoise/options") && cur.split_whitespace().any(|w| w == v.trim()))
         || (path.ends_with("osnoise/cpus")
             && parse_cpulist(cur).is_some()
             && parse_cpulist(cur) == parse_cpulist(v))
@@ -814,6 +815,16 @@ impl OsnoiseSession {
         set("osnoise/stop_tracing_us", Some(cfg.stop_us.unwrap_or(0)))?;
         set("osnoise/stop_tracing_total_us", Some(0))?;
         set("osnoise/print_stack", Some(0))?;
+        // Without OSNOISE_WORKLOAD (left off by a user-space timerlat workload, `rtla -u`) the
+        // kernel starts no threads of its own and nothing is measured.
+        let opts = root.join("osnoise/options");
+        if read_text(&opts).is_ok_and(|o| o.split_whitespace().any(|w| w == "NO_OSNOISE_WORKLOAD"))
+        {
+            self.saved
+                .push((opts.clone(), "NO_OSNOISE_WORKLOAD".into()));
+            let _ = std::fs::write(saved_path(std::process::id()), saved_text(&self.saved));
+            wr(&opts, "OSNOISE_WORKLOAD")?;
+        }
         let hp_text = read_text(&root.join("events/header_page"))
             .map_err(|e| TraceError::Setup(format!("reading events/header_page: {e}")))?;
         self.hp = crate::tracefs::parse_header_page(&hp_text).map_err(TraceError::Setup)?;

@@ -43,8 +43,9 @@ fi
 # QEMU (TCG) + busybox + a stock Debian kernel: crates/bench/tests/taskset_cgroup_v2.rs boots it
 # with scripts/qemu-run.sh to test cgroup v2 cpuset partitions (this host binds cpuset to v1).
 # Kernels go to ~/.cache/rtscope/qemu (RTSCOPE_QEMU_CACHE); RTSCOPE_QEMU_SERIES="6.1 6.12" adds
-# the 6.12 kernel (RTSCOPE_QEMU_KERNEL=6.12 runs the test on it).
-QPKGS=(qemu-system-x86 busybox-static)
+# the 6.12 kernel (RTSCOPE_QEMU_KERNEL=6.12 runs the test on it). rtla: the reference the lab
+# tests run beside `measure --probe timerlat` and `noise` in the trace kernel (lab_rtla.rs).
+QPKGS=(qemu-system-x86 busybox-static rtla)
 qmissing=()
 for p in "${QPKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || qmissing+=("$p")

@@ -53,6 +53,8 @@ enum Command {
     Practise(cmd::practise::Args),
     /// Task sets: generate and run.
     Taskset(cmd::taskset::Args),
+    /// OS noise per CPU and its sources (the kernel's osnoise tracer, as `rtla osnoise top`).
+    Noise(cmd::noise::Args),
     /// Kernels as inputs: build (presets from linux-source-6.12, Debian images), list, and run
     /// any verb inside one under QEMU (optionally -icount) with its records brought home.
     Lab(cmd::lab::Args),
@@ -133,6 +135,7 @@ fn main() {
         Command::Analyze(a) => cmd::analyze::run(a),
         Command::Bound(a) => cmd::bound::run(a),
         Command::Rhealstone(a) => cmd::rhealstone::run(a),
+        Command::Noise(a) => cmd::noise::run(a),
         Command::SchedScale(a) => cmd::sched_scale::run(a),
         Command::Pdlt(a) => cmd::pdlt::run(a),
         Command::Mbwi(a) => cmd::mbwi::run(a),

@@ -127,13 +127,30 @@ pub struct RunSpec {
     pub live: bool,
     /// Where the console is kept when the guest fails (a panic, a hang, a crash of the verb).
     pub failure_log: Option<PathBuf>,
+    /// Host executables put into the guest's /bin with the libraries `ldd` lists for them, for
+    /// `alongside` (e.g. `rtla`, an independent reference run beside the verb).
+    pub guest_bins: Vec<PathBuf>,
+    /// Run every vCPU in one host thread (QEMU `-accel tcg,thread=single`) without icount: guest
+    /// time stays the host's, and code the guest kernel patches at run time (static keys, the
+    /// tracepoints a tracer switches on and off, `text_poke_bp`'s int3) is seen at once by every
+    /// vCPU. With one host thread per vCPU (QEMU's default for TCG) a vCPU can still execute an
+    /// int3 the patching vCPU already removed: the guest oopses in the int3 handler (docs/lab.md).
+    pub single_thread: bool,
+    /// A shell command the guest starts in the background [`ALONGSIDE_LEAD_S`] before the verb;
+    /// its output goes to /out/alongside.log (it comes home with the verb's files), and the
+    /// guest waits for it to end before sending /out.
+    pub alongside: Option<String>,
 }
+
+/// Seconds between starting `alongside` and the verb (a tracer tool's set-up under TCG).
+pub const ALONGSIDE_LEAD_S: u32 = 2;
 
 impl RunSpec {
     /// `tcg`, `tcg-icount` (fixed shift) or `tcg-icount-auto`: how the guest's CPU and clock
     /// were emulated.
     pub fn emulation(&self) -> &'static str {
         match self.icount {
+            None if self.single_thread => "tcg-single",
             None => "tcg",
             Some(Icount::Shift(_)) => "tcg-icount",
             Some(Icount::Auto) => "tcg-icount-auto",
@@ -142,6 +159,12 @@ impl RunSpec {
 
     pub fn validate(&self) -> Result<()> {
         check_verb(&self.args)?;
+        if let Some(b) = self.guest_bins.iter().find(|b| !b.is_file()) {
+            return Err(LabError::Usage(format!(
+                "--guest-bin: {} is not a file",
+                b.display()
+            )));
+        }
         if !(1..=64).contains(&self.smp) {
             return Err(LabError::Usage(format!(
                 "--smp: must be 1..=64; got {}",
@@ -236,8 +259,18 @@ pub fn sh_quote(s: &str) -> String {
 }
 
 /// The guest's /init.
-pub fn init_script(args: &[String]) -> String {
+pub fn init_script(args: &[String], alongside: Option<&str>) -> String {
     let cmd: Vec<String> = args.iter().map(|a| sh_quote(a)).collect();
+    let (start, wait) = match alongside {
+        Some(c) => (
+            format!(
+                "/bin/sh -c {} >/out/alongside.log 2>&1 </dev/null &\nALONGSIDE=$!\nsleep {ALONGSIDE_LEAD_S}\n",
+                sh_quote(c)
+            ),
+            "wait $ALONGSIDE\necho \"RTSCOPE-LAB-ALONGSIDE-EXIT=$?\"\n".to_string(),
+        ),
+        None => (String::new(), String::new()),
+    };
     format!(
         r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -256,9 +289,9 @@ cd /out
 # Through a pipe: the console is a terminal, and progress displays redrawn on a serial line
 # would fill the output with frames.
 set -o pipefail
-/bin/rtscope {} </dev/null 2>&1 | cat
+{start}/bin/rtscope {} </dev/null 2>&1 | cat
 echo "RTSCOPE-LAB-EXIT=$?"
-stty -F /dev/ttyS1 raw -echo 2>/dev/null
+{wait}stty -F /dev/ttyS1 raw -echo 2>/dev/null
 cd /out && tar cf /tmp/out.tar . && {{ echo "RTSCOPE-LAB-FILES $(wc -c </tmp/out.tar)"; base64 /tmp/out.tar; echo RTSCOPE-LAB-FILES-END; }} >/dev/ttyS1
 sync
 poweroff -f
@@ -280,7 +313,13 @@ pub fn qemu_args(spec: &RunSpec, initrd: &Path, console: &Path, results: &Path) 
         append.push(format!("preempt={}", p.name()));
     }
     append.extend(spec.cmdline.iter().cloned());
-    let mut a: Vec<String> = vec!["-accel".into(), "tcg".into()];
+    // icount needs one TCG thread; QEMU picks it by itself there.
+    let accel = if spec.single_thread && spec.icount.is_none() {
+        "tcg,thread=single"
+    } else {
+        "tcg"
+    };
+    let mut a: Vec<String> = vec!["-accel".into(), accel.into()];
     if let Some(ic) = spec.icount {
         // The guest clock advances with executed instructions, 2^shift ns each, and with
         // sleep=off an idle guest jumps to its next timer. With a fixed shift no host delay is
@@ -418,7 +457,18 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
     let mut arch = Archive::new();
     arch.executable("bin/busybox", &busybox().expect("validated"))?;
     arch.executable("bin/rtscope", &bin)?;
-    arch.data("init", 0o755, init_script(&spec.args).into_bytes());
+    for b in &spec.guest_bins {
+        let name = b.file_name().map(|n| n.to_string_lossy().into_owned());
+        let name = name.ok_or_else(|| {
+            LabError::Usage(format!("--guest-bin {}: not a file name", b.display()))
+        })?;
+        arch.executable(&format!("bin/{name}"), b)?;
+    }
+    arch.data(
+        "init",
+        0o755,
+        init_script(&spec.args, spec.alongside.as_deref()).into_bytes(),
+    );
     // The kernel's config where rtscope's system capture reads it (/boot/config-<release>): the
     // record then names the preemption model and the options the kernel was built with.
     if let Ok(cfg) = std::fs::read(spec.kernel.config()) {
@@ -677,9 +727,19 @@ mod tests {
     fn quoting_survives_the_guest_shell() {
         assert_eq!(sh_quote("a b"), "'a b'");
         assert_eq!(sh_quote("it's"), r"'it'\''s'");
-        let s = init_script(&["measure".into(), "--tag".into(), "k=v w".into()]);
+        let s = init_script(&["measure".into(), "--tag".into(), "k=v w".into()], None);
         assert!(s.contains("/bin/rtscope 'measure' '--tag' 'k=v w' </dev/null 2>&1 | cat"));
         assert!(s.starts_with("#!/bin/busybox sh\n"));
+        assert!(!s.contains("alongside"));
+        let s = init_script(&["noise".into()], Some("rtla osnoise top -d 5 -c 0"));
+        assert!(
+            s.contains("/bin/sh -c 'rtla osnoise top -d 5 -c 0' >/out/alongside.log 2>&1 </dev/null &\nALONGSIDE=$!\nsleep 2\n/bin/rtscope 'noise'"),
+            "{s}"
+        );
+        assert!(
+            s.contains("wait $ALONGSIDE\necho \"RTSCOPE-LAB-ALONGSIDE-EXIT=$?\"\nstty"),
+            "{s}"
+        );
     }
 
     #[test]
@@ -768,6 +828,9 @@ mod tests {
             cmdline: vec!["isolcpus=1".into()],
             live: false,
             failure_log: None,
+            guest_bins: Vec::new(),
+            alongside: None,
+            single_thread: false,
         };
         let a = qemu_args(&s, Path::new("/w/i"), Path::new("/w/c"), Path::new("/w/r"));
         let j = a.join(" ");
@@ -775,6 +838,13 @@ mod tests {
         assert!(j.contains("preempt=full isolcpus=1"), "{j}");
         assert!(j.contains("-serial file:/w/c -serial file:/w/r"), "{j}");
         assert_eq!(s.emulation(), "tcg-icount-auto");
+        s.icount = None;
+        s.single_thread = true;
+        assert_eq!(s.emulation(), "tcg-single");
+        let j = qemu_args(&s, Path::new("/w/i"), Path::new("/w/c"), Path::new("/w/r")).join(" ");
+        assert!(j.starts_with("-accel tcg,thread=single "), "{j}");
+        s.icount = Some(Icount::Auto);
+        s.single_thread = false;
         assert_eq!(s.preempt_model(), "full");
         // A missing binary is named (after the kernel checks pass).
         assert!(matches!(s.validate(), Err(LabError::Missing(m)) if m.contains("/nonexistent")));

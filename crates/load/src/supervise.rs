@@ -26,7 +26,10 @@ use std::time::{Duration, Instant};
 pub(crate) const C_CPU_NS: usize = 5;
 pub(crate) const C_CTX_SWITCHES: usize = 6;
 
-const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long the workers may take to start (and cpu-cache workers to fill their working set):
+/// seconds here, but an emulated guest (the kernel lab's QEMU/TCG with -icount) runs a hundred
+/// times slower. A supervisor that died is noticed at once, whatever this is.
+const READY_TIMEOUT: Duration = Duration::from_secs(180);
 const STOP_GRACE: Duration = Duration::from_millis(1500);
 
 /// Handle on running loads. [`RunningLoads::stop`] returns the figures; dropping the handle also

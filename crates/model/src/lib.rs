@@ -14,6 +14,7 @@ pub mod histogram;
 pub mod limits;
 pub mod load;
 pub mod mbwi;
+pub mod noise;
 pub mod practise;
 pub mod record;
 mod record_v1;
@@ -23,6 +24,7 @@ pub mod stats;
 pub mod system;
 pub mod taskset;
 pub mod thread_vars;
+pub mod timerlat;
 pub mod warning;
 
 pub use config::*;

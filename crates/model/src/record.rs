@@ -109,6 +109,10 @@ pub struct Measurement {
     pub overruns: u64,
     pub attribution: Option<crate::attribution::AttributionSummary>,
     pub bound: Option<crate::bound::BoundReport>,
+    /// `measure --probe timerlat`: the kernel's timerlat samples, IRQ and thread side per CPU
+    /// (the thread side is also `threads`, as every measurement's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timerlat: Option<crate::timerlat::TimerlatResult>,
 }
 
 /// What `rtscope trace record` captured (the events themselves are in the record's
@@ -165,6 +169,8 @@ pub enum RunKind {
     TraceRecord(Box<TraceCapture>),
     /// `rtscope load`.
     Load(Box<LoadOnly>),
+    /// `rtscope noise` (the kernel's osnoise tracer, as `rtla osnoise top`).
+    Noise(Box<crate::noise::NoiseResult>),
 }
 
 impl RunKind {
@@ -181,6 +187,7 @@ impl RunKind {
             RunKind::Mbwi(_) => "mbwi",
             RunKind::TraceRecord(_) => "trace_record",
             RunKind::Load(_) => "load",
+            RunKind::Noise(_) => "noise",
         }
     }
 }
@@ -251,9 +258,10 @@ impl RunRecord {
             | RunKind::SchedScale(_)
             | RunKind::Pdlt(_)
             | RunKind::Mbwi(_) => "fifo".into(),
-            RunKind::Practise(_) | RunKind::PractiseKernel(_) | RunKind::TraceRecord(_) => {
-                "-".into()
-            }
+            RunKind::Practise(_)
+            | RunKind::PractiseKernel(_)
+            | RunKind::TraceRecord(_)
+            | RunKind::Noise(_) => "-".into(),
             RunKind::Load(l) => l.policy.clone(),
         }
     }

@@ -140,6 +140,7 @@ impl RecordV1 {
                 overruns: self.overruns,
                 attribution: self.attribution,
                 bound: self.bound,
+                timerlat: None,
             })),
         };
         Ok(RunRecord {

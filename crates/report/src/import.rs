@@ -270,6 +270,7 @@ pub fn from_cyclictest(
             histogram: merged,
             attribution: None,
             bound: None,
+            timerlat: None,
         })),
     })
 }

@@ -12,6 +12,7 @@ pub mod html;
 pub mod import;
 pub mod json;
 pub mod mbwi;
+pub mod osnoise;
 pub mod practise;
 pub mod stored;
 pub mod svg;

@@ -79,7 +79,13 @@ pub fn summary(rec: &RunRecord) -> String {
         }
     );
     match &rec.kind {
-        RunKind::Measurement(m) => measurement(&mut s, m),
+        RunKind::Measurement(m) => {
+            measurement(&mut s, m);
+            // The kernel probe's IRQ side (`measure --probe timerlat`).
+            if let Some(t) = &m.timerlat {
+                s.push_str(&crate::osnoise::timerlat(t));
+            }
+        }
         RunKind::Taskset(r) => s.push_str(&crate::taskset::result(r)),
         RunKind::Rhealstone(r) => s.push_str(&crate::bench::rhealstone(r)),
         RunKind::SchedScale(r) => s.push_str(&crate::bench::sched_scale(r)),
@@ -91,6 +97,7 @@ pub fn summary(rec: &RunRecord) -> String {
         RunKind::Load(l) => {
             let _ = writeln!(s, "loads alone, policy {}", l.policy);
         }
+        RunKind::Noise(n) => s.push_str(&crate::osnoise::noise(n, 8)),
     }
     if !s.ends_with('\n') {
         s.push('\n');

@@ -40,6 +40,7 @@ pub mod load_only;
 pub mod mbwi;
 pub mod mirror;
 pub mod monitor;
+pub mod osnoise;
 pub mod outputs;
 pub mod privilege;
 pub mod record;

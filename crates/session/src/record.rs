@@ -144,6 +144,7 @@ pub fn build(r: RecordIn<'_>, threads: &[ThreadIn<'_>]) -> RunRecord {
             overruns,
             attribution: None,
             bound: None,
+            timerlat: None,
         })),
     }
 }

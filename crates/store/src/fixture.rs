@@ -206,6 +206,7 @@ pub fn record(spec: &Spec) -> RunRecord {
             overruns: 0,
             attribution,
             bound,
+            timerlat: None,
         })),
     }
 }

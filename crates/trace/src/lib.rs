@@ -40,6 +40,7 @@
 mod bpf;
 pub mod flight;
 pub mod kfuncs;
+pub mod osnoise;
 pub mod preemptirq;
 pub mod reduce;
 pub mod rtt;
@@ -682,14 +683,17 @@ impl TraceSession {
     }
 }
 
-/// Remove what SIGKILLed rtscope processes left in tracefs (their instances); returns what was
+/// Remove what SIGKILLed rtscope processes left in tracefs (their instances) and write back the
+/// osnoise settings a killed `noise`/`measure --probe timerlat` had changed; returns what was
 /// done. Without tracefs mounted there is nothing to do.
 pub fn remove_stale_instances() -> Vec<String> {
     let root = std::path::Path::new(tracefs::TRACEFS);
     if !root.join("instances").is_dir() {
         return Vec::new();
     }
-    tracefs::remove_stale_instances(root)
+    let mut out = tracefs::remove_stale_instances(root);
+    out.extend(osnoise::restore_stale(root));
+    out
 }
 
 /// Tracefs instances this process (or a dead rtscope) left behind; empty after a clean stop.

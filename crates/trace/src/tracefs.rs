@@ -300,7 +300,7 @@ impl Decoders {
     }
 }
 
-fn rd(data: &[u8], f: Field) -> Option<u64> {
+pub(crate) fn rd(data: &[u8], f: Field) -> Option<u64> {
     let b = data.get(f.offset..f.offset + f.size)?;
     Some(match f.size {
         1 => b[0] as u64,
@@ -435,7 +435,6 @@ pub struct PageStats {
 }
 
 /// Parse one ring-buffer page (as read from `trace_pipe_raw`) into events for `cpu`.
-/// Layout per kernel/trace/ring_buffer.c (`rb_event_length`, `rb_update_event`).
 pub fn parse_page(
     page: &[u8],
     hp: &HeaderPage,
@@ -443,6 +442,26 @@ pub fn parse_page(
     dec: &Decoders,
     out: &mut Vec<Event>,
     comms: &mut BTreeMap<u32, String>,
+) -> Result<PageStats, String> {
+    walk_page(page, hp, |ts_ns, payload| {
+        match decode_payload(dec, payload, comms) {
+            Some(kind) => {
+                out.push(Event { ts_ns, cpu, kind });
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// Walk one ring-buffer page: `each(timestamp, payload)` for every data event (the payload
+/// starts with `common_type`); it returns whether it decoded the event (`events` vs
+/// `undecoded` in the stats). Layout per kernel/trace/ring_buffer.c (`rb_event_length`,
+/// `rb_update_event`).
+pub fn walk_page(
+    page: &[u8],
+    hp: &HeaderPage,
+    mut each: impl FnMut(u64, &[u8]) -> bool,
 ) -> Result<PageStats, String> {
     let mut st = PageStats::default();
     let ts0 = rd(page, Field { offset: 0, size: 8 }).ok_or("page shorter than its timestamp")?;
@@ -490,7 +509,7 @@ pub fn parse_page(
                     format!("event header at page byte {} truncated", hp.data_offset + p)
                 })
         };
-        match type_len {
+        let payload = match type_len {
             TYPE_PADDING => {
                 if delta == 0 {
                     break; // rest of the page is padding
@@ -498,16 +517,19 @@ pub fn parse_page(
                 let len = arr0()? as usize;
                 p += 4 + len;
                 ts += delta;
+                continue;
             }
             TYPE_TIME_EXTEND => {
                 ts += delta + (arr0()? << TS_SHIFT);
                 p += 8;
+                continue;
             }
             TYPE_TIME_STAMP => {
                 // Absolute stamp: low 59 bits; the top bits come from the page base.
                 let abs = delta + (arr0()? << TS_SHIFT);
                 ts = (ts0 & !((1u64 << 59) - 1)) | abs;
                 p += 8;
+                continue;
             }
             0 => {
                 let len = arr0()? as usize; // includes the 4 bytes of array[0]
@@ -522,17 +544,7 @@ pub fn parse_page(
                     format!("event at page byte {} runs past commit", hp.data_offset + p)
                 })?;
                 p += 4 + len;
-                match decode_payload(dec, payload, comms) {
-                    Some(kind) => {
-                        out.push(Event {
-                            ts_ns: ts,
-                            cpu,
-                            kind,
-                        });
-                        st.events += 1;
-                    }
-                    None => st.undecoded += 1,
-                }
+                payload
             }
             n => {
                 let len = 4 * n as usize;
@@ -541,18 +553,13 @@ pub fn parse_page(
                     format!("event at page byte {} runs past commit", hp.data_offset + p)
                 })?;
                 p += 4 + len;
-                match decode_payload(dec, payload, comms) {
-                    Some(kind) => {
-                        out.push(Event {
-                            ts_ns: ts,
-                            cpu,
-                            kind,
-                        });
-                        st.events += 1;
-                    }
-                    None => st.undecoded += 1,
-                }
+                payload
             }
+        };
+        if each(ts, payload) {
+            st.events += 1;
+        } else {
+            st.undecoded += 1;
         }
     }
     Ok(st)
@@ -588,7 +595,7 @@ pub struct TracefsSession {
 
 /// Read a tracefs text file with large reads: some (header_page) misbehave on the small probe
 /// read `read_to_string` starts with and then return only part of their text.
-fn read_text(path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_text(path: &Path) -> std::io::Result<String> {
     let mut f = File::open(path)?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
@@ -608,7 +615,7 @@ fn wr(path: &Path, v: &str) -> Result<(), TraceError> {
         .map_err(|e| TraceError::Setup(format!("writing '{v}' to {}: {e}", path.display())))
 }
 
-fn cpumask_hex(cpus: &[u32]) -> String {
+pub(crate) fn cpumask_hex(cpus: &[u32]) -> String {
     // tracing_cpumask: comma-separated 32-bit hex words, most significant first.
     let max = cpus.iter().copied().max().unwrap_or(0);
     let words = (max / 32 + 1) as usize;

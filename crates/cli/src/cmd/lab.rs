@@ -73,12 +73,25 @@ struct RunArgs {
     /// host's speed (host slowness then leaks into guest time) [default shift when given: 1]
     #[arg(long, value_name = "SHIFT|auto", num_args = 0..=1, default_missing_value = "1")]
     icount: Option<String>,
+    /// All vCPUs in one host thread (QEMU -accel tcg,thread=single), guest time still the
+    /// host's: code the guest kernel patches at run time (static keys, tracepoints switched by a
+    /// tracer) cannot race another vCPU; tagged emulated=tcg-single
+    #[arg(long)]
+    single_thread: bool,
     /// Kill the guest after this long [default: 3 × the verb's -D plus 3 min]
     #[arg(long, value_name = "DURATION")]
     timeout: Option<String>,
     /// Extra kernel command-line word (repeatable), e.g. isolcpus=1
     #[arg(long = "cmdline", value_name = "WORD")]
     cmdline: Vec<String>,
+    /// Host executable to put into the guest's /bin with its libraries (repeatable; a bare
+    /// name is looked up in PATH), e.g. rtla for --alongside
+    #[arg(long = "guest-bin", value_name = "PATH")]
+    guest_bins: Vec<PathBuf>,
+    /// Shell command the guest starts in the background 2 s before the verb (a reference tool
+    /// on the same kernel); its output comes home as alongside.log
+    #[arg(long, value_name = "CMD")]
+    alongside: Option<String>,
     /// Where the guest's files go (a sub-directory per lab run)
     #[arg(short, long, default_value = "rtscope-results", value_name = "DIR")]
     out: PathBuf,
@@ -87,6 +100,23 @@ struct RunArgs {
     /// The verb and its flags, after `--`
     #[arg(last = true, required = true, value_name = "VERB ARGS")]
     verb: Vec<String>,
+}
+
+/// A bare name through PATH (as a shell would find it); a path as given.
+fn in_path(b: &std::path::Path) -> PathBuf {
+    if b.components().count() > 1 {
+        return b.to_path_buf();
+    }
+    std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(b))
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.is_file())
+        .unwrap_or_else(|| b.to_path_buf())
 }
 
 fn lab_err(e: LabError) -> anyhow::Error {
@@ -252,6 +282,9 @@ fn run_verb(r: RunArgs) -> Result<()> {
         cmdline: r.cmdline.clone(),
         live: r.output.text(),
         failure_log: Some(r.out.join(format!("lab-{lab_id}-failed-console.log"))),
+        guest_bins: r.guest_bins.iter().map(|b| in_path(b)).collect(),
+        alongside: r.alongside.clone(),
+        single_thread: r.single_thread,
     };
     spec.validate().map_err(lab_err)?;
     rtscope_files::check_output_dir(&r.out, Some(64 << 20))

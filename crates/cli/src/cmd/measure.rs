@@ -181,6 +181,10 @@ pub struct MeasureFlags {
 pub struct Args {
     #[command(flatten)]
     pub flags: MeasureFlags,
+    /// Who measures: `user` (a pinned thread per CPU, cyclictest-class) or `timerlat` (the
+    /// kernel's timerlat tracer: per CPU the IRQ and the thread latency; docs/rtla.md)
+    #[arg(long, default_value = "user", value_parser = ["user", "timerlat"])]
+    pub probe: String,
 }
 
 impl MeasureFlags {
@@ -247,8 +251,73 @@ impl MeasureFlags {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
+    if a.probe == "timerlat" {
+        return timerlat(&a.flags);
+    }
     let plan = resolve::measure(&a.flags.lib(), "measure", None)?;
     Ok(resolve::run_plan(plan, a.flags.quiet)?)
+}
+
+/// The flags `--probe timerlat` has no use for: the kernel's threads are SCHED_FIFO, wake on
+/// an absolute hrtimer, and are read through the tracer, not through samples of ours.
+fn timerlat_refusals(f: &MeasureFlags) -> Option<&'static str> {
+    let d = resolve::MeasureFlags::default();
+    let l = f.lib();
+    [
+        (l.distance != d.distance, "--distance"),
+        (l.aligned, "--aligned"),
+        (l.policy != d.policy, "--policy"),
+        (l.nice.is_some(), "--nice"),
+        (
+            l.dl_runtime.is_some() || l.dl_deadline.is_some() || l.dl_period.is_some(),
+            "--dl-*",
+        ),
+        (l.loops.is_some(), "--loops"),
+        (l.timer != d.timer, "--timer"),
+        (l.clock != d.clock, "--clock"),
+        (l.break_above.is_some(), "--break-above"),
+        (l.threshold.is_some(), "--threshold"),
+        (l.histogram_file.is_some(), "--histogram-file"),
+        (l.cyclictest_json.is_some(), "--cyclictest-json"),
+        (l.raw.is_some(), "--raw"),
+        (l.load.is_some(), "--load"),
+        (l.trace != d.trace, "--trace"),
+        (l.trace_file.is_some(), "--trace-file"),
+        (l.bound, "--bound"),
+        (l.checkpoint.is_some(), "--checkpoint"),
+        (l.allow_unprivileged, "--allow-unprivileged"),
+        (l.worst != d.worst, "--worst"),
+    ]
+    .into_iter()
+    .find_map(|(set, flag)| set.then_some(flag))
+}
+
+fn timerlat(f: &MeasureFlags) -> anyhow::Result<()> {
+    if let Some(flag) = timerlat_refusals(f) {
+        return Err(crate::usage!(
+            "{flag}: not with --probe timerlat (the kernel's timerlat threads are measured; accepted: --cpus, --interval, --priority, -D, --linear-max, the output flags)"
+        ));
+    }
+    let plan = rtscope_session::osnoise::TimerlatPlan {
+        cpus: super::common::resolve_cpus("--cpus", f.cpus.as_deref())?,
+        period_us: f.interval,
+        duration_s: f
+            .duration
+            .as_deref()
+            .map(|d| super::common::parse_duration("--duration", d))
+            .transpose()?,
+        priority: f.priority,
+        linear_max_us: f.linear_max,
+        lab_hint: super::noise::lab_hint(),
+    };
+    let out = rtscope_session::outputs::RecordOutputs {
+        json: rtscope_session::outputs::JsonDest(f.json.clone()),
+        db: f.db.clone(),
+        no_store: f.no_store,
+        tags: f.tags.clone(),
+        quiet: f.quiet,
+    };
+    Ok(rtscope_session::osnoise::timerlat(&plan, &out)?)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod load;
 pub mod mbwi;
 pub mod measure;
 pub mod monitor;
+pub mod noise;
 pub mod pdlt;
 pub mod practise;
 pub mod report;

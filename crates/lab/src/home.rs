@@ -157,11 +157,19 @@ mod tests {
 
     #[test]
     fn retag_moves_trace_paths_into_dest() {
-        let db = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../store/tests/fixtures/records-2026-11-24.db"
-        );
-        let mut st = rtscope_store::Store::open_sqlite_read_only(Path::new(db)).unwrap();
+        // A copy: a reader may migrate an older schema in place, and the fixture must stay as
+        // it was written.
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("old.db");
+        std::fs::copy(
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../store/tests/fixtures/records-2026-11-24.db"
+            ),
+            &db,
+        )
+        .unwrap();
+        let mut st = rtscope_store::Store::open_sqlite_read_only(&db).unwrap();
         let mut r = st
             .load_runs(&rtscope_store::RunFilter::default())
             .unwrap()

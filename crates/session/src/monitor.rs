@@ -507,19 +507,27 @@ impl Server {
     /// Serve `m` on `listener` from a thread of its own, one connection at a time.
     pub fn start(listener: TcpListener, m: Arc<Metrics>) -> std::io::Result<Server> {
         let addr = listener.local_addr()?;
-        listener.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
             .name("rtscope-metrics".into())
             .spawn(move || {
+                use std::os::fd::AsRawFd;
+                // Wait for a connection, or 200 ms to look at the stop flag: a scrape is
+                // answered at once, and dropping the server ends the thread within 200 ms.
+                let mut pfd = libc::pollfd {
+                    fd: listener.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
                 while !flag.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((conn, _)) => serve_one(conn, &m),
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::thread::sleep(Duration::from_millis(50))
-                        }
-                        Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                    // SAFETY: one valid pollfd for the listener this thread owns.
+                    let n = unsafe { libc::poll(&mut pfd, 1, 200) };
+                    if n <= 0 {
+                        continue;
+                    }
+                    if let Ok((conn, _)) = listener.accept() {
+                        serve_one(conn, &m);
                     }
                 }
             })?;

@@ -38,7 +38,7 @@ pub enum FigureError {
 
 /// Row label of the comparison matrix: kernel (a `kernel` tag, else the release) / policy.
 pub fn row_label(r: &RunRecord) -> String {
-    let tags = tags(r);
+    let tags = &r.tags;
     let kernel = tags
         .get("kernel")
         .cloned()
@@ -48,7 +48,7 @@ pub fn row_label(r: &RunRecord) -> String {
 
 /// Column label: the scenario (a `scenario` tag, else the loads, `idle` when none).
 pub fn col_label(r: &RunRecord) -> String {
-    if let Some(s) = tags(r).get("scenario") {
+    if let Some(s) = r.tags.get("scenario") {
         return s.clone();
     }
     let loads = r.load_names();
@@ -57,10 +57,6 @@ pub fn col_label(r: &RunRecord) -> String {
     } else {
         loads.join("+")
     }
-}
-
-fn tags(r: &RunRecord) -> &BTreeMap<String, String> {
-    &r.tags
 }
 
 fn us(ns: f64) -> String {
@@ -123,7 +119,7 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
     // Runs overview.
     body.push_str("<h2 id=\"runs\">Runs</h2><table><tr><th>id</th><th>started</th><th>host</th><th>kernel</th><th>policy</th><th>scenario</th><th>samples</th><th>avg µs</th><th>max µs</th><th>tags</th></tr>");
     for r in runs {
-        let t: Vec<String> = tags(r).iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let t: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let stats = r.stats();
         let _ = write!(
             body,

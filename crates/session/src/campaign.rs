@@ -263,7 +263,8 @@ fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), Ver
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let ids: Vec<String> = c.cells().iter().map(|x| x.id.clone()).collect();
+    let cells = c.cells();
+    let ids: Vec<String> = cells.iter().map(|x| x.id.clone()).collect();
     let me = worker_name();
     let mut store = crate::stored::open(Some(db))?;
     let done = finished_cells(&mut store, &c.name)?;
@@ -295,7 +296,7 @@ fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), Ver
             std::thread::sleep(Duration::from_secs(1).min(lease / 4));
             continue;
         };
-        let Some(cell) = c.cells().into_iter().find(|x| x.id == claim.cell) else {
+        let Some(cell) = cells.iter().find(|x| x.id == claim.cell) else {
             return Err(VerbError::failed(format!(
                 "the queue holds cell {} that this campaign file does not define",
                 claim.cell
@@ -312,7 +313,7 @@ fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), Ver
             format!("host={}", rtscope_trace::sys::hostname()),
             format!("worker={me}"),
         ];
-        let mut cmd = measure_command(c, &cell, db, &tags)?;
+        let mut cmd = measure_command(c, cell, db, &tags)?;
         let mut child = cmd.spawn().map_err(|e| {
             VerbError::context(format!("starting the measurement of cell {}", cell.id), e)
         })?;

@@ -156,7 +156,7 @@ pub fn show(db: Option<&str>, run: &str, json: &JsonDest) -> Result<(), VerbErro
             .filter(|_| rec.end_reason == rtscope_model::EndReason::Checkpoint)
             .map(|c| (c.hostname.as_str(), c.pid)),
     );
-    print(&text::show(&rec, &state, &rtscope_store::all_tags(&rec)))
+    print(&text::show(&rec, &state, &rec.tags))
 }
 
 /// A stored run for other tools, in one of the formats of `rtscope_report::export::exporters`

@@ -386,7 +386,7 @@ pub fn finished_cells(
 ) -> std::collections::BTreeSet<String> {
     runs.iter()
         .filter(|r| is_complete(r))
-        .map(crate::all_tags)
+        .map(|r| &r.tags)
         .filter(|t| t.get("campaign").map(String::as_str) == Some(campaign))
         .filter_map(|t| t.get("cell").cloned())
         .collect()

@@ -204,7 +204,7 @@ pub fn run_state(state: &str, rec_host_pid: Option<(&str, u32)>) -> String {
 impl Summary {
     pub fn of(rec: &RunRecord) -> Summary {
         let loads = rec.load_names();
-        let scenario = if let Some(s) = all_tags(rec).get("scenario") {
+        let scenario = if let Some(s) = rec.tags.get("scenario") {
             s.clone()
         } else if loads.is_empty() {
             "idle".to_string()
@@ -261,11 +261,6 @@ pub struct RunFilter {
     pub limit: Option<u64>,
 }
 
-/// Tags of a record (a version-1 record's config tags were merged into them when it was read).
-pub fn all_tags(rec: &RunRecord) -> BTreeMap<String, String> {
-    rec.tags.clone()
-}
-
 pub(crate) fn decode_record(id: &str, json: &str) -> Result<RunRecord, StoreError> {
     let bad = |detail: String| StoreError::BadRecord {
         id: id.to_string(),
@@ -283,7 +278,7 @@ pub(crate) fn decode_record(id: &str, json: &str) -> Result<RunRecord, StoreErro
 }
 
 pub(crate) fn insert_tags(c: &mut Conn, id: &str, rec: &RunRecord) -> Result<(), StoreError> {
-    for (k, v) in all_tags(rec) {
+    for (k, v) in &rec.tags {
         c.exec(
             "INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)",
             &[Val::text(id), Val::text(k), Val::text(v)],

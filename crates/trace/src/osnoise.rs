@@ -123,12 +123,7 @@ pub struct OsnDecoders {
 
 impl OsnDecoders {
     pub fn add(&mut self, name: &str, f: &Format) -> Result<(), String> {
-        let g = |n: &str| {
-            f.fields
-                .get(n)
-                .copied()
-                .ok_or_else(|| format!("{name}: format has no field '{n}'"))
-        };
+        let g = |n: &str| f.field(name, n);
         let dec = match name {
             "timerlat" | "timerlat_sample" => Dec::Timerlat {
                 seqnum: g("seqnum")?,

@@ -96,6 +96,16 @@ pub struct Format {
     pub fields: HashMap<String, Field>,
 }
 
+impl Format {
+    /// The field `n` of event `event`, or an error naming both.
+    pub fn field(&self, event: &str, n: &str) -> Result<Field, String> {
+        self.fields
+            .get(n)
+            .copied()
+            .ok_or_else(|| format!("{event}: format has no field '{n}'"))
+    }
+}
+
 /// Parse an `events/<sys>/<name>/format` file.
 pub fn parse_format(text: &str) -> Result<Format, String> {
     let mut name = String::new();
@@ -231,12 +241,7 @@ pub struct Decoders {
 impl Decoders {
     /// Build a decoder for one (system, name) from its parsed format.
     pub fn add(&mut self, name: &str, f: &Format) -> Result<(), String> {
-        let g = |n: &str| {
-            f.fields
-                .get(n)
-                .copied()
-                .ok_or_else(|| format!("{name}: format has no field '{n}'"))
-        };
+        let g = |n: &str| f.field(name, n);
         let dec = match name {
             "irq_handler_entry" => Dec::IrqEntry { irq: g("irq")? },
             "irq_handler_exit" => Dec::IrqExit {

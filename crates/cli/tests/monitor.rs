@@ -297,3 +297,92 @@ fn the_unit_file_runs() {
         assert!(unit.lines().any(|l| l == key), "{key}");
     }
 }
+
+/// `--trace-burst`: the capture runs 1 s every 3 s. The endpoint counts the bursts as they end;
+/// the record says the run was traced in bursts and explains only the samples inside them
+/// (about a third of the run, less each burst's first moments), none outside.
+#[test]
+fn tracing_in_bursts_explains_only_what_a_burst_saw() {
+    need_root!("SCHED_FIFO measurement and the eBPF capture");
+    let d = tmp();
+    let port = free_port();
+    let json = d.path().join("m.json");
+    let child = Command::new(rtscope_testkit::bin!())
+        .args(["monitor", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--trace", "bpf", "--trace-burst", "1s/3s", "-D", "8s"])
+        .args(["--window", "2s", "--no-store", "-q", "--json"])
+        .arg(&json)
+        .env("XDG_DATA_HOME", d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Reap(child);
+    // After the second burst began (3 s) the first one has ended and been counted.
+    std::thread::sleep(Duration::from_millis(5000));
+    let (status, body) = get(port, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    let value = |name: &str| {
+        body.lines()
+            .find_map(|l| {
+                l.strip_prefix(name)
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+            })
+            .unwrap_or_else(|| panic!("{name} not served:\n{body}"))
+    };
+    let bursts = value("rtscope_trace_bursts_total");
+    assert!((1.0..=2.0).contains(&bursts), "{bursts}");
+    let traced = value("rtscope_traced_seconds_total");
+    assert!(traced >= 0.9 * bursts && traced <= 1.5 * bursts, "{traced}");
+    let st = child.0.wait().unwrap();
+    let mut err = String::new();
+    let _ = child.0.stderr.take().unwrap().read_to_string(&mut err);
+    assert!(st.success(), "{err}");
+    let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let m = &rec["kind"]["measurement"];
+    assert_eq!(
+        m["config"]["trace_bursts"],
+        serde_json::json!({"length_s": 1.0, "every_s": 3.0})
+    );
+    let notes = rec["hygiene"]["notes"].to_string();
+    assert!(notes.contains("traced in bursts: 3 burst(s)"), "{notes}");
+    let a = &m["attribution"];
+    let explained =
+        a["samples_attributed"].as_u64().unwrap() + a["samples_unattributed"].as_u64().unwrap();
+    let total = m["stats"]["samples"].as_u64().unwrap();
+    // Bursts at 0–1 s, 3–4 s and 6–7 s of an 8 s run: 3/8 of the samples at most.
+    let share = explained as f64 / total as f64;
+    assert!(share > 0.15 && share < 0.40, "{explained} of {total}");
+}
+
+#[test]
+fn a_bad_burst_is_bad_input() {
+    for (v, what) in [
+        ("10s", "expected LENGTH/EVERY"),
+        ("5s/5s", "expected LENGTH/EVERY"),
+        ("0s/5s", "--trace-burst LENGTH"),
+        ("1s/2d", "--trace-burst EVERY"),
+    ] {
+        let d = tmp();
+        let o = Command::new(rtscope_testkit::bin!())
+            .args([
+                "monitor",
+                "--trace-burst",
+                v,
+                "-D",
+                "5s",
+                "--no-store",
+                "-q",
+            ])
+            .args(["--listen", "127.0.0.1:0", "--policy", "other"])
+            .env("XDG_DATA_HOME", d.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{v}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.trim().lines().count() == 1 && err.contains(what),
+            "{v}: {err}"
+        );
+    }
+}

@@ -87,4 +87,15 @@ pub struct RunConfig {
     pub linear_max_us: u32,
     pub loads: Vec<String>,
     pub trace: String,
+    /// Traced in bursts (`monitor --trace-burst`) rather than from start to end: only samples
+    /// inside a burst are explained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_bursts: Option<TraceBursts>,
+}
+
+/// Tracing for `length_s` every `every_s`, the first burst at the start.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TraceBursts {
+    pub length_s: f64,
+    pub every_s: f64,
 }

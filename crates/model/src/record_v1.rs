@@ -132,6 +132,7 @@ impl RecordV1 {
                     linear_max_us: c.linear_max_us,
                     loads: c.loads,
                     trace: c.trace,
+                    trace_bursts: None,
                 },
                 break_sample: self.break_sample,
                 threads: self.threads,

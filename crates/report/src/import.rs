@@ -263,6 +263,7 @@ pub fn from_cyclictest(
                 linear_max_us: limit_us.saturating_sub(1) as u32,
                 loads: Vec::new(),
                 trace: "off".into(),
+                trace_bursts: None,
             },
             threads,
             overruns: 0,

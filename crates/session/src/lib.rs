@@ -175,6 +175,15 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
     } else {
         None
     };
+    // Tracing in bursts: the capture runs `length` every `every` (the first at the start); only
+    // samples whose wake-up was due inside a running burst, past its first moments (what runs
+    // at a burst's start is learnt from its events), are explained.
+    let bursts = plan.config.trace_bursts.filter(|_| traced);
+    let mut burst = BurstClock::new(bursts);
+    if let (Some(_), Some(x)) = (bursts, explain.as_mut()) {
+        x.in_bursts();
+    }
+    let mut explained_batch: Vec<RawSample> = Vec::new();
     let mut raw_csv = match &plan.raw_csv {
         Some(p) => Some(
             outputs::RawCsv::create(p).map_err(|source| SessionError::Io {
@@ -243,8 +252,22 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
                 .unwrap_or(0);
             x.set_sample_floor(floor);
         }
+        let to_explain: &[RawSample] = if bursts.is_some() {
+            explained_batch.clear();
+            if capture.is_some() {
+                explained_batch.extend(
+                    batch
+                        .iter()
+                        .filter(|s| s.expected_ns >= burst.explain_from_ns),
+                );
+            }
+            &explained_batch
+        } else {
+            &batch
+        };
         if let Err(e) = feed(
             &batch,
+            to_explain,
             &mut events,
             capture.as_mut(),
             explain.as_mut(),
@@ -253,6 +276,12 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
             // The capture or a file failed mid-run: stop measuring, keep what was measured.
             failure = Some(e);
             m.request_stop();
+        }
+        if let (Some(b), Some(x)) = (bursts, explain.as_mut()) {
+            if let Err(e) = burst.step(&b, &mut capture, x, plan, done, &mut notices) {
+                failure = Some(e);
+                m.request_stop();
+            }
         }
         let elapsed = t0.elapsed();
         let snap = snapshot(
@@ -381,11 +410,9 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
             "{dropped} samples could not be streamed to the analysis in time (the sample ring was full): they are in the histograms but not explained, not in --raw and not in the trace file"
         )));
     }
-    if let Some(c) = stopped_capture {
-        let c = c.map_err(SessionError::Trace)?;
-        if let Some(x) = explain.take() {
-            x.finish(c, &mut rec)?;
-        }
+    if let Some(x) = explain.take() {
+        let c = stopped_capture.transpose().map_err(SessionError::Trace)?;
+        x.finish(c, &mut rec)?;
     }
     if let Some(w) = raw_csv.take() {
         let (p, _) = w.finish().map_err(|source| SessionError::Io {
@@ -526,9 +553,80 @@ fn drain(m: &Measurement, batch: &mut Vec<RawSample>, mirrors: &mut [mirror::Mir
     }
 }
 
-/// One tick of the streaming pipeline: samples and events into the analysis and the files.
+/// When the bursts of a run traced in bursts start and end.
+struct BurstClock {
+    /// The running burst's start, or the last one's.
+    started: Instant,
+    /// Samples due from here on are explained (CLOCK_MONOTONIC ns).
+    explain_from_ns: u64,
+    /// A burst's capture could not start: said once.
+    start_failed: bool,
+}
+
+/// What a burst needs to have seen before a sample is explained: the switch that put the
+/// running task on the CPU, an interrupt already open (the streaming look-back's length).
+const BURST_SETTLE_NS: u64 = 2_000_000;
+
+impl BurstClock {
+    fn new(b: Option<rtscope_model::TraceBursts>) -> BurstClock {
+        BurstClock {
+            started: Instant::now(),
+            explain_from_ns: b.map_or(0, |_| mono_now_ns() + BURST_SETTLE_NS),
+            start_failed: false,
+        }
+    }
+
+    /// End the running burst when its length is up; start the next when it is due.
+    fn step(
+        &mut self,
+        b: &rtscope_model::TraceBursts,
+        capture: &mut Option<rtscope_trace::TraceSession>,
+        explain: &mut stream::Explain,
+        plan: &Plan,
+        done: bool,
+        notices: &mut Vec<String>,
+    ) -> Result<(), SessionError> {
+        let since = self.started.elapsed().as_secs_f64();
+        if capture.is_some() && since >= b.length_s && !done {
+            if let Some(c) = capture.take() {
+                explain.end_burst(c.finish().map_err(SessionError::Trace)?)?;
+            }
+        } else if capture.is_none() && since >= b.every_s && !done {
+            self.started = Instant::now();
+            match rtscope_trace::TraceSession::start_with(
+                &plan.config.cpus,
+                plan.trace,
+                plan.trace_keep,
+            ) {
+                Ok(c) => {
+                    *capture = Some(c);
+                    self.explain_from_ns = mono_now_ns() + BURST_SETTLE_NS;
+                }
+                // The measurement goes on untraced until the next burst is due.
+                Err(e) if !self.start_failed => {
+                    self.start_failed = true;
+                    let msg = format!(
+                        "a tracing burst could not start ({e}); the next one is tried when due"
+                    );
+                    eprintln!("rtscope: warning: {msg}");
+                    notices.push(msg);
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+fn mono_now_ns() -> u64 {
+    rtscope_probe::sys::now_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// One tick of the streaming pipeline: samples and events into the analysis and the files
+/// (every sample to the raw CSV, `to_explain` to the analysis).
 fn feed(
     samples: &[RawSample],
+    to_explain: &[RawSample],
     events: &mut Vec<rtscope_model::event::Event>,
     capture: Option<&mut rtscope_trace::TraceSession>,
     explain: Option<&mut stream::Explain>,
@@ -545,7 +643,7 @@ fn feed(
         events.clear();
         c.poll(events).map_err(SessionError::Trace)?;
         let watermark = c.watermark_ns();
-        x.tick(samples, events, watermark, c)?;
+        x.tick(to_explain, events, watermark, c)?;
         // Cleared before the next poll; a burst's capacity goes back now.
         rtscope_model::slack::release_slack(events);
     }
@@ -579,7 +677,16 @@ fn snapshot(
             })
             .collect(),
         dominant_tail_cause: explain.and_then(|x| x.dominant_tail_cause()),
-        events_lost: capture.map(|c| c.lost_so_far().values().sum()),
+        // Bursts that ended lost theirs; the running capture its own so far.
+        events_lost: match (capture, explain.and_then(|x| x.burst_totals())) {
+            (c, Some((_, _, ended))) => {
+                Some(ended + c.map_or(0, |c| c.lost_so_far().values().sum::<u64>()))
+            }
+            (c, None) => c.map(|c| c.lost_so_far().values().sum()),
+        },
+        bursts: explain
+            .and_then(|x| x.burst_totals())
+            .map(|(n, s, _)| (n, s)),
         ring_dropped: m.rings.iter().map(|r| r.dropped()).sum(),
         rss_kib: record::current_rss_kib(),
         checkpoints,

@@ -30,6 +30,8 @@ pub struct LiveSnapshot {
     pub dominant_tail_cause: Option<(String, f64)>,
     /// Kernel events the capture lost so far (traced runs).
     pub events_lost: Option<u64>,
+    /// Runs traced in bursts: the bursts ended so far and the seconds they traced.
+    pub bursts: Option<(u32, f64)>,
     /// Samples a ring could not hand over (the thread's own histogram still has them).
     pub ring_dropped: u64,
     pub rss_kib: Option<u64>,

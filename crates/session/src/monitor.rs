@@ -54,6 +54,8 @@ pub const METRICS: &[&str] = &[
     "rtscope_observed_max_seconds",
     "rtscope_no_guest_activity_seconds",
     "rtscope_steal_seconds",
+    "rtscope_trace_bursts",
+    "rtscope_traced_seconds",
     "rtscope_scrapes",
     "rtscope_info",
 ];
@@ -107,6 +109,8 @@ pub struct Metrics {
     observed_max: Family<CpuLabel, GaugeF>,
     no_guest: CounterF,
     steal: Family<CpuLabel, CounterF>,
+    bursts: Counter,
+    traced: CounterF,
     scrapes: Counter,
     info: Family<InfoLabel, Gauge>,
 }
@@ -134,6 +138,8 @@ impl Metrics {
             observed_max: Family::default(),
             no_guest: CounterF::default(),
             steal: Family::default(),
+            bursts: Counter::default(),
+            traced: CounterF::default(),
             scrapes: Counter::default(),
             info: Family::default(),
         };
@@ -198,6 +204,16 @@ impl Metrics {
             "rtscope_steal_seconds",
             "Steal time of the measured CPUs since the start (/proc/stat)",
             m.steal.clone(),
+        );
+        r.register(
+            "rtscope_trace_bursts",
+            "Tracing bursts completed (--trace-burst): only samples inside one are explained",
+            m.bursts.clone(),
+        );
+        r.register(
+            "rtscope_traced_seconds",
+            "Time the completed tracing bursts traced (--trace-burst)",
+            m.traced.clone(),
         );
         r.register(
             "rtscope_scrapes",
@@ -268,6 +284,7 @@ pub struct MonitorView {
     overruns_seen: BTreeMap<u32, u64>,
     causes_seen: BTreeMap<String, (u64, f64)>,
     lost_seen: u64,
+    bursts_seen: (u64, f64),
     no_guest_seen: f64,
     steal_seen: BTreeMap<u32, f64>,
     info_set: bool,
@@ -284,6 +301,7 @@ impl MonitorView {
             overruns_seen: BTreeMap::new(),
             causes_seen: BTreeMap::new(),
             lost_seen: 0,
+            bursts_seen: (0, 0.0),
             no_guest_seen: 0.0,
             steal_seen: BTreeMap::new(),
             info_set: false,
@@ -327,6 +345,16 @@ impl View for MonitorView {
                     })
                     .set(t.max_ns as f64 / 1e9);
             }
+        }
+        // The capture's own count, as it goes (the attribution learns losses at the end).
+        raise(
+            &self.m.lost,
+            &mut self.lost_seen,
+            s.events_lost.unwrap_or(0),
+        );
+        if let Some((n, secs)) = s.bursts {
+            raise(&self.m.bursts, &mut self.bursts_seen.0, n as u64);
+            raise_f(&self.m.traced, &mut self.bursts_seen.1, secs);
         }
         self.inner.update(s);
     }
@@ -607,6 +635,22 @@ pub struct MonitorFlags {
     pub listen: String,
     pub window: String,
     pub expose_names: bool,
+    /// `LENGTH/EVERY`: trace in bursts.
+    pub trace_burst: Option<String>,
+}
+
+/// `--trace-burst LENGTH/EVERY`: LENGTH 1s..=1h, EVERY up to 1d and longer than LENGTH.
+pub fn trace_bursts(v: &str) -> Result<rtscope_model::TraceBursts, crate::input::VerbError> {
+    let shape = || {
+        bad!("--trace-burst: '{v}': expected LENGTH/EVERY, e.g. 10s/5m (LENGTH 1s..=1h, shorter than EVERY, EVERY at most 1d)")
+    };
+    let (l, e) = v.split_once('/').ok_or_else(shape)?;
+    let length_s = crate::input::duration_in("--trace-burst LENGTH", l, 1.0, 3600.0)?;
+    let every_s = crate::input::duration_in("--trace-burst EVERY", e, 1.0, 86_400.0)?;
+    if every_s <= length_s {
+        return Err(shape());
+    }
+    Ok(rtscope_model::TraceBursts { length_s, every_s })
 }
 
 /// Validate everything, bind the endpoint, then measure until stopped (or `-D`), serving the
@@ -625,7 +669,12 @@ pub fn run(
     if !f.no_store {
         f.checkpoint = Some(format!("{window}s"));
     }
+    let bursts = mf.trace_burst.as_deref().map(trace_bursts).transpose()?;
+    if bursts.is_some() && f.trace == "off" {
+        f.trace = "auto".into();
+    }
     let mut plan = crate::resolve::measure(&f, "monitor", None)?;
+    plan.config.trace_bursts = bursts;
     let listener = bind(&mf.listen).map_err(crate::input::VerbError::BadInput)?;
     let metrics = Arc::new(Metrics::new());
     let server = Server::start(listener, metrics.clone())

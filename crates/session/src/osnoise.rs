@@ -358,6 +358,7 @@ fn measurement(
             linear_max_us: p.linear_max_us,
             loads: Vec::new(),
             trace: "timerlat".into(),
+            trace_bursts: None,
         },
         break_sample: None,
         stats: Stats::from_histogram(&merged),

@@ -348,6 +348,7 @@ pub fn measure(
             .map(|(k, _)| k.iter().map(|x| x.to_string()).collect())
             .unwrap_or_default(),
         trace: trace.name().into(),
+        trace_bursts: None,
     };
     // Whether samples are streamed is the session's decision (trace, --raw, view, checkpoints).
     let mut spec = MeasureSpec::from_config(&config, false);

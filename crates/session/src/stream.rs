@@ -43,6 +43,46 @@ pub struct Explain {
     kernel_thread: Option<rtscope_trace::preemptirq::Reducer>,
     /// Why the in-kernel measurement is not running although the kernel has the tracepoints.
     kernel_thread_error: Option<String>,
+    /// Tracing in bursts: the finished bursts' captures added up (their events already
+    /// explained); None while the run has one capture from start to end.
+    bursts: Option<Bursts>,
+}
+
+/// What the bursts of a run traced, summed over the captures that ended.
+pub struct Bursts {
+    /// Lost events, steal, bytes and notes summed; `events` empty (explained as they came),
+    /// `start_ns` the first burst's, `end_ns` the last one's.
+    pub total: rtscope_trace::Capture,
+    pub count: u32,
+    pub traced_ns: u64,
+}
+
+impl Bursts {
+    fn add(&mut self, c: &rtscope_trace::Capture) {
+        let t = &mut self.total;
+        if self.count == 0 {
+            t.mechanism = c.mechanism;
+            t.cpus = c.cpus.clone();
+            t.start_ns = c.start_ns;
+            t.keep = c.keep;
+        }
+        t.end_ns = t.end_ns.max(c.end_ns);
+        for (&cpu, &n) in &c.lost_per_cpu {
+            *t.lost_per_cpu.entry(cpu).or_default() += n;
+        }
+        for (&cpu, &n) in &c.steal_ns_per_cpu {
+            *t.steal_ns_per_cpu.entry(cpu).or_default() += n;
+        }
+        t.kernel_bytes += c.kernel_bytes;
+        t.filtered += c.filtered;
+        for n in &c.notes {
+            if !t.notes.contains(n) {
+                t.notes.push(n.clone());
+            }
+        }
+        self.count += 1;
+        self.traced_ns += c.end_ns.saturating_sub(c.start_ns);
+    }
 }
 
 impl Explain {
@@ -120,7 +160,44 @@ impl Explain {
             writer_error: None,
             kernel_thread: None,
             kernel_thread_error: None,
+            bursts: None,
         }
+    }
+
+    /// Trace in bursts: [`Explain::end_burst`] closes each capture; samples are pushed only
+    /// while one runs.
+    pub fn in_bursts(&mut self) {
+        self.bursts = Some(Bursts {
+            total: rtscope_trace::Capture::default(),
+            count: 0,
+            traced_ns: 0,
+        });
+    }
+
+    /// A burst's capture ended: its last events explained with every sample pending, the
+    /// CPUs' states forgotten until the next burst (nothing is traced in between).
+    pub fn end_burst(&mut self, capture: rtscope_trace::Capture) -> Result<(), SessionError> {
+        for (p, c) in &capture.comms {
+            self.names.comms.insert(*p, c.clone());
+        }
+        self.learn_names(&capture.events);
+        self.step_inner(&[], &capture.events, capture.end_ns, true)?;
+        self.feed_kernel_thread();
+        if let Some(b) = self.bursts.as_mut() {
+            b.add(&capture);
+        }
+        Ok(())
+    }
+
+    /// Bursts so far (count, traced seconds), and the events the ended ones lost.
+    pub fn burst_totals(&self) -> Option<(u32, f64, u64)> {
+        self.bursts.as_ref().map(|b| {
+            (
+                b.count,
+                b.traced_ns as f64 / 1e9,
+                b.total.lost_per_cpu.values().sum(),
+            )
+        })
     }
 
     /// The in-kernel thread terms so far into the bound (running maxima: a reading only grows).
@@ -171,6 +248,18 @@ impl Explain {
         events: &[Event],
         watermark_ns: u64,
     ) -> Result<(), SessionError> {
+        self.step_inner(samples, events, watermark_ns, false)
+    }
+
+    /// A step; with `stretch_end` the capture has stopped at `watermark_ns` (a burst ended):
+    /// everything pending is explained and the CPUs' states are forgotten.
+    fn step_inner(
+        &mut self,
+        samples: &[RawSample],
+        events: &[Event],
+        watermark_ns: u64,
+        stretch_end: bool,
+    ) -> Result<(), SessionError> {
         if self.first_ts_ns.is_none() {
             self.first_ts_ns = samples
                 .iter()
@@ -209,7 +298,7 @@ impl Explain {
             ..
         } = self;
         let mut keep = |k: KeptWindow| keep_window(writer, writer_error, &k);
-        attr.advance_observed(watermark_ns, names, &mut keep, &mut |_, a| {
+        let mut each = |_, a: &rtscope_analysis::attribution::SampleAttribution| {
             if let Some(b) = bound.as_mut() {
                 // The exact analysis' non-interrupt delay subtracts hard IRQs, vectors and NMIs
                 // only (softirqs and threads are thread interference): the bound computes it
@@ -222,7 +311,12 @@ impl Explain {
                     latency_ns: a.latency_ns,
                 });
             }
-        });
+        };
+        if stretch_end {
+            attr.end_stretch(watermark_ns, names, &mut keep, &mut each);
+        } else {
+            attr.advance_observed(watermark_ns, names, &mut keep, &mut each);
+        }
         if let Some(b) = self.bound.as_mut() {
             let until = watermark_ns.min(self.last_ts_ns);
             while self.next_point_ns > 0
@@ -310,9 +404,27 @@ impl Explain {
     /// End of the run: explain what is pending, finish the trace file, fill the record.
     pub fn finish(
         mut self,
-        capture: rtscope_trace::Capture,
+        capture: Option<rtscope_trace::Capture>,
         rec: &mut RunRecord,
     ) -> Result<(), SessionError> {
+        // In bursts: the last one (if it still ran) ends like the others; the record gets the
+        // bursts' sum and says how much of the run was traced.
+        let capture = match (capture, self.bursts.is_some()) {
+            (Some(c), false) => c,
+            (last, true) => {
+                if let Some(c) = last {
+                    self.end_burst(c)?;
+                }
+                let b = self.bursts.take().expect("bursts");
+                rec.hygiene.notes.push(format!(
+                    "traced in bursts: {} burst(s), {:.1} s traced; only samples inside a burst are explained",
+                    b.count,
+                    b.traced_ns as f64 / 1e9
+                ));
+                b.total
+            }
+            (None, false) => return Ok(()),
+        };
         // What the capture delivered after the last poll.
         let mut tids: Vec<u32> = rec
             .measurement()
@@ -446,6 +558,7 @@ pub fn empty_record() -> RunRecord {
         linear_max_us: 10_000,
         loads: Vec::new(),
         trace: "replay".into(),
+        trace_bursts: None,
     };
     crate::record::build(
         crate::record::RecordIn {
@@ -474,7 +587,7 @@ impl Explain {
             end_ns,
             ..Default::default()
         };
-        let _ = self.finish(capture, rec);
+        let _ = self.finish(Some(capture), rec);
     }
 }
 

@@ -199,6 +199,7 @@ pub fn record(spec: &Spec) -> RunRecord {
                 linear_max_us: 1000,
                 loads: spec.loads.clone(),
                 trace: "off".into(),
+                trace_bursts: None,
             },
             threads,
             stats: Stats::from_histogram(&all),

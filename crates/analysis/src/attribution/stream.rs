@@ -297,6 +297,32 @@ impl StreamingAttribution {
         n
     }
 
+    /// The capture stops for a while (tracing in bursts): explain every pending sample with the
+    /// events delivered, fold those events, and forget what each CPU was doing. The caller
+    /// promises that every event up to `end_ns` was pushed and that no sample of this stretch is
+    /// still to come. The next stretch then starts as a run starts, knowing nothing of what ran
+    /// in the gap: a task switched in before the gap is not assumed to be running after it, and
+    /// the gap's silence is not swept into the steal cross-check. Returns the samples explained.
+    pub fn end_stretch(
+        &mut self,
+        end_ns: u64,
+        names: &NameTables,
+        keep: &mut dyn FnMut(KeptWindow),
+        each: &mut dyn FnMut(u64, &SampleAttribution),
+    ) -> u64 {
+        self.watermark_ns = self.watermark_ns.max(end_ns);
+        let n = self.explain(None, names, keep, each);
+        self.drop_old_events(None);
+        for c in self.cpus.values_mut() {
+            c.base = CpuState::default();
+            c.at_cursor = CpuState::default();
+            c.cursor = 0;
+            c.gap_prev_ts = None;
+            c.frontier_ns = c.frontier_ns.max(end_ns);
+        }
+        n
+    }
+
     /// The result so far (for checkpoints and the live view), as the batch builds it; the steal
     /// cross-check covers the events below the watermark.
     pub fn snapshot(&self, names: &NameTables) -> AttributionResult {

@@ -1177,3 +1177,132 @@ fn memory_is_independent_of_run_length() {
     );
     assert!(growth.abs() < 0.02, "{at_100k} → {at_end}");
 }
+
+/// Tracing in bursts: two stretches with a gap between them are explained exactly as two
+/// separate runs (each sample gets the batch's attribution on its own stretch's events), so
+/// nothing seen before the gap (the task switched in, an open interrupt) leaks past it.
+#[test]
+fn stretches_are_explained_as_separate_runs() {
+    for seed in 0..16u64 {
+        let mut rng = Rng::new(seed);
+        let n_cpus = 1 + (seed % 3) as u32;
+        let (ea, sa) = gen_run(&mut rng, n_cpus, 60);
+        let (mut eb, mut sb) = gen_run(&mut rng, n_cpus, 60);
+        // A burst starts in the middle of things: without each CPU's first switch, what runs
+        // at its start is unknown, and must not be taken from before the gap.
+        for c in 0..n_cpus {
+            if let Some(i) = eb.iter().position(|e| e.cpu == c) {
+                eb.remove(i);
+            }
+        }
+        let end_a = ea
+            .iter()
+            .map(|e| e.ts_ns)
+            .chain(sa.iter().map(|s| s.expected_ns + s.latency_ns))
+            .max()
+            .unwrap()
+            + 1;
+        // The next burst starts well after the first ended.
+        let off = end_a + 50_000_000;
+        for e in eb.iter_mut() {
+            e.ts_ns += off;
+        }
+        for s in sb.iter_mut() {
+            s.expected_ns += off;
+        }
+        let o = AttributionOptions {
+            tail_threshold_ns: Some(30_000),
+            top_n: 5,
+            ..Default::default()
+        };
+        let names = names();
+        let strip = |a: &SampleAttribution| {
+            let mut a = a.clone();
+            a.segments.clear();
+            a.events.clear();
+            a
+        };
+        let mut st = StreamingAttribution::new(o.clone(), [0, 10_000, 300_000][seed as usize % 3]);
+        let mut got: Vec<Option<SampleAttribution>> = vec![None; sa.len() + sb.len()];
+        let mut each = |seq: u64, a: &SampleAttribution| {
+            assert!(got[seq as usize].replace(strip(a)).is_none());
+        };
+        st.push_events(&ea);
+        st.push_samples(&sa);
+        st.advance_observed(end_a / 2, &names, &mut |_| {}, &mut each);
+        st.end_stretch(end_a, &names, &mut |_| {}, &mut each);
+        assert_eq!(st.pending_samples(), 0, "seed {seed}");
+        assert_eq!(st.buffered_events(), 0, "seed {seed}");
+        st.push_events(&eb);
+        st.push_samples(&sb);
+        assert_eq!(st.late_events(), 0, "seed {seed}");
+        let r = st.finish_observed(&names, &mut |_| {}, &mut each);
+        let (pa, _) = attribute_samples(&ea, &sa, &names, &o, &|_| false);
+        let (pb, _) = attribute_samples(&eb, &sb, &names, &o, &|_| false);
+        for (i, b) in pa.iter().chain(pb.iter()).enumerate() {
+            assert_eq!(got[i].as_ref(), Some(&strip(b)), "seed {seed} sample {i}");
+        }
+        let ba = attribute(&ea, &sa, &names, &o).summary;
+        let bb = attribute(&eb, &sb, &names, &o).summary;
+        assert_eq!(
+            r.summary.samples_attributed,
+            ba.samples_attributed + bb.samples_attributed
+        );
+        assert_eq!(
+            r.summary.samples_unattributed,
+            ba.samples_unattributed + bb.samples_unattributed
+        );
+    }
+}
+
+/// The gap is forgotten: a burst that ended with a real-time hog running and an interrupt open
+/// does not blame either for a sample of the next burst that saw neither.
+#[test]
+fn a_stretch_forgets_the_state_before_the_gap() {
+    let names = names();
+    let o = AttributionOptions {
+        tail_threshold_ns: Some(1_000),
+        top_n: 2,
+        ..Default::default()
+    };
+    let s = |e: u64, lat: u64| RawSample {
+        cpu: 0,
+        tid: 1000,
+        cycle: 0,
+        expected_ns: e,
+        latency_ns: lat,
+    };
+    let ea = vec![
+        sw(0, 1_000, 1000, 0, RT_HOG, 10),
+        at(0, 5_000, K::IrqEntry { irq: 11 }),
+    ];
+    let sa = vec![s(2_000, 1_000)];
+    let eb = vec![sw(0, 1_030_000, 0, 120, 1000, 0)];
+    let sb = vec![s(1_000_000, 30_000)];
+    let run = |reset: bool| {
+        let mut st = StreamingAttribution::new(o.clone(), 10_000);
+        let mut got = Vec::new();
+        let mut each = |_: u64, a: &SampleAttribution| got.push(a.clone());
+        st.push_events(&ea);
+        st.push_samples(&sa);
+        if reset {
+            st.end_stretch(10_000, &names, &mut |_| {}, &mut each);
+        } else {
+            st.advance_observed(10_000, &names, &mut |_| {}, &mut each);
+        }
+        st.push_events(&eb);
+        st.push_samples(&sb);
+        st.finish_observed(&names, &mut |_| {}, &mut each);
+        got
+    };
+    let (alone, _) = attribute_samples(&eb, &sb, &names, &o, &|_| false);
+    let mut b = run(true).pop().unwrap();
+    b.segments.clear();
+    b.events.clear();
+    assert_eq!(b, alone[0]);
+    // Without the reset the hog and the open interrupt would be blamed: the case matters.
+    let mut carried = run(false).pop().unwrap();
+    carried.segments.clear();
+    carried.events.clear();
+    assert_ne!(carried, alone[0]);
+}

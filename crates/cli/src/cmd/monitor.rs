@@ -19,6 +19,12 @@ pub struct Args {
     /// endpoint reads them)
     #[arg(long)]
     pub expose_names: bool,
+    /// Trace in bursts instead of all the time: LENGTH every EVERY, e.g. 10s/5m (the first at
+    /// the start; LENGTH 1s..=1h and shorter than EVERY, EVERY at most 1d). The samples inside
+    /// a burst are explained; between bursts nothing is traced. Implies --trace auto unless
+    /// --trace names a mechanism
+    #[arg(long, value_name = "LENGTH/EVERY")]
+    pub trace_burst: Option<String>,
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
@@ -26,6 +32,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         listen: a.listen,
         window: a.window,
         expose_names: a.expose_names,
+        trace_burst: a.trace_burst,
     };
     Ok(rtscope_session::monitor::run(&a.flags.lib(), &m)?)
 }

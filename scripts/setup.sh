@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 # rt-tests/stress-ng/rt-app: reference tools for side-by-side benchmarks
 # postgresql: the store's PostgreSQL backend tests; chromium: the HTML report browser test
 # iproute2: netns+veth for the net load; sqlite3: inspecting results.db by hand
+# bonnie++: the disk load as OSPERT'13 ran it (--disk-tool bonnie++, --preset ospert13)
 PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config bpftool make gcc
-      rt-tests stress-ng rt-app iproute2 sqlite3 postgresql chromium procps)
+      rt-tests stress-ng rt-app iproute2 sqlite3 postgresql chromium procps bonnie++)
 # prometheus: the monitor's test scrapes it with the real server (started on 127.0.0.1 by the
 # test; the package's own service is stopped and disabled below)
 PKGS+=(prometheus)

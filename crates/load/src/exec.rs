@@ -19,3 +19,47 @@ pub(crate) fn run(path: &CString, argv: &[CString]) -> Infallible {
         libc::_exit(127)
     }
 }
+
+/// bonnie++ as the disk load: direct I/O (`-D`) as OSPERT'13 §3.3 ran it, on a `size_mib` file
+/// in `dir`, test after test until stopped. `-f` skips the per-character tests: with `-D`,
+/// bonnie++ 2.00 writes them one byte at a time through O_DIRECT, which the kernel refuses
+/// (EINVAL, reported as "disk full"). `-r` at half the file size lets bonnie++ use a file
+/// smaller than twice the RAM. Its CSV results (stdout) are dropped; errors stay on stderr.
+pub(crate) fn bonnie_argv(program: &CString, dir: &std::path::Path, size_mib: u64) -> Vec<CString> {
+    let size = size_mib.max(2);
+    let c = |s: String| CString::new(s).unwrap_or_default();
+    let mut v = vec![program.clone()];
+    for a in [
+        "-f".to_string(),
+        "-D".to_string(),
+        "-d".to_string(),
+        dir.to_string_lossy().into_owned(),
+        "-s".to_string(),
+        size.to_string(),
+        "-r".to_string(),
+        (size / 2).to_string(),
+        "-n".to_string(),
+        "16".to_string(),
+        "-u".to_string(),
+        "0:0".to_string(),
+        "-q".to_string(),
+        "-x".to_string(),
+        "1000000".to_string(),
+    ] {
+        v.push(c(a));
+    }
+    v
+}
+
+/// `run` with stdout on /dev/null.
+pub(crate) fn run_quiet(path: &CString, argv: &[CString]) -> Infallible {
+    // SAFETY: open/dup2/close on our own descriptors in the forked worker before execv.
+    unsafe {
+        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+        if fd >= 0 {
+            libc::dup2(fd, 1);
+            libc::close(fd);
+        }
+    }
+    run(path, argv)
+}

@@ -29,7 +29,7 @@ mod sys;
 mod validate;
 
 pub use error::LoadError;
-pub use options::{parse_size, LoadKind, LoadOptions, LoadPolicy, LoadSettings};
+pub use options::{parse_size, DiskTool, LoadKind, LoadOptions, LoadPolicy, LoadSettings};
 pub use supervise::RunningLoads;
 pub use sys::parse_cpu_list;
 

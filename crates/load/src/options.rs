@@ -177,6 +177,45 @@ impl std::fmt::Display for LoadPolicy {
     }
 }
 
+/// What makes the disk load: our own bonnie++-like worker, or the real bonnie++ as Cerqueira &
+/// Brandenburg ran it (OSPERT'13 §3.3: bonnie++ with direct I/O).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DiskTool {
+    #[default]
+    Builtin,
+    /// bonnie++ from PATH (or /usr/sbin), `-D` direct I/O; bad input when it is not installed.
+    Bonnie,
+    /// bonnie++ when installed, the builtin worker otherwise (and the report says so).
+    Auto,
+}
+
+impl DiskTool {
+    pub const NAMES: [&'static str; 3] = ["builtin", "bonnie++", "auto"];
+    pub fn name(self) -> &'static str {
+        match self {
+            DiskTool::Builtin => "builtin",
+            DiskTool::Bonnie => "bonnie++",
+            DiskTool::Auto => "auto",
+        }
+    }
+}
+
+impl std::str::FromStr for DiskTool {
+    type Err = LoadError;
+    fn from_str(s: &str) -> Result<Self, LoadError> {
+        DiskTool::NAMES
+            .iter()
+            .position(|n| *n == s.trim())
+            .map(|i| [DiskTool::Builtin, DiskTool::Bonnie, DiskTool::Auto][i])
+            .ok_or_else(|| {
+                LoadError::invalid(
+                    "--disk-tool",
+                    format!("expected builtin, bonnie++ or auto, got '{s}'"),
+                )
+            })
+    }
+}
+
 /// Everything a load needs; the cli fills it from flags. `Default` gives the paper's settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoadOptions {
@@ -188,6 +227,7 @@ pub struct LoadOptions {
     pub scratch_dir: PathBuf,
     /// Size of `disk`'s sequential file; checked against free space before start.
     pub disk_bytes: u64,
+    pub disk_tool: DiskTool,
     /// `net` over a veth pair into a private network namespace instead of loopback.
     pub net_veth: bool,
     /// `net` server port on 127.0.0.1; 0 = any free port.
@@ -212,6 +252,7 @@ impl Default for LoadOptions {
             wss_bytes: None,
             scratch_dir: PathBuf::from("/var/tmp"),
             disk_bytes: DEFAULT_DISK_BYTES,
+            disk_tool: DiskTool::Builtin,
             net_veth: false,
             net_port: 0,
             policy: LoadPolicy::Other,
@@ -233,6 +274,8 @@ pub struct LoadSettings {
     pub scratch_dir: PathBuf,
     /// `--disk-size`.
     pub disk_size: String,
+    /// `--disk-tool`.
+    pub disk_tool: DiskTool,
     pub net_veth: bool,
     pub net_port: u16,
     pub policy: LoadPolicy,
@@ -246,6 +289,7 @@ impl Default for LoadSettings {
             wss: None,
             scratch_dir: o.scratch_dir,
             disk_size: "1G".into(),
+            disk_tool: o.disk_tool,
             net_veth: o.net_veth,
             net_port: o.net_port,
             policy: o.policy,
@@ -274,6 +318,7 @@ impl LoadSettings {
             wss_bytes,
             scratch_dir: self.scratch_dir.clone(),
             disk_bytes,
+            disk_tool: self.disk_tool,
             net_veth: self.net_veth,
             net_port: self.net_port,
             policy: self.policy,

@@ -14,6 +14,10 @@ pub(crate) struct Resolved {
     /// `exec`: the program path (resolved in PATH) and argv, ready for execv.
     pub exec_path: Option<CString>,
     pub exec_argv: Vec<CString>,
+    /// `disk` runs bonnie++ (this path) rather than the builtin worker.
+    pub bonnie: Option<CString>,
+    /// `--disk-tool auto` without bonnie++: why the builtin worker runs instead.
+    pub disk_tool_note: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -101,6 +105,8 @@ mod tests {
             wss_source: "--wss".into(),
             exec_path: None,
             exec_argv: vec![],
+            bonnie: None,
+            disk_tool_note: None,
         };
         let opts = LoadOptions {
             hackbench_groups: 2,

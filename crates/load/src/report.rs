@@ -120,7 +120,37 @@ pub(crate) fn build(i: &Inputs) -> Vec<LoadReport> {
                     params.insert("receivers_per_group".into(), fds.to_string());
                     params.insert("transport".into(), "unix-stream-socket".into());
                 }
+                LoadKind::Disk if i.resolved.bonnie.is_some() => {
+                    // bonnie++'s own figures stay inside it: the machine-wide sys_disk_* figures
+                    // below say what reached the disk.
+                    params.insert("tool".into(), "bonnie++".into());
+                    params.insert(
+                        "argv".into(),
+                        i.resolved
+                            .bonnie
+                            .as_ref()
+                            .map(|p| {
+                                let dir = std::path::Path::new("SCRATCH");
+                                format!(
+                                    "{:?}",
+                                    crate::exec::bonnie_argv(p, dir, i.opts.disk_bytes >> 20)
+                                        .iter()
+                                        .map(|a| a.to_string_lossy().into_owned())
+                                        .collect::<Vec<_>>()
+                                )
+                            })
+                            .unwrap_or_default(),
+                    );
+                    params.insert("direct_io".into(), "true".into());
+                    params.insert("disk_bytes".into(), i.opts.disk_bytes.to_string());
+                    params.insert(
+                        "scratch_dir".into(),
+                        i.opts.scratch_dir.display().to_string(),
+                    );
+                    warnings.extend(i.disk_notes.iter().cloned());
+                }
                 LoadKind::Disk => {
+                    params.insert("tool".into(), "builtin".into());
                     put(
                         "write_mb_per_s",
                         sum(&units, &all_slots, disk::C_WRITE_BYTES) / MB / dt,
@@ -241,6 +271,8 @@ mod tests {
             wss_source: "--wss".into(),
             exec_path: None,
             exec_argv: vec![],
+            bonnie: None,
+            disk_tool_note: None,
         };
         let kinds = [LoadKind::CpuCache, LoadKind::Io];
         let units = plan(&kinds, &opts, &r);

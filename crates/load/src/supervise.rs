@@ -113,6 +113,9 @@ pub(crate) fn start(
         return Ok(rl); // idle: nothing to run, the /proc figures still describe the machine.
     }
 
+    if let Some(n) = &rl.resolved.disk_tool_note {
+        rl.disk_notes.push(n.clone());
+    }
     if rl.units.iter().any(|u| u.role == Role::Disk) {
         // Unique per run so two rtscope instances never share (or delete) each other's files.
         let nanos = std::time::SystemTime::now()
@@ -224,11 +227,11 @@ pub(crate) fn start(
     }
     // Rates are counted from here: forking hundreds of processes is not the load.
     rl.base_counters = rl.read_counters();
-    for (base, (cpu_ns, ctx)) in rl
-        .base_counters
-        .iter_mut()
-        .zip(sample_proc(&rl.units, &rl.shm))
-    {
+    for (base, (cpu_ns, ctx)) in rl.base_counters.iter_mut().zip(sample_proc(
+        &rl.units,
+        &rl.shm,
+        rl.resolved.bonnie.is_some(),
+    )) {
         base[C_CPU_NS] = cpu_ns;
         base[C_CTX_SWITCHES] = ctx;
     }
@@ -261,7 +264,7 @@ impl RunningLoads {
     pub fn stop(mut self) -> Vec<LoadReport> {
         // Everything is read while the loads still run, in one go, so the load's own counters
         // and the machine-wide deltas cover the same window.
-        let procs = sample_proc(&self.units, &self.shm);
+        let procs = sample_proc(&self.units, &self.shm, self.resolved.bonnie.is_some());
         let mut end_counters = self.read_counters();
         let (after, missing) = Snapshot::read();
         let elapsed_s = self.started.elapsed().as_secs_f64();
@@ -505,10 +508,10 @@ fn group_members(pgid: i64) -> Vec<i64> {
 /// as the /proc/stat snapshots so both cover the same window. An exec'd command is counted with
 /// its whole process group (stress-ng and the like do their work in children). (0, 0) for a
 /// process that is gone.
-fn sample_proc(units: &[Unit], shm: &Shared) -> Vec<(u64, u64)> {
+fn sample_proc(units: &[Unit], shm: &Shared, bonnie: bool) -> Vec<(u64, u64)> {
     let exec_slots: Vec<usize> = units
         .iter()
-        .filter(|u| u.role == Role::Exec)
+        .filter(|u| u.role == Role::Exec || (u.role == Role::Disk && bonnie))
         .map(|u| u.first_slot)
         .collect();
     (0..shm.nslots())
@@ -560,7 +563,16 @@ fn spawn_unit(ctx: &Ctx, u: &Unit, workers: &mut Vec<(libc::pid_t, usize)>) -> s
         Role::Disk => {
             let dir = ctx.scratch.map(Path::to_path_buf).unwrap_or_default();
             let bytes = ctx.opts.disk_bytes;
-            let pid = spawn_worker(ctx, u.first_slot, all, move |s| disk::run(s, &dir, bytes))?;
+            let pid = match &ctx.resolved.bonnie {
+                Some(prog) => {
+                    let argv = exec::bonnie_argv(prog, &dir, bytes >> 20);
+                    let prog = prog.clone();
+                    spawn_worker(ctx, u.first_slot, all, move |_| {
+                        exec::run_quiet(&prog, &argv)
+                    })?
+                }
+                None => spawn_worker(ctx, u.first_slot, all, move |s| disk::run(s, &dir, bytes))?,
+            };
             workers.push((pid, u.first_slot));
         }
         Role::Net { clients, veth } => {

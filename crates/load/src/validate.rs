@@ -178,12 +178,45 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
         ));
     }
 
+    let (mut bonnie, mut disk_tool_note) = (None, None);
+    if has(LoadKind::Disk) && opts.disk_tool != crate::DiskTool::Builtin {
+        match bonnie_program() {
+            Some(p) => {
+                bonnie = Some(CString::new(p.to_string_lossy().as_bytes()).map_err(|_| {
+                    LoadError::invalid("--disk-tool", "the bonnie++ path contains NUL")
+                })?)
+            }
+            None if opts.disk_tool == crate::DiskTool::Bonnie => {
+                return Err(LoadError::invalid(
+                    "--disk-tool",
+                    "bonnie++ not found in PATH or /usr/sbin (apt-get install bonnie++), or use --disk-tool builtin",
+                ))
+            }
+            None => {
+                disk_tool_note = Some(
+                    "disk: bonnie++ is not installed: the builtin bonnie++-like worker ran instead"
+                        .to_string(),
+                )
+            }
+        }
+    }
+
     Ok(Resolved {
         cpus,
         wss_bytes,
         wss_source,
         exec_path,
         exec_argv,
+        bonnie,
+        disk_tool_note,
+    })
+}
+
+/// bonnie++ lives in /usr/sbin on Debian, outside an ordinary user's PATH.
+fn bonnie_program() -> Option<PathBuf> {
+    find_program("bonnie++").or_else(|| {
+        let p = PathBuf::from("/usr/sbin/bonnie++");
+        is_executable(&p).then_some(p)
     })
 }
 

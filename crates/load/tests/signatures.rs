@@ -222,3 +222,51 @@ fn io_runs_its_three_parts() {
     assert!(fig(&r, "net_rx_mb_per_s") > 10.0);
     assert_eq!(fig(&r, "hackbench_workers"), 80.0);
 }
+
+/// `--disk-tool bonnie++`: the real bonnie++ with direct I/O (OSPERT'13 §3.3) in the scratch
+/// directory; its own figures stay inside it, the disk's counters show its traffic, and neither
+/// the process nor its files outlive the load.
+#[test]
+fn bonnie_reaches_the_device_and_leaves_nothing() {
+    let _g = common::serial();
+    if !std::path::Path::new("/usr/sbin/bonnie++").exists() {
+        println!("SKIPPED: bonnie++ is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let idle = idle();
+    let scratch = tempfile::tempdir_in("/var/tmp").unwrap();
+    let opts = LoadOptions {
+        disk_bytes: 64 << 20,
+        disk_tool: rtscope_load::DiskTool::Bonnie,
+        scratch_dir: scratch.path().to_path_buf(),
+        ..LoadOptions::default()
+    };
+    let r = run("disk", &opts);
+    assert_eq!(r.params["tool"], "bonnie++");
+    assert!(r.params["argv"].contains("\"-D\""), "{:?}", r.params);
+    let sys_w = fig(&r, "sys_disk_write_mb_per_s");
+    assert!(
+        sys_w > idle["sys_disk_write_mb_per_s"] + 2.0,
+        "diskstats write {sys_w} vs idle {}",
+        idle["sys_disk_write_mb_per_s"]
+    );
+    assert!(fig(&r, "worker_cpu_pct") > 1.0);
+    assert!(
+        !r.warnings.iter().any(|w| w.contains("exited")),
+        "{:?}",
+        r.warnings
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().collect();
+    assert!(left.is_empty(), "scratch left: {left:?}");
+    let ps = std::process::Command::new("pgrep")
+        .arg("-x")
+        .arg("bonnie++")
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "bonnie++ still runs: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+}

@@ -18,6 +18,10 @@ pub struct LoadFlags {
     /// Size of the disk load's sequential file; checked against free space before start
     #[arg(long, value_name = "SIZE", default_value = "1G")]
     pub disk_size: String,
+    /// What makes the disk load: builtin (our bonnie++-like worker), bonnie++ (the real one,
+    /// direct I/O, as OSPERT'13 ran it) or auto (bonnie++ when installed)
+    #[arg(long, value_name = "TOOL", default_value = "builtin", value_parser = ["builtin", "bonnie++", "auto"])]
+    pub disk_tool: String,
     /// net: stream over a veth pair into a private network namespace instead of loopback
     #[arg(long)]
     pub net_veth: bool,
@@ -38,6 +42,7 @@ impl LoadFlags {
             wss: self.wss.clone(),
             scratch_dir: self.scratch_dir.clone(),
             disk_size: self.disk_size.clone(),
+            disk_tool: self.disk_tool.parse().unwrap_or_default(),
             net_veth: self.net_veth,
             net_port: self.net_port,
             policy: self.load_policy,

@@ -5,11 +5,12 @@
 //! very binary running — so a cell is measured exactly as a user's own `measure` would be.
 
 use crate::input::{bad, VerbError};
+use rtscope_model::RunRecord;
 use rtscope_store::campaign::{Campaign, Cell, KernelAxis};
-use rtscope_store::RunFilter;
+use rtscope_store::{fallback, RunFilter};
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 fn fmt_dur(s: f64) -> String {
@@ -248,11 +249,138 @@ fn with_retry<T>(
                     "rtscope: campaign: {what}: {e}; the database is retried in {} s",
                     wait.as_secs()
                 );
-                std::thread::sleep(wait);
+                // In slices: a stop signal ends the wait (one more attempt, then the error).
+                let until = Instant::now() + wait;
+                while Instant::now() < until && !crate::signals::stop_requested() {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
                 wait = (wait * 2).min(Duration::from_secs(60));
             }
         }
     }
+}
+
+/// The record files in a cell's fallback directory (`*.json`; a file being written is a hidden
+/// `.tmp` until it is renamed into place).
+fn spool_files(dir: &Path) -> BTreeSet<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return BTreeSet::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".json") && !n.starts_with('.'))
+        })
+        .collect()
+}
+
+/// Whether a record found in a cell's fallback directory is the completed run of that cell by
+/// this worker (another worker of this machine may have run the same cell before).
+fn is_kept_run_of(r: &RunRecord, campaign: &str, cell: &str, worker: &str) -> bool {
+    let tag = |k: &str| r.tags.get(k).map(String::as_str);
+    tag("campaign") == Some(campaign)
+        && tag("cell") == Some(cell)
+        && tag("worker") == Some(worker)
+        && rtscope_store::campaign::is_complete(r)
+}
+
+/// The completed runs of `cell` that its measurement kept in `spool` because the database did
+/// not take them: files that were not there before it started.
+fn kept_runs(
+    spool: &Path,
+    before: &BTreeSet<PathBuf>,
+    campaign: &str,
+    cell: &str,
+    me: &str,
+) -> Vec<(PathBuf, RunRecord)> {
+    spool_files(spool)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .filter_map(|p| match fallback::read_record_file(&p) {
+            Ok(r) if is_kept_run_of(&r, campaign, cell, me) => Some((p, r)),
+            Ok(_) => None,
+            Err(e) => {
+                eprintln!("rtscope: campaign: {e}");
+                None
+            }
+        })
+        .collect()
+}
+
+/// Store the runs of `cell` kept locally while the database was away, once it is back and this
+/// worker still holds the cell (an interim checkpoint stored under the same id is replaced);
+/// the files are removed once stored. `false` when another worker took the cell meanwhile: that
+/// worker runs it, and the files stay (storing them would give the cell a second run).
+fn store_kept(
+    c: &Campaign,
+    cell: &str,
+    me: &str,
+    lease: Duration,
+    db: &str,
+    kept: &[(PathBuf, RunRecord)],
+) -> Result<bool, VerbError> {
+    let import = |p: &Path| {
+        format!(
+            "rtscope import --db '{}' '{}'",
+            rtscope_store::redact_url(db),
+            p.display()
+        )
+    };
+    for (p, _) in kept {
+        eprintln!(
+            "rtscope: campaign: cell {cell}: the database did not take the run; its record is kept in {}, storing it when the database is back",
+            p.display()
+        );
+    }
+    let held = with_retry(&format!("storing the kept run of {cell}"), db, |s| {
+        if !s.renew_lease(&c.name, cell, me, lease)? {
+            return Ok(false);
+        }
+        for (_, r) in kept {
+            s.upsert_run(r)?;
+        }
+        Ok(true)
+    });
+    let held = match held {
+        Ok(h) => h,
+        Err(e) => {
+            for (p, _) in kept {
+                eprintln!(
+                    "rtscope: campaign: cell {cell}: not stored; the record stays in {}, store it with: {} (the cell goes back to the queue when its lease runs out)",
+                    p.display(),
+                    import(p)
+                );
+            }
+            return Err(e);
+        }
+    };
+    if !held {
+        for (p, _) in kept {
+            eprintln!(
+                "rtscope: campaign: lease on {cell} lost to another worker while the database was away (that worker runs the cell); this run is not stored and stays in {}",
+                p.display()
+            );
+        }
+        return Ok(false);
+    }
+    for (p, r) in kept {
+        match std::fs::remove_file(p) {
+            Ok(()) => eprintln!(
+                "rtscope: campaign: cell {cell}: the kept run {} is stored",
+                r.id
+            ),
+            Err(e) => eprintln!(
+                "rtscope: campaign: cell {cell}: the kept run {} is stored; {} could not be removed: {e}",
+                r.id,
+                p.display()
+            ),
+        }
+    }
+    Ok(true)
 }
 
 /// One worker of a queued campaign: claim a cell, run it under a lease kept alive while it runs,
@@ -266,6 +394,7 @@ fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), Ver
     let cells = c.cells();
     let ids: Vec<String> = cells.iter().map(|x| x.id.clone()).collect();
     let me = worker_name();
+    let spool_root = fallback::fallback_dir();
     let mut store = crate::stored::open(Some(db))?;
     let done = finished_cells(&mut store, &c.name)?;
     let now = crate::record::rfc3339(std::time::SystemTime::now());
@@ -313,7 +442,14 @@ fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), Ver
             format!("host={}", rtscope_trace::sys::hostname()),
             format!("worker={me}"),
         ];
+        // The cell's own fallback directory: a record the database did not take is found here
+        // (and only here) once the measurement ends.
+        let spool = fallback::campaign_spool_dir(&spool_root, &c.name, &cell.id);
+        rtscope_files::create_private_dir(&spool)
+            .map_err(|e| VerbError::context(format!("creating {}", spool.display()), e))?;
+        let before = spool_files(&spool);
         let mut cmd = measure_command(c, cell, db, &tags)?;
+        cmd.env(fallback::FALLBACK_DIR_ENV, &spool);
         let mut child = cmd.spawn().map_err(|e| {
             VerbError::context(format!("starting the measurement of cell {}", cell.id), e)
         })?;
@@ -354,25 +490,36 @@ fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), Ver
         ran += 1;
         if !held {
             lost += 1;
+            let _ = std::fs::remove_dir(&spool);
             continue;
         }
-        // Done means stored complete (the measurement may have kept its record in the fallback
-        // directory when the database was gone: then the cell runs again).
-        let stored = with_retry("checking the stored run", db, |s| {
-            let runs = s.load_runs(&RunFilter {
-                tags: vec![
-                    ("campaign".into(), c.name.clone()),
-                    ("cell".into(), cell.id.clone()),
-                    ("worker".into(), me.clone()),
-                ],
-                ..Default::default()
+        // Done means stored complete: by the measurement itself, or, when the database was
+        // away as it ended, from the record it kept in the cell's directory.
+        let kept = kept_runs(&spool, &before, &c.name, &cell.id, &me);
+        let ok = if kept.is_empty() {
+            let stored = with_retry("checking the stored run", db, |s| {
+                let runs = s.load_runs(&RunFilter {
+                    tags: vec![
+                        ("campaign".into(), c.name.clone()),
+                        ("cell".into(), cell.id.clone()),
+                        ("worker".into(), me.clone()),
+                    ],
+                    ..Default::default()
+                })?;
+                Ok(runs.iter().any(rtscope_store::campaign::is_complete))
             })?;
-            Ok(runs.iter().any(rtscope_store::campaign::is_complete))
-        })?;
-        let ok = status.success() && stored;
-        if !ok {
-            eprintln!("  cell {} not stored complete ({status})", cell.id);
-        }
+            let ok = status.success() && stored;
+            if !ok {
+                eprintln!("  cell {} not stored complete ({status})", cell.id);
+            }
+            ok
+        } else if store_kept(c, &cell.id, &me, lease, db, &kept)? {
+            true
+        } else {
+            lost += 1;
+            continue;
+        };
+        let _ = std::fs::remove_dir(&spool);
         if !with_retry("finishing the cell", db, |s| {
             s.finish_cell(&c.name, &cell.id, &me, ok)
         })? {
@@ -451,5 +598,50 @@ mod tests {
         assert_eq!(lab[sep + 1], "measure");
         assert!(!lab[sep..].iter().any(|a| a == "--db" || a == "--tag"));
         assert_eq!(&lab[lab.len() - 2..], ["--trace", "bpf"]);
+    }
+
+    fn kept(id: &str, cell: &str, worker: &str) -> RunRecord {
+        let mut spec = rtscope_store::fixture::Spec::new(id, 1);
+        spec.tags = [("campaign", "k"), ("cell", cell), ("worker", worker)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        rtscope_store::fixture::record(&spec)
+    }
+
+    #[test]
+    fn only_this_workers_completed_run_of_the_cell_is_taken() {
+        let r = kept("a", "c1", "w1:7");
+        assert!(is_kept_run_of(&r, "k", "c1", "w1:7"));
+        assert!(!is_kept_run_of(&r, "k", "c1", "w2:7"));
+        assert!(!is_kept_run_of(&r, "k", "c2", "w1:7"));
+        assert!(!is_kept_run_of(&r, "other", "c1", "w1:7"));
+        let mut stopped = r.clone();
+        stopped.interrupted = true;
+        assert!(!is_kept_run_of(&stopped, "k", "c1", "w1:7"));
+    }
+
+    #[test]
+    fn a_kept_run_is_one_written_during_the_cell() {
+        let d = tempfile::tempdir().unwrap();
+        let old = kept("old", "c1", "w1:7");
+        let new = kept("new", "c1", "w1:7");
+        let write = |r: &RunRecord, name: &str| {
+            let p = d.path().join(name);
+            std::fs::write(&p, serde_json::to_vec(r).unwrap()).unwrap();
+            p
+        };
+        write(&old, "old.json");
+        let before = spool_files(d.path());
+        assert_eq!(before.len(), 1);
+        let p = write(&new, "new.json");
+        write(&new, ".new.json.0123.tmp");
+        write(&kept("other", "c1", "w2:9"), "other.json");
+        std::fs::write(d.path().join("bad.json"), "{").unwrap();
+        let got = kept_runs(d.path(), &before, "k", "c1", "w1:7");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, p);
+        assert_eq!(got[0].1.id, "new");
+        assert!(kept_runs(&d.path().join("missing"), &before, "k", "c1", "w1:7").is_empty());
     }
 }

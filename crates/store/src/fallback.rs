@@ -21,9 +21,54 @@ pub enum Saved {
     },
 }
 
-/// Store `rec`, or keep it in `$XDG_DATA_HOME/rtscope/fallback/<id>.json`.
+/// The environment variable naming the fallback directory (non-empty); else
+/// `$XDG_DATA_HOME/rtscope/fallback`. A campaign worker gives each cell's measurement its own.
+pub const FALLBACK_DIR_ENV: &str = "RTSCOPE_FALLBACK_DIR";
+
+/// Where records the database did not take are kept: `$RTSCOPE_FALLBACK_DIR` when set and not
+/// empty, else `$XDG_DATA_HOME/rtscope/fallback` (`~/.local/share/rtscope/fallback`).
+pub fn fallback_dir() -> PathBuf {
+    fallback_dir_from(std::env::var_os(FALLBACK_DIR_ENV), crate::data_dir)
+}
+
+fn fallback_dir_from(var: Option<std::ffi::OsString>, data_dir: fn() -> PathBuf) -> PathBuf {
+    match var.filter(|x| !x.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => data_dir().join("fallback"),
+    }
+}
+
+/// A campaign cell's own fallback directory under `root` (the worker's [`fallback_dir`]):
+/// `campaign/<campaign>/<cell>`, both names reduced to `[A-Za-z0-9_-]`, so a name can neither
+/// climb out of `root` nor reach another campaign's directory through a separator.
+pub fn campaign_spool_dir(root: &Path, campaign: &str, cell: &str) -> PathBuf {
+    root.join("campaign")
+        .join(file_name_part(campaign))
+        .join(file_name_part(cell))
+}
+
+/// `s` with every character but `[A-Za-z0-9_-]` replaced by `_` (never empty).
+fn file_name_part(s: &str) -> String {
+    let safe: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.is_empty() {
+        "_".into()
+    } else {
+        safe
+    }
+}
+
+/// Store `rec`, or keep it in `<fallback_dir()>/<id>.json`.
 pub fn save_or_fallback(url: Option<&str>, rec: &RunRecord) -> Result<Saved, StoreError> {
-    save_or_fallback_in(url, rec, &crate::data_dir().join("fallback"))
+    save_or_fallback_in(url, rec, &fallback_dir())
 }
 
 pub fn save_or_fallback_in(
@@ -37,7 +82,7 @@ pub fn save_or_fallback_in(
 /// [`save_or_fallback`] for a run that may already have a checkpoint stored under its id: the
 /// record replaces it.
 pub fn replace_or_fallback(url: Option<&str>, rec: &RunRecord) -> Result<Saved, StoreError> {
-    save_in(url, rec, &crate::data_dir().join("fallback"), true)
+    save_in(url, rec, &fallback_dir(), true)
 }
 
 fn save_in(
@@ -75,10 +120,10 @@ fn save_in(
     })
 }
 
-/// Keep a record in `$XDG_DATA_HOME/rtscope/fallback/<id>.json` (a run whose output files could
-/// not be written and that was not stored): returns the path.
+/// Keep a record in `<fallback_dir()>/<id>.json` (a run whose output files could not be written
+/// and that was not stored): returns the path.
 pub fn keep_in_fallback(rec: &RunRecord) -> Result<PathBuf, StoreError> {
-    write_fallback(rec, &crate::data_dir().join("fallback"))
+    write_fallback(rec, &fallback_dir())
 }
 
 fn write_fallback(rec: &RunRecord, dir: &Path) -> Result<PathBuf, StoreError> {
@@ -87,18 +132,7 @@ fn write_fallback(rec: &RunRecord, dir: &Path) -> Result<PathBuf, StoreError> {
         move |source| StoreError::Io { path: p, source }
     };
     rtscope_files::create_private_dir(dir).map_err(io(dir))?;
-    let safe: String = rec
-        .id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let path = dir.join(format!("{safe}.json"));
+    let path = dir.join(format!("{}.json", file_name_part(&rec.id)));
     let mut rec = rec.clone();
     rec.cmdline = rtscope_model::secrets::redact_argv(&rec.cmdline);
     let json = serde_json::to_vec_pretty(&rec).map_err(|e| StoreError::Other(e.to_string()))?;
@@ -124,4 +158,43 @@ pub fn read_record_file(path: &Path) -> Result<RunRecord, StoreError> {
         detail: format!("not UTF-8 text: {e}"),
     })?;
     crate::decode_record(&path.display().to_string(), &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_variable_names_the_directory_unless_empty() {
+        let data = || PathBuf::from("/d/rtscope");
+        assert_eq!(
+            fallback_dir_from(Some("/spool/x".into()), data),
+            Path::new("/spool/x")
+        );
+        assert_eq!(
+            fallback_dir_from(Some("".into()), data),
+            Path::new("/d/rtscope/fallback")
+        );
+        assert_eq!(
+            fallback_dir_from(None, data),
+            Path::new("/d/rtscope/fallback")
+        );
+    }
+
+    #[test]
+    fn a_cell_directory_stays_under_its_root() {
+        let root = Path::new("/f");
+        assert_eq!(
+            campaign_spool_dir(root, "qualify", "trace.full-fifo-idle-i1000-10s-r1"),
+            Path::new("/f/campaign/qualify/trace_full-fifo-idle-i1000-10s-r1")
+        );
+        assert_eq!(
+            campaign_spool_dir(root, "../..", "a/../../b"),
+            Path::new("/f/campaign/_____/a_______b")
+        );
+        assert_eq!(
+            campaign_spool_dir(root, "", "é"),
+            Path::new("/f/campaign/_/_")
+        );
+    }
 }

@@ -79,7 +79,42 @@ impl Store {
         done: &BTreeSet<String>,
         created_at: &str,
     ) -> Result<(), QueueError> {
-        let stored = self.conn.transaction(|c| {
+        // Workers that start together may all find the campaign missing; the database lets one
+        // insert it (the others' inserts fail on its unique name, after waiting for that
+        // worker's commit) and those join it in a second pass.
+        let mut tries = 0;
+        let stored = loop {
+            tries += 1;
+            match self.register_campaign(name, sha256, cells, created_at) {
+                Err(StoreError::Duplicate(_)) if tries < 3 => continue,
+                r => break r?,
+            }
+        };
+        if let Some(s) = stored.filter(|s| s != sha256) {
+            return Err(QueueError::OtherFile {
+                name: name.into(),
+                stored: s.chars().take(12).collect(),
+                given: sha256.chars().take(12).collect(),
+            });
+        }
+        for cell in done {
+            self.conn.exec(
+                "UPDATE campaign_cells SET state = 'done' WHERE campaign = ?1 AND cell = ?2",
+                &[Val::text(name), Val::text(cell)],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The stored digest of campaign `name`, or `None` after registering it with its cells.
+    fn register_campaign(
+        &mut self,
+        name: &str,
+        sha256: &str,
+        cells: &[String],
+        created_at: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.conn.transaction(|c| {
             let rows = c.query(
                 "SELECT file_sha256 FROM campaigns WHERE name = ?1",
                 &[Val::text(name)],
@@ -99,21 +134,7 @@ impl Store {
                 )?;
             }
             Ok(None)
-        })?;
-        if let Some(s) = stored.filter(|s| s != sha256) {
-            return Err(QueueError::OtherFile {
-                name: name.into(),
-                stored: s.chars().take(12).collect(),
-                given: sha256.chars().take(12).collect(),
-            });
-        }
-        for cell in done {
-            self.conn.exec(
-                "UPDATE campaign_cells SET state = 'done' WHERE campaign = ?1 AND cell = ?2",
-                &[Val::text(name), Val::text(cell)],
-            )?;
-        }
-        Ok(())
+        })
     }
 
     /// Claim the next cell of `name` for `worker`: the first (by id) not started, or whose

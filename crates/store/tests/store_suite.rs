@@ -725,6 +725,29 @@ fn schema_v1_records_of_every_verb_read_as_envelopes() {
     assert!(traced.samples > 1000);
 }
 
+/// Workers that start together all register the campaign at once: one registers it, the others
+/// join it; none fails and every cell is queued once.
+#[test]
+fn campaign_registered_by_workers_starting_together() {
+    for b in backends("campaign_together") {
+        drop(b.open());
+        let cells: Vec<String> = (1..=4).map(|i| format!("c{i}")).collect();
+        let go = std::sync::Barrier::new(6);
+        std::thread::scope(|sc| {
+            for _ in 0..6 {
+                sc.spawn(|| {
+                    let mut s = b.open();
+                    go.wait();
+                    s.queue_campaign("q", "aaaa", &cells, &Default::default(), "t0")
+                        .unwrap_or_else(|e| panic!("{}: {e}", b.name()));
+                });
+            }
+        });
+        let st = b.open().queue_status("q").unwrap();
+        assert_eq!(st.todo, 4, "{}", b.name());
+    }
+}
+
 /// The campaign queue on both backends: one claimant per cell, leases renewed and lost, a dead
 /// worker's cell claimed again, a failing cell given up after MAX_ATTEMPTS, another file refused.
 #[test]

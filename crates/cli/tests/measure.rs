@@ -726,3 +726,48 @@ fn traced_run_with_bound() {
         assert!(obs.windows(2).all(|w| w[0] <= w[1]), "{obs:?}");
     }
 }
+
+/// `--preset ospert13` sets what Cerqueira & Brandenburg set (FIFO 99, -i 1000 -d 500, 20 MiB
+/// per core, bonnie++ with direct I/O for the disk) and says which given flag departs from it.
+#[test]
+fn preset_ospert13_is_the_papers_set_up() {
+    need_root!("SCHED_FIFO 99, bonnie++ as root");
+    let d = tmp();
+    let json = d.path().join("p.json");
+    let o = Command::new(bin!())
+        .args([
+            "measure", "--preset", "ospert13", "-D", "3s", "--load", "disk",
+        ])
+        .args(["--disk-size", "64M", "--no-store", "-q", "--json"])
+        .arg(&json)
+        .env("XDG_DATA_HOME", d.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = read_json(&json);
+    validate(&r);
+    let c = &r["kind"]["measurement"]["config"];
+    assert_eq!(c["policy"], "fifo");
+    assert_eq!(c["priority"], 99);
+    assert_eq!(
+        (c["interval_us"].as_u64(), c["distance_us"].as_u64()),
+        (Some(1000), Some(500))
+    );
+    assert_eq!(r["tags"]["preset"], "ospert13");
+    let disk = &r["loads"][0]["params"];
+    assert_eq!(disk["tool"], "bonnie++", "{disk}");
+    assert!(disk["argv"].as_str().unwrap().contains("\"-D\""));
+    let w = r["warnings"].to_string();
+    assert!(
+        w.contains(
+            "preset ospert13: not the publication's set-up: --duration 3s (the paper: 20 min)"
+        ),
+        "{w}"
+    );
+    // Each thread's interval is 500 µs longer than the one before.
+    let t = r["kind"]["measurement"]["threads"].as_array().unwrap();
+    if t.len() > 1 {
+        let cycles: Vec<u64> = t.iter().map(|x| x["cycles"].as_u64().unwrap()).collect();
+        assert!(cycles[1] < cycles[0], "{cycles:?}");
+    }
+}

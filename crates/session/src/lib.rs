@@ -42,6 +42,7 @@ pub mod mirror;
 pub mod monitor;
 pub mod osnoise;
 pub mod outputs;
+pub mod preset;
 pub mod privilege;
 pub mod record;
 pub mod resolve;

@@ -61,6 +61,8 @@ pub struct MeasureFlags {
     pub trace_keep: Option<String>,
     pub bound: bool,
     pub bound_points: u32,
+    /// `--preset NAME` ([`crate::preset`]).
+    pub preset: Option<String>,
 }
 
 impl Default for MeasureFlags {
@@ -108,6 +110,7 @@ impl Default for MeasureFlags {
             trace_keep: None,
             bound: false,
             bound_points: 60,
+            preset: None,
         }
     }
 }
@@ -130,6 +133,20 @@ pub fn measure(
     default_duration: Option<f64>,
 ) -> Result<Plan, VerbError> {
     let mut warnings = Vec::new();
+    let preset = crate::preset::apply(f)?;
+    let f = preset.as_ref().map_or(f, |p| &p.flags);
+    if let Some(p) = &preset {
+        if !p.overridden.is_empty() {
+            warnings.warn(
+                WarningCode::Other,
+                format!(
+                    "preset {}: not the publication's set-up: {}",
+                    p.name,
+                    p.overridden.join(", ")
+                ),
+            );
+        }
+    }
     let cpus = input::cpus("--cpus", f.cpus.as_deref())?;
     input::range("--interval", f.interval, 10, 10_000_000, " us")?;
     input::range("--distance", f.distance, 0, 1_000_000, " us")?;
@@ -217,7 +234,10 @@ pub fn measure(
             input::output(flag, p)?;
         }
     }
-    let tags = input::tags("--tag", &f.tags)?;
+    let mut tags = input::tags("--tag", &f.tags)?;
+    if let Some(p) = &preset {
+        tags.entry("preset".into()).or_insert_with(|| p.name.into());
+    }
     let loads = match &f.load {
         None => None,
         Some(kinds) => {

@@ -37,6 +37,7 @@ fn child_entry() {
                 medium_burst_ns: 50_000,
                 only: vec!["intertask_message".into()],
                 variants: false,
+                select_variants: vec![],
             };
             rtscope_bench::rhealstone::run(&cfg, &reaper, |_, _| {}).unwrap();
         }

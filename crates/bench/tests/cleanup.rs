@@ -37,6 +37,22 @@ fn child_entry() {
                 medium_burst_ns: 50_000,
                 only: vec!["intertask_message".into()],
                 variants: false,
+                select_variants: vec![],
+            };
+            rtscope_bench::rhealstone::run(&cfg, &reaper, |_, _| {}).unwrap();
+        }
+        "sem" => {
+            let cfg = rtscope_bench::rhealstone::Config {
+                cpu,
+                priority_high: 80,
+                iterations: 100_000_000,
+                max_duration_ns: 30_000_000_000,
+                timer_interval_ns: 50_000,
+                irq_iterations: 10,
+                medium_burst_ns: 50_000,
+                only: vec!["semaphore_shuffle".into()],
+                variants: false,
+                select_variants: vec![],
             };
             rtscope_bench::rhealstone::run(&cfg, &reaper, |_, _| {}).unwrap();
         }
@@ -85,7 +101,12 @@ fn spawn(mode: &str, dir: Option<&PathBuf>) -> Child {
 }
 
 fn msq_ids() -> HashSet<i64> {
-    std::fs::read_to_string("/proc/sysvipc/msg")
+    ipc_ids("msg")
+}
+
+/// Ids of the SysV objects of one kind (`msg`, `sem`): the second column of /proc/sysvipc/KIND.
+fn ipc_ids(kind: &str) -> HashSet<i64> {
+    std::fs::read_to_string(format!("/proc/sysvipc/{kind}"))
         .unwrap_or_default()
         .lines()
         .skip(1)
@@ -131,6 +152,33 @@ fn sysv_queue_removed_after_sigint_and_sigkill() {
         }
         wait_for("the queue to be removed", Duration::from_secs(3), || {
             msq_ids().difference(&before).next().is_none()
+        });
+    }
+}
+
+/// The semaphore shuffle's SysV set (two semaphores) goes with the run, however it ends.
+#[test]
+fn sysv_semaphores_removed_after_sigint_and_sigkill() {
+    if !root() {
+        return;
+    }
+    for sig in [libc::SIGINT, libc::SIGKILL] {
+        let before = ipc_ids("sem");
+        let mut c = spawn("sem", None);
+        wait_for(
+            "the child's SysV semaphore set",
+            Duration::from_secs(10),
+            || ipc_ids("sem").difference(&before).next().is_some(),
+        );
+        let ours: HashSet<i64> = ipc_ids("sem").difference(&before).copied().collect();
+        std::thread::sleep(Duration::from_millis(200));
+        kill(&c, sig);
+        let st = c.wait().unwrap();
+        if sig == libc::SIGINT {
+            assert!(st.success(), "SIGINT ends the run cleanly: {st:?}");
+        }
+        wait_for("the set to be removed", Duration::from_secs(3), || {
+            ipc_ids("sem").is_disjoint(&ours)
         });
     }
 }

@@ -699,6 +699,7 @@ fn every_verb_refuses_bad_input_in_one_line() {
         vec!["analyze", &missing],
         vec!["bound", "--input", &missing],
         vec!["rhealstone", "--max-seconds", "0"],
+        vec!["rhealstone", "--variants", "user_spin"],
         vec!["sched-scale", "--sleep-ms", "0"],
         vec!["pdlt", "--step-us", "0"],
         vec!["taskset", "check", &missing],

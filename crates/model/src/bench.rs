@@ -110,6 +110,65 @@ pub struct RhealstoneMetric {
     /// What the number includes and excludes, in words.
     pub definition: String,
     pub notes: Vec<String>,
+    /// How the number stands to the paper's quantity of the same name (heursch-2001 §3.1):
+    /// `as_defined` (the paper's interval, deviations in `definition`), `nearest_measurable` (a
+    /// different interval, the closest this host allows), `contrast` (a different interval
+    /// shown beside it, e.g. with a timer in the path), or empty in records written before this
+    /// was stated (see [`RhealstoneMetric::effective_quantity`]). Only `as_defined` may be set
+    /// beside the paper's figure.
+    #[serde(default)]
+    pub quantity: String,
+    /// Intervals measured in the same samples as the main one (e.g. the semaphore shuffle's
+    /// release → own and the holder's run time it subtracts).
+    #[serde(default)]
+    pub parts: Vec<RhealstonePart>,
+    /// Counts that show the mechanism (context switches of each thread, local timer interrupts
+    /// on the CPU during the run), by name.
+    #[serde(default)]
+    pub counters: std::collections::BTreeMap<String, u64>,
+}
+
+/// [`RhealstoneMetric::quantity`] of a metric measuring the paper's interval.
+pub const QUANTITY_AS_DEFINED: &str = "as_defined";
+/// [`RhealstoneMetric::quantity`] of a metric measuring a different, nearest measurable interval.
+pub const QUANTITY_NEAREST_MEASURABLE: &str = "nearest_measurable";
+/// [`RhealstoneMetric::quantity`] of a different interval shown for contrast.
+pub const QUANTITY_CONTRAST: &str = "contrast";
+
+impl RhealstoneMetric {
+    /// `quantity`, or for records written before it existed what their interval was: interrupt
+    /// response on a timer (nearest measurable); preemption through a timer wake-up and a
+    /// semaphore shuffle timed from release to own only (different intervals); the rest as
+    /// defined.
+    pub fn effective_quantity(&self) -> &str {
+        if !self.quantity.is_empty() {
+            return &self.quantity;
+        }
+        match self.metric.as_str() {
+            "interrupt_response" => QUANTITY_NEAREST_MEASURABLE,
+            "preemption" | "semaphore_shuffle" => QUANTITY_CONTRAST,
+            _ => QUANTITY_AS_DEFINED,
+        }
+    }
+
+    /// Whether the number is only the nearest measurable quantity, not the paper's.
+    pub fn is_nearest_measurable(&self) -> bool {
+        self.effective_quantity() == QUANTITY_NEAREST_MEASURABLE
+    }
+
+    /// Whether the number is the paper's quantity (deviations stated in `definition`).
+    pub fn is_papers_quantity(&self) -> bool {
+        self.effective_quantity() == QUANTITY_AS_DEFINED
+    }
+}
+
+/// One interval measured alongside a metric's main one, in the same samples.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RhealstonePart {
+    pub name: String,
+    pub definition: String,
+    pub histogram: BenchHistogram,
+    pub stats: Stats,
 }
 
 /// Kar's single figure of merit computed from the mean of each primary metric.
@@ -266,6 +325,9 @@ mod tests {
                 unavailable: None,
                 definition: "d".into(),
                 notes: vec![],
+                quantity: QUANTITY_AS_DEFINED.into(),
+                parts: vec![],
+                counters: Default::default(),
             }],
             composite: None,
         }));
@@ -273,5 +335,45 @@ mod tests {
         assert!(s.starts_with("{\"rhealstone\":"), "{s}");
         let back: crate::RunKind = serde_json::from_str(&s).unwrap();
         assert_eq!(back, r);
+    }
+
+    #[test]
+    fn rhealstone_metric_without_the_new_fields_still_reads() {
+        // A metric as written before `quantity`, `parts` and `counters` existed.
+        let m = RhealstoneMetric {
+            metric: "interrupt_response".into(),
+            variant: "hrtimer_expire".into(),
+            primary: true,
+            iterations_requested: 2,
+            stopped_early: None,
+            histogram: BenchHistogram(Histogram::new()),
+            stats: Stats::from_histogram(&Histogram::new()),
+            unavailable: None,
+            definition: "d".into(),
+            notes: vec![],
+            quantity: String::new(),
+            parts: vec![],
+            counters: Default::default(),
+        };
+        let mut v = serde_json::to_value(&m).unwrap();
+        for k in ["quantity", "parts", "counters"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        let back: RhealstoneMetric = serde_json::from_value(v).unwrap();
+        assert_eq!(back, m);
+        assert!(back.is_nearest_measurable());
+        assert!(!back.is_papers_quantity());
+        let old = |metric: &str| RhealstoneMetric {
+            metric: metric.into(),
+            ..m.clone()
+        };
+        assert_eq!(old("semaphore_shuffle").effective_quantity(), "contrast");
+        assert_eq!(old("preemption").effective_quantity(), "contrast");
+        assert!(old("intertask_message").is_papers_quantity());
+        let new = RhealstoneMetric {
+            quantity: QUANTITY_AS_DEFINED.into(),
+            ..old("semaphore_shuffle")
+        };
+        assert!(new.is_papers_quantity());
     }
 }

@@ -2,7 +2,7 @@
 //! prints, built from the results alone.
 
 use crate::svg::{LinePlot, Series};
-use rtscope_model::bench::{PdltResult, RhealstoneResult, SchedScaleResult};
+use rtscope_model::bench::{PdltResult, RhealstoneMetric, RhealstoneResult, SchedScaleResult};
 use rtscope_model::LoadReport;
 use std::fmt::Write as _;
 
@@ -19,6 +19,19 @@ fn pct(cv: Option<f64>) -> String {
     cv.map_or("-".into(), |v| format!("{:.1}", v * 100.0))
 }
 
+/// Row marker of a metric: the nearest measurable quantity is never shown as the paper's.
+fn rhealstone_marker(m: &RhealstoneMetric) -> &'static str {
+    if m.is_nearest_measurable() {
+        "  (nearest measurable quantity, not the paper's)"
+    } else if !m.is_papers_quantity() {
+        "  (a different interval, not the paper's)"
+    } else if m.primary {
+        ""
+    } else {
+        "  (variant)"
+    }
+}
+
 pub fn rhealstone(r: &RhealstoneResult) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -26,25 +39,43 @@ pub fn rhealstone(r: &RhealstoneResult) -> String {
         "{:<19} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
         "metric", "variant", "samples", "mean_us", "min_us", "median_us", "p99_us", "max_us"
     );
-    for m in &r.metrics {
-        if let Some(u) = &m.unavailable {
-            let _ = writeln!(o, "{:<19} {:<14} unavailable: {u}", m.metric, m.variant);
-            continue;
-        }
-        let s = &m.stats;
+    let row = |o: &mut String, a: &str, b: &str, s: &rtscope_model::Stats, tail: &str| {
         let _ = writeln!(
             o,
             "{:<19} {:<14} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}{}",
-            m.metric,
-            m.variant,
+            a,
+            b,
             s.samples,
             us(s.avg_ns),
             us_u(s.min_ns),
             us_u(s.median_ns),
             us_u(s.percentile(99.0).map(|p| p.value_ns)),
             us_u(s.max_ns),
-            if m.primary { "" } else { "  (variant)" }
+            tail
         );
+    };
+    for m in &r.metrics {
+        if let Some(u) = &m.unavailable {
+            let _ = writeln!(
+                o,
+                "{:<19} {:<14} unavailable: {u}{}",
+                m.metric,
+                m.variant,
+                rhealstone_marker(m)
+            );
+            continue;
+        }
+        row(
+            &mut o,
+            &m.metric,
+            &m.variant,
+            &m.stats,
+            rhealstone_marker(m),
+        );
+        // Intervals of the same samples, indented under their metric.
+        for p in &m.parts {
+            row(&mut o, &format!("  {}", p.name), "", &p.stats, "  (part)");
+        }
         if let Some(e) = &m.stopped_early {
             let _ = writeln!(o, "{:<34} note: {e}", "");
         }
@@ -64,6 +95,19 @@ pub fn rhealstone(r: &RhealstoneResult) -> String {
         );
         let _ = writeln!(o, "  formula: {}", c.formula);
         let _ = writeln!(o, "  source:  {}", c.citation);
+        let nearest: Vec<&str> = r
+            .metrics
+            .iter()
+            .filter(|m| m.primary && m.is_nearest_measurable() && m.unavailable.is_none())
+            .map(|m| m.metric.as_str())
+            .collect();
+        if !nearest.is_empty() {
+            let _ = writeln!(
+                o,
+                "  note:    {} entered as the nearest measurable quantity, not the paper's",
+                nearest.join(", ")
+            );
+        }
     }
     o
 }
@@ -381,4 +425,83 @@ pub fn sched_scale_svg(r: &SchedScaleResult) -> String {
         x_bars: Vec::new(),
     }
     .render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_model::bench::{
+        RhealstonePart, QUANTITY_AS_DEFINED, QUANTITY_CONTRAST, QUANTITY_NEAREST_MEASURABLE,
+    };
+    use rtscope_model::{Histogram, Stats};
+
+    fn metric(metric: &str, variant: &str, primary: bool, quantity: &str) -> RhealstoneMetric {
+        let mut h = Histogram::new();
+        h.record(2_000);
+        RhealstoneMetric {
+            metric: metric.into(),
+            variant: variant.into(),
+            primary,
+            iterations_requested: 1,
+            stopped_early: None,
+            stats: Stats::from_histogram(&h),
+            histogram: h.into(),
+            unavailable: None,
+            definition: String::new(),
+            notes: vec![],
+            quantity: quantity.into(),
+            parts: vec![],
+            counters: Default::default(),
+        }
+    }
+
+    #[test]
+    fn rhealstone_text_names_the_nearest_measurable_quantity_and_the_parts() {
+        let mut shuffle = metric("semaphore_shuffle", "sysv_sem", true, QUANTITY_AS_DEFINED);
+        let mut h = Histogram::new();
+        h.record(1_000);
+        shuffle.parts.push(RhealstonePart {
+            name: "release_to_own".into(),
+            definition: String::new(),
+            stats: Stats::from_histogram(&h),
+            histogram: h.into(),
+        });
+        let r = RhealstoneResult {
+            cpu: 1,
+            priority_high: 80,
+            metrics: vec![
+                shuffle,
+                metric("semaphore_shuffle", "futex", false, QUANTITY_AS_DEFINED),
+                metric(
+                    "interrupt_response",
+                    "hrtimer_expire",
+                    true,
+                    QUANTITY_NEAREST_MEASURABLE,
+                ),
+                // A record from before `quantity` existed: its timer interval is still named.
+                metric("interrupt_response", "hrtimer_expire", true, ""),
+                metric("preemption", "hrtimer_wake", false, QUANTITY_CONTRAST),
+                // Before `quantity`, the shuffle was timed from release to own only.
+                metric("semaphore_shuffle", "sysv_sem", true, ""),
+            ],
+            composite: None,
+        };
+        let t = rhealstone(&r);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[1].starts_with("semaphore_shuffle   sysv_sem") && lines[1].ends_with("2.00"));
+        assert!(lines[2].contains("  release_to_own") && lines[2].ends_with("(part)"));
+        assert!(lines[3].ends_with("(variant)"));
+        for l in &lines[4..6] {
+            assert!(
+                l.ends_with("(nearest measurable quantity, not the paper's)"),
+                "{l}"
+            );
+        }
+        for l in &lines[6..8] {
+            assert!(
+                l.ends_with("(a different interval, not the paper's)"),
+                "{l}"
+            );
+        }
+    }
 }

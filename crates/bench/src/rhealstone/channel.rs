@@ -1,22 +1,17 @@
-//! The kernel paths a Rhealstone message or semaphore hand-off goes through. Each carries one
-//! timestamp from the sender (low priority) to the receiver (high priority): in the message body
-//! for queues and pipes, in a shared slot for semaphores (Heursch's semaphore shuffle: the time
-//! from the release by the lower-priority holder to the higher-priority waiter owning it).
-//! A timestamp of 0 is the stop sentinel.
+//! The kernel paths a Rhealstone message goes through (intertask message passing,
+//! heursch-2001 §3.1). Each carries one timestamp from the sender (low priority) to the receiver
+//! (high priority) in the message body. A timestamp of 0 is the stop sentinel. (The semaphore
+//! shuffle has its own round, `super::shuffle`.)
 
 use crate::common::reaper::{Reaper, Resource};
-use crate::common::sync::Sem;
 use crate::common::{BenchError, Result};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     SysvMsg,
     PosixMq,
     Pipe,
-    SysvSem,
-    PosixSem,
-    Futex,
 }
 
 impl Kind {
@@ -25,9 +20,6 @@ impl Kind {
             Kind::SysvMsg => "sysv_msg",
             Kind::PosixMq => "posix_mq",
             Kind::Pipe => "pipe",
-            Kind::SysvSem => "sysv_sem",
-            Kind::PosixSem => "posix_sem",
-            Kind::Futex => "futex",
         }
     }
 }
@@ -46,18 +38,10 @@ pub struct Channel<'r> {
     reaper: &'r Reaper,
     resource: Option<Resource>,
     msq: i32,
-    semid: i32,
     mq: libc::mqd_t,
     pipe: [i32; 2],
-    posix_sem: Box<std::cell::UnsafeCell<libc::sem_t>>,
-    futex: Sem,
-    slot: AtomicU64,
     closed: AtomicBool,
 }
-
-// SAFETY: the sem_t is only used through sem_post/sem_wait, which are thread-safe; the other
-// fields are ids and atomics.
-unsafe impl Sync for Channel<'_> {}
 
 impl<'r> Channel<'r> {
     pub fn open(kind: Kind, reaper: &'r Reaper) -> Result<Channel<'r>> {
@@ -66,13 +50,8 @@ impl<'r> Channel<'r> {
             reaper,
             resource: None,
             msq: -1,
-            semid: -1,
             mq: -1,
             pipe: [-1, -1],
-            // SAFETY: sem_t is plain data, initialised by sem_init below before use.
-            posix_sem: Box::new(std::cell::UnsafeCell::new(unsafe { std::mem::zeroed() })),
-            futex: Sem::new(0),
-            slot: AtomicU64::new(0),
             closed: AtomicBool::new(false),
         };
         match kind {
@@ -84,15 +63,6 @@ impl<'r> Channel<'r> {
                 }
                 c.msq = id;
                 c.resource = Some(Resource::SysvMsg(id));
-            }
-            Kind::SysvSem => {
-                // SAFETY: plain syscall; a new private set starts at value 0.
-                let id = unsafe { libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600) };
-                if id < 0 {
-                    return Err(BenchError::last_os("semget"));
-                }
-                c.semid = id;
-                c.resource = Some(Resource::SysvSem(id));
             }
             Kind::PosixMq => {
                 let name = format!(
@@ -127,14 +97,6 @@ impl<'r> Channel<'r> {
                     return Err(BenchError::last_os("pipe2"));
                 }
             }
-            Kind::PosixSem => {
-                // SAFETY: the sem_t lives in a Box that outlives every user; not shared across
-                // processes (pshared 0).
-                if unsafe { libc::sem_init(c.posix_sem.get(), 0, 0) } != 0 {
-                    return Err(BenchError::last_os("sem_init"));
-                }
-            }
-            Kind::Futex => {}
         }
         if let Some(r) = &c.resource {
             reaper.register(r);
@@ -177,26 +139,6 @@ impl<'r> Channel<'r> {
                 } else {
                     -1
                 }
-            }
-            Kind::SysvSem => {
-                self.slot.store(ts, Ordering::Release);
-                let mut op = libc::sembuf {
-                    sem_num: 0,
-                    sem_op: 1,
-                    sem_flg: 0,
-                };
-                // SAFETY: one valid sembuf.
-                unsafe { libc::semop(self.semid, &mut op, 1) }
-            }
-            Kind::PosixSem => {
-                self.slot.store(ts, Ordering::Release);
-                // SAFETY: initialised sem_t.
-                unsafe { libc::sem_post(self.posix_sem.get()) }
-            }
-            Kind::Futex => {
-                self.slot.store(ts, Ordering::Release);
-                self.futex.post();
-                0
             }
         };
         if rc != 0 {
@@ -261,34 +203,6 @@ impl<'r> Channel<'r> {
                         _ => Err(std::io::Error::other("short pipe read")),
                     }
                 }
-                Kind::SysvSem => {
-                    let mut op = libc::sembuf {
-                        sem_num: 0,
-                        sem_op: -1,
-                        sem_flg: 0,
-                    };
-                    // SAFETY: one valid sembuf.
-                    if unsafe { libc::semop(self.semid, &mut op, 1) } != 0 {
-                        Err(std::io::Error::last_os_error())
-                    } else {
-                        Ok(self.slot.load(Ordering::Acquire))
-                    }
-                }
-                Kind::PosixSem => {
-                    // SAFETY: initialised sem_t.
-                    if unsafe { libc::sem_wait(self.posix_sem.get()) } != 0 {
-                        Err(std::io::Error::last_os_error())
-                    } else {
-                        Ok(self.slot.load(Ordering::Acquire))
-                    }
-                }
-                Kind::Futex => {
-                    if self.futex.wait(|| self.closed.load(Ordering::Relaxed)) {
-                        Ok(self.slot.load(Ordering::Acquire))
-                    } else {
-                        Ok(0)
-                    }
-                }
             };
             match r {
                 Ok(v) => return Ok(v),
@@ -305,12 +219,12 @@ impl<'r> Channel<'r> {
         }
     }
 
-    /// Unblock a receiver whose sender could not send the sentinel: remove the object (msgrcv
-    /// and semop return EIDRM), close the pipe's write end, or post the semaphores.
+    /// Unblock a receiver whose sender could not send the sentinel: remove the queue (msgrcv
+    /// returns EIDRM), close the pipe's write end, or send the sentinel to the POSIX queue.
     pub fn abort(&mut self) {
         self.closed.store(true, Ordering::Relaxed);
         match self.kind {
-            Kind::SysvMsg | Kind::SysvSem => {
+            Kind::SysvMsg => {
                 if let Some(r) = self.resource.take() {
                     self.reaper.release(&r);
                 }
@@ -325,11 +239,6 @@ impl<'r> Channel<'r> {
             Kind::PosixMq => {
                 let _ = self.send(0);
             }
-            Kind::PosixSem => {
-                // SAFETY: initialised sem_t.
-                unsafe { libc::sem_post(self.posix_sem.get()) };
-            }
-            Kind::Futex => self.futex.post(),
         }
     }
 }
@@ -339,7 +248,7 @@ impl Drop for Channel<'_> {
         if let Some(r) = self.resource.take() {
             self.reaper.release(&r);
         }
-        // SAFETY: closing fds / destroying the semaphore we created, once.
+        // SAFETY: closing the fds we opened, once.
         unsafe {
             if self.mq >= 0 {
                 libc::mq_close(self.mq);
@@ -348,9 +257,6 @@ impl Drop for Channel<'_> {
                 if fd >= 0 {
                     libc::close(fd);
                 }
-            }
-            if self.kind == Kind::PosixSem {
-                libc::sem_destroy(self.posix_sem.get());
             }
         }
     }

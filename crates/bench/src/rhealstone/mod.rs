@@ -7,15 +7,22 @@
 //! that hands the CPU over and just after the other side resumes in user space.
 
 pub mod channel;
+pub mod intervals;
 mod irq;
+pub mod shuffle;
 
 use crate::common::reaper::Reaper;
 use crate::common::rt::{self, Pacer};
 use crate::common::sync::{PiMutex, PlainMutex, Sem};
 use crate::common::{mono_ns, sleep_until, spin_for, stop_requested, BenchError, Result};
 use channel::{Channel, Kind};
-use rtscope_model::bench::{RhealstoneMetric, RhealstoneResult};
+use rtscope_model::bench::{
+    RhealstoneMetric, RhealstonePart, RhealstoneResult, QUANTITY_AS_DEFINED, QUANTITY_CONTRAST,
+    QUANTITY_NEAREST_MEASURABLE,
+};
 use rtscope_model::{Histogram, Stats};
+use shuffle::{SemKind, SemPair, Which};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Barrier;
 
@@ -28,6 +35,35 @@ pub const METRICS: [&str; 6] = [
     "deadlock_break",
     "interrupt_response",
 ];
+
+/// Every (metric, variant) in run order; the first variant of each metric is its primary (the
+/// one entering the composite).
+pub const VARIANTS: [(&str, &str); 13] = [
+    ("task_switch", "sched_yield"),
+    ("preemption", "setparam"),
+    ("preemption", "futex_wake"),
+    ("preemption", "hrtimer_wake"),
+    ("intertask_message", "sysv_msg"),
+    ("intertask_message", "posix_mq"),
+    ("intertask_message", "pipe"),
+    ("semaphore_shuffle", "sysv_sem"),
+    ("semaphore_shuffle", "posix_sem"),
+    ("semaphore_shuffle", "futex"),
+    ("deadlock_break", "pi_mutex"),
+    ("deadlock_break", "no_pi_mutex"),
+    ("interrupt_response", "hrtimer_expire"),
+];
+
+/// The variant names `--variants` accepts, in run order.
+pub fn variant_names() -> Vec<&'static str> {
+    VARIANTS.iter().map(|(_, v)| *v).collect()
+}
+
+/// The holder's own work in a semaphore-shuffle round (a spin between its two clock reads): it
+/// is the run time heursch-2001 §3.1 excludes, made long enough to see it subtracted.
+pub const SHUFFLE_HOLD_NS: u64 = 1_000;
+/// The preempted thread's user-space loop between two preemptions.
+pub const PREEMPT_LOOP_NS: u64 = 1_000;
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -44,8 +80,11 @@ pub struct Config {
     pub medium_burst_ns: u64,
     /// Subset of METRICS to run (empty = all).
     pub only: Vec<String>,
-    /// Run the secondary variants too (POSIX mq, pipe, POSIX sem, futex, no-PI mutex).
+    /// Run the secondary variants too (futex and timer wake-ups, POSIX mq, pipe, POSIX sem,
+    /// futex, no-PI mutex).
     pub variants: bool,
+    /// Run exactly these variants (names of [`VARIANTS`]; empty = by `variants`).
+    pub select_variants: Vec<String>,
 }
 
 impl Config {
@@ -89,12 +128,60 @@ impl Config {
                 ));
             }
         }
+        check_variants(&self.select_variants, &self.only, !self.variants)
+            .map_err(BenchError::Invalid)?;
         crate::common::check_cpu(self.cpu)
     }
 
     fn wants(&self, m: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|x| x == m)
     }
+
+    /// Whether `variant` of `metric` runs: its metric is chosen, and it is listed in
+    /// `select_variants`, or (with none listed) it is the primary or variants are on.
+    fn wants_variant(&self, metric: &str, variant: &str) -> bool {
+        if !self.wants(metric) {
+            return false;
+        }
+        if !self.select_variants.is_empty() {
+            return self.select_variants.iter().any(|v| v == variant);
+        }
+        self.variants || VARIANTS.iter().find(|(m, _)| *m == metric) == Some(&(metric, variant))
+    }
+}
+
+/// `--variants` against the known names, `--only` and `--no-variants`: the one-line error.
+pub fn check_variants(
+    select: &[String],
+    only: &[String],
+    no_variants: bool,
+) -> std::result::Result<(), String> {
+    if select.is_empty() {
+        return Ok(());
+    }
+    if no_variants {
+        return Err("--variants: cannot be combined with --no-variants".into());
+    }
+    for v in select {
+        if !VARIANTS.iter().any(|(_, x)| x == v) {
+            return Err(format!(
+                "--variants: unknown variant '{v}' (one of {})",
+                variant_names().join(", ")
+            ));
+        }
+    }
+    let runs = |m: &str| only.is_empty() || only.iter().any(|o| o == m);
+    if !VARIANTS
+        .iter()
+        .any(|(m, v)| runs(m) && select.iter().any(|s| s == v))
+    {
+        return Err(format!(
+            "--variants: none of {} belongs to a metric chosen by --only ({})",
+            select.join(", "),
+            only.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// What one metric run produced before it is described.
@@ -102,6 +189,57 @@ struct Measured {
     hist: Histogram,
     stopped_early: Option<String>,
     notes: Vec<String>,
+    parts: Vec<RhealstonePart>,
+    counters: BTreeMap<String, u64>,
+}
+
+impl Measured {
+    fn new(hist: Histogram, stopped_early: Option<String>, notes: Vec<String>) -> Measured {
+        Measured {
+            hist,
+            stopped_early,
+            notes,
+            parts: Vec::new(),
+            counters: BTreeMap::new(),
+        }
+    }
+}
+
+fn part(name: &str, definition: &str, h: Histogram) -> RhealstonePart {
+    RhealstonePart {
+        name: name.into(),
+        definition: definition.into(),
+        stats: Stats::from_histogram(&h),
+        histogram: h.into(),
+    }
+}
+
+/// (voluntary, involuntary) context switches of the calling thread so far.
+fn thread_switches() -> (u64, u64) {
+    // SAFETY: rusage is plain data filled by the call.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to our rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
+}
+
+/// Context switches of the calling thread since `before`, as counters named `who_…`.
+fn switches_since(before: (u64, u64), who: &str, into: &mut BTreeMap<String, u64>) {
+    let now = thread_switches();
+    into.insert(
+        format!("{who}_voluntary_switches"),
+        intervals::delta(before.0, now.0).unwrap_or(0),
+    );
+    into.insert(
+        format!("{who}_involuntary_switches"),
+        intervals::delta(before.1, now.1).unwrap_or(0),
+    );
+}
+
+/// The CPU's local timer interrupt count (LOC in /proc/interrupts), if readable.
+fn local_timer_count(cpu: u32) -> Option<u64> {
+    let t = std::fs::read_to_string("/proc/interrupts").ok()?;
+    intervals::local_timer_interrupts(&t, cpu)
 }
 
 fn early(count: u64, target: u64) -> Option<String> {
@@ -125,115 +263,86 @@ pub fn run(
     cfg.validate()?;
     rt::lock_memory()?;
     let mut metrics = Vec::new();
-    let mut push = |metric: &str,
-                    variant: &str,
-                    primary: bool,
-                    def: &str,
-                    m: Result<Measured>,
-                    target: u64| {
-        let (hist, stopped_early, unavailable, notes) = match m {
-            Ok(m) => (m.hist, m.stopped_early, None, m.notes),
-            Err(BenchError::Unavailable(why)) => (Histogram::new(), None, Some(why), Vec::new()),
-            Err(e) => return Err(e),
-        };
-        let stats = Stats::from_histogram(&hist);
-        metrics.push(RhealstoneMetric {
-            metric: metric.into(),
-            variant: variant.into(),
-            primary,
-            iterations_requested: target,
-            stopped_early,
-            histogram: hist.into(),
-            stats,
-            unavailable,
-            definition: def.into(),
-            notes,
-        });
-        Ok(())
-    };
     let n = cfg.iterations;
     let (hi, mid, lo) = (
         cfg.priority_high,
         cfg.priority_high - 10,
         cfg.priority_high - 20,
     );
-    let stop = |_: &str| stop_requested();
-
-    if cfg.wants("task_switch") && !stop("") {
-        progress("task_switch", "sched_yield");
-        push("task_switch", "sched_yield", true,
-            "two equal-priority SCHED_FIFO threads alternating with sched_yield(): one thread's clock read before its yield → the other's first read after its own yield returns",
-            task_switch(cfg, mid), n)?;
-    }
-    if cfg.wants("preemption") && !stop("") {
-        progress("preemption", "user_spin");
-        push("preemption", "user_spin", true,
-            "a low-priority thread spins in user space storing the time; a high-priority thread woken by an hrtimer runs: last store of the low thread → first read of the high one (includes timer-interrupt entry/exit, wake-up, schedule and switch)",
-            preemption(cfg, hi, lo), n)?;
-    }
-    let msg_def = "receiver (high priority) blocked in receive; sender (low priority) reads the clock and sends a 16-byte message: send → receiver back in user space with the message";
-    let sem_def = "waiter (high priority) blocked on a semaphore held by a lower-priority thread; holder reads the clock and releases: release → waiter owns it (heursch-2001 §3.1: the holder's own run time is excluded)";
-    for (metric, kinds, def) in [
-        (
-            "intertask_message",
-            [Kind::SysvMsg, Kind::PosixMq, Kind::Pipe],
-            msg_def,
-        ),
-        (
-            "semaphore_shuffle",
-            [Kind::SysvSem, Kind::PosixSem, Kind::Futex],
-            sem_def,
-        ),
-    ] {
-        if !cfg.wants(metric) {
+    let burst = cfg.medium_burst_ns / 1000;
+    let timer_us = cfg.timer_interval_ns / 1000;
+    for (metric, variant) in VARIANTS {
+        if stop_requested() || !cfg.wants_variant(metric, variant) {
             continue;
         }
-        for (i, k) in kinds.iter().enumerate() {
-            if stop("") || (i > 0 && !cfg.variants) {
-                break;
+        progress(metric, variant);
+        let primary = VARIANTS.iter().find(|(m, _)| *m == metric) == Some(&(metric, variant));
+        let mut target = n;
+        let mut quantity = QUANTITY_AS_DEFINED;
+        let (def, m): (String, Result<Measured>) = match (metric, variant) {
+            ("task_switch", _) => (
+                "two equal-priority SCHED_FIFO threads alternating with sched_yield(): one thread's clock read before its yield → the other's first read after its own yield returns".into(),
+                task_switch(cfg, mid),
+            ),
+            ("preemption", "setparam") => (
+                format!("a ready thread is raised above the running one: the low thread (SCHED_FIFO {mid}) runs a {PREEMPT_LOOP_NS} ns user-space loop, reads the clock and raises the other thread (ready, SCHED_FIFO {lo}) to {hi} with sched_setparam(); that thread preempts it at once: low's read → high's first read. Includes the sched_setparam() call, the scheduler's choice and the switch; no interrupt, no wake-up (the high thread never blocks)"),
+                preemption_setparam(cfg, hi, mid, lo),
+            ),
+            ("preemption", "futex_wake") => (
+                format!("the running thread wakes the preempting one: the low thread (SCHED_FIFO {lo}) runs a {PREEMPT_LOOP_NS} ns user-space loop, reads the clock and wakes the high thread (SCHED_FIFO {hi}, blocked in FUTEX_WAIT) with FUTEX_WAKE; it preempts at once: low's read → high's first read. Includes the wake-up system call, the scheduler's choice and the switch; no interrupt"),
+                preemption_futex(cfg, hi, lo),
+            ),
+            ("preemption", "hrtimer_wake") => {
+                quantity = QUANTITY_CONTRAST;
+                (
+                format!("a low-priority thread spins in user space storing the time; a high-priority thread woken by an hrtimer ({timer_us} µs period) runs: last store of the low thread → first read of the high one. Includes the timer interrupt's entry/exit and the wake-up besides the scheduler and the switch (and, in a virtual machine, the hypervisor's timer injection): not the paper's preemption time"),
+                preemption_timer(cfg, hi, lo),
+            )
             }
-            progress(metric, k.name());
-            push(
-                metric,
-                k.name(),
-                i == 0,
-                def,
-                handoff(cfg, reaper, *k, hi, lo),
-                n,
-            )?;
-        }
-    }
-    if cfg.wants("deadlock_break") && !stop("") {
-        let def = format!(
-            "low holds a mutex; high (woken by low) asks for it while a medium thread has a {} µs compute burst ready: high's request → high owns the mutex",
-            cfg.medium_burst_ns / 1000
-        );
-        progress("deadlock_break", "pi_mutex");
-        push(
-            "deadlock_break",
-            "pi_mutex",
-            true,
-            &def,
-            deadlock_break(cfg, true, hi, mid, lo),
-            n,
-        )?;
-        if cfg.variants && !stop("") {
-            progress("deadlock_break", "no_pi_mutex");
-            push(
-                "deadlock_break",
-                "no_pi_mutex",
-                false,
-                &def,
-                deadlock_break(cfg, false, hi, mid, lo),
-                n,
-            )?;
-        }
-    }
-    if cfg.wants("interrupt_response") && !stop("") {
-        progress("interrupt_response", "hrtimer_expire");
-        push("interrupt_response", "hrtimer_expire", true,
-            "programmed hrtimer expiry (hrtimer_start `expires`) → the timer interrupt's hrtimer core reading the clock (hrtimer_expire_entry `now`), both CLOCK_MONOTONIC ns from trace events; in a virtual machine it includes the hypervisor's timer injection",
-            irq::interrupt_response(cfg, reaper, hi), cfg.irq_iterations.min(n))?;
+            ("intertask_message", v) => (
+                "receiver (high priority) blocked in receive; sender (low priority) reads the clock and sends a 16-byte message: send → receiver back in user space with the message".into(),
+                handoff(cfg, reaper, message_kind(v), hi, lo),
+            ),
+            ("semaphore_shuffle", v) => (
+                format!("heursch-2001 §3.1: the high-priority thread requests a semaphore the low-priority thread holds → obtains it, minus the time the holder runs until it releases it. Measured per round: request → holder back on the CPU (the request's system call, blocking, the scheduler, the switch) + release → requester owns it (wake-up, switch back); the holder's own run ({SHUFFLE_HOLD_NS} ns of work, clock read to clock read) is subtracted"),
+                semaphore_shuffle(cfg, reaper, sem_kind(v), hi, lo),
+            ),
+            ("deadlock_break", v) => (
+                format!("low holds a mutex; high (woken by low) asks for it while a medium thread has a {burst} µs compute burst ready: high's request → high owns the mutex"),
+                deadlock_break(cfg, v == "pi_mutex", hi, mid, lo),
+            ),
+            ("interrupt_response", _) => {
+                target = cfg.irq_iterations.min(n);
+                quantity = QUANTITY_NEAREST_MEASURABLE;
+                (
+                    "NEAREST MEASURABLE QUANTITY, not the paper's interrupt response time (device raises an interrupt → first instruction of its handler, heursch-2001 §3.1): programmed hrtimer expiry (hrtimer_start `expires`) → the timer interrupt's hrtimer core reading the clock (hrtimer_expire_entry `now`), both CLOCK_MONOTONIC ns from trace events; in a virtual machine it includes the hypervisor's timer injection".into(),
+                    irq::interrupt_response(cfg, reaper, hi),
+                )
+            }
+            _ => unreachable!("VARIANTS lists every pair handled here"),
+        };
+        let (m, unavailable) = match m {
+            Ok(m) => (m, None),
+            Err(BenchError::Unavailable(why)) => {
+                (Measured::new(Histogram::new(), None, Vec::new()), Some(why))
+            }
+            Err(e) => return Err(e),
+        };
+        metrics.push(RhealstoneMetric {
+            metric: metric.into(),
+            variant: variant.into(),
+            primary,
+            iterations_requested: target,
+            stopped_early: m.stopped_early,
+            stats: Stats::from_histogram(&m.hist),
+            histogram: m.hist.into(),
+            unavailable,
+            definition: def,
+            notes: m.notes,
+            quantity: quantity.into(),
+            parts: m.parts,
+            counters: m.counters,
+        });
     }
     // Kar's t1…t6 order for the composite.
     let mean_of = |m: &str| {
@@ -260,6 +369,22 @@ pub fn run(
         metrics,
         composite,
     })
+}
+
+fn message_kind(v: &str) -> Kind {
+    match v {
+        "posix_mq" => Kind::PosixMq,
+        "pipe" => Kind::Pipe,
+        _ => Kind::SysvMsg,
+    }
+}
+
+fn sem_kind(v: &str) -> SemKind {
+    match v {
+        "posix_sem" => SemKind::PosixSem,
+        "futex" => SemKind::Futex,
+        _ => SemKind::SysvSem,
+    }
 }
 
 /// t1: equal-priority threads alternate through sched_yield().
@@ -325,20 +450,214 @@ fn task_switch(cfg: &Config, prio: u32) -> Result<Measured> {
     let mut h = a?;
     h.merge(&b?);
     let c = h.count();
-    Ok(Measured {
-        hist: h,
-        stopped_early: early(c, target),
-        notes: vec!["the partner sleeps with the driver during each 10 ms rest (RT throttling stays on); samples spanning a rest are dropped".into()],
-    })
+    Ok(Measured::new(
+        h,
+        early(c, target),
+        vec!["the partner sleeps with the driver during each 10 ms rest (RT throttling stays on); samples spanning a rest are dropped".into()],
+    ))
 }
 
-/// t2: a high-priority thread woken by a timer preempts a low-priority user-space spinner.
-fn preemption(cfg: &Config, hi: u32, lo: u32) -> Result<Measured> {
+/// t2, primary: the preempted thread makes a ready thread the highest-priority one
+/// (sched_setparam), as heursch-2001 §3.1 replaced sched_yield() by sched_setscheduler() with a
+/// different priority. The preempting thread is always runnable: it is never woken, so no
+/// interrupt and no wake-up lie in the interval.
+fn preemption_setparam(cfg: &Config, hi: u32, mid: u32, lo: u32) -> Result<Measured> {
+    let slot = AtomicU64::new(0);
+    let high_tid = AtomicU32::new(0);
+    let done = AtomicBool::new(false);
+    let resume = Sem::new(0);
+    let barrier = Barrier::new(2);
+    let target = cfg.iterations;
+    let is_done = || done.load(Ordering::Relaxed);
+    let loc0 = local_timer_count(cfg.cpu);
+    let (h, l) = std::thread::scope(|s| {
+        let high = s.spawn(|| -> Result<(Histogram, u64, BTreeMap<String, u64>)> {
+            // Starts below the low thread: ready, but not running.
+            rt::become_fifo(cfg.cpu, lo)?;
+            high_tid.store(rtscope_probe::sys::gettid() as u32, Ordering::Relaxed);
+            let mut h = Histogram::new();
+            let mut bad = 0u64;
+            let mut counters = BTreeMap::new();
+            let sw0 = thread_switches();
+            barrier.wait();
+            loop {
+                let now = mono_ns();
+                let t0 = slot.swap(0, Ordering::Relaxed);
+                if t0 != 0 {
+                    match intervals::preemption_sample(t0, now) {
+                        Some(d) => h.record(d),
+                        None => bad += 1,
+                    }
+                    // Back below the low thread: it preempts us inside this call.
+                    set_priority(0, lo)?;
+                    continue;
+                }
+                if is_done() {
+                    break;
+                }
+                // We run at the lower priority only while the low thread sleeps (its rest, or
+                // it has finished): wait for it instead of spinning.
+                resume.wait(is_done);
+            }
+            switches_since(sw0, "high", &mut counters);
+            Ok((h, bad, counters))
+        });
+        let low = s.spawn(|| -> Result<BTreeMap<String, u64>> {
+            let r = (|| {
+                rt::become_fifo(cfg.cpu, mid)?;
+                barrier.wait();
+                let mut tid = 0;
+                while tid == 0 {
+                    tid = high_tid.load(Ordering::Relaxed) as i32;
+                }
+                let sw0 = thread_switches();
+                let mut pacer = Pacer::new(cfg.max_duration_ns);
+                let mut n = 0u64;
+                while n < target {
+                    spin_for(PREEMPT_LOOP_NS);
+                    let now = mono_ns();
+                    if pacer.expired(now) {
+                        break;
+                    }
+                    if pacer.due(now) {
+                        pacer.rest();
+                        resume.post();
+                        continue;
+                    }
+                    slot.store(mono_ns(), Ordering::Relaxed);
+                    set_priority(tid, hi)?;
+                    n += 1;
+                }
+                let mut c = BTreeMap::new();
+                switches_since(sw0, "low", &mut c);
+                Ok(c)
+            })();
+            done.store(true, Ordering::Relaxed);
+            resume.post();
+            r
+        });
+        (
+            rt::join(high, "preemption high"),
+            rt::join(low, "preemption low"),
+        )
+    });
+    let loc1 = local_timer_count(cfg.cpu);
+    let mut counters = l?;
+    let (h, bad, hc) = h?;
+    counters.extend(hc);
+    counters.insert("samples_out_of_order".into(), bad);
+    if let Some(d) = loc0.zip(loc1).and_then(|(a, b)| intervals::delta(a, b)) {
+        counters.insert("local_timer_interrupts".into(), d);
+    }
+    let c = h.count();
+    let mut m = Measured::new(
+        h,
+        early(c, target),
+        vec![format!(
+            "the preempting thread alternates SCHED_FIFO {lo} (ready, below the running thread) and {hi} (raised by it); it never blocks except while the low thread rests"
+        )],
+    );
+    m.counters = counters;
+    Ok(m)
+}
+
+/// SCHED_FIFO priority of thread `tid` (0 = the caller); the policy stays as it is.
+fn set_priority(tid: i32, prio: u32) -> Result<()> {
+    let p = libc::sched_param {
+        sched_priority: prio as i32,
+    };
+    // SAFETY: valid sched_param.
+    if unsafe { libc::sched_setparam(tid, &p) } != 0 {
+        return Err(BenchError::last_os("sched_setparam"));
+    }
+    Ok(())
+}
+
+/// t2 variant: the running thread wakes the preempting one (FUTEX_WAKE).
+fn preemption_futex(cfg: &Config, hi: u32, lo: u32) -> Result<Measured> {
+    let slot = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let go = Sem::new(0);
+    let barrier = Barrier::new(2);
+    let target = cfg.iterations;
+    let is_done = || done.load(Ordering::Relaxed);
+    let loc0 = local_timer_count(cfg.cpu);
+    let (h, l) = std::thread::scope(|s| {
+        let high = s.spawn(|| -> Result<(Histogram, u64, BTreeMap<String, u64>)> {
+            rt::become_fifo(cfg.cpu, hi)?;
+            let mut h = Histogram::new();
+            let mut bad = 0u64;
+            let mut counters = BTreeMap::new();
+            let sw0 = thread_switches();
+            barrier.wait();
+            while go.wait(is_done) {
+                let now = mono_ns();
+                let t0 = slot.swap(0, Ordering::Relaxed);
+                if is_done() {
+                    break;
+                }
+                match intervals::preemption_sample(t0, now) {
+                    Some(d) if t0 != 0 => h.record(d),
+                    _ => bad += 1,
+                }
+            }
+            switches_since(sw0, "high", &mut counters);
+            Ok((h, bad, counters))
+        });
+        let low = s.spawn(|| -> Result<BTreeMap<String, u64>> {
+            let r = (|| {
+                rt::become_fifo(cfg.cpu, lo)?;
+                barrier.wait();
+                let sw0 = thread_switches();
+                let mut pacer = Pacer::new(cfg.max_duration_ns);
+                let mut n = 0u64;
+                while n < target {
+                    spin_for(PREEMPT_LOOP_NS);
+                    let now = mono_ns();
+                    if pacer.expired(now) {
+                        break;
+                    }
+                    pacer.rest_if_due(now);
+                    slot.store(mono_ns(), Ordering::Relaxed);
+                    go.post();
+                    n += 1;
+                }
+                let mut c = BTreeMap::new();
+                switches_since(sw0, "low", &mut c);
+                Ok(c)
+            })();
+            done.store(true, Ordering::Relaxed);
+            go.post();
+            r
+        });
+        (
+            rt::join(high, "preemption high"),
+            rt::join(low, "preemption low"),
+        )
+    });
+    let loc1 = local_timer_count(cfg.cpu);
+    let mut counters = l?;
+    let (h, bad, hc) = h?;
+    counters.extend(hc);
+    counters.insert("samples_out_of_order".into(), bad);
+    if let Some(d) = loc0.zip(loc1).and_then(|(a, b)| intervals::delta(a, b)) {
+        counters.insert("local_timer_interrupts".into(), d);
+    }
+    let c = h.count();
+    let mut m = Measured::new(h, early(c, target), Vec::new());
+    m.counters = counters;
+    Ok(m)
+}
+
+/// t2 with a timer in the path (the contrast to the variants without one): a high-priority
+/// thread woken by an hrtimer preempts a low-priority user-space spinner.
+fn preemption_timer(cfg: &Config, hi: u32, lo: u32) -> Result<Measured> {
     let last = AtomicU64::new(0);
     let done = AtomicBool::new(false);
     let barrier = Barrier::new(2);
     let target = cfg.iterations;
     let mut dropped = 0u64;
+    let loc0 = local_timer_count(cfg.cpu);
     let (h, l) = std::thread::scope(|s| {
         let low = s.spawn(|| -> Result<()> {
             rt::become_fifo(cfg.cpu, lo)?;
@@ -393,18 +712,23 @@ fn preemption(cfg: &Config, hi: u32, lo: u32) -> Result<Measured> {
             rt::join(low, "preemption low"),
         )
     });
+    let loc1 = local_timer_count(cfg.cpu);
     l?;
     let (h, d) = h?;
     dropped += d;
     let c = h.count();
-    Ok(Measured {
-        hist: h,
-        stopped_early: early(c, target),
-        notes: vec![format!(
+    let mut m = Measured::new(
+        h,
+        early(c, target),
+        vec![format!(
             "timer period {} µs; {dropped} wake-ups dropped (low thread resting or not yet spinning)",
             cfg.timer_interval_ns / 1000
         )],
-    })
+    );
+    if let Some(d) = loc0.zip(loc1).and_then(|(a, b)| intervals::delta(a, b)) {
+        m.counters.insert("local_timer_interrupts".into(), d);
+    }
+    Ok(m)
 }
 
 /// t4/t6: one timestamp handed from a low-priority sender to a high-priority receiver.
@@ -483,11 +807,164 @@ fn handoff(cfg: &Config, reaper: &Reaper, kind: Kind, hi: u32, lo: u32) -> Resul
         )));
     }
     let c = h.count();
-    Ok(Measured {
-        hist: h,
-        stopped_early: early(c, target),
-        notes: Vec::new(),
-    })
+    Ok(Measured::new(h, early(c, target), Vec::new()))
+}
+
+/// t4: heursch-2001 §3.1's semaphore shuffle (the round is described in [`shuffle`]).
+fn semaphore_shuffle(
+    cfg: &Config,
+    reaper: &Reaper,
+    kind: SemKind,
+    hi: u32,
+    lo: u32,
+) -> Result<Measured> {
+    let mut pair = SemPair::open(kind, reaper)?;
+    let target = cfg.iterations;
+    let barrier = Barrier::new(2);
+    let done = AtomicBool::new(false);
+    let high_done = AtomicBool::new(false);
+    // The holder's two reads, handed to the requester (it reads them once it owns the
+    // semaphore, while the holder cannot run).
+    let resumed = AtomicU64::new(0);
+    let released = AtomicU64::new(0);
+    type High = ([Histogram; 5], u64, BTreeMap<String, u64>);
+    let (hres, lres) = {
+        let pr = &pair;
+        std::thread::scope(|s| {
+            let high = s.spawn(|| -> Result<High> {
+                let r = (|| {
+                    rt::become_fifo(cfg.cpu, hi)?;
+                    let mut hs: [Histogram; 5] = Default::default();
+                    let mut bad = 0u64;
+                    let sw0 = thread_switches();
+                    barrier.wait();
+                    loop {
+                        if !pr.take(Which::Go)? || done.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let request = mono_ns();
+                        if !pr.take(Which::Held)? {
+                            break;
+                        }
+                        let obtained = mono_ns();
+                        let st = intervals::ShuffleStamps {
+                            request,
+                            holder_resumed: resumed.load(Ordering::Relaxed),
+                            release: released.load(Ordering::Relaxed),
+                            obtained,
+                        };
+                        pr.give(Which::Held)?;
+                        match intervals::shuffle_sample(&st) {
+                            Some(x) => {
+                                hs[0].record(x.shuffle_ns);
+                                hs[1].record(x.request_to_holder_ns);
+                                hs[2].record(x.release_to_own_ns);
+                                hs[3].record(x.holder_run_ns);
+                                hs[4].record(x.request_to_obtain_ns);
+                            }
+                            None => bad += 1,
+                        }
+                    }
+                    let mut c = BTreeMap::new();
+                    switches_since(sw0, "high", &mut c);
+                    Ok((hs, bad, c))
+                })();
+                high_done.store(true, Ordering::Relaxed);
+                r
+            });
+            let low = s.spawn(|| -> Result<(u64, BTreeMap<String, u64>)> {
+                let r = (|| {
+                    rt::become_fifo(cfg.cpu, lo)?;
+                    barrier.wait();
+                    let sw0 = thread_switches();
+                    let mut pacer = Pacer::new(cfg.max_duration_ns);
+                    let mut n = 0u64;
+                    while n < target {
+                        let now = mono_ns();
+                        if pacer.expired(now) {
+                            break;
+                        }
+                        // The requester is blocked on `go`, nothing is held: resting loses
+                        // no sample.
+                        pacer.rest_if_due(now);
+                        pr.take(Which::Held)?;
+                        // The requester preempts us here, asks for `held` and blocks.
+                        pr.give(Which::Go)?;
+                        let t = mono_ns();
+                        spin_for(SHUFFLE_HOLD_NS);
+                        resumed.store(t, Ordering::Relaxed);
+                        released.store(mono_ns(), Ordering::Relaxed);
+                        // The requester preempts us here: it owns `held`.
+                        pr.give(Which::Held)?;
+                        n += 1;
+                    }
+                    let mut c = BTreeMap::new();
+                    switches_since(sw0, "low", &mut c);
+                    Ok((n, c))
+                })();
+                done.store(true, Ordering::Relaxed);
+                let _ = pr.give(Which::Go);
+                r
+            });
+            let lres = rt::join(low, "semaphore holder");
+            // If the stop could not be posted, aborting the pair unblocks the requester.
+            let t_end = mono_ns() + 1_000_000_000;
+            while !high_done.load(Ordering::Relaxed) && mono_ns() < t_end {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let hres = if high_done.load(Ordering::Relaxed) {
+                rt::join(high, "semaphore requester")
+            } else {
+                Err(BenchError::Panic("semaphore requester did not stop"))
+            };
+            (hres, lres)
+        })
+    };
+    pair.abort();
+    let (n, mut counters) = lres?;
+    let (hs, bad, hc) = hres?;
+    counters.extend(hc);
+    counters.insert("samples_out_of_order".into(), bad);
+    let [shuffle, req_holder, rel_own, holder_run, req_obtain] = hs;
+    if shuffle.count() + bad != n {
+        return Err(BenchError::Invalid(format!(
+            "{}: {n} rounds but {} samples",
+            kind.name(),
+            shuffle.count() + bad
+        )));
+    }
+    let c = shuffle.count();
+    let mut m = Measured::new(
+        shuffle,
+        early(c, target),
+        vec![format!(
+            "{bad} rounds with clock reads out of order dropped"
+        )],
+    );
+    m.parts = vec![
+        part(
+            "request_to_holder",
+            "request → the holder back on the CPU: the request's system call, blocking, the scheduler, the switch to the holder",
+            req_holder,
+        ),
+        part(
+            "release_to_own",
+            "release → the requester owns the semaphore: the wake-up and the switch back",
+            rel_own,
+        ),
+        part(
+            "holder_run",
+            "the holder's own run between resuming and releasing (subtracted)",
+            holder_run,
+        ),
+        part(
+            "request_to_obtain",
+            "request → obtain as the requester sees it (shuffle + holder run)",
+            req_obtain,
+        ),
+    ];
+    m.counters = counters;
+    Ok(m)
 }
 
 enum AnyMutex {
@@ -597,15 +1074,15 @@ fn deadlock_break(cfg: &Config, pi: bool, hi: u32, mid: u32, lo: u32) -> Result<
             "deadlock break: {n} rounds but {c} samples"
         )));
     }
-    Ok(Measured {
-        hist: h,
-        stopped_early: early(c, target),
-        notes: vec![if pi {
+    Ok(Measured::new(
+        h,
+        early(c, target),
+        vec![if pi {
             "FUTEX_LOCK_PI: the kernel boosts the holder above the medium thread".to_string()
         } else {
             format!("plain futex mutex: the medium thread's {} µs burst runs before the holder can release (unbounded inversion)", cfg.medium_burst_ns / 1000)
         }],
-    })
+    ))
 }
 
 /// `rtscope rhealstone`'s flags as given.
@@ -620,6 +1097,8 @@ pub struct Flags {
     pub medium_burst_us: u64,
     pub only: Vec<String>,
     pub no_variants: bool,
+    /// `--variants`: run exactly these variants.
+    pub variants: Vec<String>,
 }
 
 impl Flags {
@@ -644,6 +1123,8 @@ impl Flags {
                 .into());
             }
         }
+        check_variants(&self.variants, &self.only, self.no_variants)
+            .map_err(BenchError::Invalid)?;
         let cfg = Config {
             cpu: crate::common::one_cpu(v, self.cpus.as_deref())?,
             priority_high: self.priority,
@@ -654,6 +1135,7 @@ impl Flags {
             medium_burst_ns: self.medium_burst_us.saturating_mul(1000),
             only: self.only.clone(),
             variants: !self.no_variants,
+            select_variants: self.variants.clone(),
         };
         cfg.validate()?;
         Ok(cfg)
@@ -704,6 +1186,7 @@ mod tests {
             medium_burst_us: 50,
             only: vec!["task_switch".into()],
             no_variants: true,
+            variants: vec![],
         };
         let c = f.resolve(&crate::common::tests::NoMachine).unwrap();
         assert_eq!(
@@ -728,6 +1211,33 @@ mod tests {
                     METRICS.join(", ")
                 ),
             ),
+            (
+                Flags {
+                    no_variants: false,
+                    variants: vec!["setparam".into(), "bogus".into()],
+                    ..f.clone()
+                },
+                "--variants: unknown variant 'bogus' (one of sched_yield, setparam, futex_wake, \
+                 hrtimer_wake, sysv_msg, posix_mq, pipe, sysv_sem, posix_sem, futex, pi_mutex, \
+                 no_pi_mutex, hrtimer_expire)"
+                    .into(),
+            ),
+            (
+                Flags {
+                    variants: vec!["setparam".into()],
+                    ..f.clone()
+                },
+                "--variants: cannot be combined with --no-variants".into(),
+            ),
+            (
+                Flags {
+                    no_variants: false,
+                    variants: vec!["sysv_sem".into()],
+                    ..f.clone()
+                },
+                "--variants: none of sysv_sem belongs to a metric chosen by --only (task_switch)"
+                    .into(),
+            ),
         ];
         for (f, want) in rows {
             assert_eq!(
@@ -737,5 +1247,57 @@ mod tests {
                 want
             );
         }
+    }
+
+    #[test]
+    fn variants_select_what_runs() {
+        let cfg = |only: &[&str], variants: bool, select: &[&str]| Config {
+            cpu: 0,
+            priority_high: 80,
+            iterations: 10,
+            max_duration_ns: 1_000_000_000,
+            timer_interval_ns: 50_000,
+            irq_iterations: 10,
+            medium_burst_ns: 50_000,
+            only: only.iter().map(|s| s.to_string()).collect(),
+            variants,
+            select_variants: select.iter().map(|s| s.to_string()).collect(),
+        };
+        let runs = |c: &Config| -> Vec<&str> {
+            VARIANTS
+                .iter()
+                .filter(|(m, v)| c.wants_variant(m, v))
+                .map(|(_, v)| *v)
+                .collect()
+        };
+        // Primaries only: the first of each metric.
+        assert_eq!(
+            runs(&cfg(&[], false, &[])),
+            [
+                "sched_yield",
+                "setparam",
+                "sysv_msg",
+                "sysv_sem",
+                "pi_mutex",
+                "hrtimer_expire"
+            ]
+        );
+        assert_eq!(runs(&cfg(&[], true, &[])).len(), VARIANTS.len());
+        assert_eq!(
+            runs(&cfg(&["preemption"], true, &[])),
+            ["setparam", "futex_wake", "hrtimer_wake"]
+        );
+        assert_eq!(
+            runs(&cfg(&[], true, &["futex_wake", "posix_sem"])),
+            ["futex_wake", "posix_sem"]
+        );
+        assert_eq!(
+            runs(&cfg(
+                &["semaphore_shuffle"],
+                true,
+                &["futex_wake", "posix_sem"]
+            )),
+            ["posix_sem"]
+        );
     }
 }

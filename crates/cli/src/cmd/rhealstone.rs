@@ -36,9 +36,15 @@ pub struct Args {
     /// semaphore_shuffle, deadlock_break, interrupt_response.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Skip the secondary variants (POSIX mq, pipe, POSIX sem, futex, no-PI mutex).
+    /// Skip the secondary variants (futex and timer wake-up preemption, POSIX mq, pipe, POSIX
+    /// sem, futex, no-PI mutex).
     #[arg(long)]
     no_variants: bool,
+    /// Run exactly these variants (comma-separated): sched_yield, setparam, futex_wake,
+    /// hrtimer_wake, sysv_msg, posix_mq, pipe, sysv_sem, posix_sem, futex, pi_mutex,
+    /// no_pi_mutex, hrtimer_expire.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    variants: Vec<String>,
     #[command(flatten)]
     out: OutArgs,
 }
@@ -55,6 +61,7 @@ pub fn run(a: Args) -> Result<()> {
         medium_burst_us: a.medium_burst_us,
         only: a.only,
         no_variants: a.no_variants,
+        variants: a.variants,
     };
     let cfg = flags.resolve(&input::Rules)?;
     Ok(rtscope_session::bench::rhealstone(

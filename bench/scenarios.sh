@@ -5,8 +5,10 @@
 # writes the table of docs/scenarios.md: min, avg with 99 % CI, median, p99, p99.99, max, plus
 # the load intensity figures that prove each load really ran.
 #
-# Usage: bench/scenarios.sh [-D DURATION] [-o OUTDIR] [-n]
+# Usage: bench/scenarios.sh [-D DURATION] [-o OUTDIR] [-P PRESET] [-n]
 #   -D  per-scenario duration (default 5m; the paper ran 20 min)
+#   -P  measure with --preset PRESET (ospert13: the paper's FIFO 99, -i 1000 -d 500, 20 MiB per
+#       core, bonnie++ -D) instead of FIFO 95; the table then also has the paper's format
 #   -o  output directory (default bench/out/scenarios-<UTC timestamp>)
 #   -n  dry run: print the commands only
 # Env: RTSCOPE=path/to/rtscope (default: target/release/rtscope, built if missing);
@@ -20,12 +22,14 @@ cd "$(dirname "$0")/.."
 DURATION=5m
 OUT=""
 DRY=0
-while getopts "D:o:n" opt; do
+PRESET=""
+while getopts "D:o:P:n" opt; do
     case $opt in
         D) DURATION=$OPTARG ;;
         o) OUT=$OPTARG ;;
+        P) PRESET=$OPTARG ;;
         n) DRY=1 ;;
-        *) echo "usage: $0 [-D DURATION] [-o OUTDIR] [-n]" >&2; exit 2 ;;
+        *) echo "usage: $0 [-D DURATION] [-o OUTDIR] [-P PRESET] [-n]" >&2; exit 2 ;;
     esac
 done
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
@@ -57,7 +61,11 @@ run() {
 
 for s in $SCENARIOS; do
     # shellcheck disable=SC2086 # EXTRA_ARGS is a list of words by design
-    cmd=("$RTSCOPE" measure --load "$s" -D "$DURATION" -p 95 --policy fifo --json "$OUT/$s.json" $EXTRA_ARGS)
+    if [[ -n $PRESET ]]; then
+        cmd=("$RTSCOPE" measure --preset "$PRESET" --load "$s" -D "$DURATION" --json "$OUT/$s.json" $EXTRA_ARGS)
+    else
+        cmd=("$RTSCOPE" measure --load "$s" -D "$DURATION" -p 95 --policy fifo --json "$OUT/$s.json" $EXTRA_ARGS)
+    fi
     [[ $DRY -eq 1 ]] || printf '%q ' "${cmd[@]}" > "$OUT/$s.cmd"
     run "${cmd[@]}"
     # Let the machine settle (disk write-back, TIME_WAIT) before the next scenario.
@@ -72,7 +80,7 @@ out, scenarios = sys.argv[1], sys.argv[2:]
 def us(ns):
     return "n/a" if ns is None else f"{ns / 1000:.1f}"
 
-rows, figs, notes = [], [], []
+rows, paper_rows, figs, notes = [], [], [], []
 for s in scenarios:
     path = os.path.join(out, f"{s}.json")
     with open(path) as f:
@@ -89,7 +97,11 @@ for s in scenarios:
         if q is None:
             return "n/a"
         return us(q["value_ns"]) + ("" if q.get("reliable", True) else " (*)")
-    buckets = rec.get("histogram", {}).get("buckets", [])
+    # The format of the paper's histograms (Figs. 3-5): min, avg, median, max, stdev, samples.
+    disk = [l.get("params", {}).get("tool") for l in rec.get("loads", []) if l.get("params", {}).get("tool")]
+    paper_rows.append(f"| {s} | {us(st.get('min_ns'))} | {us(avg)} | {us(st.get('median_ns'))} | "
+                      f"{us(st.get('max_ns'))} | {us(sd)} | {n} | {', '.join(disk) or '-'} |")
+    buckets = rec["kind"]["measurement"].get("histogram", {}).get("buckets", [])
     over_1ms = sum(c for lo, c in buckets if lo >= 1_000_000)
     rows.append(f"| {s} | {n} | {us(st.get('min_ns'))} | "
                 f"{us(avg)} ± {f'{ci / 1000:.3f}' if ci is not None else 'n/a'} | {us(st.get('median_ns'))} | "
@@ -106,6 +118,10 @@ for s in scenarios:
         notes += [f"{s}: {w}" for w in l.get("warnings", [])]
     notes += [f"{s}: {w}" for w in rec.get("warnings", [])]
 
+print("| scenario | min (µs) | avg (µs) | median (µs) | max (µs) | stdev (µs) | samples | disk load |")
+print("|---|---|---|---|---|---|---|---|")
+print("\n".join(paper_rows))
+print()
 print("| scenario | samples | min (µs) | avg ± 99 % CI (µs) | median (µs) | p99 (µs) | p99.99 (µs) | max (µs) | samples ≥ 1 ms |")
 print("|---|---|---|---|---|---|---|---|---|")
 print("\n".join(rows))

@@ -541,24 +541,10 @@ fn preemption_setparam(cfg: &Config, hi: u32, mid: u32, lo: u32) -> Result<Measu
             rt::join(low, "preemption low"),
         )
     });
-    let loc1 = local_timer_count(cfg.cpu);
-    let mut counters = l?;
-    let (h, bad, hc) = h?;
-    counters.extend(hc);
-    counters.insert("samples_out_of_order".into(), bad);
-    if let Some(d) = loc0.zip(loc1).and_then(|(a, b)| intervals::delta(a, b)) {
-        counters.insert("local_timer_interrupts".into(), d);
-    }
-    let c = h.count();
-    let mut m = Measured::new(
-        h,
-        early(c, target),
-        vec![format!(
-            "the preempting thread alternates SCHED_FIFO {lo} (ready, below the running thread) and {hi} (raised by it); it never blocks except while the low thread rests"
-        )],
+    let note = format!(
+        "the preempting thread alternates SCHED_FIFO {lo} (ready, below the running thread) and {hi} (raised by it); it never blocks except while the low thread rests"
     );
-    m.counters = counters;
-    Ok(m)
+    preemption_pair(cfg, loc0, h, l, target, vec![note])
 }
 
 /// SCHED_FIFO priority of thread `tid` (0 = the caller); the policy stays as it is.
@@ -635,6 +621,20 @@ fn preemption_futex(cfg: &Config, hi: u32, lo: u32) -> Result<Measured> {
             rt::join(low, "preemption low"),
         )
     });
+    preemption_pair(cfg, loc0, h, l, target, Vec::new())
+}
+
+/// A preemption variant's two threads into one metric: the high thread's samples and switch
+/// counts, the low thread's, the samples read out of order, and the local timer interrupts the
+/// CPU took meanwhile (`loc0`: the count before).
+fn preemption_pair(
+    cfg: &Config,
+    loc0: Option<u64>,
+    h: Result<(Histogram, u64, BTreeMap<String, u64>)>,
+    l: Result<BTreeMap<String, u64>>,
+    target: u64,
+    notes: Vec<String>,
+) -> Result<Measured> {
     let loc1 = local_timer_count(cfg.cpu);
     let mut counters = l?;
     let (h, bad, hc) = h?;
@@ -644,7 +644,7 @@ fn preemption_futex(cfg: &Config, hi: u32, lo: u32) -> Result<Measured> {
         counters.insert("local_timer_interrupts".into(), d);
     }
     let c = h.count();
-    let mut m = Measured::new(h, early(c, target), Vec::new());
+    let mut m = Measured::new(h, early(c, target), notes);
     m.counters = counters;
     Ok(m)
 }

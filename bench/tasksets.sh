@@ -7,6 +7,7 @@
 #   bench/tasksets.sh summary OUT_DIR        # tables (miss % with 95 % CI, verdict vs observed)
 #
 # Environment: RTSCOPE (binary, default target/release/rtscope), SETS (sets per point, 10),
+# PART_R_ONLY (the per-core loads R to run), UNI_MARGIN_US, UNI_POLICIES (PART_MODE=uni),
 # DURATION (s per run, 10), NTASKS (8), SEED (1), WORK (calibrated|cputime, calibrated),
 # PART_MODE (binpack|uni, binpack): binpack generates one set of U = R·CPUs and packs it
 # worst-fit onto per-CPU root domains (fails near the admission limit: bins cannot be filled
@@ -45,15 +46,19 @@ part_uni() { # per-core load R on one CPU (its own root domain)
 	local r=$1 cpu=${PART_CPU:-$((CPUS - 1))} n=$((NTASKS / 2))
 	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin-us 50 --seed "$SEED" --cpus 1 \
 		--count "$SETS" -o "$OUT/sets/uni-$r/" >/dev/null
-	# Runtime Q = C × margin, no extra allowance; Σ Q/P must stay within the per-CPU limit
-	# (0.95 − 0.05 fair server = 0.90 here): margin 1.1 while R·1.1 ≤ 0.90, else 0.90/R.
-	local margin
+	# Runtime Q = C × margin + UNI_MARGIN_US (default 0: no absolute allowance); Σ Q/P must stay
+	# within the per-CPU limit (0.95 − 0.05 fair server = 0.90 here): margin 1.1 while
+	# R·1.1 ≤ 0.90, else 0.90/R. UNI_POLICIES (default "deadline other fifo") picks the policies.
+	local margin mus=${UNI_MARGIN_US:-0}
 	margin=$(python3 -c "print(min(1.1, 0.90/$r))")
 	for s in "$OUT/sets/uni-$r"/set-*.json; do
 		i=$(basename "$s" .json)
-		run_one "$s" deadline partitioned "uni-$r-$i-deadline" --cpus "$cpu" --margin "$margin" --margin-us 0
-		run_one "$s" other partitioned "uni-$r-$i-other" --cpus "$cpu" --margin "$margin" --margin-us 0
-		run_one "$s" fifo partitioned "uni-$r-$i-fifo" --cpus "$cpu" --priorities rm --margin "$margin" --margin-us 0
+		for p in ${UNI_POLICIES:-deadline other fifo}; do
+			case $p in
+			fifo) run_one "$s" fifo partitioned "uni-$r-$i-fifo" --cpus "$cpu" --priorities rm --margin "$margin" --margin-us "$mus" ;;
+			*) run_one "$s" "$p" partitioned "uni-$r-$i-$p" --cpus "$cpu" --margin "$margin" --margin-us "$mus" ;;
+			esac
+		done
 	done
 }
 

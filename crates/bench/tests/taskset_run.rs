@@ -362,3 +362,28 @@ fn stale_cpusets_removed_after_sigkill() {
         "sched_load_balance restored from the directory name"
     );
 }
+
+/// `--cluster-by` on this machine: sysfs names the caches each CPU shares, and the groups of
+/// the last-level cache and of the L2 partition the online CPUs.
+#[test]
+fn topology_clusters_partition_the_online_cpus() {
+    use rtscope_bench::taskset::topology::{clusters, read_sharing, Share};
+    let cpus = cpus();
+    for (share, what) in [
+        (Share::Llc, "llc"),
+        (Share::L2, "l2"),
+        (Share::Numa, "numa"),
+    ] {
+        let sharing = read_sharing(share, &cpus);
+        assert!(
+            cpus.iter().all(|c| sharing.contains_key(c)),
+            "{what}: {sharing:?}"
+        );
+        let (groups, size) = clusters(&cpus, &sharing, what).unwrap();
+        let mut all = groups.concat();
+        all.sort_unstable();
+        assert_eq!(all, cpus, "{what}: {groups:?}");
+        assert!(size >= 1 && groups.iter().all(|g| g.len() == size as usize));
+        println!("{what}: {groups:?}");
+    }
+}

@@ -176,6 +176,8 @@ pub struct PlanFlags {
     /// policy | deadline
     pub bin_test: String,
     pub cluster_size: u32,
+    /// `--cluster-by l2|l3|llc|numa`: clusters from the topology instead of `cluster_size`.
+    pub cluster_by: Option<String>,
     pub margin: f64,
     pub margin_us: u64,
     pub inflate_us: f64,
@@ -286,6 +288,35 @@ impl Checked {
     }
 }
 
+/// `--cluster-by`: the run's CPUs in the order of the topology's clusters, the clustered
+/// placement of their size, and what was found (for the run's notes). Without it, as given.
+fn topology_clusters(
+    p: &PlanFlags,
+    cpus: Vec<u32>,
+    placement: PlacementKind,
+) -> Result<(Vec<u32>, PlacementKind, Option<String>), TasksetError> {
+    let Some(by) = &p.cluster_by else {
+        return Ok((cpus, placement, None));
+    };
+    let PlacementKind::Clustered { fit, .. } = placement else {
+        return Err(bad("--cluster-by: only with --placement clustered".into()));
+    };
+    if p.cluster_size != 1 {
+        return Err(bad(
+            "--cluster-by: give it or --cluster-size, not both".into()
+        ));
+    }
+    let share: super::topology::Share = by.parse()?;
+    let sharing = super::topology::read_sharing(share, &cpus);
+    let (groups, size) = super::topology::clusters(&cpus, &sharing, by)?;
+    let note = format!("clusters from the {by} topology (sysfs): {groups:?}");
+    Ok((
+        groups.concat(),
+        PlacementKind::Clustered { size, fit },
+        Some(note),
+    ))
+}
+
 /// Read the set at `path`, plan it under `p` and predict; nothing runs.
 pub fn check<V: Values>(path: &Path, p: &PlanFlags, v: &V) -> Result<Checked, V::Error>
 where
@@ -294,6 +325,7 @@ where
     let set = read_set(path)?;
     let (policy, placement) = p.resolve()?;
     let cpus = v.cpus("--cpus", p.cpus.as_deref())?;
+    let (cpus, placement, _) = topology_clusters(p, cpus, placement)?;
     let (admission, lim) = super::runner::admission_info(
         cpus.len() as u32,
         !p.no_probe && policy == PolicyKind::Deadline,
@@ -363,6 +395,7 @@ where
         return Err(bad(format!("--wss-kb: must be 1..=1048576, got {}", r.wss_kb)).into());
     }
     let (policy, placement) = r.plan.resolve()?;
+    let (cpus, placement, topology_note) = topology_clusters(&r.plan, cpus, placement)?;
     let online = v.cpus("--cpus", None)?;
     if policy == PolicyKind::Deadline && placement == PlacementKind::Global && cpus != online {
         return Err(bad(format!(
@@ -371,7 +404,7 @@ where
         .into());
     }
     let mut admission = None;
-    let (plan, set, source, file_duration, notes) = match (&r.set, &r.rt_app) {
+    let (plan, set, source, file_duration, mut notes) = match (&r.set, &r.rt_app) {
         (Some(path), None) => {
             let set = read_set(path)?;
             // Probe only for DEADLINE (the only policy with kernel admission): the bin test of
@@ -396,6 +429,7 @@ where
         }
         _ => return Err(bad("taskset run: give a task-set FILE or --rt-app FILE".into()).into()),
     };
+    notes.extend(topology_note);
     let duration = match &r.duration {
         Some(d) => Some(v.duration("--duration", d, 0.5, 600.0)?),
         None => None,
@@ -625,6 +659,7 @@ mod tests {
             fit: "worst".into(),
             bin_test: "policy".into(),
             cluster_size: 1,
+            cluster_by: None,
             margin: 1.1,
             margin_us: 50,
             inflate_us: 0.0,

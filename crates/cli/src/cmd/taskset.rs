@@ -95,6 +95,10 @@ struct PlanArgs {
     /// CPUs per cluster for --placement clustered.
     #[arg(long, default_value_t = 1)]
     cluster_size: u32,
+    /// Clusters for --placement clustered from the topology: the CPUs that share an l2, l3 or
+    /// the last-level cache (llc), or a NUMA node (sysfs); all clusters must be of one size
+    #[arg(long, value_name = "l2|l3|llc|numa")]
+    cluster_by: Option<String>,
     /// SCHED_DEADLINE runtime = C × margin + margin-us (Lelli 2014 §2.3: "slightly larger than C").
     #[arg(long, default_value_t = 1.1)]
     margin: f64,
@@ -216,6 +220,7 @@ impl PlanArgs {
             fit: self.fit.clone(),
             bin_test: self.bin_test.clone(),
             cluster_size: self.cluster_size,
+            cluster_by: self.cluster_by.clone(),
             margin: self.margin,
             margin_us: self.margin_us,
             inflate_us: self.inflate_us,

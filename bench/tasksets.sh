@@ -104,6 +104,7 @@ import json, math, os, sys, collections
 out = sys.argv[1]
 runs = collections.defaultdict(list)   # (kind, load, policy) -> [miss %]
 verd = collections.Counter()           # (policy, predicted, observed-miss) -> n
+rates = collections.defaultdict(list)  # (kind, load, policy) -> [(migrations/s, ctx switches/s)]
 tq = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
       15: 2.13, 20: 2.09, 30: 2.04}
 def t95(df):
@@ -114,6 +115,7 @@ for f in sorted(os.listdir(os.path.join(out, "runs"))):
     b = rec["kind"]["taskset"]
     kind, load, _, policy = f[:-5].split("-", 3)[0], f.split("-")[1], None, b["config"]["policy"]
     runs[(kind, float(load), policy)].append(b["miss_pct"])
+    rates[(kind, float(load), policy)].append((b.get("migrations_per_s"), b.get("context_switches_per_s")))
     timing = [p for p in b["predictions"] if p["test"] != "kernel-admission"]
     if any(p["verdict"] == "not_schedulable" for p in timing):
         pred = "not-schedulable"
@@ -125,13 +127,18 @@ for f in sorted(os.listdir(os.path.join(out, "runs"))):
     if policy == "other":
         pred = "n/a (CFS)"
     verd[(kind, policy, pred, "misses" if b["total_misses"] else "no miss")] += 1
-print("| kind | load | policy | sets | miss % mean | 95 % CI | max |")
-print("|---|---|---|---|---|---|---|")
+def mean_of(xs):
+    xs = [x for x in xs if x is not None]
+    return f"{sum(xs) / len(xs):.1f}" if xs else "-"
+print("| kind | load | policy | sets | miss % mean | 95 % CI | max | migrations/s | ctx switches/s |")
+print("|---|---|---|---|---|---|---|---|---|")
 for (kind, load, policy), v in sorted(runs.items()):
     n = len(v); m = sum(v) / n
     sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1)) if n > 1 else float("nan")
     ci = t95(n - 1) * sd / math.sqrt(n) if n > 1 else float("nan")
-    print(f"| {kind} | {load:g} | {policy} | {n} | {m:.3f} | ±{ci:.3f} | {max(v):.3f} |")
+    r = rates[(kind, load, policy)]
+    print(f"| {kind} | {load:g} | {policy} | {n} | {m:.3f} | ±{ci:.3f} | {max(v):.3f} | "
+          f"{mean_of(x[0] for x in r)} | {mean_of(x[1] for x in r)} |")
 print()
 print("| kind | policy | predicted | observed | sets |")
 print("|---|---|---|---|---|")

@@ -218,8 +218,36 @@ pub struct TasksetResult {
     pub miss_pct: f64,
     pub total_dl_overruns: u64,
     pub measured_utilisation: f64,
+    /// The set's migrations and context switches (voluntary + involuntary) per second of the
+    /// run, summed over its tasks (thesis Ch. 3 compares placements by these rates); absent
+    /// when a task's counts could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_switches_per_s: Option<f64>,
     /// Did any job miss? (to compare with the verdicts)
     pub any_miss: bool,
     pub interrupted: bool,
     pub warnings: Vec<crate::warning::Warning>,
+}
+
+/// Pure: a per-second rate of a count summed over the tasks, None if any task's count is
+/// unknown or the duration is not positive.
+pub fn set_rate(counts: impl IntoIterator<Item = Option<u64>>, duration_s: f64) -> Option<f64> {
+    let mut sum = 0u64;
+    for c in counts {
+        sum = sum.saturating_add(c?);
+    }
+    (duration_s > 0.0).then(|| sum as f64 / duration_s)
+}
+
+#[cfg(test)]
+mod rate_tests {
+    #[test]
+    fn set_rates_sum_the_tasks_and_need_every_count() {
+        assert_eq!(super::set_rate([Some(10), Some(30)], 4.0), Some(10.0));
+        assert_eq!(super::set_rate([Some(10), None], 4.0), None);
+        assert_eq!(super::set_rate([Some(1)], 0.0), None);
+        assert_eq!(super::set_rate([], 2.0), Some(0.0));
+    }
 }

@@ -68,8 +68,9 @@ pub fn predictions(p: &[TestResult]) -> String {
 
 pub fn summary_line(r: &TasksetResult) -> String {
     let pred = overall(&r.predictions);
+    let rate = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1}"));
     format!(
-        "policy={} placement={} U={:.3} jobs={} misses={} ({:.3} %) overruns={} measuredU={:.3} predicted={}",
+        "policy={} placement={} U={:.3} jobs={} misses={} ({:.3} %) overruns={} measuredU={:.3} migrations/s={} ctxsw/s={} predicted={}",
         r.config.policy,
         r.config.placement.kind,
         r.set.utilisation(),
@@ -78,6 +79,8 @@ pub fn summary_line(r: &TasksetResult) -> String {
         r.miss_pct,
         r.total_dl_overruns,
         r.measured_utilisation,
+        rate(r.migrations_per_s),
+        rate(r.context_switches_per_s),
         pred
     )
 }

@@ -619,6 +619,17 @@ pub fn run(
     }
     let total_ovr: u64 = tasks.iter().map(|t| t.dl_overruns).sum::<u64>() + unmatched;
     let mu: f64 = tasks.iter().map(|t| t.measured_utilisation).sum();
+    let secs = opts.duration_ns as f64 / 1e9;
+    let migrations_per_s =
+        rtscope_model::taskset::set_rate(tasks.iter().map(|t| t.migrations), secs);
+    let context_switches_per_s = rtscope_model::taskset::set_rate(
+        tasks.iter().map(|t| {
+            t.voluntary_switches
+                .zip(t.involuntary_switches)
+                .map(|(a, b)| a + b)
+        }),
+        secs,
+    );
     Ok(TasksetResult {
         config: TasksetRunConfig {
             policy: plan.policy.clone(),
@@ -651,6 +662,8 @@ pub fn run(
         },
         total_dl_overruns: total_ovr,
         measured_utilisation: mu,
+        migrations_per_s,
+        context_switches_per_s,
         any_miss: total_misses > 0,
         interrupted,
         warnings,

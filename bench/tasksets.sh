@@ -4,6 +4,7 @@
 #   bench/tasksets.sh experiment [OUT_DIR]   # the full experiment (long: ~45 min at the defaults)
 #   bench/tasksets.sh quick [OUT_DIR]        # 1 set per point, 2 s runs: checks the harness (~2 min)
 #   bench/tasksets.sh rtapp [OUT_DIR]        # one rt-app workload under real rt-app and rtscope
+#   bench/tasksets.sh wss [OUT_DIR]          # working-set sweep, one core (WSS_R, SETS, DURATION)
 #   bench/tasksets.sh summary OUT_DIR        # tables (miss % with 95 % CI, verdict vs observed)
 #
 # Environment: RTSCOPE (binary, default target/release/rtscope), SETS (sets per point, 10),
@@ -60,6 +61,32 @@ part_uni() { # per-core load R on one CPU (its own root domain)
 			esac
 		done
 	done
+}
+
+# The thesis's working-set sweep: one core at load WSS_R (0.7), jobs of calibrated random
+# accesses over 16 KiB, 256 KiB and 2 × the last-level cache (sysfs), so preemptions and
+# migrations cost cache refills; kind "wssK" in the summary (K in KiB).
+wss_sweep() {
+	mkdir -p "$OUT/sets" "$OUT/runs"
+	{ date -u; uname -a; nproc; "$RTSCOPE" --version; } > "$OUT/machine.txt"
+	local r=${WSS_R:-0.7} cpu=${PART_CPU:-$((CPUS - 1))} n=$((NTASKS / 2))
+	local WORK=calibrated # seen by run_one: the jobs' work is accesses over the working set
+	local llc_kb
+	llc_kb=$(cat /sys/devices/system/cpu/cpu0/cache/index*/size 2>/dev/null | sed 's/K$//' | sort -n | tail -1)
+	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin-us 50 --seed "$SEED" --cpus 1 \
+		--count "$SETS" -o "$OUT/sets/wss-$r/" >/dev/null
+	for kb in 16 256 $((2 * ${llc_kb:-8192})); do
+		for s in "$OUT/sets/wss-$r"/set-*.json; do
+			i=$(basename "$s" .json)
+			for p in ${UNI_POLICIES:-deadline other fifo}; do
+				local extra=()
+				[ "$p" = fifo ] && extra=(--priorities rm)
+				run_one "$s" "$p" partitioned "wss$kb-$r-$i-$p" --cpus "$cpu" \
+					--access random --wss-kb "$kb" --margin-us "${UNI_MARGIN_US:-50}" "${extra[@]}"
+			done
+		done
+	done
+	summary
 }
 
 experiment() {
@@ -183,7 +210,8 @@ case "$MODE" in
 experiment) experiment ;;
 quick) SETS=1 DURATION=2 GLOBAL_U="1.2 1.6" PART_R="0.6 0.9" experiment ;;
 rtapp) rtapp ;;
+wss) wss_sweep ;;
 summary) summary ;;
-*) echo "usage: $0 experiment|quick|rtapp|summary [OUT_DIR]" >&2; exit 2 ;;
+*) echo "usage: $0 experiment|quick|rtapp|wss|summary [OUT_DIR]" >&2; exit 2 ;;
 esac
 echo "results in $OUT" >&2

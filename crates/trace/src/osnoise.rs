@@ -359,7 +359,7 @@ impl TimerlatAgg {
         match context {
             0 => {
                 if let Some(prev) = c.last_irq_seq {
-                    c.seq_gaps += u64::from(seqnum.wrapping_sub(prev).saturating_sub(1));
+                    c.seq_gaps += seq_gap(prev, seqnum);
                 }
                 c.last_irq_seq = Some(seqnum);
                 if c.open_irq.replace(seqnum).is_some() {
@@ -1074,6 +1074,21 @@ impl Drop for OsnoiseSession {
         for e in self.restore() {
             eprintln!("rtscope: {e}");
         }
+    }
+}
+
+/// Timer activations missing between two IRQ entries of one CPU. The kernel numbers them per
+/// CPU in a u32; a number that goes back is not a loss but a new count: the timerlat tracer
+/// keeps one per-CPU state for all its instances, and another instance starting (rtla beside
+/// us) resets it to 0. Only a step back from near u32::MAX to near 0 is the counter wrapping.
+fn seq_gap(prev: u32, seqnum: u32) -> u64 {
+    const NEAR: u32 = 1 << 20;
+    if seqnum > prev {
+        u64::from(seqnum - prev - 1)
+    } else if prev > u32::MAX - NEAR && seqnum < NEAR {
+        u64::from(seqnum.wrapping_sub(prev).saturating_sub(1))
+    } else {
+        0
     }
 }
 

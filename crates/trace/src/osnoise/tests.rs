@@ -317,3 +317,16 @@ fn cpu_lists_compare_as_sets() {
     assert_eq!(parse_cpulist("0,2-4,7"), Some(set(&[0, 2, 3, 4, 7])));
     assert_eq!(parse_cpulist("0-x"), None);
 }
+
+#[test]
+fn a_sequence_that_restarts_is_not_a_loss() {
+    use super::seq_gap;
+    assert_eq!(seq_gap(10, 11), 0);
+    assert_eq!(seq_gap(10, 14), 3);
+    // Another timerlat instance started: the per-CPU count went back to 0.
+    assert_eq!(seq_gap(377, 0), 0);
+    assert_eq!(seq_gap(5000, 4623), 0);
+    // The u32 wrapped: the two numbers around it are consecutive.
+    assert_eq!(seq_gap(u32::MAX, 0), 0);
+    assert_eq!(seq_gap(u32::MAX - 1, 1), 2);
+}

@@ -149,3 +149,55 @@ fn thread_vars_in_the_trace_kernel() {
         assert!(v["started_ns"].as_u64().is_some_and(|t| t > 0), "{v}");
     }
 }
+
+/// `measure --bound` notes where its in-kernel D_POID came from, symbolized in the guest.
+#[test]
+fn measure_bound_names_the_longest_poid() {
+    if !on_path("qemu-system-x86_64") {
+        println!("SKIPPED: qemu-system-x86_64 is missing (apt-get install qemu-system-x86)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = rtscope(
+        tmp.path(),
+        &[
+            "lab",
+            "run",
+            "--kernel",
+            "trace",
+            "--preempt",
+            "full",
+            "--icount",
+            "--smp",
+            "1",
+            "--no-store",
+            "--timeout",
+            "110s",
+            "--",
+            "measure",
+            "-D",
+            "3s",
+            "--trace",
+            "bpf",
+            "--bound",
+        ],
+    );
+    let said = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "lab run failed ({}): {said}",
+        out.status
+    );
+    let note = said
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("note: longest D_POID, cpu 0: "))
+        .unwrap_or_else(|| panic!("no D_POID note: {said}"));
+    // "<µs> µs at <s> s in <comm> (tid N) from <event> at <symbol>+0x… to …"
+    assert!(note.contains(" s in "), "no time or task: {note}");
+    assert!(note.contains(" from ") && note.contains(" to "), "{note}");
+    assert!(note.contains("+0x"), "not symbolized: {note}");
+}

@@ -64,8 +64,13 @@ def main():
             rid = json.loads(so)[-1]["id"]
             rc, so, _ = run([a.rtscope, "show", rid, "--db", db, "--json", "-"])
             rec = json.loads(so)
-            b = rec.get("bound") or {}
-            attr = rec.get("attribution") or {}
+            # The measurement's parts sit under "kind" in newer records.
+            body = rec.get("bound") and rec or (rec.get("kind") or {}).get("measurement") or rec
+            b = body.get("bound") or {}
+            attr = body.get("attribution") or {}
+            for n in (rec.get("hygiene") or {}).get("notes", []):
+                if n.startswith("longest D_POID"):
+                    print(f"# {k}/{load}: {n}", file=sys.stderr)
             nga = 0.0
             for c in attr.get("causes", []):
                 if c["cause"] == "no_guest_activity":

@@ -119,5 +119,85 @@ fn thread_vars_in_the_trace_kernel() {
         assert!(t("poid_ns") > 0, "D_POID is 0: {c}");
         assert!(t("psd_ns") >= t("dst_ns"), "D_ST > D_PSD: {c}");
         assert_eq!(n("lost_events"), 0, "{c}");
+        // Where the longest D_POID began and ended, symbolized from the guest's kallsyms (the
+        // verb runs as root there), and the stack of its close.
+        let at = &c["poid_at"];
+        let events = [
+            "preempt_disable",
+            "preempt_enable",
+            "irq_disable",
+            "irq_enable",
+            "sched_switch",
+        ];
+        for end in ["from", "to"] {
+            let e = at[end]["event"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{end} in {c}"));
+            assert!(events.contains(&e), "poid_at.{end}.event {e}: {c}");
+            if at[end]["ip"].as_u64().is_some_and(|ip| ip != 0) {
+                assert!(at[end]["symbol"].is_string(), "{end} not symbolized: {c}");
+            }
+        }
+        let stack = at["stack"]
+            .as_array()
+            .unwrap_or_else(|| panic!("stack in {c}"));
+        assert!(
+            stack.iter().any(|f| f["symbol"].is_string()),
+            "no frame of the stack symbolized: {c}"
+        );
+        assert!(at["comm"].as_str().is_some_and(|s| !s.is_empty()), "{c}");
+        assert!(v["started_ns"].as_u64().is_some_and(|t| t > 0), "{v}");
     }
+}
+
+/// `measure --bound` notes where its in-kernel D_POID came from, symbolized in the guest.
+#[test]
+fn measure_bound_names_the_longest_poid() {
+    if !on_path("qemu-system-x86_64") {
+        println!("SKIPPED: qemu-system-x86_64 is missing (apt-get install qemu-system-x86)");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = rtscope(
+        tmp.path(),
+        &[
+            "lab",
+            "run",
+            "--kernel",
+            "trace",
+            "--preempt",
+            "full",
+            "--icount",
+            "--smp",
+            "1",
+            "--no-store",
+            "--timeout",
+            "110s",
+            "--",
+            "measure",
+            "-D",
+            "3s",
+            "--trace",
+            "bpf",
+            "--bound",
+        ],
+    );
+    let said = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "lab run failed ({}): {said}",
+        out.status
+    );
+    let note = said
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("note: longest D_POID, cpu 0: "))
+        .unwrap_or_else(|| panic!("no D_POID note: {said}"));
+    // "<µs> µs at <s> s in <comm> (tid N) from <event> at <symbol>+0x… to …"
+    assert!(note.contains(" s in "), "no time or task: {note}");
+    assert!(note.contains(" from ") && note.contains(" to "), "{note}");
+    assert!(note.contains("+0x"), "not symbolized: {note}");
 }

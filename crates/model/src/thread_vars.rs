@@ -32,6 +32,50 @@ pub struct CpuThreadMeasure {
     pub recursion_misses: u64,
     /// Most events waiting at once in the CPU's queue (1: no program ever interrupted another).
     pub max_queued: u64,
+    /// Where the longest D_POID was: the event that opened the preempt-/IRQ-disabled union and
+    /// the one that closed it (None: no D_POID measured, or a reader without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poid_at: Option<PoidSite>,
+}
+
+/// The ends of the longest D_POID interval.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoidSite {
+    pub from: CodeSite,
+    pub to: CodeSite,
+    /// Interrupt execution time inside the interval, discounted from D_POID.
+    pub irq_ns: u64,
+    /// CLOCK_MONOTONIC time of the opening event.
+    #[serde(default)]
+    pub from_ts_ns: u64,
+    /// Events the reduction applied inside the interval: each ran its tracepoint program
+    /// inside it, so part of the interval is the measurement's own cost.
+    #[serde(default)]
+    pub events: u64,
+    /// Kernel stack (innermost first) where the interval was closed: the tracepoint's own
+    /// frames, then the enabling code and its callers (`ip` and `symbol` set only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<CodeSite>,
+    /// The task on the CPU when the stack was taken (thread id and comm).
+    #[serde(default)]
+    pub tid: u64,
+    #[serde(default)]
+    pub comm: String,
+}
+
+/// One end of an interval: the tracepoint event and, for the preemptirq ones, its `ip` (the
+/// function that disabled or enabled) and `parent_ip` (its caller).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeSite {
+    /// preempt_disable, preempt_enable, irq_disable, irq_enable, sched_switch, …
+    pub event: String,
+    pub ip: u64,
+    pub parent_ip: u64,
+    /// `ip` as symbol+0xoffset from the kernel's kallsyms (None: not symbolized).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_symbol: Option<String>,
 }
 
 /// One `trace thread-vars` run.
@@ -49,6 +93,9 @@ pub struct ThreadVarsRun {
     /// Per program with recursion misses: "name count".
     #[serde(default)]
     pub missed_by: Vec<String>,
+    /// CLOCK_MONOTONIC time the CPUs began to be measured (0: not known).
+    #[serde(default)]
+    pub started_ns: u64,
     /// Tracepoints the kernel does not have (their programs were not loaded), and similar.
     #[serde(default)]
     pub notes: Vec<String>,

@@ -344,6 +344,9 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
             break;
         }
     }
+    if let Some(x) = explain.as_mut() {
+        x.end_kernel_thread_window();
+    }
     view.finish();
     let joined = m.join();
     let wall = t0.elapsed().as_secs_f64();

@@ -39,6 +39,7 @@
 
 mod bpf;
 pub mod flight;
+pub mod kallsyms;
 pub mod kfuncs;
 pub mod osnoise;
 pub mod preemptirq;

@@ -19,7 +19,7 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use rtscope_model::bound::ThreadVars;
 use rtscope_model::event::{Event, EventKind, Vector};
 pub use rtscope_model::thread_vars::CpuThreadMeasure;
-use rtscope_model::thread_vars::{ThreadVarsRun, THREAD_VARS_SCHEMA_VERSION};
+use rtscope_model::thread_vars::{CodeSite, PoidSite, ThreadVarsRun, THREAD_VARS_SCHEMA_VERSION};
 use rtscope_model::warning::{Warning, WarningCode};
 use std::collections::{BTreeMap, BTreeSet};
 use std::mem::MaybeUninit;
@@ -73,10 +73,18 @@ const RES_SECTIONS: usize = 5;
 const RES_QUEUE_OVERFLOWS: usize = 6;
 const RES_NEST_OVERFLOWS: usize = 7;
 const RES_MAX_QUEUED: usize = 9;
-const RES_WORDS: usize = 10;
+/// `struct poid_site`: from ip, parent_ip, kind; to ip, parent_ip, kind; interrupt time; the
+/// opening event's time; events applied inside.
+const RES_POID_AT: usize = 10;
+/// `poid_stack`: POID_STACK return addresses, 0 when unused.
+const RES_POID_STACK: usize = 19;
+const POID_STACK: usize = 16;
+/// `poid_tid`, then `poid_comm` (16 bytes).
+const RES_POID_TASK: usize = RES_POID_STACK + POID_STACK;
+const RES_WORDS: usize = RES_POID_TASK + 3;
 /// `head` and `tail` of the queue follow the results.
-const HEAD_WORD: usize = 10;
-const TAIL_WORD: usize = 11;
+const HEAD_WORD: usize = RES_WORDS;
+const TAIL_WORD: usize = RES_WORDS + 1;
 
 /// Tracepoints every measurement needs: the four toggles, the scheduler's two, the IRQ lines'.
 pub const REQUIRED: [&str; 8] = [
@@ -224,6 +232,56 @@ pub fn parse_state(cpu: u32, b: &[u8]) -> CpuThreadMeasure {
         nest_overflows,
         recursion_misses: 0,
         max_queued: at(RES_MAX_QUEUED),
+        poid_at: (at(RES_POID) > 0).then(|| {
+            let site = |w: usize| CodeSite {
+                event: kind_name(at(w + 2)).into(),
+                ip: at(w),
+                parent_ip: at(w + 1),
+                ..Default::default()
+            };
+            PoidSite {
+                from: site(RES_POID_AT),
+                to: site(RES_POID_AT + 3),
+                irq_ns: at(RES_POID_AT + 6),
+                from_ts_ns: at(RES_POID_AT + 7),
+                events: at(RES_POID_AT + 8),
+                stack: (RES_POID_STACK..RES_WORDS)
+                    .map(at)
+                    .take_while(|&a| a != 0)
+                    .map(|ip| CodeSite {
+                        ip,
+                        ..Default::default()
+                    })
+                    .collect(),
+                tid: at(RES_POID_TASK),
+                comm: {
+                    let c: Vec<u8> = [at(RES_POID_TASK + 1), at(RES_POID_TASK + 2)]
+                        .iter()
+                        .flat_map(|w| w.to_ne_bytes())
+                        .take_while(|&b| b != 0)
+                        .collect();
+                    String::from_utf8_lossy(&c).into_owned()
+                },
+            }
+        }),
+    }
+}
+
+/// The tracepoint of a queue event kind (K_*).
+fn kind_name(kind: u64) -> &'static str {
+    match kind {
+        K_PREEMPT_DISABLE => "preempt_disable",
+        K_PREEMPT_ENABLE => "preempt_enable",
+        K_IRQ_DISABLE => "irq_disable",
+        K_IRQ_ENABLE => "irq_enable",
+        K_SWITCH => "sched_switch",
+        K_WAKEUP_HERE => "sched_wakeup",
+        K_IRQ_ENTRY => "irq_handler_entry",
+        K_IRQ_EXIT => "irq_handler_exit",
+        K_VEC_ENTRY => "vector_entry",
+        K_VEC_EXIT => "vector_exit",
+        K_NMI => "nmi_handler",
+        _ => "?",
     }
 }
 
@@ -302,6 +360,7 @@ pub struct Reducer {
     cpus: Vec<u32>,
     notes: Vec<String>,
     started: Instant,
+    started_ns: u64,
 }
 
 impl Reducer {
@@ -350,6 +409,7 @@ impl Reducer {
             cpus: cpus.to_vec(),
             notes,
             started: Instant::now(),
+            started_ns: crate::sys::monotonic_ns(),
         })
     }
 
@@ -382,6 +442,20 @@ impl Reducer {
         (cpus, missed, missed_by)
     }
 
+    /// Switch the CPUs off: the programs stay attached but change nothing, so every later
+    /// reading gives the maxima of the window up to here (an interval still open is left out).
+    pub fn stop(&self) -> Result<(), String> {
+        for &c in &self.cpus {
+            self.l
+                .skel
+                .maps
+                .traced
+                .update(&c.to_ne_bytes(), &0u32.to_ne_bytes(), MapFlags::ANY)
+                .map_err(|e| format!("bpf: switching CPU {c} off failed: {e}"))?;
+        }
+        Ok(())
+    }
+
     /// Tracepoints left out on this kernel, one sentence each.
     pub fn notes(&self) -> &[String] {
         &self.notes
@@ -396,14 +470,17 @@ impl Reducer {
             .map(|c| c.queue_overflows + c.nest_overflows)
             .sum::<u64>()
             + missed;
-        summarize(
-            cpus,
-            self.started.elapsed().as_nanos() as u64,
-            lost_events,
-            missed_by,
-            self.notes.clone(),
-            interrupted,
-        )
+        ThreadVarsRun {
+            started_ns: self.started_ns,
+            ..summarize(
+                cpus,
+                self.started.elapsed().as_nanos() as u64,
+                lost_events,
+                missed_by,
+                self.notes.clone(),
+                interrupted,
+            )
+        }
     }
 }
 
@@ -466,6 +543,7 @@ pub fn summarize(
         cpus,
         lost_events,
         missed_by,
+        started_ns: 0,
         notes,
         warnings,
         interrupted,
@@ -570,20 +648,25 @@ impl Replay {
     /// One event on its CPU; `nested` appends it without applying it, as a program that
     /// interrupted an application does (the next non-nested event applies it).
     pub fn push(&self, e: &Event, nested: bool) -> Result<(), String> {
+        self.push_at(e, nested, 0, 0)
+    }
+
+    /// `push` with the tracepoint's `ip` and `parent_ip` (a preemptirq event's code address).
+    pub fn push_at(&self, e: &Event, nested: bool, ip: u64, parent_ip: u64) -> Result<(), String> {
         let Some((kind, arg)) = queue_event(e) else {
             return Ok(());
         };
         let kind = if nested { kind | QUEUE_ONLY } else { kind };
-        self.run(e.cpu, [e.ts_ns, kind, arg])
+        self.run(e.cpu, [e.ts_ns, kind, arg, ip, parent_ip])
     }
 
     /// Apply what waits in `cpu`'s queue: an event the state machine ignores (kind 0).
     pub fn flush(&self, cpu: u32) -> Result<(), String> {
-        self.run(cpu, [0, 0, 0])
+        self.run(cpu, [0; 5])
     }
 
-    fn run(&self, cpu: u32, words: [u64; 3]) -> Result<(), String> {
-        let mut ctx = [0u8; 24];
+    fn run(&self, cpu: u32, words: [u64; 5]) -> Result<(), String> {
+        let mut ctx = [0u8; 40];
         for (i, w) in words.iter().enumerate() {
             ctx[i * 8..i * 8 + 8].copy_from_slice(&w.to_ne_bytes());
         }
@@ -702,9 +785,15 @@ mod tests {
     #[test]
     fn state_words() {
         let mut b = Vec::new();
-        for w in [90u64, 30, 70, 50, 8, 1, 2, 3, 14, 4, 777] {
+        for w in [
+            90u64, 30, 70, 50, 8, 1, 2, 3, 14, 4, 0x10, 0x11, 3, 0x20, 0x21, 4, 7, 500, 6, 0xa0,
+            0xa1, 0, 0xa3,
+        ] {
             b.extend_from_slice(&w.to_ne_bytes());
         }
+        b.resize(RES_POID_TASK * 8, 0);
+        b.extend_from_slice(&42u64.to_ne_bytes());
+        b.extend_from_slice(b"rtscope-m\0\0\0\0\0\0\0");
         let m = parse_state(3, &b);
         assert_eq!(
             m.thread,
@@ -721,6 +810,20 @@ mod tests {
             (2, 3, 5)
         );
         assert_eq!(m.max_queued, 4);
+        let at = m.poid_at.expect("poid_at");
+        assert_eq!(
+            (at.from.event.as_str(), at.from.ip, at.from.parent_ip),
+            ("irq_disable", 0x10, 0x11)
+        );
+        assert_eq!(
+            (at.to.event.as_str(), at.to.ip, at.to.parent_ip),
+            ("irq_enable", 0x20, 0x21)
+        );
+        assert_eq!((at.irq_ns, at.from_ts_ns, at.events), (7, 500, 6));
+        // The stack ends at its first unused (0) frame.
+        let stack: Vec<u64> = at.stack.iter().map(|f| f.ip).collect();
+        assert_eq!(stack, [0xa0, 0xa1]);
+        assert_eq!((at.tid, at.comm.as_str()), (42, "rtscope-m"));
         // A short value reads as zeros, never a panic.
         assert_eq!(parse_state(0, &[1, 2, 3]).thread, ThreadVars::default());
     }

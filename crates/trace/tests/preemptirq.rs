@@ -343,3 +343,48 @@ proptest! {
         assert_same(&r, &events)?;
     }
 }
+
+/// The longest D_POID says which events opened and closed it: in the hand-checked fixture the
+/// union from the preempt_disable at 0 to the preempt_enable at 100 (10 ns of IRQ 5 discounted);
+/// a union cut by a scheduler section ends at the section's preempt_disable.
+#[test]
+fn longest_poid_names_its_ends() {
+    let r = match replay() {
+        Ok(r) => r,
+        Err(e) => return println!("SKIPPED: {e}"),
+    };
+    let site = |c: &rtscope_model::thread_vars::CodeSite| (c.event.clone(), c.ip, c.parent_ip);
+    // Event i carries ip 0x1000 + i, parent_ip 0x2000 + i.
+    let push_all = |events: &[Event]| {
+        for (i, e) in events.iter().enumerate() {
+            let i = i as u64;
+            r.push_at(e, false, 0x1000 + i, 0x2000 + i).expect("replay");
+        }
+    };
+    push_all(&fixture(0));
+    let c = r.read()[&0].clone();
+    assert_eq!(c.thread.poid_ns, 90);
+    let at = c.poid_at.expect("poid_at");
+    assert_eq!(site(&at.from), ("preempt_disable".into(), 0x1000, 0x2000));
+    assert_eq!(site(&at.to), ("preempt_enable".into(), 0x1004, 0x2004));
+    assert_eq!(at.irq_ns, 10);
+
+    use EventKind::*;
+    r.reset().expect("reset");
+    let cut = vec![
+        ev(0, 1000, IrqDisable),
+        ev(0, 1020, PreemptDisable),
+        ev(0, 1030, switch()),
+        ev(0, 1040, PreemptEnable),
+        ev(0, 1060, IrqEnable),
+    ];
+    push_all(&cut);
+    let c = r.read()[&0].clone();
+    assert_eq!(c.thread.poid_ns, 20);
+    assert_eq!(c.thread.psd_ns, 20);
+    let at = c.poid_at.expect("poid_at");
+    assert_eq!(site(&at.from), ("irq_disable".into(), 0x1000, 0x2000));
+    assert_eq!(site(&at.to), ("preempt_disable".into(), 0x1001, 0x2001));
+    assert_eq!(at.irq_ns, 0);
+    assert_same(&r, &cut).unwrap();
+}

@@ -83,7 +83,7 @@ fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
     a.json.check()?;
     super::common::install_signal_handlers();
     use rtscope_trace::preemptirq::{measure, MeasureError};
-    let run = measure(
+    let mut run = measure(
         &cpus,
         Duration::from_secs_f64(secs),
         &super::common::stop_requested,
@@ -92,6 +92,8 @@ fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
         MeasureError::Unavailable(m) => crate::usage!("trace thread-vars: {m}"),
         MeasureError::Failed(m) => anyhow::anyhow!("trace thread-vars: {m}"),
     })?;
+    // Where the longest D_POID began and ended, as kernel symbols (root reads real addresses).
+    rtscope_trace::kallsyms::load().symbolize(&mut run);
     if !a.json.to_stdout() {
         print!("{}", rtscope_report::thread_vars::text(&run));
     }

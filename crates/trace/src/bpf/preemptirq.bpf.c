@@ -83,7 +83,7 @@
 #define V_THERMAL_APIC 8
 #define V_X86_PLATFORM_IPI 9
 
-#define QLEN 8192 // a power of two: 24 B each, 192 KiB per CPU
+#define QLEN 8192 // a power of two: 40 B each, 320 KiB per CPU
 #define QMASK (QLEN - 1)
 #define HMAX 8 // open handlers per CPU; a power of two
 #define HMASK (HMAX - 1)
@@ -105,15 +105,39 @@
 struct qslot {
 	__u64 ts;
 	__u64 arg;
+	__u64 ip;  // preemptirq events: the tracepoint's ip (caller of the toggle); else 0
+	__u64 pip; // and its parent_ip
 	__u32 kind;
 	__u32 seq; // (slot index + 1) mod 2^32 once committed
 };
 
-// A point of an interval: its time and the CPU's cumulative interrupt time then.
+// A point of an interval: its time, the CPU's cumulative interrupt time then, and the event
+// that made it (kind and code address), so the longest D_POID can say where it began and ended.
 struct at {
 	__u64 ts;
 	__u64 irq;
+	__u64 ip;
+	__u64 pip;
+	__u64 kind;
+	__u64 n; // events applied before this one (pi_state.applied)
 };
+
+// Where the longest D_POID was (src/preemptirq.rs RES_POID_*): the event that opened the union
+// and the one that closed it, and the interrupt time discounted from it.
+struct poid_site {
+	__u64 from_ip;
+	__u64 from_pip;
+	__u64 from_kind;
+	__u64 to_ip;
+	__u64 to_pip;
+	__u64 to_kind;
+	__u64 irq_ns;
+	__u64 from_ts; // bpf_ktime_get_ns() of the opening event
+	__u64 events;  // events applied inside (each ran these programs inside the interval)
+};
+
+// Kernel stack frames kept of the longest D_POID's close.
+#define POID_STACK 16
 
 // One CPU. The first words are the results user space reads (src/preemptirq.rs RES_*, in this
 // order); the rest is the queue and thread.rs's `St`.
@@ -128,6 +152,14 @@ struct pi_state {
 	__u64 nest_overflows;  // handler entries dropped: HMAX handlers already open
 	__u64 applied;	       // events applied by the state machine (all kinds)
 	__u64 max_queued;      // most events waiting at once (a measure of nesting)
+	struct poid_site poid_at;
+	// The kernel stack of the program that applied the event raising D_POID (taken right after
+	// the application, so normally the stack at the union's closing enable; with the
+	// frame-pointer-less unwinding of tracepoints' parent_ip, the one way to name the caller
+	// of e.g. _raw_spin_unlock). Unused frames are 0.
+	__u64 poid_stack[POID_STACK];
+	__u64 poid_tid; // the task on the CPU then (thread id)
+	char poid_comm[16];
 	// queue
 	__u64 head;
 	__u64 tail;
@@ -146,6 +178,11 @@ struct pi_state {
 	__u64 hkey[HMAX]; // IRQ number, or 1 << 32 | vector id
 	__u64 hts[HMAX];
 	__u64 cur_prio; // prio + 2 of the task the last switch put on the CPU; 0: not known yet
+	// The event being applied: its kind, ip and parent_ip (for `struct at`).
+	__u64 ev_kind;
+	__u64 ev_ip;
+	__u64 ev_pip;
+	__u64 poid_raised; // D_POID was raised since the last stack was taken
 };
 
 struct {
@@ -180,10 +217,33 @@ static __always_inline __u64 span(struct at *from, __u64 to_ts, __u64 to_irq)
 	return d > i ? d - i : 0;
 }
 
-static __always_inline void set_at(struct at *a, __u64 ts, __u64 irq)
+// A point made by the event being applied.
+static __always_inline void set_at(struct pi_state *s, struct at *a, __u64 ts, __u64 irq)
 {
 	a->ts = ts;
 	a->irq = irq;
+	a->ip = s->ev_ip;
+	a->pip = s->ev_pip;
+	a->kind = s->ev_kind;
+	a->n = s->applied;
+}
+
+// D_POID candidate `d`, the union from `from` to `to`: a new maximum records where it was.
+static __always_inline void poid_max(struct pi_state *s, __u64 d, struct at *from, struct at *to)
+{
+	if (d <= s->poid_ns)
+		return;
+	s->poid_ns = d;
+	s->poid_at.from_ip = from->ip;
+	s->poid_at.from_pip = from->pip;
+	s->poid_at.from_kind = from->kind;
+	s->poid_at.to_ip = to->ip;
+	s->poid_at.to_pip = to->pip;
+	s->poid_at.to_kind = to->kind;
+	s->poid_at.irq_ns = to->irq > from->irq ? to->irq - from->irq : 0;
+	s->poid_at.from_ts = from->ts;
+	s->poid_at.events = to->n > from->n ? to->n - from->n : 0;
+	s->poid_raised = 1;
 }
 
 static __always_inline void maxto(__u64 *m, __u64 v)
@@ -200,7 +260,7 @@ static __always_inline void disable_begins(struct pi_state *s, __u64 ts)
 		s->flags &= ~F_PAIE;
 	}
 	if (!(s->flags & F_UNION)) {
-		set_at(&s->union_start, ts, s->irq_time);
+		set_at(s, &s->union_start, ts, s->irq_time);
 		s->flags |= F_UNION;
 		s->flags &= ~F_SCHED_START;
 	}
@@ -212,17 +272,19 @@ static __always_inline void maybe_close_union(struct pi_state *s, __u64 ts)
 	if (s->flags & (F_PREEMPT_OFF | F_IRQ_OFF))
 		return;
 	if (s->flags & F_UNION) {
-		__u64 d;
+		struct at now;
+		struct at *to = &now;
 		// The part before a scheduler section postponed the scheduler (or masked IRQs).
 		if (s->flags & F_SCHED_START)
-			d = span(&s->union_start, s->sched_start.ts, s->sched_start.irq);
+			to = &s->sched_start;
 		else
-			d = span(&s->union_start, ts, s->irq_time);
+			set_at(s, &now, ts, s->irq_time);
+		__u64 d = span(&s->union_start, to->ts, to->irq);
 		s->flags &= ~(F_UNION | F_SCHED_START);
-		maxto(&s->poid_ns, d);
+		poid_max(s, d, &s->union_start, to);
 	}
 	if (s->flags & F_WAKEUP_PENDING) {
-		set_at(&s->paie_start, ts, s->irq_time);
+		set_at(s, &s->paie_start, ts, s->irq_time);
 		s->flags |= F_PAIE;
 	}
 }
@@ -283,13 +345,13 @@ static __always_inline void pi_switch(struct pi_state *s, __u64 ts, __u64 arg)
 		// The union up to the section's start postponed the scheduler; it ends here.
 		if (s->flags & F_UNION) {
 			struct at *st = (s->flags & F_SCHED_START) ? &s->sched_start : &s->preempt_off;
-			maxto(&s->poid_ns, span(&s->union_start, st->ts, st->irq));
+			poid_max(s, span(&s->union_start, st->ts, st->irq), &s->union_start, st);
 		}
 		s->flags &= ~(F_UNION | F_SCHED_START | F_PREEMPT_OFF | F_SWITCH_IN_SECTION | F_EV3 |
 			      F_LAST_IRQ_DISABLE);
 		// IRQs still masked in idle delay the wake-up's interrupt.
 		if (s->flags & F_IRQ_OFF) {
-			set_at(&s->union_start, ts, s->irq_time);
+			set_at(s, &s->union_start, ts, s->irq_time);
 			s->flags |= F_UNION;
 		}
 	} else if (s->flags & F_PREEMPT_OFF) {
@@ -311,7 +373,7 @@ static __always_inline void pi_switch(struct pi_state *s, __u64 ts, __u64 arg)
 			s->last_irq_disable = start;
 			s->flags |= F_EV3 | F_LAST_IRQ_DISABLE;
 		} else {
-			set_at(&start, ts, s->irq_time);
+			set_at(s, &start, ts, s->irq_time);
 			s->flags &= ~(F_EV3 | F_LAST_IRQ_DISABLE);
 		}
 		if (!(s->flags & F_UNION)) {
@@ -360,7 +422,7 @@ __noinline int pi_apply(struct pi_state *s, __u64 ts, __u64 kind, __u64 arg)
 	case K_PREEMPT_DISABLE:
 		s->preemptirq_events++;
 		disable_begins(s, ts);
-		set_at(&s->preempt_off, ts, s->irq_time);
+		set_at(s, &s->preempt_off, ts, s->irq_time);
 		s->flags |= F_PREEMPT_OFF;
 		s->flags &= ~(F_SWITCH_IN_SECTION | F_EV3 | F_LAST_IRQ_DISABLE);
 		break;
@@ -386,10 +448,10 @@ __noinline int pi_apply(struct pi_state *s, __u64 ts, __u64 kind, __u64 arg)
 		s->preemptirq_events++;
 		disable_begins(s, ts);
 		s->flags |= F_IRQ_OFF;
-		set_at(&s->irq_disable_since_switch, ts, s->irq_time);
+		set_at(s, &s->irq_disable_since_switch, ts, s->irq_time);
 		s->flags |= F_IRQ_DISABLE_SINCE_SWITCH;
 		if (s->flags & F_PREEMPT_OFF) {
-			set_at(&s->last_irq_disable, ts, s->irq_time);
+			set_at(s, &s->last_irq_disable, ts, s->irq_time);
 			s->flags |= F_LAST_IRQ_DISABLE;
 		}
 		break;
@@ -438,6 +500,9 @@ static long apply_next(__u64 i, void *unused)
 		__u32 k = t & QMASK;
 		struct qslot *q = bpf_map_lookup_elem(&queue, &k);
 		if (q && *(volatile __u32 *)&q->seq == (__u32)(t + 1)) {
+			s->ev_kind = q->kind;
+			s->ev_ip = q->ip;
+			s->ev_pip = q->pip;
 			pi_apply(s, q->ts, q->kind, q->arg);
 			s->tail = t + 1;
 			stop = 0;
@@ -449,7 +514,8 @@ static long apply_next(__u64 i, void *unused)
 
 // Append one event; `apply` = 0 leaves it queued (the replay program's stand-in for a program
 // that interrupted an application).
-static __always_inline void push(struct pi_state *s, __u64 ts, __u32 kind, __u64 arg, int apply)
+static __always_inline void push(struct pi_state *s, __u64 ts, __u32 kind, __u64 arg, __u64 ip,
+				 __u64 pip, int apply)
 {
 	__u64 h = 0;
 	int claimed = 0;
@@ -478,6 +544,8 @@ static __always_inline void push(struct pi_state *s, __u64 ts, __u32 kind, __u64
 		q->ts = ts;
 		q->kind = kind;
 		q->arg = arg;
+		q->ip = ip;
+		q->pip = pip;
 		__sync_lock_test_and_set(&q->seq, (__u32)(h + 1));
 	}
 	if (apply)
@@ -494,39 +562,62 @@ static __always_inline struct pi_state *here(void)
 	return bpf_map_lookup_elem(&state, &zero);
 }
 
-static __always_inline void record(__u64 kind, __u64 arg)
+// An enable that raised D_POID: keep the kernel stack here (the closing code's callers).
+static __always_inline void record_enable(void *ctx, __u64 kind, __u64 ip, __u64 pip)
+{
+	__u64 ts = bpf_ktime_get_ns();
+	struct pi_state *s = here();
+	if (!s)
+		return;
+	push(s, ts, kind, 0, ip, pip, 1);
+	if (__sync_lock_test_and_set(&s->poid_raised, 0)) {
+		long n = bpf_get_stack(ctx, s->poid_stack, sizeof(s->poid_stack), 0);
+		s->poid_tid = (__u32)bpf_get_current_pid_tgid();
+		bpf_get_current_comm(s->poid_comm, sizeof(s->poid_comm));
+		for (int i = 0; i < POID_STACK; i++)
+			if (n < 0 || i * 8 >= n)
+				s->poid_stack[i] = 0;
+	}
+}
+
+static __always_inline void record_ip(__u64 kind, __u64 arg, __u64 ip, __u64 pip)
 {
 	__u64 ts = bpf_ktime_get_ns();
 	struct pi_state *s = here();
 	if (s)
-		push(s, ts, kind, arg, 1);
+		push(s, ts, kind, arg, ip, pip, 1);
+}
+
+static __always_inline void record(__u64 kind, __u64 arg)
+{
+	record_ip(kind, arg, 0, 0);
 }
 
 SEC("tp_btf/preempt_disable")
-int BPF_PROG(pi_preempt_disable)
+int BPF_PROG(pi_preempt_disable, unsigned long ip, unsigned long parent_ip)
 {
-	record(K_PREEMPT_DISABLE, 0);
+	record_ip(K_PREEMPT_DISABLE, 0, ip, parent_ip);
 	return 0;
 }
 
 SEC("tp_btf/preempt_enable")
-int BPF_PROG(pi_preempt_enable)
+int BPF_PROG(pi_preempt_enable, unsigned long ip, unsigned long parent_ip)
 {
-	record(K_PREEMPT_ENABLE, 0);
+	record_enable(ctx, K_PREEMPT_ENABLE, ip, parent_ip);
 	return 0;
 }
 
 SEC("tp_btf/irq_disable")
-int BPF_PROG(pi_irq_disable)
+int BPF_PROG(pi_irq_disable, unsigned long ip, unsigned long parent_ip)
 {
-	record(K_IRQ_DISABLE, 0);
+	record_ip(K_IRQ_DISABLE, 0, ip, parent_ip);
 	return 0;
 }
 
 SEC("tp_btf/irq_enable")
-int BPF_PROG(pi_irq_enable)
+int BPF_PROG(pi_irq_enable, unsigned long ip, unsigned long parent_ip)
 {
-	record(K_IRQ_ENABLE, 0);
+	record_enable(ctx, K_IRQ_ENABLE, ip, parent_ip);
 	return 0;
 }
 
@@ -595,7 +686,7 @@ int BPF_PROG(pi_nmi_handler, void *handler, s64 delta_ns)
 }
 
 // Replay for tests (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU; never attached): args[0] = ts,
-// args[1] = kind | QUEUE_ONLY, args[2] = arg. The event goes through the same queue and state
+// args[1] = kind | QUEUE_ONLY, args[2] = arg, args[3] = ip, args[4] = parent_ip. The event goes through the same queue and state
 // machine as a live one, on the CPU the run is pinned to, whatever `traced` says. QUEUE_ONLY
 // appends without applying, as a program that interrupted an application does.
 #define QUEUE_ONLY (1ull << 32)
@@ -607,7 +698,8 @@ int pi_replay(struct bpf_raw_tracepoint_args *ctx)
 	if (!s)
 		return 1;
 	__u64 kind = ctx->args[1];
-	push(s, ctx->args[0], kind & 0xffffffff, ctx->args[2], !(kind & QUEUE_ONLY));
+	push(s, ctx->args[0], kind & 0xffffffff, ctx->args[2], ctx->args[3], ctx->args[4],
+	     !(kind & QUEUE_ONLY));
 	return 0;
 }
 

@@ -175,7 +175,7 @@ pub fn check_compare_preempt() -> Result<(String, Vec<String>)> {
     let (cur, all) = read_preempt_models().map_err(|e| {
         BenchError::Unavailable(format!(
             "--compare-preempt: the preemption model cannot be switched on this machine: reading {PREEMPT_FILE} failed ({e}); \
-             it needs a PREEMPT_DYNAMIC kernel with debugfs mounted and writable (kernel lockdown blocks debugfs writes); no scan was run"
+             it needs a PREEMPT_DYNAMIC kernel with debugfs mounted and writable (before 6.13 also CONFIG_SCHED_DEBUG, which creates the file; kernel lockdown blocks debugfs writes); no scan was run"
         ))
     })?;
     // Writing the current value back is a no-op that proves we may write.

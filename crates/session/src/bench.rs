@@ -30,6 +30,17 @@ pub fn pdlt(
 ) -> Result<(), VerbError> {
     check_files([("--csv", csv), ("--svg", svg)])?;
     let tags = out.validate()?;
+    // Said before anything starts: a PREEMPT_RT kernel's timerfd cannot drive the scan.
+    if let Err(BenchError::Unavailable(m)) = pdlt::check_timers(
+        std::fs::read_to_string("/sys/kernel/realtime")
+            .ok()
+            .as_deref(),
+        std::fs::read_to_string("/proc/sys/kernel/version")
+            .ok()
+            .as_deref(),
+    ) {
+        return Err(VerbError::failed(m));
+    }
     // Said before anything starts: on this kind of machine the model cannot be switched.
     if cfg.compare_preempt {
         if let Err(BenchError::Unavailable(m)) = pdlt::check_compare_preempt() {

@@ -160,6 +160,16 @@ pub fn sched_scale(r: &SchedScaleResult) -> String {
     if let Some(t) = &r.trace_unavailable {
         let _ = writeln!(o, "kernel events: {t}");
     }
+    if r.rows.iter().any(|row| {
+        row.sched_time_stats
+            .as_ref()
+            .is_some_and(|s| row.sched_time_missed > s.samples)
+    }) {
+        let _ = writeln!(
+            o,
+            "time in the scheduler: most switches to the thread were untimed (reached without a traced scheduler entry; on PREEMPT_RT the fentry trampoline's own migrate_disable() is where the switch happens): those levels' means are not Table 3's quantity"
+        );
+    }
     if let Some(t) = &r.sched_time_unavailable {
         let _ = writeln!(o, "time in the scheduler: not measured: {t}");
     }

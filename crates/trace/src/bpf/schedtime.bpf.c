@@ -15,7 +15,10 @@
 // of every entry point (fexit runs when the task that entered returns, so a call that picked
 // the same task again leaves no stale start). A switch reached through preempt_schedule()
 // (notrace, from preempt_enable() under a preemptible model) has no start: it is counted in
-// `missed`, not timed.
+// `missed`, not timed. Under PREEMPT_RT that is nearly every switch: the trampoline calls
+// migrate_disable() before the start program, and the preempt_enable() in it is where the
+// pending switch happens (__schedule <- preempt_schedule <- migrate_disable <-
+// __bpf_prog_enter_recur <- bpf_trampoline <- schedule).
 //
 // A duration includes the fentry trampoline and the start program (a constant), not the switch.
 #include "vmlinux.h"

@@ -16,6 +16,9 @@ const KFUNCS_SRC: &str = "src/bpf/kfuncs.bpf.c";
 /// ECRTS'20 Table 1's thread variables reduced in the kernel from preemptirq tracepoints
 /// (src/preemptirq.rs).
 const PREEMPTIRQ_SRC: &str = "src/bpf/preemptirq.bpf.c";
+/// heursch-2001 Table 3's time in the scheduler: scheduler entry → sched_switch
+/// (src/schedtime.rs).
+const SCHEDTIME_SRC: &str = "src/bpf/schedtime.bpf.c";
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
@@ -23,6 +26,7 @@ fn main() {
     println!("cargo:rerun-if-changed={SRC}");
     println!("cargo:rerun-if-changed={KFUNCS_SRC}");
     println!("cargo:rerun-if-changed={PREEMPTIRQ_SRC}");
+    println!("cargo:rerun-if-changed={SCHEDTIME_SRC}");
     println!("cargo:rerun-if-env-changed=RTSCOPE_VMLINUX_H");
     if let Some(h) = env::var_os("RTSCOPE_VMLINUX_H") {
         std::fs::copy(&h, &vmlinux).unwrap_or_else(|e| {
@@ -53,6 +57,7 @@ fn main() {
         (SRC, "rtscope.skel.rs"),
         (KFUNCS_SRC, "kfuncs.skel.rs"),
         (PREEMPTIRQ_SRC, "preemptirq.skel.rs"),
+        (SCHEDTIME_SRC, "schedtime.skel.rs"),
     ] {
         libbpf_cargo::SkeletonBuilder::new()
             .source(src)

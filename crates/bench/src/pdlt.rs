@@ -175,7 +175,7 @@ pub fn check_compare_preempt() -> Result<(String, Vec<String>)> {
     let (cur, all) = read_preempt_models().map_err(|e| {
         BenchError::Unavailable(format!(
             "--compare-preempt: the preemption model cannot be switched on this machine: reading {PREEMPT_FILE} failed ({e}); \
-             it needs a PREEMPT_DYNAMIC kernel with debugfs mounted and writable (kernel lockdown blocks debugfs writes); no scan was run"
+             it needs a PREEMPT_DYNAMIC kernel with debugfs mounted and writable (before 6.13 also CONFIG_SCHED_DEBUG, which creates the file; kernel lockdown blocks debugfs writes); no scan was run"
         ))
     })?;
     // Writing the current value back is a no-op that proves we may write.
@@ -186,6 +186,22 @@ pub fn check_compare_preempt() -> Result<(String, Vec<String>)> {
         ))
     })?;
     Ok((cur, all))
+}
+
+/// Whether the scan can work on this kernel's timers (checked before anything starts). Under
+/// PREEMPT_RT a timerfd's hrtimer is a soft one: it expires in softirq context, which RT runs
+/// in a per-CPU thread (`ksoftirqd/N`, SCHED_OTHER, in 6.12; `ktimers/N`, SCHED_FIFO 1, later),
+/// not in the interrupt, so the producer is woken only when that thread runs — never while the
+/// SCHED_FIFO consumer holds the CPU (in its call or spinning after it).
+/// `realtime`: /sys/kernel/realtime (the RT patch set's); `version`: /proc/sys/kernel/version
+/// (`uname -v`, which names PREEMPT_RT on mainline).
+pub fn check_timers(realtime: Option<&str>, version: Option<&str>) -> Result<()> {
+    if realtime.map(str::trim) == Some("1") || version.is_some_and(|v| v.contains("PREEMPT_RT")) {
+        return Err(BenchError::Unavailable(
+            "pdlt cannot scan a PREEMPT_RT kernel: its timerfd expires in a softirq thread (ksoftirqd or ktimers), which the SCHED_FIFO consumer keeps off the CPU, so the producer would wait for the consumer, not for the kernel; no scan was run".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The prepared system call and its scratch resources.
@@ -516,6 +532,14 @@ fn scan(cfg: &Config, prep: &mut Prepared, model: &str) -> Result<PdltScan> {
 /// `progress` is told the preemption model as each scan starts.
 pub fn run(cfg: &Config, reaper: &Reaper, mut progress: impl FnMut(&str)) -> Result<PdltResult> {
     cfg.validate()?;
+    check_timers(
+        std::fs::read_to_string("/sys/kernel/realtime")
+            .ok()
+            .as_deref(),
+        std::fs::read_to_string("/proc/sys/kernel/version")
+            .ok()
+            .as_deref(),
+    )?;
     let models = if cfg.compare_preempt {
         Some(check_compare_preempt()?)
     } else {
@@ -693,6 +717,16 @@ mod tests {
         let v = sweep(-2000, 3000, 1000);
         assert_eq!(v, vec![-2000, -1000, 0, 1000, 2000, 3000]);
         assert!(sweep(5, 4, 1).is_empty());
+    }
+
+    #[test]
+    fn preempt_rt_is_refused() {
+        let stock = "#1 SMP PREEMPT_DYNAMIC Debian 6.12.117-1";
+        assert!(check_timers(None, None).is_ok());
+        assert!(check_timers(Some("0\n"), Some(stock)).is_ok());
+        let e = check_timers(Some("1\n"), None).unwrap_err().to_string();
+        assert!(e.starts_with("pdlt cannot scan a PREEMPT_RT kernel"), "{e}");
+        assert!(check_timers(None, Some("#1 SMP PREEMPT_RT Tue Nov 24 2026")).is_err());
     }
 
     #[test]

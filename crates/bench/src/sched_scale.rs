@@ -31,6 +31,37 @@ pub struct Config {
     pub sleep_ns: u64,
     /// Capture kernel events (tracefs instance) when available.
     pub trace: bool,
+    /// Time the scheduler itself with fentry programs (`--sched-time`).
+    pub sched_time: SchedTime,
+}
+
+/// `--sched-time`: time in the scheduler (Table 3's quantity) through fentry/tp_btf programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedTime {
+    /// When the kernel allows it; the result says why not otherwise.
+    Auto,
+    /// Required: the command stops before measuring if the programs cannot attach.
+    On,
+    Off,
+}
+
+impl SchedTime {
+    pub fn parse(s: &str) -> std::result::Result<SchedTime, String> {
+        match s {
+            "auto" => Ok(SchedTime::Auto),
+            "on" => Ok(SchedTime::On),
+            "off" => Ok(SchedTime::Off),
+            _ => Err(format!("--sched-time: must be auto, on or off; got '{s}'")),
+        }
+    }
+}
+
+/// The in-kernel timing of the scheduler (rtscope-trace's fentry programs, given by the caller
+/// so this crate needs no BPF).
+pub trait SchedTimer {
+    /// Durations (ns) timed since the last call, and the switches to the thread that could not
+    /// be timed (missed or dropped).
+    fn drain(&mut self) -> (Vec<u64>, u64);
 }
 
 impl Config {
@@ -81,13 +112,37 @@ pub fn parse_loads(s: &str) -> std::result::Result<Vec<u32>, String> {
 }
 
 /// N CPU-bound SCHED_OTHER processes on one CPU. Each child dies with us (PR_SET_PDEATHSIG,
-/// SIGKILL) and exits by itself at `until_ns` anyway; drop kills and reaps them.
+/// SIGKILL) and exits by itself at a deadline anyway; drop kills and reaps them.
+///
+/// The deadline lives in a shared page so that it can be set once every child runs: forking
+/// N processes onto a CPU the earlier ones already keep busy takes a time that grows with N
+/// (the parent gets 1/(k+1) of the CPU after k forks), seconds for N = 200 on a slow or
+/// emulated CPU, so a deadline fixed before the first fork could pass during the level.
 pub struct Loads {
     pids: Vec<libc::pid_t>,
+    deadline: *mut std::sync::atomic::AtomicU64,
 }
 
 impl Loads {
+    /// `until_ns` bounds the children until [`Loads::set_deadline`] replaces it.
     pub fn spawn(n: u32, cpu: u32, until_ns: u64) -> Result<Loads> {
+        // SAFETY: a fresh anonymous shared page; checked below.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(BenchError::last_os("mmap (load deadline)"));
+        }
+        let deadline = page as *mut std::sync::atomic::AtomicU64;
+        // SAFETY: the page is mapped, aligned and zero-filled: a valid AtomicU64.
+        unsafe { &*deadline }.store(until_ns, std::sync::atomic::Ordering::Relaxed);
         // Everything the child needs is prepared before fork: it then calls only
         // async-signal-safe syscalls (prctl, getppid, sched_setaffinity, clock_gettime, _exit).
         // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
@@ -98,6 +153,7 @@ impl Loads {
         let parent = unsafe { libc::getpid() };
         let mut loads = Loads {
             pids: Vec::with_capacity(n as usize),
+            deadline,
         };
         for _ in 0..n {
             // SAFETY: the child runs only `load_child`, which never returns.
@@ -106,11 +162,18 @@ impl Loads {
                 return Err(BenchError::last_os("fork (load process)"));
             }
             if pid == 0 {
-                load_child(parent, &set, until_ns);
+                // SAFETY: the shared page stays mapped in the child until it exits.
+                load_child(parent, &set, unsafe { &*deadline });
             }
             loads.pids.push(pid);
         }
         Ok(loads)
+    }
+
+    /// Every child exits by itself at `until_ns` (CLOCK_MONOTONIC).
+    pub fn set_deadline(&self, until_ns: u64) {
+        // SAFETY: the page is mapped until drop.
+        unsafe { &*self.deadline }.store(until_ns, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn pids(&self) -> &[libc::pid_t] {
@@ -145,11 +208,17 @@ impl Drop for Loads {
             // SAFETY: as above.
             unsafe { libc::waitpid(p, &mut st, 0) };
         }
+        // SAFETY: mapped in spawn, no child left to use it.
+        unsafe { libc::munmap(self.deadline as *mut libc::c_void, 4096) };
     }
 }
 
-fn load_child(parent: libc::pid_t, set: &libc::cpu_set_t, until_ns: u64) -> ! {
-    // SAFETY: async-signal-safe calls only; the loop is bounded by `until_ns`.
+fn load_child(
+    parent: libc::pid_t,
+    set: &libc::cpu_set_t,
+    deadline: &std::sync::atomic::AtomicU64,
+) -> ! {
+    // SAFETY: async-signal-safe calls only; the loop is bounded by the deadline.
     unsafe {
         libc::prctl(
             libc::PR_SET_PDEATHSIG,
@@ -173,6 +242,7 @@ fn load_child(parent: libc::pid_t, set: &libc::cpu_set_t, until_ns: u64) -> ! {
                 tv_nsec: 0,
             };
             libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+            let until_ns = deadline.load(std::sync::atomic::Ordering::Relaxed);
             if (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64 >= until_ns {
                 libc::_exit(0);
             }
@@ -232,6 +302,7 @@ fn cv(s: &Stats) -> Option<f64> {
 pub fn run(
     cfg: &Config,
     reaper: &Reaper,
+    mut timer: Option<&mut dyn SchedTimer>,
     mut progress: impl FnMut(u32),
 ) -> Result<SchedScaleResult> {
     cfg.validate()?;
@@ -271,9 +342,15 @@ pub fn run(
         progress(n);
         // Settle time lets every load process become runnable before the first sample.
         let settle_ns = 100_000_000 + n as u64 * 1_000_000;
-        let until = mono_ns() + settle_ns + cfg.wakeups * cfg.sleep_ns + 5_000_000_000;
-        let loads = Loads::spawn(n, cfg.cpu, until)?;
+        let level_ns = settle_ns + cfg.wakeups * cfg.sleep_ns + 5_000_000_000;
+        // While forking: a generous bound (1 s per child), replaced once all of them run.
+        let loads = Loads::spawn(n, cfg.cpu, mono_ns() + level_ns + n as u64 * 1_000_000_000)?;
+        loads.set_deadline(mono_ns() + level_ns);
         sleep_until(mono_ns() + settle_ns);
+        if let Some(t) = timer.as_deref_mut() {
+            // Only this level's wake-ups.
+            t.drain();
+        }
         let res = std::thread::scope(|s| {
             let t = s.spawn(|| -> Result<(u32, Vec<(u64, u64)>)> {
                 rt::become_fifo(cfg.cpu, cfg.priority)?;
@@ -323,6 +400,17 @@ pub fn run(
             wts = Some(h2);
         }
         let irq_stats = irq.as_ref().map(Stats::from_histogram);
+        let (mut sched, mut sched_missed) = (None, 0);
+        if let Some(t) = timer.as_deref_mut() {
+            let (samples, missed) = t.drain();
+            let mut h = Histogram::new();
+            for d in samples {
+                h.record(d.max(1));
+            }
+            sched = Some(h);
+            sched_missed = missed;
+        }
+        let sched_stats = sched.as_ref().map(Stats::from_histogram);
         let wts_stats = wts.as_ref().map(Stats::from_histogram);
         rows.push(SchedScaleRow {
             load_processes: n,
@@ -336,6 +424,10 @@ pub fn run(
             waking_to_switch: wts.map(Into::into),
             waking_to_switch_stats: wts_stats,
             load_running_at_end: running,
+            sched_time_cv: sched_stats.as_ref().and_then(cv),
+            sched_time: sched.map(Into::into),
+            sched_time_stats: sched_stats,
+            sched_time_missed: sched_missed,
         });
     }
     if let Some(i) = inst {
@@ -350,27 +442,47 @@ pub fn run(
         .iter()
         .map(|r| r.irq_to_run_stats.as_ref().and_then(|s| s.avg_ns))
         .collect();
+    let sched_means: Option<Vec<f64>> = rows
+        .iter()
+        .map(|r| r.sched_time_stats.as_ref().and_then(|s| s.avg_ns))
+        .collect();
     Ok(SchedScaleResult {
         cpu: cfg.cpu,
         priority: cfg.priority,
         sleep_us: cfg.sleep_ns / 1000,
         fit_wakeup_to_run: fit_line(&xs, &own_means, 0.95),
         fit_irq_to_run: irq_means.and_then(|m| fit_line(&xs, &m, 0.95)),
+        fit_sched_time: sched_means.and_then(|m| fit_line(&xs, &m, 0.95)),
         rows,
         trace_unavailable,
+        sched_time_unavailable: None,
     })
 }
 
-/// `rtscope sched-scale`'s flags as given.
+/// `--protocol` names: a paper's whole protocol in one flag.
+pub const PROTOCOLS: [&str; 1] = ["heursch2001"];
+
+/// heursch-2001 §4: 200 wake-ups of the SCHED_FIFO process, `sleep(1)` apart, per number of
+/// load processes, at the N of Table 3 (0, 10, 20, 30, 40, 50, 100, 150, 200).
+pub const HEURSCH2001_WAKEUPS: u64 = 200;
+pub const HEURSCH2001_SLEEP_MS: f64 = 1000.0;
+
+/// `rtscope sched-scale`'s flags as given (None: not given).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Flags {
     pub cpus: Option<String>,
     pub priority: u32,
-    /// Comma-separated numbers of load processes.
-    pub loads: String,
-    pub wakeups: u64,
-    pub sleep_ms: f64,
+    /// Comma-separated numbers of load processes [default: Table 3's N].
+    pub loads: Option<String>,
+    /// [default: 200]
+    pub wakeups: Option<u64>,
+    /// [default: 10]
+    pub sleep_ms: Option<f64>,
+    /// A paper's protocol (`heursch2001`), instead of --loads/--wakeups/--sleep-ms.
+    pub protocol: Option<String>,
     pub no_trace: bool,
+    /// auto | on | off
+    pub sched_time: String,
 }
 
 impl Flags {
@@ -379,11 +491,39 @@ impl Flags {
         &self,
         v: &V,
     ) -> std::result::Result<Config, V::Error> {
-        let loads = parse_loads(&self.loads).map_err(BenchError::Invalid)?;
-        if !self.sleep_ms.is_finite() || !(0.1..=10_000.0).contains(&self.sleep_ms) {
+        let (loads, wakeups, sleep_ms) = match self.protocol.as_deref() {
+            None => (
+                match &self.loads {
+                    Some(l) => parse_loads(l).map_err(BenchError::Invalid)?,
+                    None => DEFAULT_LOADS.to_vec(),
+                },
+                self.wakeups.unwrap_or(200),
+                self.sleep_ms.unwrap_or(10.0),
+            ),
+            Some("heursch2001") => {
+                if self.loads.is_some() || self.wakeups.is_some() || self.sleep_ms.is_some() {
+                    return Err(BenchError::Invalid(
+                        "--protocol heursch2001 sets --loads, --wakeups and --sleep-ms (Table 3's N, 200 wake-ups 1000 ms apart); leave them out".into(),
+                    )
+                    .into());
+                }
+                (
+                    DEFAULT_LOADS.to_vec(),
+                    HEURSCH2001_WAKEUPS,
+                    HEURSCH2001_SLEEP_MS,
+                )
+            }
+            Some(p) => {
+                return Err(BenchError::Invalid(format!(
+                    "--protocol: must be {}; got '{p}'",
+                    PROTOCOLS.join(", ")
+                ))
+                .into())
+            }
+        };
+        if !sleep_ms.is_finite() || !(0.1..=10_000.0).contains(&sleep_ms) {
             return Err(BenchError::Invalid(format!(
-                "--sleep-ms: must be 0.1..=10000, got {}",
-                self.sleep_ms
+                "--sleep-ms: must be 0.1..=10000, got {sleep_ms}"
             ))
             .into());
         }
@@ -391,9 +531,10 @@ impl Flags {
             cpu: crate::common::one_cpu(v, self.cpus.as_deref())?,
             priority: self.priority,
             loads,
-            wakeups: self.wakeups,
-            sleep_ns: (self.sleep_ms * 1e6) as u64,
+            wakeups,
+            sleep_ns: (sleep_ms * 1e6) as u64,
             trace: !self.no_trace,
+            sched_time: SchedTime::parse(&self.sched_time).map_err(BenchError::Invalid)?,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -451,6 +592,7 @@ mod tests {
             wakeups: 10,
             sleep_ns: 1_000_000,
             trace: false,
+            sched_time: SchedTime::Off,
         };
         assert!(c.validate().is_ok());
         assert!(Config {
@@ -491,10 +633,12 @@ mod tests {
         let f = Flags {
             cpus: None,
             priority: 80,
-            loads: "0,10".into(),
-            wakeups: 200,
-            sleep_ms: 10.0,
+            loads: Some("0,10".into()),
+            wakeups: Some(200),
+            sleep_ms: Some(10.0),
+            protocol: None,
             no_trace: true,
+            sched_time: "auto".into(),
         };
         let c = f.resolve(&crate::common::tests::NoMachine).unwrap();
         assert_eq!(
@@ -502,14 +646,62 @@ mod tests {
             (vec![0, 10], 10_000_000, false)
         );
         let e = Flags {
-            sleep_ms: 0.0,
+            sleep_ms: Some(0.0),
             ..f.clone()
         }
         .resolve(&crate::common::tests::NoMachine)
         .unwrap_err();
         assert_eq!(e.to_string(), "--sleep-ms: must be 0.1..=10000, got 0");
+        let e = Flags {
+            sched_time: "yes".into(),
+            ..f.clone()
+        }
+        .resolve(&crate::common::tests::NoMachine)
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--sched-time: must be auto, on or off; got 'yes'"
+        );
+        // The paper's protocol: Table 3's N, 200 wake-ups 1 s apart; alone or refused.
+        let p = Flags {
+            loads: None,
+            wakeups: None,
+            sleep_ms: None,
+            protocol: Some("heursch2001".into()),
+            ..f.clone()
+        };
+        let c = p.resolve(&crate::common::tests::NoMachine).unwrap();
+        assert_eq!(
+            (c.loads.clone(), c.wakeups, c.sleep_ns),
+            (
+                vec![0, 10, 20, 30, 40, 50, 100, 150, 200],
+                200,
+                1_000_000_000
+            )
+        );
+        let e = Flags {
+            wakeups: Some(50),
+            ..p.clone()
+        }
+        .resolve(&crate::common::tests::NoMachine)
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--protocol heursch2001 sets --loads"),
+            "{e}"
+        );
+        let e = Flags {
+            protocol: Some("heursch".into()),
+            ..p
+        }
+        .resolve(&crate::common::tests::NoMachine)
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--protocol: must be heursch2001; got 'heursch'"
+        );
         assert!(Flags {
-            loads: "x".into(),
+            loads: Some("x".into()),
             ..f
         }
         .resolve(&crate::common::tests::NoMachine)

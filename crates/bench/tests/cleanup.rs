@@ -81,8 +81,9 @@ fn child_entry() {
                 wakeups: 10_000,
                 sleep_ns: 1_000_000,
                 trace: false,
+                sched_time: rtscope_bench::sched_scale::SchedTime::Off,
             };
-            rtscope_bench::sched_scale::run(&cfg, &reaper, |_| {}).unwrap();
+            rtscope_bench::sched_scale::run(&cfg, &reaper, None, |_| {}).unwrap();
         }
         m => panic!("unknown mode {m}"),
     }

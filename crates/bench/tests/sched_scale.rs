@@ -17,8 +17,9 @@ fn short_scan_counts_and_fit() {
         wakeups: 20,
         sleep_ns: 2_000_000,
         trace: true,
+        sched_time: sched_scale::SchedTime::Off,
     };
-    let r = sched_scale::run(&cfg, &reaper, |n| eprintln!("N={n}")).unwrap();
+    let r = sched_scale::run(&cfg, &reaper, None, |n| eprintln!("N={n}")).unwrap();
     assert_eq!(r.rows.len(), 3);
     for row in &r.rows {
         eprintln!(

@@ -221,6 +221,76 @@ fn icount_single_vcpu_tail_has_a_guest_cause() {
     assert!(w[0].contains("-icount shift=1"), "{w:?}");
 }
 
+/// sched-scale's time in the scheduler (heursch-2001 Table 3's quantity) where fentry works:
+/// every level timed, every load process running, no growth with N on today's scheduler.
+#[test]
+fn sched_scale_times_the_scheduler_in_the_trace_kernel() {
+    need_root!("QEMU guest, fentry inside");
+    if !lab_ready() {
+        return;
+    }
+    let d = tmp();
+    let t0 = Instant::now();
+    let o = rtscope(
+        &[
+            "lab",
+            "run",
+            "--kernel",
+            "trace",
+            "--preempt",
+            "none",
+            "--icount",
+            "--smp",
+            "1",
+            "--no-store",
+            "--timeout",
+            "110s",
+            "--",
+            "sched-scale",
+            "--sched-time",
+            "on",
+            "--loads",
+            "0,40",
+            "--wakeups",
+            "30",
+            "--sleep-ms",
+            "5",
+            "--no-store",
+            "--json",
+            "ss.json",
+        ],
+        d.path(),
+    );
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert!(out.contains("time in the scheduler"), "{out}");
+    let json = std::fs::read_dir(d.path().join("rtscope-results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("ss.json"))
+        .find(|p| p.is_file())
+        .expect("ss.json brought home");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let r = &rec["kind"]["sched_scale"];
+    assert!(r["sched_time_unavailable"].is_null(), "{r}");
+    for row in r["rows"].as_array().unwrap() {
+        assert_eq!(row["load_running_at_end"], row["load_processes"], "{row}");
+        let s = &row["sched_time_stats"];
+        // Every wake-up is a switch to the thread; a few may come through preempt_schedule()
+        // (untimed) and the thread's first run adds one.
+        let n = s["samples"].as_u64().unwrap();
+        assert!((25..=35).contains(&n), "{row}");
+        let mean = s["avg_ns"].as_f64().unwrap();
+        assert!(mean > 100.0 && mean < 100_000.0, "{row}");
+    }
+}
+
 #[test]
 fn the_timeout_kills_the_guest_and_says_so() {
     need_root!("QEMU guest");

@@ -233,6 +233,19 @@ pub struct SchedScaleRow {
     pub waking_to_switch_stats: Option<Stats>,
     /// Load processes that were actually running (R state) when the row finished.
     pub load_running_at_end: u32,
+    /// Time in the scheduler, Table 3's own quantity: entry of schedule() / schedule_idle() /
+    /// preempt_schedule_irq() → the sched_switch to the SCHED_FIFO thread (fentry + tp_btf);
+    /// None when the programs were not attached.
+    #[serde(default)]
+    pub sched_time: Option<BenchHistogram>,
+    #[serde(default)]
+    pub sched_time_stats: Option<Stats>,
+    #[serde(default)]
+    pub sched_time_cv: Option<f64>,
+    /// Switches to the thread the timing could not see begin (through preempt_schedule(),
+    /// which is notrace), and durations lost to a full queue.
+    #[serde(default)]
+    pub sched_time_missed: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -246,6 +259,12 @@ pub struct SchedScaleResult {
     pub fit_irq_to_run: Option<LinearFit>,
     /// None when kernel events were captured; otherwise why not.
     pub trace_unavailable: Option<String>,
+    /// Mean time in the scheduler (ns) against N.
+    #[serde(default)]
+    pub fit_sched_time: Option<LinearFit>,
+    /// None when the scheduler was timed (or not asked to be); otherwise why not.
+    #[serde(default)]
+    pub sched_time_unavailable: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

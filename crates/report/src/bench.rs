@@ -154,9 +154,38 @@ pub fn sched_scale(r: &SchedScaleResult) -> String {
             us(row.waking_to_switch_stats.as_ref().and_then(|w| w.avg_ns)),
         );
     }
+    if r.rows.iter().any(|row| row.sched_time_stats.is_some()) {
+        let _ = writeln!(
+            o,
+            "time in the scheduler (Table 3's quantity: entry of schedule()/schedule_idle()/preempt_schedule_irq() → sched_switch to the FIFO thread, fentry + tp_btf), µs"
+        );
+        let _ = writeln!(
+            o,
+            "{:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}",
+            "N", "timed", "mean", "min", "max", "stddev", "sd/mean%", "untimed"
+        );
+        for row in &r.rows {
+            let Some(s) = row.sched_time_stats.as_ref() else {
+                continue;
+            };
+            let _ = writeln!(
+                o,
+                "{:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8}",
+                row.load_processes,
+                s.samples,
+                us(s.avg_ns),
+                us(s.min_ns.map(|v| v as f64)),
+                us(s.max_ns.map(|v| v as f64)),
+                us(s.stddev_ns),
+                pct(row.sched_time_cv),
+                row.sched_time_missed,
+            );
+        }
+    }
     for (name, f) in [
         ("wake-up→run", &r.fit_wakeup_to_run),
         ("irq→run", &r.fit_irq_to_run),
+        ("in the scheduler", &r.fit_sched_time),
     ] {
         if let Some(f) = f {
             let _ = writeln!(o,
@@ -174,6 +203,19 @@ pub fn sched_scale(r: &SchedScaleResult) -> String {
     let _ = writeln!(o, "(heursch-2001 Table 3, Linux 2.4.0-test6, AMD K6 400 MHz: 1.0 µs at N=0 … 52.1 µs at N=200, ≈0.26 µs per load process)");
     if let Some(t) = &r.trace_unavailable {
         let _ = writeln!(o, "kernel events: {t}");
+    }
+    if r.rows.iter().any(|row| {
+        row.sched_time_stats
+            .as_ref()
+            .is_some_and(|s| row.sched_time_missed > s.samples)
+    }) {
+        let _ = writeln!(
+            o,
+            "time in the scheduler: most switches to the thread were untimed (reached without a traced scheduler entry; on PREEMPT_RT the fentry trampoline's own migrate_disable() is where the switch happens): those levels' means are not Table 3's quantity"
+        );
+    }
+    if let Some(t) = &r.sched_time_unavailable {
+        let _ = writeln!(o, "time in the scheduler: not measured: {t}");
     }
     o
 }
@@ -331,14 +373,15 @@ pub fn pdlt_svg(r: &PdltResult) -> String {
 }
 
 pub fn sched_scale_csv(r: &SchedScaleResult) -> String {
-    let mut s = String::from("load_processes,wakeups,mean_ns,min_ns,max_ns,stddev_ns,cv,irq_to_run_mean_ns,irq_to_run_min_ns,irq_to_run_max_ns,irq_to_run_stddev_ns,waking_to_switch_mean_ns\n");
+    let mut s = String::from("load_processes,wakeups,mean_ns,min_ns,max_ns,stddev_ns,cv,irq_to_run_mean_ns,irq_to_run_min_ns,irq_to_run_max_ns,irq_to_run_stddev_ns,waking_to_switch_mean_ns,sched_time_count,sched_time_mean_ns,sched_time_min_ns,sched_time_max_ns,sched_time_stddev_ns,sched_time_untimed\n");
     let f = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.1}"));
     let u = |v: Option<u64>| v.map_or(String::new(), |x| x.to_string());
     for row in &r.rows {
         let st = &row.wakeup_to_run_stats;
         let k = row.irq_to_run_stats.as_ref();
+        let t = row.sched_time_stats.as_ref();
         s.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             row.load_processes,
             row.wakeups,
             f(st.avg_ns),
@@ -352,6 +395,12 @@ pub fn sched_scale_csv(r: &SchedScaleResult) -> String {
             u(k.and_then(|k| k.max_ns)),
             f(k.and_then(|k| k.stddev_ns)),
             f(row.waking_to_switch_stats.as_ref().and_then(|w| w.avg_ns)),
+            t.map_or(String::new(), |t| t.samples.to_string()),
+            f(t.and_then(|t| t.avg_ns)),
+            u(t.and_then(|t| t.min_ns)),
+            u(t.and_then(|t| t.max_ns)),
+            f(t.and_then(|t| t.stddev_ns)),
+            t.map_or(String::new(), |_| row.sched_time_missed.to_string()),
         ));
     }
     s

@@ -30,6 +30,17 @@ pub fn pdlt(
 ) -> Result<(), VerbError> {
     check_files([("--csv", csv), ("--svg", svg)])?;
     let tags = out.validate()?;
+    // Said before anything starts: a PREEMPT_RT kernel's timerfd cannot drive the scan.
+    if let Err(BenchError::Unavailable(m)) = pdlt::check_timers(
+        std::fs::read_to_string("/sys/kernel/realtime")
+            .ok()
+            .as_deref(),
+        std::fs::read_to_string("/proc/sys/kernel/version")
+            .ok()
+            .as_deref(),
+    ) {
+        return Err(VerbError::failed(m));
+    }
     // Said before anything starts: on this kind of machine the model cannot be switched.
     if cfg.compare_preempt {
         if let Err(BenchError::Unavailable(m)) = pdlt::check_compare_preempt() {
@@ -100,14 +111,40 @@ pub fn sched_scale(
     let tags = out.validate()?;
     let why = "SCHED_FIFO, mlockall, tracefs";
     let work = work::begin("sched-scale", Need::Root, why)?;
+    // Attached before anything starts: `--sched-time on` stops here when the kernel refuses.
+    let (mut timer, sched_unavailable) = match cfg.sched_time {
+        sched_scale::SchedTime::Off => (None, None),
+        mode => match rtscope_trace::schedtime::attach(std::process::id(), cfg.cpu) {
+            Ok(t) => (Some(SchedFentry(t)), None),
+            Err(e) if mode == sched_scale::SchedTime::On => {
+                return Err(VerbError::BadInput(format!(
+                    "--sched-time on: the scheduler cannot be timed on this kernel: {e}"
+                )))
+            }
+            Err(e) => (None, Some(e)),
+        },
+    };
     let reaper = Reaper::start().map_err(VerbError::failed)?;
     out.progress(&format!(
-        "rtscope sched-scale: CPU {}, SCHED_FIFO {}, {} wake-ups every {sleep_ms} ms per level, N = {:?}",
-        cfg.cpu, cfg.priority, cfg.wakeups, cfg.loads
+        "rtscope sched-scale: CPU {}, SCHED_FIFO {}, {} wake-ups every {sleep_ms} ms per level, N = {:?}, time in the scheduler: {}",
+        cfg.cpu,
+        cfg.priority,
+        cfg.wakeups,
+        cfg.loads,
+        if timer.is_some() { "fentry" } else { "no" }
     ));
-    let res = sched_scale::run(cfg, &reaper, |n| out.progress(&format!("  N = {n} …")));
+    let res = sched_scale::run(
+        cfg,
+        &reaper,
+        timer
+            .as_mut()
+            .map(|t| t as &mut dyn sched_scale::SchedTimer),
+        |n| out.progress(&format!("  N = {n} …")),
+    );
+    drop(timer);
     drop(reaper);
-    let res = res?;
+    let mut res = res?;
+    res.sched_time_unavailable = sched_unavailable;
     let files = [
         csv.map(|p| (p, text::sched_scale_csv(&res))),
         svg.map(|p| (p, text::sched_scale_svg(&res))),
@@ -118,4 +155,14 @@ pub fn sched_scale(
     let res = RunKind::SchedScale(Box::new(res));
     let rec = work.bench_record("sched-scale", who, warnings, tags, res);
     work.finish(out, &body, &files, &rec)
+}
+
+/// sched-scale's in-kernel scheduler timing (fentry/tp_btf programs of rtscope-trace).
+struct SchedFentry(rtscope_trace::schedtime::SchedTiming);
+
+impl sched_scale::SchedTimer for SchedFentry {
+    fn drain(&mut self) -> (Vec<u64>, u64) {
+        let d = self.0.drain();
+        (d.samples_ns, d.missed + d.dropped)
+    }
 }

@@ -51,7 +51,7 @@ pub struct KfuncTiming {
 
 /// Open, load and attach the timing programs, or say why the kernel refused.
 pub fn attach() -> Result<KfuncTiming, String> {
-    if let Some(f) = missing_in_btf() {
+    if let Some(f) = missing_in_btf(&FUNCS.map(|(f, _)| f)) {
         return Err(format!(
             "kernel function {f} is not in this kernel's BTF (/sys/kernel/btf/vmlinux): \
              inlined, renamed or built without CONFIG_SMP; fentry cannot attach to it"
@@ -68,10 +68,10 @@ pub fn attach() -> Result<KfuncTiming, String> {
     let log = libbpf_rs::set_print(None);
     let loaded = KfuncsSkelBuilder::default()
         .open(slot)
-        .map_err(|e| refusal("open", &e))
-        .and_then(|open| open.load().map_err(|e| refusal("load", &e)))
+        .map_err(|e| refusal("open", &e, PROGRAMS))
+        .and_then(|open| open.load().map_err(|e| refusal("load", &e, PROGRAMS)))
         .and_then(|mut skel| {
-            skel.attach().map_err(|e| refusal("attach", &e))?;
+            skel.attach().map_err(|e| refusal("attach", &e, PROGRAMS))?;
             Ok(skel)
         });
     libbpf_rs::set_print(log);
@@ -193,12 +193,12 @@ pub fn stats(function: &str, op: &str, r: &Raw) -> KfuncStats {
     }
 }
 
-/// The first timed function whose name is not in the kernel's BTF string section (a `FUNC`
-/// type carries its name there; fentry resolves its target through it). None when all are
-/// there or the BTF cannot be read (then load reports it).
-fn missing_in_btf() -> Option<&'static str> {
+/// The first of `funcs` whose name is not in the kernel's BTF string section (a `FUNC` type
+/// carries its name there; fentry resolves its target through it). None when all are there or
+/// the BTF cannot be read (then load reports it).
+pub(crate) fn missing_in_btf(funcs: &[&'static str]) -> Option<&'static str> {
     let btf = std::fs::read("/sys/kernel/btf/vmlinux").ok()?;
-    FUNCS.iter().map(|(f, _)| *f).find(|f| {
+    funcs.iter().copied().find(|f| {
         let pat = [b"\0", f.as_bytes(), b"\0"].concat();
         !btf.windows(pat.len()).any(|w| w == pat.as_slice())
     })
@@ -253,7 +253,10 @@ pub fn selected(s: &str) -> Option<String> {
     Some(s[a + 1..b].to_string())
 }
 
-fn refusal(step: &str, e: &libbpf_rs::Error) -> String {
+const PROGRAMS: &str = "the cpudl/cpupri timing programs";
+
+/// Why the kernel refused fentry/fexit programs (`what`): lockdown, no root, or libbpf's error.
+pub(crate) fn refusal(step: &str, e: &libbpf_rs::Error, what: &str) -> String {
     let denied = matches!(e.kind(), libbpf_rs::ErrorKind::PermissionDenied)
         || e.to_string().contains("Operation not permitted");
     if denied {
@@ -273,7 +276,7 @@ fn refusal(step: &str, e: &libbpf_rs::Error) -> String {
             _ => {}
         }
     }
-    format!("bpf {step} of the cpudl/cpupri timing programs failed: {e}")
+    format!("bpf {step} of {what} failed: {e}")
 }
 
 #[cfg(test)]

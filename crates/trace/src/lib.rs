@@ -45,6 +45,7 @@ pub mod osnoise;
 pub mod preemptirq;
 pub mod reduce;
 pub mod rtt;
+pub mod schedtime;
 pub mod sys;
 pub mod tracefs;
 

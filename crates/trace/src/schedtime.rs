@@ -1,0 +1,139 @@
+//! heursch-2001 §4, Table 3: the time the scheduler takes before it gives the CPU to a
+//! SCHED_FIFO thread, timed in the kernel (`src/bpf/schedtime.bpf.c`): fentry on the
+//! scheduler's entry points (`schedule`, `schedule_idle`, `preempt_schedule_irq`) to the
+//! `sched_switch` tracepoint that switches to a SCHED_FIFO thread of one process on one CPU.
+//!
+//! `__schedule`, where the entry points meet, is `notrace`, so no fentry/fexit program can
+//! attach to it; its fexit would anyway run only when the task that entered it runs again.
+//! Each duration includes the fentry trampoline and the start program (a constant of a few
+//! hundred instructions), like the paper's TSC reads included their own cost.
+//!
+//! The kernel may refuse (lockdown `integrity` answers EPERM to fentry programs): `attach` says
+//! why, in one line.
+
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use std::mem::MaybeUninit;
+
+#[allow(
+    clippy::all,
+    clippy::pedantic,
+    dead_code,
+    non_snake_case,
+    non_camel_case_types,
+    unused
+)]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/schedtime.skel.rs"));
+}
+use skel::{SchedtimeSkel, SchedtimeSkelBuilder};
+
+/// The kernel functions whose entry starts a timing (fentry and fexit programs).
+pub const ENTRIES: [&str; 3] = ["schedule", "schedule_idle", "preempt_schedule_irq"];
+const PROGRAMS: &str = "the scheduler timing programs (fentry on schedule, schedule_idle, preempt_schedule_irq; tp_btf sched_switch)";
+/// `cfg` map keys (CFG_* in schedtime.bpf.c).
+const CFG_TGID: u32 = 0;
+const CFG_CPU: u32 = 1;
+/// `counters` map keys (C_* in schedtime.bpf.c).
+const C_MISSED: u32 = 0;
+const C_DROPPED: u32 = 1;
+
+/// The attached programs. Dropping it detaches them.
+pub struct SchedTiming {
+    // Declared before `_storage`: fields drop in order, so the skeleton (which borrows the
+    // storage) is gone before the storage is freed.
+    skel: SchedtimeSkel<'static>,
+    _storage: Box<MaybeUninit<OpenObject>>,
+}
+
+/// What one drain found since the previous one.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Drained {
+    /// Scheduler entry → switch to the SCHED_FIFO thread, ns, in the order they happened.
+    pub samples_ns: Vec<u64>,
+    /// Switches to the thread with no scheduler entry seen (reached through `preempt_schedule`,
+    /// which is `notrace`).
+    pub missed: u64,
+    /// Durations lost because the queue (65536) was full.
+    pub dropped: u64,
+}
+
+/// Load and attach the programs for switches to SCHED_FIFO threads of process `tgid` on `cpu`,
+/// or say in one line why the kernel refused.
+pub fn attach(tgid: u32, cpu: u32) -> Result<SchedTiming, String> {
+    if let Some(f) = crate::kfuncs::missing_in_btf(&ENTRIES) {
+        return Err(format!(
+            "kernel function {f} is not in this kernel's BTF (/sys/kernel/btf/vmlinux): fentry cannot attach to it"
+        ));
+    }
+    let mut storage = Box::new(MaybeUninit::<OpenObject>::uninit());
+    // SAFETY: the skeleton borrows the boxed storage, whose heap address never changes; both
+    // live in the returned `SchedTiming`, which drops the skeleton before the box (field
+    // order), so the borrow never outlives the storage.
+    let slot: &'static mut MaybeUninit<OpenObject> =
+        unsafe { &mut *(storage.as_mut() as *mut MaybeUninit<OpenObject>) };
+    // libbpf's own multi-line log is silenced; the error returned names the cause.
+    let log = libbpf_rs::set_print(None);
+    let loaded = SchedtimeSkelBuilder::default()
+        .open(slot)
+        .map_err(|e| crate::kfuncs::refusal("open", &e, PROGRAMS))
+        .and_then(|open| {
+            open.load()
+                .map_err(|e| crate::kfuncs::refusal("load", &e, PROGRAMS))
+        })
+        .and_then(|mut skel| {
+            for (k, v) in [(CFG_TGID, tgid), (CFG_CPU, cpu)] {
+                skel.maps
+                    .cfg
+                    .update(&k.to_ne_bytes(), &v.to_ne_bytes(), MapFlags::ANY)
+                    .map_err(|e| format!("bpf: setting the scheduler timing's filter: {e}"))?;
+            }
+            skel.attach()
+                .map_err(|e| crate::kfuncs::refusal("attach", &e, PROGRAMS))?;
+            Ok(skel)
+        });
+    libbpf_rs::set_print(log);
+    Ok(SchedTiming {
+        skel: loaded?,
+        _storage: storage,
+    })
+}
+
+impl SchedTiming {
+    /// Everything timed since the last drain (the queue is emptied, the counters zeroed).
+    pub fn drain(&self) -> Drained {
+        let mut d = Drained::default();
+        while let Ok(Some(v)) = self.skel.maps.samples.lookup_and_delete(&[]) {
+            d.samples_ns.push(u64::from_ne_bytes(
+                v.as_slice().try_into().unwrap_or([0; 8]),
+            ));
+        }
+        let c = &self.skel.maps.counters;
+        for (k, slot) in [(C_MISSED, &mut d.missed), (C_DROPPED, &mut d.dropped)] {
+            let key = k.to_ne_bytes();
+            if let Ok(Some(per_cpu)) = c.lookup_percpu(&key, MapFlags::ANY) {
+                *slot = per_cpu.iter().map(|v| sum_u64(v)).sum();
+                let zeros = vec![vec![0u8; 8]; per_cpu.len()];
+                let _ = c.update_percpu(&key, &zeros, MapFlags::ANY);
+            }
+        }
+        d
+    }
+}
+
+fn sum_u64(b: &[u8]) -> u64 {
+    b.get(..8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_ne_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_values() {
+        assert_eq!(sum_u64(&7u64.to_ne_bytes()), 7);
+        assert_eq!(sum_u64(&[1, 2]), 0);
+    }
+}

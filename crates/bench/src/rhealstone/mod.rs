@@ -547,6 +547,26 @@ fn preemption_setparam(cfg: &Config, hi: u32, mid: u32, lo: u32) -> Result<Measu
     preemption_pair(cfg, loc0, h, l, target, vec![note])
 }
 
+/// Join a thread that sets `done` once it has left its loop; one that has not left it 1 s after
+/// the other side finished (its wake-up could not be delivered) is reported as stuck instead of
+/// joined here.
+fn join_when_done<T>(
+    done: &AtomicBool,
+    h: std::thread::ScopedJoinHandle<'_, Result<T>>,
+    who: &'static str,
+    stuck: &'static str,
+) -> Result<T> {
+    let t_end = mono_ns() + 1_000_000_000;
+    while !done.load(Ordering::Relaxed) && mono_ns() < t_end {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    if done.load(Ordering::Relaxed) {
+        rt::join(h, who)
+    } else {
+        Err(BenchError::Panic(stuck))
+    }
+}
+
 /// SCHED_FIFO priority of thread `tid` (0 = the caller); the policy stays as it is.
 fn set_priority(tid: i32, prio: u32) -> Result<()> {
     let p = libc::sched_param {
@@ -783,15 +803,7 @@ fn handoff(cfg: &Config, reaper: &Reaper, kind: Kind, hi: u32, lo: u32) -> Resul
             });
             let sres = rt::join(send, "sender");
             // If the sentinel could not be delivered, removing the object unblocks the receiver.
-            let t_end = mono_ns() + 1_000_000_000;
-            while !recv_done.load(Ordering::Relaxed) && mono_ns() < t_end {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            let rh = if recv_done.load(Ordering::Relaxed) {
-                rt::join(recv, "receiver")
-            } else {
-                Err(BenchError::Panic("receiver did not stop"))
-            };
+            let rh = join_when_done(&recv_done, recv, "receiver", "receiver did not stop");
             (rh, sres)
         })
     };
@@ -908,15 +920,12 @@ fn semaphore_shuffle(
             });
             let lres = rt::join(low, "semaphore holder");
             // If the stop could not be posted, aborting the pair unblocks the requester.
-            let t_end = mono_ns() + 1_000_000_000;
-            while !high_done.load(Ordering::Relaxed) && mono_ns() < t_end {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            let hres = if high_done.load(Ordering::Relaxed) {
-                rt::join(high, "semaphore requester")
-            } else {
-                Err(BenchError::Panic("semaphore requester did not stop"))
-            };
+            let hres = join_when_done(
+                &high_done,
+                high,
+                "semaphore requester",
+                "semaphore requester did not stop",
+            );
             (hres, lres)
         })
     };

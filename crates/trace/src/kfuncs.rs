@@ -49,6 +49,26 @@ pub struct KfuncTiming {
     _storage: Box<MaybeUninit<OpenObject>>,
 }
 
+/// Build a skeleton whose open object lives in boxed storage, with libbpf's own log silenced
+/// (on stderr by default it repeats a refusal over several lines with guesses such as "try
+/// raising 'ulimit -l'"; `build`'s error names the cause). Returns the skeleton and its storage:
+/// the caller keeps both and declares the skeleton first, so that it (which borrows the
+/// storage) is dropped before the storage is freed.
+pub(crate) fn build_quietly<S>(
+    build: impl FnOnce(&'static mut MaybeUninit<OpenObject>) -> Result<S, String>,
+) -> Result<(S, Box<MaybeUninit<OpenObject>>), String> {
+    let mut storage = Box::new(MaybeUninit::<OpenObject>::uninit());
+    // SAFETY: the heap address of the boxed storage never changes (moving the box moves only
+    // the pointer), and the caller drops the skeleton before the box, so the borrow never
+    // outlives the storage.
+    let slot: &'static mut MaybeUninit<OpenObject> =
+        unsafe { &mut *(storage.as_mut() as *mut MaybeUninit<OpenObject>) };
+    let log = libbpf_rs::set_print(None);
+    let built = build(slot);
+    libbpf_rs::set_print(log);
+    Ok((built?, storage))
+}
+
 /// Open, load and attach the timing programs, or say why the kernel refused.
 pub fn attach() -> Result<KfuncTiming, String> {
     if let Some(f) = missing_in_btf(&FUNCS.map(|(f, _)| f)) {
@@ -57,26 +77,18 @@ pub fn attach() -> Result<KfuncTiming, String> {
              inlined, renamed or built without CONFIG_SMP; fentry cannot attach to it"
         ));
     }
-    let mut storage = Box::new(MaybeUninit::<OpenObject>::uninit());
-    // SAFETY: the skeleton borrows the boxed storage, whose heap address never changes; both
-    // live in the returned `KfuncTiming`, which drops the skeleton before the box (field
-    // order), so the borrow never outlives the storage.
-    let slot: &'static mut MaybeUninit<OpenObject> =
-        unsafe { &mut *(storage.as_mut() as *mut MaybeUninit<OpenObject>) };
-    // libbpf's own log (on stderr by default) repeats the refusal over several lines with
-    // guesses such as "try raising 'ulimit -l'"; the error returned here names the cause.
-    let log = libbpf_rs::set_print(None);
-    let loaded = KfuncsSkelBuilder::default()
-        .open(slot)
-        .map_err(|e| refusal("open", &e, PROGRAMS))
-        .and_then(|open| open.load().map_err(|e| refusal("load", &e, PROGRAMS)))
-        .and_then(|mut skel| {
-            skel.attach().map_err(|e| refusal("attach", &e, PROGRAMS))?;
-            Ok(skel)
-        });
-    libbpf_rs::set_print(log);
+    let (skel, storage) = build_quietly(|slot| {
+        KfuncsSkelBuilder::default()
+            .open(slot)
+            .map_err(|e| refusal("open", &e, PROGRAMS))
+            .and_then(|open| open.load().map_err(|e| refusal("load", &e, PROGRAMS)))
+            .and_then(|mut skel| {
+                skel.attach().map_err(|e| refusal("attach", &e, PROGRAMS))?;
+                Ok(skel)
+            })
+    })?;
     Ok(KfuncTiming {
-        skel: loaded?,
+        skel,
         _storage: storage,
     })
 }

@@ -296,29 +296,24 @@ struct Loaded {
 /// Open and load the object; `keep(prog)` says which programs to load. libbpf's own log is
 /// silenced: the error returned names the step and the cause.
 fn load(keep: impl Fn(&str) -> bool) -> Result<Loaded, String> {
-    let mut storage = Box::new(MaybeUninit::<OpenObject>::uninit());
-    // SAFETY: the skeleton borrows the boxed storage, whose heap address never changes; both
-    // live in the returned `Loaded`, which drops the skeleton before the box (field order), so
-    // the borrow never outlives the storage.
-    let slot: &'static mut MaybeUninit<OpenObject> =
-        unsafe { &mut *(storage.as_mut() as *mut MaybeUninit<OpenObject>) };
-    let log = libbpf_rs::set_print(None);
-    let loaded = PreemptirqSkelBuilder::default()
-        .open(slot)
-        .map_err(|e| format!("bpf open of the preemptirq programs failed: {e}"))
-        .and_then(|mut open| {
-            for mut p in open.open_object_mut().progs_mut() {
-                let name = p.name().to_string_lossy().into_owned();
-                if !keep(&name) {
-                    p.set_autoload(false);
+    let (skel, storage) = crate::kfuncs::build_quietly(|slot| {
+        PreemptirqSkelBuilder::default()
+            .open(slot)
+            .map_err(|e| format!("bpf open of the preemptirq programs failed: {e}"))
+            .and_then(|mut open| {
+                for mut p in open.open_object_mut().progs_mut() {
+                    let name = p.name().to_string_lossy().into_owned();
+                    if !keep(&name) {
+                        p.set_autoload(false);
+                    }
                 }
-            }
-            open.load()
-                .map_err(|e| format!("bpf load (verifier) of the preemptirq programs failed: {e}"))
-        });
-    libbpf_rs::set_print(log);
+                open.load().map_err(|e| {
+                    format!("bpf load (verifier) of the preemptirq programs failed: {e}")
+                })
+            })
+    })?;
     Ok(Loaded {
-        skel: loaded?,
+        skel,
         _storage: storage,
     })
 }

@@ -66,35 +66,28 @@ pub fn attach(tgid: u32, cpu: u32) -> Result<SchedTiming, String> {
             "kernel function {f} is not in this kernel's BTF (/sys/kernel/btf/vmlinux): fentry cannot attach to it"
         ));
     }
-    let mut storage = Box::new(MaybeUninit::<OpenObject>::uninit());
-    // SAFETY: the skeleton borrows the boxed storage, whose heap address never changes; both
-    // live in the returned `SchedTiming`, which drops the skeleton before the box (field
-    // order), so the borrow never outlives the storage.
-    let slot: &'static mut MaybeUninit<OpenObject> =
-        unsafe { &mut *(storage.as_mut() as *mut MaybeUninit<OpenObject>) };
-    // libbpf's own multi-line log is silenced; the error returned names the cause.
-    let log = libbpf_rs::set_print(None);
-    let loaded = SchedtimeSkelBuilder::default()
-        .open(slot)
-        .map_err(|e| crate::kfuncs::refusal("open", &e, PROGRAMS))
-        .and_then(|open| {
-            open.load()
-                .map_err(|e| crate::kfuncs::refusal("load", &e, PROGRAMS))
-        })
-        .and_then(|mut skel| {
-            for (k, v) in [(CFG_TGID, tgid), (CFG_CPU, cpu)] {
-                skel.maps
-                    .cfg
-                    .update(&k.to_ne_bytes(), &v.to_ne_bytes(), MapFlags::ANY)
-                    .map_err(|e| format!("bpf: setting the scheduler timing's filter: {e}"))?;
-            }
-            skel.attach()
-                .map_err(|e| crate::kfuncs::refusal("attach", &e, PROGRAMS))?;
-            Ok(skel)
-        });
-    libbpf_rs::set_print(log);
+    let (skel, storage) = crate::kfuncs::build_quietly(|slot| {
+        SchedtimeSkelBuilder::default()
+            .open(slot)
+            .map_err(|e| crate::kfuncs::refusal("open", &e, PROGRAMS))
+            .and_then(|open| {
+                open.load()
+                    .map_err(|e| crate::kfuncs::refusal("load", &e, PROGRAMS))
+            })
+            .and_then(|mut skel| {
+                for (k, v) in [(CFG_TGID, tgid), (CFG_CPU, cpu)] {
+                    skel.maps
+                        .cfg
+                        .update(&k.to_ne_bytes(), &v.to_ne_bytes(), MapFlags::ANY)
+                        .map_err(|e| format!("bpf: setting the scheduler timing's filter: {e}"))?;
+                }
+                skel.attach()
+                    .map_err(|e| crate::kfuncs::refusal("attach", &e, PROGRAMS))?;
+                Ok(skel)
+            })
+    })?;
     Ok(SchedTiming {
-        skel: loaded?,
+        skel,
         _storage: storage,
     })
 }

@@ -663,6 +663,7 @@ fn snapshot(
     capture: Option<&rtscope_trace::TraceSession>,
     checkpoints: u32,
 ) -> LiveSnapshot {
+    let bursts = explain.and_then(|x| x.burst_totals());
     LiveSnapshot {
         elapsed,
         total,
@@ -682,15 +683,13 @@ fn snapshot(
             .collect(),
         dominant_tail_cause: explain.and_then(|x| x.dominant_tail_cause()),
         // Bursts that ended lost theirs; the running capture its own so far.
-        events_lost: match (capture, explain.and_then(|x| x.burst_totals())) {
+        events_lost: match (capture, bursts) {
             (c, Some((_, _, ended))) => {
                 Some(ended + c.map_or(0, |c| c.lost_so_far().values().sum::<u64>()))
             }
             (c, None) => c.map(|c| c.lost_so_far().values().sum()),
         },
-        bursts: explain
-            .and_then(|x| x.burst_totals())
-            .map(|(n, s, _)| (n, s)),
+        bursts: bursts.map(|(n, s, _)| (n, s)),
         ring_dropped: m.rings.iter().map(|r| r.dropped()).sum(),
         rss_kib: record::current_rss_kib(),
         checkpoints,

@@ -126,7 +126,7 @@ fn a_measure_in_the_trace_kernel_comes_home_tagged() {
         "{tags}"
     );
     assert_eq!(tags["preempt"], "full");
-    assert_eq!(tags["emulated"], "tcg");
+    assert_eq!(tags["emulated"], "tcg-single");
     assert_eq!(tags["lab_smp"], "2");
     assert_eq!(tags["suite"], "lab");
     assert!(

@@ -132,9 +132,10 @@ pub struct RunSpec {
     pub guest_bins: Vec<PathBuf>,
     /// Run every vCPU in one host thread (QEMU `-accel tcg,thread=single`) without icount: guest
     /// time stays the host's, and code the guest kernel patches at run time (static keys, the
-    /// tracepoints a tracer switches on and off, `text_poke_bp`'s int3) is seen at once by every
+    /// tracepoints a capture switches on and off, `text_poke_bp`'s int3) is seen at once by every
     /// vCPU. With one host thread per vCPU (QEMU's default for TCG) a vCPU can still execute an
     /// int3 the patching vCPU already removed: the guest oopses in the int3 handler (docs/lab.md).
+    /// Every rtscope verb attaches tracepoints, so `lab run` sets this unless `--multi-thread`.
     pub single_thread: bool,
     /// A shell command the guest starts in the background [`ALONGSIDE_LEAD_S`] before the verb;
     /// its output goes to /out/alongside.log (it comes home with the verb's files), and the
@@ -150,7 +151,8 @@ impl RunSpec {
     /// were emulated.
     pub fn emulation(&self) -> &'static str {
         match self.icount {
-            None if self.single_thread => "tcg-single",
+            // One vCPU is one host thread either way.
+            None if self.single_thread && self.smp > 1 => "tcg-single",
             None => "tcg",
             Some(Icount::Shift(_)) => "tcg-icount",
             Some(Icount::Auto) => "tcg-icount-auto",
@@ -841,6 +843,13 @@ mod tests {
         s.icount = None;
         s.single_thread = true;
         assert_eq!(s.emulation(), "tcg-single");
+        s.smp = 1;
+        assert_eq!(
+            s.emulation(),
+            "tcg",
+            "one vCPU is one host thread either way"
+        );
+        s.smp = 2;
         let j = qemu_args(&s, Path::new("/w/i"), Path::new("/w/c"), Path::new("/w/r")).join(" ");
         assert!(j.starts_with("-accel tcg,thread=single "), "{j}");
         s.icount = Some(Icount::Auto);

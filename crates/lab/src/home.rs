@@ -25,10 +25,21 @@ pub fn lab_tags(spec: &RunSpec, out: &GuestOutcome) -> Vec<(String, String)> {
 pub fn emulation_warning(spec: &RunSpec) -> Warning {
     use crate::guest::Icount;
     let m = match spec.icount {
-        None => "emulated by QEMU TCG without -icount: the guest clock is the host's, so host \
-                 scheduling and stalls appear as latency with no guest cause; timings are \
+        None => {
+            let mut m = "emulated by QEMU TCG without -icount: the guest clock is the host's, so \
+                 host scheduling and stalls appear as latency with no guest cause; timings are \
                  relative to the emulation, not to hardware"
-            .to_string(),
+                .to_string();
+            if spec.single_thread && spec.smp > 1 {
+                m += &format!(
+                    "; the {} vCPUs take turns on one host thread, so a vCPU whose timer expires \
+                     during another's turn waits for QEMU to switch (no guest event in the \
+                     window: no_guest_activity)",
+                    spec.smp
+                );
+            }
+            m
+        }
         Some(Icount::Auto) => "emulated by QEMU TCG with -icount shift=auto: QEMU re-fits the \
                  time charged per instruction to the host's speed during the run, so a slowed \
                  host changes guest time (seen as no_guest_activity); a fixed shift has no such leak"

@@ -73,11 +73,16 @@ struct RunArgs {
     /// host's speed (host slowness then leaks into guest time) [default shift when given: 1]
     #[arg(long, value_name = "SHIFT|auto", num_args = 0..=1, default_missing_value = "1")]
     icount: Option<String>,
-    /// All vCPUs in one host thread (QEMU -accel tcg,thread=single), guest time still the
-    /// host's: code the guest kernel patches at run time (static keys, tracepoints switched by a
-    /// tracer) cannot race another vCPU; tagged emulated=tcg-single
-    #[arg(long)]
+    /// All vCPUs in one host thread (QEMU -accel tcg,thread=single): the default. Code the
+    /// guest kernel patches at run time (static keys, the tracepoints a capture switches on)
+    /// is seen by every vCPU at once; tagged emulated=tcg-single when --smp > 1
+    #[arg(long, conflicts_with = "multi_thread")]
     single_thread: bool,
+    /// One host thread per vCPU (QEMU's multi-threaded TCG): vCPUs run in parallel, but a vCPU
+    /// can execute an int3 the guest's text patching already removed and the guest oopses
+    /// (docs/lab.md); tagged emulated=tcg
+    #[arg(long)]
+    multi_thread: bool,
     /// Kill the guest after this long [default: 3 × the verb's -D plus 3 min]
     #[arg(long, value_name = "DURATION")]
     timeout: Option<String>,
@@ -284,7 +289,7 @@ fn run_verb(r: RunArgs) -> Result<()> {
         failure_log: Some(r.out.join(format!("lab-{lab_id}-failed-console.log"))),
         guest_bins: r.guest_bins.iter().map(|b| in_path(b)).collect(),
         alongside: r.alongside.clone(),
-        single_thread: r.single_thread,
+        single_thread: !r.multi_thread,
     };
     spec.validate().map_err(lab_err)?;
     rtscope_files::check_output_dir(&r.out, Some(64 << 20))

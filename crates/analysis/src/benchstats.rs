@@ -395,6 +395,7 @@ mod tests {
             pdlt_ns: pdlt,
             syscall_ns: sys,
             repeat: 0,
+            irt_ns: None,
         }
     }
 

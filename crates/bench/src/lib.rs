@@ -1,5 +1,6 @@
 //! See Cargo.toml description.
 pub mod common;
+pub mod labdev;
 pub mod mbwi;
 pub mod pdlt;
 pub mod rhealstone;

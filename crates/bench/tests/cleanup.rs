@@ -38,6 +38,7 @@ fn child_entry() {
                 only: vec!["intertask_message".into()],
                 variants: false,
                 select_variants: vec![],
+                irq_device: false,
             };
             rtscope_bench::rhealstone::run(&cfg, &reaper, |_, _| {}).unwrap();
         }
@@ -53,6 +54,7 @@ fn child_entry() {
                 only: vec!["semaphore_shuffle".into()],
                 variants: false,
                 select_variants: vec![],
+                irq_device: false,
             };
             rtscope_bench::rhealstone::run(&cfg, &reaper, |_, _| {}).unwrap();
         }
@@ -70,6 +72,7 @@ fn child_entry() {
                 scratch_dir: dir,
                 compare_preempt: false,
                 max_duration_ns: 30_000_000_000,
+                points: 0,
             };
             rtscope_bench::pdlt::run(&cfg, &reaper, |_| {}).unwrap();
         }

@@ -16,6 +16,7 @@ fn cfg(sys: Syscall, size: u64) -> Config {
         scratch_dir: std::env::temp_dir(),
         compare_preempt: false,
         max_duration_ns: 10_000_000_000,
+        points: 0,
     }
 }
 

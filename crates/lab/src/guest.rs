@@ -286,6 +286,9 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 ulimit -l unlimited 2>/dev/null
+if [ -f /{module} ]; then
+  insmod /{module} && echo "RTSCOPE-LAB-MODULE loaded" || echo "RTSCOPE-LAB-MODULE failed"
+fi
 echo "RTSCOPE-LAB-START release=$(uname -r) cpus=$(nproc)"
 cd /out
 # Through a pipe: the console is a terminal, and progress displays redrawn on a serial line
@@ -298,7 +301,8 @@ cd /out && tar cf /tmp/out.tar . && {{ echo "RTSCOPE-LAB-FILES $(wc -c </tmp/out
 sync
 poweroff -f
 "#,
-        cmd.join(" ")
+        cmd.join(" "),
+        module = crate::module::GUEST_PATH,
     )
 }
 
@@ -356,6 +360,7 @@ pub fn qemu_args(spec: &RunSpec, initrd: &Path, console: &Path, results: &Path) 
         "-serial".into(),
         format!("file:{}", results.display()),
     ]);
+    a.extend(crate::module::qemu_device_args());
     a
 }
 
@@ -465,6 +470,14 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
             LabError::Usage(format!("--guest-bin {}: not a file name", b.display()))
         })?;
         arch.executable(&format!("bin/{name}"), b)?;
+    }
+    match crate::module::ensure(&spec.kernel, |m| eprintln!("{m}"))? {
+        Ok(ko) => arch.host_file(crate::module::GUEST_PATH, 0o644, &ko),
+        Err(why) => {
+            if spec.live {
+                eprintln!("lab: no rtscope_lab module in the guest: {why}");
+            }
+        }
     }
     arch.data(
         "init",

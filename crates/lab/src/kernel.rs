@@ -349,6 +349,14 @@ fn build_from_source(cache: &Path, p: Preset, o: &BuildOpts) -> Result<Kernel> {
         o,
         "make bzImage",
     )?;
+    // The linker script and host tools out-of-tree modules need (the lab's own test driver,
+    // crate::module), made while the tree is locked.
+    run_step(
+        make(&["modules_prepare"]),
+        Some(&log),
+        o,
+        "make modules_prepare",
+    )?;
     let build_secs = t0.elapsed().as_secs_f64();
 
     let tmp = cache.join(format!(".{name}.tmp"));
@@ -677,10 +685,10 @@ fn run_step(mut c: Command, log: Option<&Path>, o: &BuildOpts, what: &str) -> Re
 
 /// One build at a time per cache (two `make O=` in one tree would corrupt it): an flock on
 /// `cache/.lock`, released when the holder exits however it exits.
-struct CacheLock(#[allow(dead_code)] std::fs::File);
+pub(crate) struct CacheLock(#[allow(dead_code)] std::fs::File);
 
 impl CacheLock {
-    fn take(cache: &Path) -> Result<CacheLock> {
+    pub(crate) fn take(cache: &Path) -> Result<CacheLock> {
         use std::os::fd::AsRawFd;
         let f = std::fs::OpenOptions::new()
             .create(true)

@@ -282,6 +282,10 @@ pub struct PdltPoint {
     /// producer preempted it).
     pub syscall_ns: u64,
     pub repeat: u32,
+    /// Interrupt raised → the handler's first statement (the test driver's device interrupt;
+    /// absent for the timer-driven scans, whose interrupt is not a device's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irt_ns: Option<u64>,
 }
 
 /// A non-preemptible region found in the scan: PDLT falls with slope ≈ −1 from `peak_pdlt_ns`.
@@ -319,6 +323,9 @@ pub struct PdltResult {
     pub step_ns: u64,
     pub scans: Vec<PdltScan>,
     pub notes: Vec<String>,
+    /// The test driver's preemption points (heursch-2001 Figs. 5–8; `driver` scans only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption_points: Option<u32>,
 }
 
 #[cfg(test)]

@@ -234,6 +234,17 @@ pub fn pdlt(res: &PdltResult) -> String {
             sc.baseline_pdlt_ns.unwrap_or(0) as f64 / 1000.0,
             sc.max_pdlt_ns.unwrap_or(0) as f64 / 1000.0
         );
+        let mut irt: Vec<u64> = sc.points.iter().filter_map(|p| p.irt_ns).collect();
+        if !irt.is_empty() {
+            irt.sort_unstable();
+            let _ = writeln!(
+                o,
+                "  interrupt response (device interrupt → handler's first statement): median {:.2} µs, max {:.2} µs over {} points",
+                irt[irt.len() / 2] as f64 / 1000.0,
+                irt[irt.len() - 1] as f64 / 1000.0,
+                irt.len()
+            );
+        }
         let _ = writeln!(
             o,
             "  non-preemptible regions (offset start…end µs, peak PDLT µs, slope):"
@@ -304,18 +315,20 @@ fn fmt_figure(v: f64) -> String {
 
 /// CSV of every point of every scan.
 pub fn pdlt_csv(r: &PdltResult) -> String {
-    let mut s =
-        String::from("preempt_model,repeat,requested_offset_ns,offset_ns,pdlt_ns,syscall_ns\n");
+    let mut s = String::from(
+        "preempt_model,repeat,requested_offset_ns,offset_ns,pdlt_ns,syscall_ns,irt_ns\n",
+    );
     for sc in &r.scans {
         for p in &sc.points {
             s.push_str(&format!(
-                "{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{}\n",
                 sc.preempt_model,
                 p.repeat,
                 p.requested_offset_ns,
                 p.offset_ns,
                 p.pdlt_ns,
-                p.syscall_ns
+                p.syscall_ns,
+                p.irt_ns.map(|v| v.to_string()).unwrap_or_default()
             ));
         }
     }
@@ -339,7 +352,27 @@ pub fn pdlt_svg(r: &PdltResult) -> String {
                 .collect(),
             line: false,
         })
-        .collect();
+        .collect::<Vec<_>>();
+    // The device interrupt's response of the driver's points, as the paper's Fig. 3 draws the
+    // IRT under the PDLT.
+    let mut series = series;
+    for sc in r
+        .scans
+        .iter()
+        .filter(|sc| sc.points.iter().any(|p| p.irt_ns.is_some()))
+    {
+        series.push(Series {
+            label: format!("IRT, preempt={}", sc.preempt_model),
+            color: "#7f7f7f",
+            points: sc
+                .points
+                .iter()
+                .filter_map(|p| Some((p.offset_ns as f64 / 1000.0, p.irt_ns? as f64 / 1000.0)))
+                .collect(),
+            line: false,
+        });
+    }
+    let driver = r.syscall == "driver";
     let x_bars = r
         .scans
         .first()
@@ -352,8 +385,16 @@ pub fn pdlt_svg(r: &PdltResult) -> String {
             )]
         })
         .unwrap_or_default();
-    LinePlot {
-        title: format!(
+    let title = if driver {
+        let n = r.preemption_points.unwrap_or(0);
+        format!(
+            "PDLT scan of the test driver ({} iterations, {n} preemption point{}), CPU {}",
+            r.size,
+            if n == 1 { "" } else { "s" },
+            r.cpu
+        )
+    } else {
+        format!(
             "PDLT scan of {} ({} {}), CPU {}",
             r.syscall,
             r.size,
@@ -363,9 +404,23 @@ pub fn pdlt_svg(r: &PdltResult) -> String {
                 "bytes"
             },
             r.cpu
-        ),
-        x_label: "timer expiry − system call start [µs]".into(),
-        y_label: "PDLT: expiry → producer running [µs]".into(),
+        )
+    };
+    let (x_label, y_label) = if driver {
+        (
+            "device interrupt raised − driver call start [µs]",
+            "PDLT: interrupt → producer running [µs]",
+        )
+    } else {
+        (
+            "timer expiry − system call start [µs]",
+            "PDLT: expiry → producer running [µs]",
+        )
+    };
+    LinePlot {
+        title,
+        x_label: x_label.into(),
+        y_label: y_label.into(),
         series,
         x_bars,
     }

@@ -30,8 +30,13 @@ pub fn pdlt(
 ) -> Result<(), VerbError> {
     check_files([("--csv", csv), ("--svg", svg)])?;
     let tags = out.validate()?;
-    // Said before anything starts: a PREEMPT_RT kernel's timerfd cannot drive the scan.
-    if let Err(BenchError::Unavailable(m)) = pdlt::check_timers(
+    // Said before anything starts: the test driver needs the lab's module (missing input,
+    // exit 2); a PREEMPT_RT kernel's timerfd cannot drive the other calls' scans.
+    if cfg.syscall == pdlt::Syscall::Driver {
+        if let Some(why) = rtscope_bench::labdev::unavailable() {
+            return Err(VerbError::BadInput(format!("--syscall driver: {why}")));
+        }
+    } else if let Err(BenchError::Unavailable(m)) = pdlt::check_timers(
         std::fs::read_to_string("/sys/kernel/realtime")
             .ok()
             .as_deref(),
@@ -49,13 +54,16 @@ pub fn pdlt(
     }
     let work = work::begin("pdlt", Need::RealTime, "SCHED_FIFO, mlockall")?;
     let reaper = Reaper::start().map_err(VerbError::failed)?;
+    let what = match cfg.syscall {
+        pdlt::Syscall::Driver => format!(
+            "the test driver's loop of {} iterations with {} preemption point(s), device interrupt",
+            cfg.size, cfg.points
+        ),
+        s => format!("{} of {}, timer interrupt", s.name(), cfg.size),
+    };
     out.progress(&format!(
-        "rtscope pdlt: {} of {} on CPU {}, producer FIFO {}, consumer FIFO {}, step {step_us} µs",
-        cfg.syscall.name(),
-        cfg.size,
-        cfg.cpu,
-        cfg.producer_priority,
-        cfg.consumer_priority,
+        "rtscope pdlt: {what}, on CPU {}, producer FIFO {}, consumer FIFO {}, step {step_us} µs",
+        cfg.cpu, cfg.producer_priority, cfg.consumer_priority,
     ));
     let res = pdlt::run(cfg, &reaper, |m| {
         out.progress(&format!("  scanning under preempt={m} …"))

@@ -59,3 +59,55 @@ pub fn read_json(p: &Path) -> serde_json::Value {
         std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{} not written: {e}", p.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: invalid JSON: {e}", p.display()))
 }
+
+/// The kernel lab's tests: `rtscope lab run` boots a cached kernel under QEMU.
+pub mod lab {
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Output};
+
+    /// Run `bin` with `args` in `cwd`, collecting its output.
+    pub fn run(bin: &str, args: &[&str], cwd: &Path) -> Output {
+        Command::new(bin)
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .expect("running rtscope")
+    }
+
+    pub fn text(b: &[u8]) -> String {
+        String::from_utf8_lossy(b).into_owned()
+    }
+
+    /// QEMU present, else `SKIPPED:` and false; a kernel of `preset` in the lab's cache, else a
+    /// failure naming the build command (the suite's set-up builds it: a missing kernel must not
+    /// pass as a skip).
+    pub fn ready(bin: &str, preset: &str) -> bool {
+        if Command::new("qemu-system-x86_64")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            println!("SKIPPED: qemu-system-x86_64 is not installed (scripts/setup.sh installs it)");
+            return false;
+        }
+        let d = crate::tmp();
+        let o = run(bin, &["lab", "list", "--json", "-"], d.path());
+        assert!(o.status.success(), "lab list: {}", text(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("lab list JSON");
+        assert!(
+            v.as_array()
+                .is_some_and(|a| a.iter().any(|k| k["preset"] == preset)),
+            "no `{preset}` kernel in the lab cache: build it with `rtscope lab kernel build --preset {preset}` (scripts/setup.sh does)"
+        );
+        true
+    }
+
+    /// A file the guest wrote in its working directory, brought home under `dir`.
+    pub fn brought_home(dir: &Path, name: &str) -> Option<PathBuf> {
+        std::fs::read_dir(dir.join("rtscope-results"))
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join(name))
+            .find(|p| p.is_file())
+    }
+}

@@ -38,7 +38,7 @@ pub const METRICS: [&str; 6] = [
 
 /// Every (metric, variant) in run order; the first variant of each metric is its primary (the
 /// one entering the composite).
-pub const VARIANTS: [(&str, &str); 13] = [
+pub const VARIANTS: [(&str, &str); 14] = [
     ("task_switch", "sched_yield"),
     ("preemption", "setparam"),
     ("preemption", "futex_wake"),
@@ -51,6 +51,7 @@ pub const VARIANTS: [(&str, &str); 13] = [
     ("semaphore_shuffle", "futex"),
     ("deadlock_break", "pi_mutex"),
     ("deadlock_break", "no_pi_mutex"),
+    ("interrupt_response", "parallel_port"),
     ("interrupt_response", "hrtimer_expire"),
 ];
 
@@ -85,6 +86,10 @@ pub struct Config {
     pub variants: bool,
     /// Run exactly these variants (names of [`VARIANTS`]; empty = by `variants`).
     pub select_variants: Vec<String>,
+    /// The lab's test driver is here (`/dev/rtscope_lab`): the interrupt response is then the
+    /// paper's quantity (a device interrupt), its primary variant `parallel_port`; without it
+    /// the nearest measurable quantity (`hrtimer_expire`) is the primary.
+    pub irq_device: bool,
 }
 
 impl Config {
@@ -146,7 +151,16 @@ impl Config {
         if !self.select_variants.is_empty() {
             return self.select_variants.iter().any(|v| v == variant);
         }
-        self.variants || VARIANTS.iter().find(|(m, _)| *m == metric) == Some(&(metric, variant))
+        self.variants || self.primary_variant(metric) == Some(variant)
+    }
+
+    /// The variant a metric's summary (and the composite) uses: the first listed, except that
+    /// the interrupt response's is the device interrupt only where the device exists.
+    fn primary_variant(&self, metric: &str) -> Option<&'static str> {
+        if metric == "interrupt_response" && !self.irq_device {
+            return Some("hrtimer_expire");
+        }
+        VARIANTS.iter().find(|(m, _)| *m == metric).map(|(_, v)| *v)
     }
 }
 
@@ -276,7 +290,7 @@ pub fn run(
             continue;
         }
         progress(metric, variant);
-        let primary = VARIANTS.iter().find(|(m, _)| *m == metric) == Some(&(metric, variant));
+        let primary = cfg.primary_variant(metric) == Some(variant);
         let mut target = n;
         let mut quantity = QUANTITY_AS_DEFINED;
         let (def, m): (String, Result<Measured>) = match (metric, variant) {
@@ -311,6 +325,13 @@ pub fn run(
                 format!("low holds a mutex; high (woken by low) asks for it while a medium thread has a {burst} µs compute burst ready: high's request → high owns the mutex"),
                 deadlock_break(cfg, v == "pi_mutex", hi, mid, lo),
             ),
+            ("interrupt_response", "parallel_port") => {
+                target = cfg.irq_iterations.min(n);
+                (
+                    "heursch-2001 §3.1: \"the time in between an external peripheral device generates an interrupt and the first command of the interrupt service routine\". The lab's test driver (rtscope_lab) writes the emulated parallel port's control register with outb(), which raises the port's IRQ 7 at once (the paper wired the port's output back to its interrupt input): the clock read just before the outb() → the clock read by the handler's first statement, both in the kernel, CLOCK_MONOTONIC; the raising thread is SCHED_FIFO in the driver with interrupts on, and the IRQ is routed to its CPU".into(),
+                    irq::interrupt_response_device(cfg, hi),
+                )
+            }
             ("interrupt_response", _) => {
                 target = cfg.irq_iterations.min(n);
                 quantity = QUANTITY_NEAREST_MEASURABLE;
@@ -1145,6 +1166,7 @@ impl Flags {
             only: self.only.clone(),
             variants: !self.no_variants,
             select_variants: self.variants.clone(),
+            irq_device: crate::labdev::unavailable().is_none(),
         };
         cfg.validate()?;
         Ok(cfg)
@@ -1228,7 +1250,7 @@ mod tests {
                 },
                 "--variants: unknown variant 'bogus' (one of sched_yield, setparam, futex_wake, \
                  hrtimer_wake, sysv_msg, posix_mq, pipe, sysv_sem, posix_sem, futex, pi_mutex, \
-                 no_pi_mutex, hrtimer_expire)"
+                 no_pi_mutex, parallel_port, hrtimer_expire)"
                     .into(),
             ),
             (
@@ -1271,6 +1293,7 @@ mod tests {
             only: only.iter().map(|s| s.to_string()).collect(),
             variants,
             select_variants: select.iter().map(|s| s.to_string()).collect(),
+            irq_device: false,
         };
         let runs = |c: &Config| -> Vec<&str> {
             VARIANTS
@@ -1292,6 +1315,12 @@ mod tests {
             ]
         );
         assert_eq!(runs(&cfg(&[], true, &[])).len(), VARIANTS.len());
+        // With the lab's device the interrupt response is the paper's quantity.
+        let mut with_device = cfg(&["interrupt_response"], false, &[]);
+        with_device.irq_device = true;
+        assert_eq!(runs(&with_device), ["parallel_port"]);
+        with_device.variants = true;
+        assert_eq!(runs(&with_device), ["parallel_port", "hrtimer_expire"]);
         assert_eq!(
             runs(&cfg(&["preemption"], true, &[])),
             ["setparam", "futex_wake", "hrtimer_wake"]

@@ -20,13 +20,19 @@ pub struct Args {
     /// SCHED_FIFO priority of the consumer (below the producer).
     #[arg(long, default_value_t = 70)]
     consumer_priority: u32,
-    /// The long system call: read, munmap, getdents, mmap_populate.
-    #[arg(long, default_value = "read", value_parser = ["read", "munmap", "getdents", "mmap_populate"])]
+    /// The long system call: read, munmap, getdents, mmap_populate, or driver (the paper's
+    /// test driver and its device interrupt: the kernel lab's rtscope_lab module)
+    #[arg(long, default_value = "read", value_parser = ["read", "munmap", "getdents", "mmap_populate", "driver"])]
     syscall: String,
-    /// Bytes (read, munmap, mmap_populate; suffix K/M/G) or directory entries (getdents)
-    /// [default: 8M read, 16M munmap/mmap_populate, 20000 getdents]
+    /// Bytes (read, munmap, mmap_populate; suffix K/M/G), directory entries (getdents) or loop
+    /// iterations (driver) [default: 8M read, 16M munmap/mmap_populate, 20000 getdents,
+    /// 50000 driver]
     #[arg(long)]
     size: Option<String>,
+    /// Preemption points in the driver's loop (heursch-2001 Figs. 5–8: 1, 2, 3, 23), evenly
+    /// spaced; `--syscall driver` only
+    #[arg(long, default_value_t = 0)]
+    points: u32,
     /// Offset step, µs (0.01..=1000000).
     #[arg(long, default_value_t = 1.0)]
     step_us: f64,
@@ -68,6 +74,7 @@ pub fn run(a: Args) -> Result<()> {
         scratch_dir: a.scratch_dir.clone(),
         compare_preempt: a.compare_preempt,
         max_seconds: a.max_seconds,
+        points: a.points,
     };
     let cfg = flags.resolve(&input::Rules)?;
     let files = (a.csv.as_deref(), a.svg.as_deref());

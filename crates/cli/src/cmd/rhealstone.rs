@@ -42,7 +42,7 @@ pub struct Args {
     no_variants: bool,
     /// Run exactly these variants (comma-separated): sched_yield, setparam, futex_wake,
     /// hrtimer_wake, sysv_msg, posix_mq, pipe, sysv_sem, posix_sem, futex, pi_mutex,
-    /// no_pi_mutex, hrtimer_expire.
+    /// no_pi_mutex, parallel_port (the lab's device interrupt), hrtimer_expire.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     variants: Vec<String>,
     #[command(flatten)]

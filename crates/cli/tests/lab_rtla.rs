@@ -10,46 +10,21 @@
 //!
 //! A missing kernel, QEMU or rtla fails these tests: `scripts/setup.sh` installs all three.
 
+use rtscope_testkit::lab::{ready, run, text};
 use rtscope_testkit::{bin, need_root, tmp};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn rtscope(args: &[&str], cwd: &Path) -> Output {
-    Command::new(bin!())
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("running rtscope")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
+/// QEMU, rtla and the trace kernel must all be here (the suite's set-up installs and builds them).
 fn lab_ready() {
-    assert!(
-        Command::new("qemu-system-x86_64")
-            .arg("--version")
-            .output()
-            .is_ok(),
-        "qemu-system-x86_64 is missing (scripts/setup.sh installs it)"
-    );
     assert!(
         Path::new("/usr/bin/rtla").is_file(),
         "rtla is missing: apt-get install rtla (scripts/setup.sh installs it)"
     );
-    let d = tmp();
-    let o = rtscope(&["lab", "list", "--json", "-"], d.path());
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(
-        v.as_array()
-            .unwrap()
-            .iter()
-            .any(|k| k["preset"] == "trace"),
-        "no `trace` kernel in the lab cache: build it with `rtscope lab kernel build --preset trace` (scripts/setup.sh does)"
+        ready(bin!(), "trace"),
+        "qemu-system-x86_64 is missing (scripts/setup.sh installs it)"
     );
 }
 
@@ -81,7 +56,7 @@ fn lab(d: &Path, alongside: &str, rtla: bool, verb: &[&str]) -> PathBuf {
     args.push("--");
     args.extend(verb);
     for attempt in 0..2 {
-        let o = rtscope(&args, d);
+        let o = run(bin!(), &args, d);
         let (so, se) = (text(&o.stdout), text(&o.stderr));
         let dirs: Vec<PathBuf> = std::fs::read_dir(&out)
             .map(|r| {
@@ -506,7 +481,7 @@ fn without_the_tracer_the_verbs_exit_2_naming_it_and_the_lab() {
         ),
         (&["noise", "-D", "1s", "--no-store"][..], "osnoise"),
     ] {
-        let o = rtscope(args, d.path());
+        let o = run(bin!(), args, d.path());
         let err = text(&o.stderr);
         if avail.split_whitespace().any(|t| t == tracer) {
             assert!(o.status.success(), "{err}");
@@ -538,7 +513,7 @@ fn without_the_tracer_the_verbs_exit_2_naming_it_and_the_lab() {
         ),
         (&["noise", "--threshold", "0"][..], "--threshold"),
     ] {
-        let o = rtscope(args, d.path());
+        let o = run(bin!(), args, d.path());
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains(flag) && err.lines().count() == 1, "{err}");

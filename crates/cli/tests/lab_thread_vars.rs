@@ -3,33 +3,11 @@
 //! that the in-kernel reduction saw the events and lost none. Skipped only when QEMU is missing;
 //! a missing trace kernel is a failure (the suite's set-up builds it).
 
+use rtscope_testkit::bin;
+use rtscope_testkit::lab::{brought_home, ready, run};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Instant;
-
-fn rtscope(cwd: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rtscope"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("running rtscope")
-}
-
-fn on_path(bin: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
-        .unwrap_or(false)
-}
-
-/// The JSON the guest wrote, under `rtscope-results/lab-*/`.
-fn brought_home(dir: &Path, name: &str) -> Option<PathBuf> {
-    std::fs::read_dir(dir.join("rtscope-results"))
-        .ok()?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().join(name))
-        .find(|p| p.is_file())
-}
 
 /// Errors of `v` against docs/schema/thread-vars.schema.json.
 fn schema_errors(v: &Value) -> Vec<String> {
@@ -51,25 +29,13 @@ fn schema_errors(v: &Value) -> Vec<String> {
 
 #[test]
 fn thread_vars_in_the_trace_kernel() {
-    if !on_path("qemu-system-x86_64") {
-        println!("SKIPPED: qemu-system-x86_64 is missing (apt-get install qemu-system-x86)");
+    if !ready(bin!(), "trace") {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
-    let list = rtscope(tmp.path(), &["lab", "list", "--json", "-"]);
-    assert!(list.status.success(), "lab list: {:?}", list);
-    let kernels: Value = serde_json::from_slice(&list.stdout).expect("lab list JSON");
-    let has_trace = kernels
-        .as_array()
-        .is_some_and(|a| a.iter().any(|k| k["preset"] == "trace"));
-    assert!(
-        has_trace,
-        "no trace kernel in the lab cache: build it with `rtscope lab kernel build --preset trace` \
-         (lab list: {kernels})"
-    );
     let t0 = Instant::now();
-    let out = rtscope(
-        tmp.path(),
+    let out = run(
+        bin!(),
         &[
             "lab",
             "run",
@@ -86,6 +52,7 @@ fn thread_vars_in_the_trace_kernel() {
             "--json",
             "thread-vars.json",
         ],
+        tmp.path(),
     );
     let said = format!(
         "stdout:\n{}\nstderr:\n{}",
@@ -153,13 +120,12 @@ fn thread_vars_in_the_trace_kernel() {
 /// `measure --bound` notes where its in-kernel D_POID came from, symbolized in the guest.
 #[test]
 fn measure_bound_names_the_longest_poid() {
-    if !on_path("qemu-system-x86_64") {
-        println!("SKIPPED: qemu-system-x86_64 is missing (apt-get install qemu-system-x86)");
+    if !ready(bin!(), "trace") {
         return;
     }
     let tmp = tempfile::tempdir().expect("tempdir");
-    let out = rtscope(
-        tmp.path(),
+    let out = run(
+        bin!(),
         &[
             "lab",
             "run",
@@ -181,6 +147,7 @@ fn measure_bound_names_the_longest_poid() {
             "bpf",
             "--bound",
         ],
+        tmp.path(),
     );
     let said = format!(
         "stdout:\n{}\nstderr:\n{}",

@@ -42,6 +42,9 @@ pub enum SchedTime {
     Auto,
     /// Required: the command stops before measuring if the programs cannot attach.
     On,
+    /// Required, and the scheduler's entry marked by the preemptirq tracepoints on any kernel
+    /// (the method PREEMPT_RT needs; to compare other kernels by the same method).
+    Preemptirq,
     Off,
 }
 
@@ -51,7 +54,10 @@ impl SchedTime {
             "auto" => Ok(SchedTime::Auto),
             "on" => Ok(SchedTime::On),
             "off" => Ok(SchedTime::Off),
-            _ => Err(format!("--sched-time: must be auto, on or off; got '{s}'")),
+            "preemptirq" => Ok(SchedTime::Preemptirq),
+            _ => Err(format!(
+                "--sched-time: must be auto, on, preemptirq or off; got '{s}'"
+            )),
         }
     }
 }
@@ -456,6 +462,7 @@ pub fn run(
         rows,
         trace_unavailable,
         sched_time_unavailable: None,
+        sched_time_method: None,
     })
 }
 

@@ -265,6 +265,10 @@ pub struct SchedScaleResult {
     /// None when the scheduler was timed (or not asked to be); otherwise why not.
     #[serde(default)]
     pub sched_time_unavailable: Option<String>,
+    /// How the scheduler's entry was marked (fentry on its entry points, or on PREEMPT_RT the
+    /// preempt_disable tracepoint in them); absent when it was not timed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sched_time_method: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -157,7 +157,10 @@ pub fn sched_scale(r: &SchedScaleResult) -> String {
     if r.rows.iter().any(|row| row.sched_time_stats.is_some()) {
         let _ = writeln!(
             o,
-            "time in the scheduler (Table 3's quantity: entry of schedule()/schedule_idle()/preempt_schedule_irq() → sched_switch to the FIFO thread, fentry + tp_btf), µs"
+            "time in the scheduler (Table 3's quantity: entry of schedule()/schedule_idle()/preempt_schedule_irq() → sched_switch to the FIFO thread; entry marked by {}), µs",
+            r.sched_time_method
+                .as_deref()
+                .unwrap_or("fentry on schedule, schedule_idle, preempt_schedule_irq")
         );
         let _ = writeln!(
             o,
@@ -211,7 +214,7 @@ pub fn sched_scale(r: &SchedScaleResult) -> String {
     }) {
         let _ = writeln!(
             o,
-            "time in the scheduler: most switches to the thread were untimed (reached without a traced scheduler entry; on PREEMPT_RT the fentry trampoline's own migrate_disable() is where the switch happens): those levels' means are not Table 3's quantity"
+            "time in the scheduler: most switches to the thread were untimed (reached without a traced scheduler entry, e.g. through preempt_schedule(), which is notrace): those levels' means are not Table 3's quantity"
         );
     }
     if let Some(t) = &r.sched_time_unavailable {

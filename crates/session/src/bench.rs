@@ -119,19 +119,24 @@ pub fn sched_scale(
     let tags = out.validate()?;
     let why = "SCHED_FIFO, mlockall, tracefs";
     let work = work::begin("sched-scale", Need::Root, why)?;
+    // PREEMPT_RT needs the tracepoint method (fentry's trampoline is a preemption point there).
+    let tracepoints = cfg.sched_time == sched_scale::SchedTime::Preemptirq
+        || rtscope_trace::schedtime::kernel_is_rt();
     // Attached before anything starts: `--sched-time on` stops here when the kernel refuses.
     let (mut timer, sched_unavailable) = match cfg.sched_time {
         sched_scale::SchedTime::Off => (None, None),
-        mode => match rtscope_trace::schedtime::attach(std::process::id(), cfg.cpu) {
+        mode => match rtscope_trace::schedtime::attach(std::process::id(), cfg.cpu, tracepoints) {
             Ok(t) => (Some(SchedFentry(t)), None),
-            Err(e) if mode == sched_scale::SchedTime::On => {
+            Err(e) if mode != sched_scale::SchedTime::Auto => {
                 return Err(VerbError::BadInput(format!(
-                    "--sched-time on: the scheduler cannot be timed on this kernel: {e}"
+                    "--sched-time {}: the scheduler cannot be timed on this kernel: {e}",
+                    if tracepoints { "preemptirq" } else { "on" }
                 )))
             }
             Err(e) => (None, Some(e)),
         },
     };
+    let method = rtscope_trace::schedtime::start_method(tracepoints);
     let reaper = Reaper::start().map_err(VerbError::failed)?;
     out.progress(&format!(
         "rtscope sched-scale: CPU {}, SCHED_FIFO {}, {} wake-ups every {sleep_ms} ms per level, N = {:?}, time in the scheduler: {}",
@@ -139,7 +144,7 @@ pub fn sched_scale(
         cfg.priority,
         cfg.wakeups,
         cfg.loads,
-        if timer.is_some() { "fentry" } else { "no" }
+        if timer.is_some() { method } else { "no" }
     ));
     let res = sched_scale::run(
         cfg,
@@ -149,9 +154,11 @@ pub fn sched_scale(
             .map(|t| t as &mut dyn sched_scale::SchedTimer),
         |n| out.progress(&format!("  N = {n} …")),
     );
+    let timed = timer.is_some();
     drop(timer);
     drop(reaper);
     let mut res = res?;
+    res.sched_time_method = timed.then(|| method.to_string());
     res.sched_time_unavailable = sched_unavailable;
     let files = [
         csv.map(|p| (p, text::sched_scale_csv(&res))),

@@ -30,6 +30,7 @@ use skel::{SchedtimeSkel, SchedtimeSkelBuilder};
 
 /// The kernel functions whose entry starts a timing (fentry and fexit programs).
 pub const ENTRIES: [&str; 3] = ["schedule", "schedule_idle", "preempt_schedule_irq"];
+
 const PROGRAMS: &str = "the scheduler timing programs (fentry on schedule, schedule_idle, preempt_schedule_irq; tp_btf sched_switch)";
 /// `cfg` map keys (CFG_* in schedtime.bpf.c).
 const CFG_TGID: u32 = 0;
@@ -58,19 +59,60 @@ pub struct Drained {
     pub dropped: u64,
 }
 
+/// Whether this kernel is PREEMPT_RT (`/sys/kernel/realtime` of the RT patch set, or `uname -v`).
+pub fn kernel_is_rt() -> bool {
+    std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1")
+        || std::fs::read_to_string("/proc/sys/kernel/version")
+            .is_ok_and(|v| v.contains("PREEMPT_RT"))
+}
+
+/// How the scheduler's entry is marked: fentry on its entry points, or (needed on PREEMPT_RT,
+/// where the trampoline's migrate_disable() is itself a preemption point) the last
+/// preempt_disable before the switch. Which one a run used goes into its record.
+pub fn start_method(tracepoints: bool) -> &'static str {
+    if tracepoints {
+        "the last preempt_disable (0 → 1) before the switch, preemptirq tracepoints; fentry on schedule_idle"
+    } else {
+        "fentry on schedule, schedule_idle, preempt_schedule_irq"
+    }
+}
+
+/// The programs one method loads (the others keep autoload off).
+fn wanted(prog: &str, rt: bool) -> bool {
+    match prog {
+        "rt_preempt_off" | "rt_preempt_on" => rt,
+        "schedule_entry"
+        | "schedule_exit"
+        | "preempt_schedule_irq_entry"
+        | "preempt_schedule_irq_exit" => !rt,
+        _ => true,
+    }
+}
+
 /// Load and attach the programs for switches to SCHED_FIFO threads of process `tgid` on `cpu`,
-/// or say in one line why the kernel refused.
-pub fn attach(tgid: u32, cpu: u32) -> Result<SchedTiming, String> {
+/// or say in one line why the kernel refused. `tracepoints`: mark the scheduler's entry with the
+/// preemptirq tracepoints ([`start_method`]); PREEMPT_RT needs it, other kernels allow it.
+pub fn attach(tgid: u32, cpu: u32, tracepoints: bool) -> Result<SchedTiming, String> {
     if let Some(f) = crate::kfuncs::missing_in_btf(&ENTRIES) {
         return Err(format!(
             "kernel function {f} is not in this kernel's BTF (/sys/kernel/btf/vmlinux): fentry cannot attach to it"
         ));
     }
+    let rt = tracepoints;
+    if rt && crate::kfuncs::missing_in_btf(&["btf_trace_preempt_disable"]).is_some() {
+        return Err("this kernel has no preemptirq tracepoints (CONFIG_TRACE_PREEMPT_TOGGLE): the scheduler's entry cannot be marked by them (under PREEMPT_RT fentry's trampoline is itself a preemption point)".into());
+    }
     let (skel, storage) = crate::kfuncs::build_quietly(|slot| {
         SchedtimeSkelBuilder::default()
             .open(slot)
             .map_err(|e| crate::kfuncs::refusal("open", &e, PROGRAMS))
-            .and_then(|open| {
+            .and_then(|mut open| {
+                for mut p in open.open_object_mut().progs_mut() {
+                    let name = p.name().to_string_lossy().into_owned();
+                    if !wanted(&name, rt) {
+                        p.set_autoload(false);
+                    }
+                }
                 open.load()
                     .map_err(|e| crate::kfuncs::refusal("load", &e, PROGRAMS))
             })
@@ -123,6 +165,21 @@ fn sum_u64(b: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_method_loads_its_own_start_programs() {
+        for p in ["schedule_entry", "preempt_schedule_irq_exit"] {
+            assert!(wanted(p, false) && !wanted(p, true), "{p}");
+        }
+        for p in ["rt_preempt_off", "rt_preempt_on"] {
+            assert!(!wanted(p, false) && wanted(p, true), "{p}");
+        }
+        // The idle task's entry and the switch are timed either way.
+        for p in ["schedule_idle_entry", "schedule_idle_exit", "on_switch"] {
+            assert!(wanted(p, false) && wanted(p, true), "{p}");
+        }
+        assert!(start_method(true).contains("PREEMPT_RT"));
+    }
 
     #[test]
     fn counter_values() {

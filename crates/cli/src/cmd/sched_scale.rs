@@ -35,9 +35,10 @@ pub struct Args {
     #[arg(long)]
     no_trace: bool,
     /// Time the scheduler itself, Table 3's quantity (fentry on schedule/schedule_idle/
-    /// preempt_schedule_irq → sched_switch): auto (when the kernel allows it), on (stop with
-    /// exit 2 when it cannot attach), off
-    #[arg(long, default_value = "auto", value_name = "auto|on|off")]
+    /// preempt_schedule_irq → sched_switch; on PREEMPT_RT the preemptirq tracepoints mark the
+    /// entry): auto (when the kernel allows it), on (stop with exit 2 when it cannot attach),
+    /// preemptirq (on, with the tracepoint method on any kernel), off
+    #[arg(long, default_value = "auto", value_name = "auto|on|preemptirq|off")]
     sched_time: String,
     /// Write the per-N table as CSV.
     #[arg(long, value_name = "FILE")]

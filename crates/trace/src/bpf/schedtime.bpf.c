@@ -21,6 +21,20 @@
 // __bpf_prog_enter_recur <- bpf_trampoline <- schedule).
 //
 // A duration includes the fentry trampoline and the start program (a constant), not the switch.
+//
+// Under PREEMPT_RT the start therefore comes from elsewhere (user space chooses; the other
+// programs are not loaded): the preemptirq tracepoints. `preempt_disable` fires only when the
+// count goes 0 → 1 and `preempt_enable` only when it goes 1 → 0, so the last 0 → 1 on a CPU with
+// no 1 → 0 since is the disable the scheduler runs under until it switches: the
+// preempt_disable() right before __schedule() in schedule() and preempt_schedule_irq() (the
+// paper's "first lines of schedule()"). Every `preempt_disable` starts, every `preempt_enable`
+// clears; a switch through preempt_schedule() (notrace: its disable has no event) follows a
+// clearing enable and is counted missed. A tracepoint program runs without the trampoline's
+// migrate_disable(), so it adds no preemption point. (The tracepoint's caller address is no
+// help to filter on: on the scheduler's path it names schedule()'s caller.) The idle task's
+// schedule_idle() disables nothing (the idle task always runs with preemption off), so its
+// fentry stays: with preemption off the trampoline's preempt_enable() cannot switch there.
+
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -105,6 +119,11 @@ SEC("fentry/preempt_schedule_irq")
 int BPF_PROG(preempt_schedule_irq_entry) { enter(); return 0; }
 SEC("fexit/preempt_schedule_irq")
 int BPF_PROG(preempt_schedule_irq_exit) { leave(); return 0; }
+
+SEC("tp_btf/preempt_disable")
+int BPF_PROG(rt_preempt_off, unsigned long ip, unsigned long parent_ip) { enter(); return 0; }
+SEC("tp_btf/preempt_enable")
+int BPF_PROG(rt_preempt_on, unsigned long ip, unsigned long parent_ip) { leave(); return 0; }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)

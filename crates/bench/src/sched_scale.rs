@@ -667,7 +667,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--sched-time: must be auto, on or off; got 'yes'"
+            "--sched-time: must be auto, on, preemptirq or off; got 'yes'"
         );
         // The paper's protocol: Table 3's N, 200 wake-ups 1 s apart; alone or refused.
         let p = Flags {

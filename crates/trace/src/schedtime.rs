@@ -178,7 +178,7 @@ mod tests {
         for p in ["schedule_idle_entry", "schedule_idle_exit", "on_switch"] {
             assert!(wanted(p, false) && wanted(p, true), "{p}");
         }
-        assert!(start_method(true).contains("PREEMPT_RT"));
+        assert!(start_method(true).contains("preemptirq tracepoints"));
     }
 
     #[test]

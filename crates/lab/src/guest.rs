@@ -296,6 +296,8 @@ mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
 ulimit -l unlimited 2>/dev/null
+# The loopback interface starts down (no 127.0.0.1): the net load and anything local over TCP.
+ip link set lo up 2>/dev/null
 # The scratch disk, when the lab gave one (a disk load's files on a block device).
 if [ -b /dev/vda ]; then
   if mkdosfs -n SCRATCH /dev/vda >/dev/null 2>&1 && mount -t vfat /dev/vda /var/tmp; then
@@ -787,6 +789,8 @@ mod tests {
         let s = init_script(&["measure".into(), "--tag".into(), "k=v w".into()], None);
         assert!(s.contains("/bin/rtscope 'measure' '--tag' 'k=v w' </dev/null 2>&1 | cat"));
         assert!(s.starts_with("#!/bin/busybox sh\n"));
+        assert!(s.contains("\nip link set lo up "), "{s}");
+        assert!(s.contains("mount -t vfat /dev/vda /var/tmp"), "{s}");
         assert!(!s.contains("alongside"));
         let s = init_script(&["noise".into()], Some("rtla osnoise top -d 5 -c 0"));
         assert!(

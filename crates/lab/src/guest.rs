@@ -387,10 +387,7 @@ pub fn qemu_args(
         // away after the run, and guest time under -icount does not depend on the host's I/O.
         a.extend([
             "-drive".into(),
-            format!(
-                "file={},if=virtio,format=raw,cache=unsafe",
-                img.display()
-            ),
+            format!("file={},if=virtio,format=raw,cache=unsafe", img.display()),
         ]);
     }
     a
@@ -541,9 +538,9 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
         &results,
         scratch.as_deref(),
     ))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
     // SAFETY: prctl is async-signal-safe; QEMU dies with its parent, also on SIGKILL.
     unsafe {
         cmd.pre_exec(|| {

@@ -20,7 +20,9 @@ pub fn lab_tags(spec: &RunSpec, out: &GuestOutcome) -> Vec<(String, String)> {
     ];
     if spec.scratch_disk.is_some() {
         // Whether the disk load's files were on a block device (the guest says at boot).
-        let mounted = out.console.contains("RTSCOPE-LAB-SCRATCH /var/tmp on /dev/vda");
+        let mounted = out
+            .console
+            .contains("RTSCOPE-LAB-SCRATCH /var/tmp on /dev/vda");
         tags.push((
             "lab_scratch".into(),
             if mounted { "virtio-blk" } else { "failed" }.into(),

@@ -197,8 +197,9 @@ pub(crate) fn build(i: &Inputs) -> Vec<LoadReport> {
                         // server would otherwise look like a load that ran.
                         warnings.push(format!(
                             "net: no client ever connected to the server ({}); the net load \
-                             did not run (is the loopback interface up? a fresh network \
-                             namespace or a minimal guest leaves it down)",
+                             did not run (a loopback interface left down, as in a fresh \
+                             network namespace or a minimal guest, or clients starved of CPU \
+                             by the other loads: see net_worker_cpu_pct)",
                             if i.opts.net_veth {
                                 "over the veth pair".to_string()
                             } else {
@@ -362,10 +363,13 @@ mod tests {
         assert_eq!(out[1].figures["net_connections"], 0.0);
         assert_eq!(
             out[1].warnings,
-            vec!["net: no client ever connected to the server (127.0.0.1:4000); the net load did \
-                  not run (is the loopback interface up? a fresh network namespace or a minimal \
-                  guest leaves it down)"
-                .to_string()]
+            vec![
+                "net: no client ever connected to the server (127.0.0.1:4000); the net load did \
+                  not run (a loopback interface left down, as in a fresh network namespace or a \
+                  minimal guest, or clients starved of CPU by the other loads: see \
+                  net_worker_cpu_pct)"
+                    .to_string()
+            ]
         );
         assert!(out[0].warnings.is_empty(), "cpu-cache is not concerned");
     }

@@ -633,7 +633,9 @@ fn spawn_unit(ctx: &Ctx, u: &Unit, workers: &mut Vec<(libc::pid_t, usize)>) -> s
                         exec::run_quiet(&prog, &argv)
                     })?
                 }
-                None => spawn_worker(ctx, u.first_slot, all, true, move |s| disk::run(s, &dir, bytes))?,
+                None => spawn_worker(ctx, u.first_slot, all, true, move |s| {
+                    disk::run(s, &dir, bytes)
+                })?,
             };
             workers.push((pid, u.first_slot));
         }
@@ -643,7 +645,9 @@ fn spawn_unit(ctx: &Ctx, u: &Unit, workers: &mut Vec<(libc::pid_t, usize)>) -> s
         Role::Exec => {
             let path = ctx.resolved.exec_path.clone().unwrap_or_default();
             let argv = ctx.resolved.exec_argv.clone();
-            let pid = spawn_worker(ctx, u.first_slot, all, true, move |_| exec::run(&path, &argv))?;
+            let pid = spawn_worker(ctx, u.first_slot, all, true, move |_| {
+                exec::run(&path, &argv)
+            })?;
             workers.push((pid, u.first_slot));
         }
     }

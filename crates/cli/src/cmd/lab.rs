@@ -413,17 +413,26 @@ mod tests {
 
     #[test]
     fn a_scratch_disk_for_disk_loads_only() {
-        let d = |s: &[&str]| {
-            scratch_disk_bytes(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>())
-        };
+        let d =
+            |s: &[&str]| scratch_disk_bytes(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
         let extra = 128 << 20;
-        assert_eq!(d(&["measure", "-D", "20s", "--load", "io"]), Some((1 << 30) + extra));
+        assert_eq!(
+            d(&["measure", "-D", "20s", "--load", "io"]),
+            Some((1 << 30) + extra)
+        );
         assert_eq!(
             d(&["measure", "--load=cpu-cache,disk", "--disk-size", "64M"]),
             Some((64 << 20) + extra)
         );
         assert_eq!(
-            d(&["measure", "--load", "net", "--load", "io", "--disk-size=256M"]),
+            d(&[
+                "measure",
+                "--load",
+                "net",
+                "--load",
+                "io",
+                "--disk-size=256M"
+            ]),
             Some((256 << 20) + extra)
         );
         assert_eq!(d(&["load", "io", "-D", "5s"]), Some((1 << 30) + extra));

@@ -278,8 +278,8 @@ fn queued_events_apply_in_order_and_overflow_is_counted() {
 
 /// A program that interrupts another's claim of a queue slot, between its loads of the tail and
 /// the head, and claims, commits and applies its own event there (an interrupt's): the
-/// interrupted event still gets a slot. Read head-then-tail, the tail had moved past the head
-/// read first, the difference wrapped below 0 and the event was dropped as a queue overflow.
+/// interrupted event still gets a slot. Were the head read first, the tail could move past it,
+/// the difference would wrap below 0 and the event would be dropped as a queue overflow.
 #[test]
 fn a_program_nested_in_a_claim_loses_nothing() {
     let r = match replay() {

@@ -35,8 +35,8 @@
 //   claim:  t = tail; h = head; if (h - t >= QLEN) lost; cmpxchg(head, h, h + 1) (retry if
 //           nested). Tail before head: a program interrupting between the two loads may claim,
 //           commit and apply its own event, moving both past the first one read; read in the
-//           other order, h - tail then wraps below 0 and looked like a full queue (an event
-//           dropped as an overflow, a few per million under interrupt-heavy loads).
+//           other order, h - tail could wrap below 0 and look like a full queue (the event
+//           dropped as an overflow). This way it can only overestimate the queue.
 //   fill:   queue[h % QLEN] = {ts, kind, arg}
 //   commit: xchg(queue[h % QLEN].seq, h + 1)
 //   apply:  while queue[tail % QLEN].seq == tail + 1 and busy was 0: apply it; tail++

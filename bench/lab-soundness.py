@@ -13,6 +13,7 @@ it must be explained (a bug, a missing event, an unmodelled effect), never avera
 
   bench/lab-soundness.py [--kernels trace,rt-trace] [--loads idle,cpu-cache,io] [--duration 30s]
                          [--rtscope target/release/rtscope] [--out DIR]
+                         [--load-flags "--hackbench-groups 1"]
 """
 import argparse
 import json
@@ -40,6 +41,8 @@ def main():
     ap.add_argument("--smp", default="1")
     ap.add_argument("--rtscope", default="target/release/rtscope")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--load-flags", default="",
+                    help="more flags for measure, e.g. '--hackbench-groups 1' (split on spaces)")
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="rtscope-soundness.")
     os.makedirs(out, exist_ok=True)
@@ -55,6 +58,7 @@ def main():
             cmd += ["--", "measure", "-D", a.duration, "--trace", "bpf", "--bound"]
             if load != "idle":
                 cmd += ["--load", load]
+                cmd += a.load_flags.split()
             rc, so, se = run(cmd)
             if rc != 0:
                 print(f"# {k}/{load}: lab run failed ({rc}): {se.strip()[-400:]}", file=sys.stderr)

@@ -7,8 +7,15 @@
 //!
 //! Everything the lab starts is gone on every exit path: QEMU dies with rtscope
 //! (`PR_SET_PDEATHSIG`, also on SIGKILL), is killed at the timeout and on SIGINT/SIGTERM/SIGHUP,
-//! and the temporary directory (initramfs, console, results) is removed on return; one left by
-//! a killed rtscope is removed by the next lab run (its owner's pid is recorded in it).
+//! and the temporary directory (initramfs, console, results, the scratch disk's image) is
+//! removed on return; one left by a killed rtscope is removed by the next lab run (its owner's
+//! pid is recorded in it).
+//!
+//! A verb with a disk load gets a scratch disk ([`RunSpec::scratch_disk`]): the guest's root is
+//! the initramfs, in memory, where the disk load's file I/O reaches no block device and raises
+//! no interrupt (and a 1 GiB file does not fit). The disk is a sparse raw image on virtio-blk,
+//! formatted FAT32 by the guest's busybox (the lab kernels have vfat built in, no ext*) and
+//! mounted on /var/tmp, the loads' default `--scratch-dir`.
 
 use crate::initramfs::Archive;
 use crate::kernel::Kernel;
@@ -137,6 +144,9 @@ pub struct RunSpec {
     /// int3 the patching vCPU already removed: the guest oopses in the int3 handler (docs/lab.md).
     /// Every rtscope verb attaches tracepoints, so `lab run` sets this unless `--multi-thread`.
     pub single_thread: bool,
+    /// Size in bytes of a scratch disk for the verb's disk load (a sparse image in the lab's
+    /// temporary directory, virtio-blk, mounted on /var/tmp in the guest); None: no disk.
+    pub scratch_disk: Option<u64>,
     /// A shell command the guest starts in the background [`ALONGSIDE_LEAD_S`] before the verb;
     /// its output goes to /out/alongside.log (it comes home with the verb's files), and the
     /// guest waits for it to end before sending /out.
@@ -289,6 +299,16 @@ ulimit -l unlimited 2>/dev/null
 if [ -f /{module} ]; then
   insmod /{module} && echo "RTSCOPE-LAB-MODULE loaded" || echo "RTSCOPE-LAB-MODULE failed"
 fi
+# The loopback interface starts down (no 127.0.0.1): the net load and anything local over TCP.
+ip link set lo up 2>/dev/null
+# The scratch disk, when the lab gave one (a disk load's files on a block device).
+if [ -b /dev/vda ]; then
+  if mkdosfs -n SCRATCH /dev/vda >/dev/null 2>&1 && mount -t vfat /dev/vda /var/tmp; then
+    echo "RTSCOPE-LAB-SCRATCH /var/tmp on /dev/vda (vfat, $(df -m /var/tmp | awk 'NR==2 {{print $4}}') MiB free)"
+  else
+    echo "RTSCOPE-LAB-SCRATCH failed: /var/tmp stays in memory"
+  fi
+fi
 echo "RTSCOPE-LAB-START release=$(uname -r) cpus=$(nproc)"
 cd /out
 # Through a pipe: the console is a terminal, and progress displays redrawn on a serial line
@@ -306,8 +326,14 @@ poweroff -f
     )
 }
 
-/// The QEMU command line (without the program).
-pub fn qemu_args(spec: &RunSpec, initrd: &Path, console: &Path, results: &Path) -> Vec<String> {
+/// The QEMU command line (without the program); `scratch` is the scratch disk's image.
+pub fn qemu_args(
+    spec: &RunSpec,
+    initrd: &Path,
+    console: &Path,
+    results: &Path,
+    scratch: Option<&Path>,
+) -> Vec<String> {
     let mut append = vec![
         "console=ttyS0".to_string(),
         "quiet".into(),
@@ -361,6 +387,14 @@ pub fn qemu_args(spec: &RunSpec, initrd: &Path, console: &Path, results: &Path) 
         format!("file:{}", results.display()),
     ]);
     a.extend(crate::module::qemu_device_args());
+    if let Some(img) = scratch {
+        // cache=unsafe: the guest's flushes stop at the host's page cache. The image is thrown
+        // away after the run, and guest time under -icount does not depend on the host's I/O.
+        a.extend([
+            "-drive".into(),
+            format!("file={},if=virtio,format=raw,cache=unsafe", img.display()),
+        ]);
+    }
     a
 }
 
@@ -503,13 +537,23 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
     let _ = std::fs::remove_file(work.dir.join("rtscope"));
     let console = work.dir.join("console.log");
     let results = work.dir.join("results.b64");
+    let scratch = match spec.scratch_disk {
+        Some(bytes) => Some(scratch_image(&work.dir, bytes)?),
+        None => None,
+    };
     let _signals = rtscope_probe::signals::Guard::install(&[]);
     let t0 = Instant::now();
     let mut cmd = Command::new("qemu-system-x86_64");
-    cmd.args(qemu_args(spec, &initrd, &console, &results))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    cmd.args(qemu_args(
+        spec,
+        &initrd,
+        &console,
+        &results,
+        scratch.as_deref(),
+    ))
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
     // SAFETY: prctl is async-signal-safe; QEMU dies with its parent, also on SIGKILL.
     unsafe {
         cmd.pre_exec(|| {
@@ -619,6 +663,16 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
         boot_secs: started.unwrap_or(total_secs),
         total_secs,
     })
+}
+
+/// A sparse raw image of `bytes` in the lab's temporary directory (removed with it on every exit
+/// path): it takes host disk space only for what the guest writes.
+fn scratch_image(dir: &Path, bytes: u64) -> Result<PathBuf> {
+    let p = dir.join("scratch.img");
+    let f = std::fs::File::create(&p).map_err(io(format!("creating {}", p.display())))?;
+    f.set_len(bytes)
+        .map_err(io(format!("sizing {}", p.display())))?;
+    Ok(p)
 }
 
 fn last_lines(text: &str, n: usize) -> String {
@@ -745,6 +799,8 @@ mod tests {
         let s = init_script(&["measure".into(), "--tag".into(), "k=v w".into()], None);
         assert!(s.contains("/bin/rtscope 'measure' '--tag' 'k=v w' </dev/null 2>&1 | cat"));
         assert!(s.starts_with("#!/bin/busybox sh\n"));
+        assert!(s.contains("\nip link set lo up "), "{s}");
+        assert!(s.contains("mount -t vfat /dev/vda /var/tmp"), "{s}");
         assert!(!s.contains("alongside"));
         let s = init_script(&["noise".into()], Some("rtla osnoise top -d 5 -c 0"));
         assert!(
@@ -846,9 +902,29 @@ mod tests {
             guest_bins: Vec::new(),
             alongside: None,
             single_thread: false,
+            scratch_disk: None,
         };
-        let a = qemu_args(&s, Path::new("/w/i"), Path::new("/w/c"), Path::new("/w/r"));
+        let a = qemu_args(
+            &s,
+            Path::new("/w/i"),
+            Path::new("/w/c"),
+            Path::new("/w/r"),
+            None,
+        );
         let j = a.join(" ");
+        assert!(!j.contains("-drive"), "{j}");
+        let d = qemu_args(
+            &s,
+            Path::new("/w/i"),
+            Path::new("/w/c"),
+            Path::new("/w/r"),
+            Some(Path::new("/w/scratch.img")),
+        )
+        .join(" ");
+        assert!(
+            d.ends_with("-drive file=/w/scratch.img,if=virtio,format=raw,cache=unsafe"),
+            "{d}"
+        );
         assert!(j.contains("-icount shift=auto,sleep=off"), "{j}");
         assert!(j.contains("preempt=full isolcpus=1"), "{j}");
         assert!(j.contains("-serial file:/w/c -serial file:/w/r"), "{j}");
@@ -863,7 +939,14 @@ mod tests {
             "one vCPU is one host thread either way"
         );
         s.smp = 2;
-        let j = qemu_args(&s, Path::new("/w/i"), Path::new("/w/c"), Path::new("/w/r")).join(" ");
+        let j = qemu_args(
+            &s,
+            Path::new("/w/i"),
+            Path::new("/w/c"),
+            Path::new("/w/r"),
+            None,
+        )
+        .join(" ");
         assert!(j.starts_with("-accel tcg,thread=single "), "{j}");
         s.icount = Some(Icount::Auto);
         s.single_thread = false;

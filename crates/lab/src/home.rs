@@ -10,14 +10,25 @@ use std::path::{Path, PathBuf};
 
 /// The tags a lab run adds to each record it brings home.
 pub fn lab_tags(spec: &RunSpec, out: &GuestOutcome) -> Vec<(String, String)> {
-    vec![
+    let mut tags = vec![
         ("kernel".into(), spec.kernel.meta.name.clone()),
         ("kernel_preset".into(), spec.kernel.meta.preset.clone()),
         ("kernel_release".into(), out.release.clone()),
         ("preempt".into(), spec.preempt_model()),
         ("emulated".into(), spec.emulation().into()),
         ("lab_smp".into(), spec.smp.to_string()),
-    ]
+    ];
+    if spec.scratch_disk.is_some() {
+        // Whether the disk load's files were on a block device (the guest says at boot).
+        let mounted = out
+            .console
+            .contains("RTSCOPE-LAB-SCRATCH /var/tmp on /dev/vda");
+        tags.push((
+            "lab_scratch".into(),
+            if mounted { "virtio-blk" } else { "failed" }.into(),
+        ));
+    }
+    tags
 }
 
 /// What the emulation does to guest time, for the records measured in it. Replaces the guest's

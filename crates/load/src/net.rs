@@ -173,7 +173,7 @@ fn spawn_veth_server(
     let shm = sp.shm();
     let a2 = a.clone();
     let holder = sp
-        .spawn(holder_slot, sp.cpus(), move |_| {
+        .spawn_now(holder_slot, sp.cpus(), move |_| {
             holder_main(rw, gr, &a2, ns_ip, shm, senders)
         })
         .map_err(cleanup)?;

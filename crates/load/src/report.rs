@@ -190,7 +190,23 @@ pub(crate) fn build(i: &Inputs) -> Vec<LoadReport> {
                         "rx_mb_per_s",
                         sum(&units, &clients, net::C_RX_BYTES) / MB / dt,
                     );
-                    put("connections", total(&units, &clients, net::C_CONNECTS));
+                    let connections = total(&units, &clients, net::C_CONNECTS);
+                    put("connections", connections);
+                    if connections == 0.0 && !units.is_empty() {
+                        // The clients retry every 10 ms without a word: a refused or unreachable
+                        // server would otherwise look like a load that ran.
+                        warnings.push(format!(
+                            "net: no client ever connected to the server ({}); the net load \
+                             did not run (a loopback interface left down, as in a fresh \
+                             network namespace or a minimal guest, or clients starved of CPU \
+                             by the other loads: see net_worker_cpu_pct)",
+                            if i.opts.net_veth {
+                                "over the veth pair".to_string()
+                            } else {
+                                format!("127.0.0.1:{}", i.net_port.unwrap_or(0))
+                            }
+                        ));
+                    }
                     params.insert(
                         "transport".into(),
                         if i.opts.net_veth {
@@ -325,5 +341,36 @@ mod tests {
         assert_eq!(io["net_connections"], 2.0);
         assert_eq!(out[1].params["direct_io"], "true");
         assert!(out[1].warnings.is_empty());
+
+        // Clients that never connected: said, not reported as a load that ran.
+        c[9][1] = 0;
+        c[10][1] = 0;
+        let out = build(&Inputs {
+            kinds: &kinds,
+            opts: &opts,
+            resolved: &r,
+            units: &units,
+            counters: &c,
+            totals: &c,
+            before: &snap,
+            after: &snap,
+            elapsed_s: 2.0,
+            early_exits: 0,
+            net_port: Some(4000),
+            warnings: &[],
+            disk_notes: &[],
+        });
+        assert_eq!(out[1].figures["net_connections"], 0.0);
+        assert_eq!(
+            out[1].warnings,
+            vec![
+                "net: no client ever connected to the server (127.0.0.1:4000); the net load did \
+                  not run (a loopback interface left down, as in a fresh network namespace or a \
+                  minimal guest, or clients starved of CPU by the other loads: see \
+                  net_worker_cpu_pct)"
+                    .to_string()
+            ]
+        );
+        assert!(out[0].warnings.is_empty(), "cpu-cache is not concerned");
     }
 }

@@ -9,6 +9,11 @@
 //! via PDEATHSIG) and SIGCHLD; on stop it SIGKILLs every worker's process group, reaps them and
 //! removes the scratch directory. If the supervisor itself does not answer within 1.5 s, rtscope
 //! kills the workers by the pids in shared memory.
+//!
+//! Workers wait at a [`Gate`] until the supervisor has forked the last of them. Otherwise the
+//! first ones run while it forks the rest, and a SCHED_OTHER supervisor sharing a CPU with
+//! hundreds of busy workers (hackbench's 400 on one vCPU) gets a fair share that shrinks with
+//! every fork: starting takes quadratic time (minutes in an emulated guest).
 
 use crate::plan::{plan, Resolved, Role, Unit};
 use crate::procstat::Snapshot;
@@ -61,6 +66,57 @@ struct Ctx<'a> {
     scratch: Option<&'a Path>,
     listener: Option<&'a OwnedFd>,
     parent: libc::pid_t,
+    /// None when the supervisor could not create the pipe: workers then start at once.
+    gate: Option<&'a Gate>,
+}
+
+/// A start barrier for forked processes: a pipe whose write end only the supervisor keeps.
+/// Every child closes its copy of the write end; a gated child then blocks in `read` until the
+/// supervisor closes its own ([`Gate::open`]), which every waiting child sees as end of file.
+/// A child killed while it waits (a failed start) just dies: nothing else to undo.
+pub(crate) struct Gate {
+    r: libc::c_int,
+    w: libc::c_int,
+}
+
+impl Gate {
+    pub(crate) fn new() -> std::io::Result<Gate> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: fds is a valid 2-element array. O_CLOEXEC: an exec'd worker never holds it.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Gate {
+            r: fds[0],
+            w: fds[1],
+        })
+    }
+
+    /// In a forked child: drop the write end, then (`wait`) block until the gate opens.
+    /// Only async-signal-safe calls, as after a fork of a multi-threaded process.
+    pub(crate) fn pass_in_child(&self, wait: bool) {
+        // SAFETY: closing and reading this child's own copies of the pipe.
+        unsafe {
+            libc::close(self.w);
+            if wait {
+                let mut b = 0u8;
+                // 0 = end of file (the gate is open); -1/EINTR = a signal: wait again.
+                while libc::read(self.r, (&mut b as *mut u8).cast(), 1) < 0
+                    && *libc::__errno_location() == libc::EINTR
+                {}
+            }
+            libc::close(self.r);
+        }
+    }
+
+    /// In the supervisor, once: let every gated child go.
+    pub(crate) fn open(&self) {
+        // SAFETY: closing the supervisor's own ends; called once, after the last fork.
+        unsafe {
+            libc::close(self.w);
+            libc::close(self.r);
+        }
+    }
 }
 
 fn block_supervisor_signals() -> libc::sigset_t {
@@ -164,6 +220,7 @@ pub(crate) fn start(
     // only fork-safe operations (glibc's malloc is reinitialised in the child).
     let pid = unsafe { libc::fork() };
     if pid == 0 {
+        let gate = Gate::new().ok();
         let ctx = Ctx {
             units: &rl.units,
             shm: &rl.shm,
@@ -172,6 +229,7 @@ pub(crate) fn start(
             scratch: rl.scratch.as_deref(),
             listener: listener.as_ref(),
             parent,
+            gate: gate.as_ref(),
         };
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| supervisor_main(&ctx)));
         // SAFETY: leaving the forked child without running rtscope's destructors.
@@ -420,6 +478,10 @@ fn supervisor_main(ctx: &Ctx) -> ! {
             unsafe { libc::_exit(1) };
         }
     }
+    // Every worker exists: let them all go at once.
+    if let Some(g) = ctx.gate {
+        g.open();
+    }
     let started = Instant::now();
     hdr.state.store(shm::STATE_READY, Ordering::Release);
 
@@ -556,7 +618,7 @@ fn spawn_unit(ctx: &Ctx, u: &Unit, workers: &mut Vec<(libc::pid_t, usize)>) -> s
         Role::CpuCache { cpu } => {
             let wss = ctx.resolved.wss_bytes;
             let slot = u.first_slot;
-            let pid = spawn_worker(ctx, slot, &[*cpu], move |s| cpu_cache::run(s, wss))?;
+            let pid = spawn_worker(ctx, slot, &[*cpu], true, move |s| cpu_cache::run(s, wss))?;
             workers.push((pid, slot));
         }
         Role::HackGroup { fds } => hackbench::spawn_group(ctx_spawner(ctx), u, *fds, workers)?,
@@ -567,11 +629,13 @@ fn spawn_unit(ctx: &Ctx, u: &Unit, workers: &mut Vec<(libc::pid_t, usize)>) -> s
                 Some(prog) => {
                     let argv = exec::bonnie_argv(prog, &dir, bytes >> 20);
                     let prog = prog.clone();
-                    spawn_worker(ctx, u.first_slot, all, move |_| {
+                    spawn_worker(ctx, u.first_slot, all, true, move |_| {
                         exec::run_quiet(&prog, &argv)
                     })?
                 }
-                None => spawn_worker(ctx, u.first_slot, all, move |s| disk::run(s, &dir, bytes))?,
+                None => spawn_worker(ctx, u.first_slot, all, true, move |s| {
+                    disk::run(s, &dir, bytes)
+                })?,
             };
             workers.push((pid, u.first_slot));
         }
@@ -581,7 +645,9 @@ fn spawn_unit(ctx: &Ctx, u: &Unit, workers: &mut Vec<(libc::pid_t, usize)>) -> s
         Role::Exec => {
             let path = ctx.resolved.exec_path.clone().unwrap_or_default();
             let argv = ctx.resolved.exec_argv.clone();
-            let pid = spawn_worker(ctx, u.first_slot, all, move |_| exec::run(&path, &argv))?;
+            let pid = spawn_worker(ctx, u.first_slot, all, true, move |_| {
+                exec::run(&path, &argv)
+            })?;
             workers.push((pid, u.first_slot));
         }
     }
@@ -601,13 +667,24 @@ impl Spawner<'_> {
     pub fn cpus(&self) -> &[u32] {
         &self.ctx.resolved.cpus
     }
+    /// A worker that starts when every worker has been forked.
     pub fn spawn(
         &self,
         slot: usize,
         cpus: &[u32],
         body: impl FnOnce(&shm::Slot) -> std::convert::Infallible,
     ) -> std::io::Result<libc::pid_t> {
-        spawn_worker(self.ctx, slot, cpus, body)
+        spawn_worker(self.ctx, slot, cpus, true, body)
+    }
+    /// A worker that starts at once: one the supervisor talks to while it forks the others
+    /// (the veth namespace holder).
+    pub fn spawn_now(
+        &self,
+        slot: usize,
+        cpus: &[u32],
+        body: impl FnOnce(&shm::Slot) -> std::convert::Infallible,
+    ) -> std::io::Result<libc::pid_t> {
+        spawn_worker(self.ctx, slot, cpus, false, body)
     }
     pub fn shm(&self) -> &Shared {
         self.ctx.shm
@@ -615,11 +692,12 @@ impl Spawner<'_> {
 }
 
 /// Forks one worker: own process group, dies with the supervisor, signals reset, pinned to
-/// `cpus`, the requested policy, then `body` (which never returns).
+/// `cpus`, the requested policy, then (`gated`: once the gate opens) `body`, which never returns.
 fn spawn_worker(
     ctx: &Ctx,
     slot: usize,
     cpus: &[u32],
+    gated: bool,
     body: impl FnOnce(&shm::Slot) -> std::convert::Infallible,
 ) -> std::io::Result<libc::pid_t> {
     let sup = sys::getpid();
@@ -635,6 +713,9 @@ fn spawn_worker(
         sys::die_with_parent(libc::SIGKILL, sup);
         sys::reset_signals();
         s.pid.store(sys::getpid() as i64, Ordering::Relaxed);
+        if let Some(g) = ctx.gate {
+            g.pass_in_child(gated);
+        }
         let code = if sys::set_affinity(cpus).is_err() {
             120
         } else if sys::set_policy(ctx.opts.policy).is_err() {
@@ -652,4 +733,63 @@ fn spawn_worker(
     unsafe { libc::setpgid(pid, pid) };
     s.pid.store(pid as i64, Ordering::Relaxed);
     Ok(pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Gate;
+    use std::time::{Duration, Instant};
+
+    fn fork_child(gate: &Gate, wait: bool) -> libc::pid_t {
+        // SAFETY: the child only makes async-signal-safe calls (close, read, _exit).
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork");
+        if pid == 0 {
+            gate.pass_in_child(wait);
+            // SAFETY: leaving the forked child.
+            unsafe { libc::_exit(7) };
+        }
+        pid
+    }
+
+    /// Exit status of `pid` if it has ended by `deadline`, polling.
+    fn ended_by(pid: libc::pid_t, deadline: Instant) -> Option<i32> {
+        loop {
+            let mut st = 0;
+            // SAFETY: reaping our own child.
+            if unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } == pid {
+                return Some(libc::WEXITSTATUS(st));
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Gated children stay at the gate while the supervisor forks the others (which close their
+    /// copies of the write end), and all pass when it opens; an ungated child never waits.
+    #[test]
+    fn gated_children_start_together_when_the_gate_opens() {
+        let gate = Gate::new().unwrap();
+        let gated: Vec<libc::pid_t> = (0..3).map(|_| fork_child(&gate, true)).collect();
+        let now = fork_child(&gate, false);
+        assert_eq!(
+            ended_by(now, Instant::now() + Duration::from_secs(10)),
+            Some(7),
+            "an ungated child passes at once"
+        );
+        let held = Instant::now() + Duration::from_millis(300);
+        for &p in &gated {
+            assert_eq!(ended_by(p, held), None, "child {p} passed a closed gate");
+        }
+        gate.open();
+        for &p in &gated {
+            assert_eq!(
+                ended_by(p, Instant::now() + Duration::from_secs(10)),
+                Some(7),
+                "child {p} still waits at an open gate"
+            );
+        }
+    }
 }

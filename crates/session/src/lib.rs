@@ -151,6 +151,18 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
     let started_wall = SystemTime::now();
     let mut system = rtscope_probe::system::capture(&plan.config.cpus);
     let steal_before = rtscope_probe::system::steal_ns();
+    let traced = plan.trace != rtscope_trace::Mechanism::Off;
+    // The explanation must keep pace with the kernel: under a load that saturates every CPU a
+    // SCHED_OTHER main thread gets a few percent, and the capture's backlog (bounded, but tens
+    // of MiB) builds up. SCHED_FIFO 1, as the trace reader: above any load, below the measured
+    // threads. Not when those are SCHED_OTHER themselves, and untraced runs do almost nothing.
+    // Taken before the loads start: the capture's set-up (loading and verifying the eBPF
+    // programs, seconds of CPU in an emulated guest) would otherwise get a 1/N share beside N
+    // busy load processes (hackbench's 400). The load supervisor sets SCHED_OTHER for itself
+    // and the loads' policy for its workers.
+    let _prio = (traced && plan.config.policy != rtscope_model::Policy::Other)
+        .then(MainPriority::fifo1)
+        .flatten();
     let running_loads = match &plan.loads {
         Some((kinds, opts)) => {
             let l = rtscope_load::start(kinds, opts).map_err(SessionError::Load)?;
@@ -159,7 +171,6 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
         }
         None => None,
     };
-    let traced = plan.trace != rtscope_trace::Mechanism::Off;
     let mut capture = if traced {
         Some(
             rtscope_trace::TraceSession::start_with(&plan.config.cpus, plan.trace, plan.trace_keep)
@@ -218,13 +229,6 @@ pub fn execute(plan: &Plan, view: &mut dyn View) -> Result<Outcome, SessionError
 
     let t0 = Instant::now();
     let m = Measurement::start(&spec)?;
-    // The explanation must keep pace with the kernel: under a load that saturates every CPU a
-    // SCHED_OTHER main thread gets a few percent, and the capture's backlog (bounded, but tens
-    // of MiB) builds up. SCHED_FIFO 1, as the trace reader: above any load, below the measured
-    // threads. Not when those are SCHED_OTHER themselves, and untraced runs do almost nothing.
-    let _prio = (traced && plan.config.policy != rtscope_model::Policy::Other)
-        .then(MainPriority::fifo1)
-        .flatten();
     let total = plan.config.duration_s.map(Duration::from_secs_f64);
     let mut interrupted = false;
     let mut batch: Vec<RawSample> = Vec::new();

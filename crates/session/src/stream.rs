@@ -473,6 +473,30 @@ impl Explain {
                         ));
                 }
             }
+            // Which kind of loss made the bound's "not sound" warning: the fix differs (a
+            // longer queue, deeper nesting, or a program the kernel skipped while it ran).
+            if run.lost_events > 0 {
+                let per_cpu: Vec<String> = run
+                    .cpus
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "cpu {}: {} queue overflows, {} handler-nesting overflows",
+                            c.cpu, c.queue_overflows, c.nest_overflows
+                        )
+                    })
+                    .collect();
+                rec.hygiene.notes.push(format!(
+                    "preemptirq reduction lost {} events: {}; recursion misses (all CPUs): {}",
+                    run.lost_events,
+                    per_cpu.join("; "),
+                    if run.missed_by.is_empty() {
+                        "none".to_string()
+                    } else {
+                        run.missed_by.join(", ")
+                    }
+                ));
+            }
         }
         if let Some(e) = &self.kernel_thread_error {
             rec.warnings.push(rtscope_model::Warning::new(

@@ -56,6 +56,8 @@ const SW_FROM_IDLE: u64 = 1;
 const SW_TO_IDLE: u64 = 2;
 /// preemptirq.bpf.c QUEUE_ONLY: the replayed event is appended, not applied.
 const QUEUE_ONLY: u64 = 1 << 32;
+/// preemptirq.bpf.c NEST_IN_CLAIM: a nested program runs in the middle of the event's claim.
+const NEST_IN_CLAIM: u64 = 1 << 33;
 /// preemptirq.bpf.c QLEN: events one CPU's queue holds.
 pub const QUEUE_LEN: usize = 8192;
 /// preemptirq.bpf.c HMAX: interrupt handlers open at once per CPU.
@@ -653,6 +655,16 @@ impl Replay {
         };
         let kind = if nested { kind | QUEUE_ONLY } else { kind };
         self.run(e.cpu, [e.ts_ns, kind, arg, ip, parent_ip])
+    }
+
+    /// `push` (applied) with another program interrupting its claim of a queue slot between
+    /// the loads of the queue's tail and head, and claiming, committing and applying an event
+    /// there that changes no state (an NMI of 0 ns).
+    pub fn push_nested_in_claim(&self, e: &Event) -> Result<(), String> {
+        let Some((kind, arg)) = queue_event(e) else {
+            return Ok(());
+        };
+        self.run(e.cpu, [e.ts_ns, kind | NEST_IN_CLAIM, arg, 0, 0])
     }
 
     /// Apply what waits in `cpu`'s queue: an event the state machine ignores (kind 0).

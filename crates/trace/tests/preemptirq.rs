@@ -276,6 +276,31 @@ fn queued_events_apply_in_order_and_overflow_is_counted() {
     assert_eq!((c.nest_overflows, c.lost_events), (1, 1));
 }
 
+/// A program that interrupts another's claim of a queue slot, between its loads of the tail and
+/// the head, and claims, commits and applies its own event there (an interrupt's): the
+/// interrupted event still gets a slot. Were the head read first, the tail could move past it,
+/// the difference would wrap below 0 and the event would be dropped as a queue overflow.
+#[test]
+fn a_program_nested_in_a_claim_loses_nothing() {
+    let r = match replay() {
+        Ok(r) => r,
+        Err(e) => return println!("SKIPPED: {e}"),
+    };
+    r.reset().expect("reset");
+    let f = fixture(0);
+    for e in &f {
+        r.push_nested_in_claim(e).expect("replay");
+    }
+    let c = r.read()[&0].clone();
+    assert_eq!((c.queue_overflows, c.lost_events), (0, 0));
+    assert_eq!(c.thread.poid_ns, 90);
+    assert_eq!(
+        (c.thread.psd_ns, c.thread.dst_ns, c.thread.paie_ns),
+        (70, 50, 30)
+    );
+    assert_same(&r, &f).unwrap();
+}
+
 /// A random event on CPU 0 or 1 (the kinds the state machine reads, plus one it ignores).
 fn arb_kind() -> impl Strategy<Value = (u32, EventKind)> {
     let irq = 0u32..3;

@@ -97,6 +97,11 @@ struct RunArgs {
     /// on the same kernel); its output comes home as alongside.log
     #[arg(long, value_name = "CMD")]
     alongside: Option<String>,
+    /// No scratch disk for the verb's disk load (`--load disk|io`): its files then stay in the
+    /// guest's memory, where no I/O reaches a block device [default: a sparse virtio-blk disk of
+    /// the verb's --disk-size + 128 MiB, mounted on /var/tmp, removed after the run]
+    #[arg(long)]
+    no_scratch_disk: bool,
     /// Where the guest's files go (a sub-directory per lab run)
     #[arg(short, long, default_value = "rtscope-results", value_name = "DIR")]
     out: PathBuf,
@@ -234,6 +239,53 @@ fn mem_mib(s: &str) -> Result<u64> {
         .ok_or_else(|| usage!("--mem: must be 128M..=64G (e.g. 1G, 768M); got '{s}'"))
 }
 
+/// Room on the scratch disk beyond the disk load's file: the load's own 64 MiB margin (small
+/// files, metadata) and the file system's tables.
+const SCRATCH_EXTRA: u64 = 128 << 20;
+
+/// The scratch disk a verb's disk load needs, in bytes: its `--disk-size` (default 1G) plus
+/// [`SCRATCH_EXTRA`]; None when no load of the verb writes files (`--load` of `measure`/`run`,
+/// or the kinds of `rtscope load`, without disk or io). Flags after `--` are not the verb's.
+fn scratch_disk_bytes(verb: &[String]) -> Option<u64> {
+    use rtscope_load::LoadKind;
+    let args: Vec<&str> = verb
+        .iter()
+        .skip(1)
+        .map(String::as_str)
+        .take_while(|a| *a != "--")
+        .collect();
+    let value = |flag: &str| -> Vec<&str> {
+        let mut v = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            if *a == flag {
+                v.extend(args.get(i + 1).copied());
+            } else if let Some(x) = a.strip_prefix(flag).and_then(|x| x.strip_prefix('=')) {
+                v.push(x);
+            }
+        }
+        v
+    };
+    let mut kinds = value("--load");
+    if verb.first().map(String::as_str) == Some("load") {
+        // `rtscope load KIND[,KIND…]`: the positional argument.
+        kinds.extend(args.iter().filter(|a| !a.starts_with('-')));
+    }
+    let disk = kinds.iter().any(|k| {
+        k.split(',').any(|k| {
+            k.parse::<LoadKind>()
+                .is_ok_and(|k| k.parts().contains(&LoadKind::Disk))
+        })
+    });
+    if !disk {
+        return None;
+    }
+    let size = value("--disk-size")
+        .last()
+        .and_then(|s| rtscope_load::parse_size(s).ok())
+        .unwrap_or(rtscope_load::parse_size("1G").expect("a valid size"));
+    Some(size.saturating_add(SCRATCH_EXTRA))
+}
+
 /// The verb's own `-D/--duration`, to size the default timeout.
 fn verb_duration_s(args: &[String]) -> Option<f64> {
     let mut it = args.iter();
@@ -290,6 +342,9 @@ fn run_verb(r: RunArgs) -> Result<()> {
         guest_bins: r.guest_bins.iter().map(|b| in_path(b)).collect(),
         alongside: r.alongside.clone(),
         single_thread: !r.multi_thread,
+        scratch_disk: (!r.no_scratch_disk)
+            .then(|| scratch_disk_bytes(&r.verb))
+            .flatten(),
     };
     spec.validate().map_err(lab_err)?;
     rtscope_files::check_output_dir(&r.out, Some(64 << 20))
@@ -354,5 +409,43 @@ mod tests {
         assert_eq!(v(&["measure", "-D2m"]), Some(120.0));
         assert_eq!(v(&["measure", "--duration=5"]), Some(5.0));
         assert_eq!(v(&["measure"]), None);
+    }
+
+    #[test]
+    fn a_scratch_disk_for_disk_loads_only() {
+        let d =
+            |s: &[&str]| scratch_disk_bytes(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
+        let extra = 128 << 20;
+        assert_eq!(
+            d(&["measure", "-D", "20s", "--load", "io"]),
+            Some((1 << 30) + extra)
+        );
+        assert_eq!(
+            d(&["measure", "--load=cpu-cache,disk", "--disk-size", "64M"]),
+            Some((64 << 20) + extra)
+        );
+        assert_eq!(
+            d(&[
+                "measure",
+                "--load",
+                "net",
+                "--load",
+                "io",
+                "--disk-size=256M"
+            ]),
+            Some((256 << 20) + extra)
+        );
+        assert_eq!(d(&["load", "io", "-D", "5s"]), Some((1 << 30) + extra));
+        assert_eq!(d(&["load", "-D", "5s", "disk"]), Some((1 << 30) + extra));
+        for none in [
+            &["measure", "-D", "20s"][..],
+            &["measure", "--load", "cpu-cache"],
+            &["measure", "--load", "hackbench,net", "--disk-size", "64M"],
+            &["load", "cpu-cache"],
+            &["load", "exec", "--", "--load", "io"],
+            &["measure", "--tag", "io"],
+        ] {
+            assert_eq!(d(none), None, "{none:?}");
+        }
     }
 }

@@ -32,7 +32,11 @@
 // resumes, since it looks again after each event. An event appended between a program's last
 // look and its release of `busy` waits for the CPU's next event (queue order is kept, only the
 // moment changes).
-//   claim:  h = head; if (h - tail >= QLEN) lost; cmpxchg(head, h, h + 1) (retry if nested)
+//   claim:  t = tail; h = head; if (h - t >= QLEN) lost; cmpxchg(head, h, h + 1) (retry if
+//           nested). Tail before head: a program interrupting between the two loads may claim,
+//           commit and apply its own event, moving both past the first one read; read in the
+//           other order, h - tail could wrap below 0 and look like a full queue (the event
+//           dropped as an overflow). This way it can only overestimate the queue.
 //   fill:   queue[h % QLEN] = {ts, kind, arg}
 //   commit: xchg(queue[h % QLEN].seq, h + 1)
 //   apply:  while queue[tail % QLEN].seq == tail + 1 and busy was 0: apply it; tail++
@@ -512,16 +516,41 @@ static long apply_next(__u64 i, void *unused)
 	return stop;
 }
 
+// The replay program's stand-in for a program that interrupts `push` between its loads of tail
+// and head (an NMI, say): claims, commits and applies an event that changes no state.
+static __always_inline void nested_between_loads(struct pi_state *s)
+{
+	__u64 h = *(volatile __u64 *)&s->head;
+	if (__sync_val_compare_and_swap(&s->head, h, h + 1) != h)
+		return;
+	__u32 k = h & QMASK;
+	struct qslot *q = bpf_map_lookup_elem(&queue, &k);
+	if (!q) {
+		__sync_val_compare_and_swap(&s->head, h + 1, h);
+		return;
+	}
+	q->ts = 0;
+	q->kind = K_NMI;
+	q->arg = 0;
+	q->ip = 0;
+	q->pip = 0;
+	__sync_lock_test_and_set(&q->seq, (__u32)(h + 1));
+	bpf_loop(QLEN, apply_next, 0, 0);
+}
+
 // Append one event; `apply` = 0 leaves it queued (the replay program's stand-in for a program
-// that interrupted an application).
+// that interrupted an application); `nest` runs nested_between_loads in the first claim.
 static __always_inline void push(struct pi_state *s, __u64 ts, __u32 kind, __u64 arg, __u64 ip,
-				 __u64 pip, int apply)
+				 __u64 pip, int apply, int nest)
 {
 	__u64 h = 0;
 	int claimed = 0;
 	for (int i = 0; i < 4; i++) {
+		__u64 t = *(volatile __u64 *)&s->tail;
+		if (nest && i == 0)
+			nested_between_loads(s);
 		h = *(volatile __u64 *)&s->head;
-		__u64 waiting = h - *(volatile __u64 *)&s->tail;
+		__u64 waiting = h - t;
 		if (waiting >= QLEN)
 			break;
 		if (__sync_val_compare_and_swap(&s->head, h, h + 1) == h) {
@@ -569,7 +598,7 @@ static __always_inline void record_enable(void *ctx, __u64 kind, __u64 ip, __u64
 	struct pi_state *s = here();
 	if (!s)
 		return;
-	push(s, ts, kind, 0, ip, pip, 1);
+	push(s, ts, kind, 0, ip, pip, 1, 0);
 	if (__sync_lock_test_and_set(&s->poid_raised, 0)) {
 		long n = bpf_get_stack(ctx, s->poid_stack, sizeof(s->poid_stack), 0);
 		s->poid_tid = (__u32)bpf_get_current_pid_tgid();
@@ -585,7 +614,7 @@ static __always_inline void record_ip(__u64 kind, __u64 arg, __u64 ip, __u64 pip
 	__u64 ts = bpf_ktime_get_ns();
 	struct pi_state *s = here();
 	if (s)
-		push(s, ts, kind, arg, ip, pip, 1);
+		push(s, ts, kind, arg, ip, pip, 1, 0);
 }
 
 static __always_inline void record(__u64 kind, __u64 arg)
@@ -688,8 +717,10 @@ int BPF_PROG(pi_nmi_handler, void *handler, s64 delta_ns)
 // Replay for tests (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU; never attached): args[0] = ts,
 // args[1] = kind | QUEUE_ONLY, args[2] = arg, args[3] = ip, args[4] = parent_ip. The event goes through the same queue and state
 // machine as a live one, on the CPU the run is pinned to, whatever `traced` says. QUEUE_ONLY
-// appends without applying, as a program that interrupted an application does.
+// appends without applying, as a program that interrupted an application does; NEST_IN_CLAIM
+// lets a nested program claim, commit and apply an event in the middle of this one's claim.
 #define QUEUE_ONLY (1ull << 32)
+#define NEST_IN_CLAIM (1ull << 33)
 SEC("raw_tp")
 int pi_replay(struct bpf_raw_tracepoint_args *ctx)
 {
@@ -699,7 +730,7 @@ int pi_replay(struct bpf_raw_tracepoint_args *ctx)
 		return 1;
 	__u64 kind = ctx->args[1];
 	push(s, ctx->args[0], kind & 0xffffffff, ctx->args[2], ctx->args[3], ctx->args[4],
-	     !(kind & QUEUE_ONLY));
+	     !(kind & QUEUE_ONLY), !!(kind & NEST_IN_CLAIM));
 	return 0;
 }
 

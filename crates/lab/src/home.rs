@@ -10,14 +10,18 @@ use std::path::{Path, PathBuf};
 
 /// The tags a lab run adds to each record it brings home.
 pub fn lab_tags(spec: &RunSpec, out: &GuestOutcome) -> Vec<(String, String)> {
-    vec![
+    let mut t = vec![
         ("kernel".into(), spec.kernel.meta.name.clone()),
         ("kernel_preset".into(), spec.kernel.meta.preset.clone()),
         ("kernel_release".into(), out.release.clone()),
         ("preempt".into(), spec.preempt_model()),
         ("emulated".into(), spec.emulation().into()),
         ("lab_smp".into(), spec.smp.to_string()),
-    ]
+    ];
+    if let Some(n) = spec.nic_load {
+        t.push(("lab_nic_pps".into(), n.pps.to_string()));
+    }
+    t
 }
 
 /// What the emulation does to guest time, for the records measured in it. Replaces the guest's

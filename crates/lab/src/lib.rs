@@ -8,12 +8,14 @@
 //! - [`preset`]: the presets and their config fragments;
 //! - [`kernel`]: building, the cache (`~/.cache/rtscope/kernels`), what each kernel supports;
 //! - [`initramfs`]: the guest's userland (busybox, rtscope and the libraries they need), as cpio;
-//! - [`guest`]: booting, the timeout, every exit path's clean-up, and the results coming home.
+//! - [`guest`]: booting, the timeout, every exit path's clean-up, and the results coming home;
+//! - [`nic`]: a virtio-net device fed from the host side (`lab run --nic-load`).
 
 pub mod guest;
 pub mod home;
 pub mod initramfs;
 pub mod kernel;
+pub mod nic;
 pub mod preset;
 pub mod ustar;
 

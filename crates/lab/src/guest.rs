@@ -151,6 +151,8 @@ pub struct RunSpec {
     /// its output goes to /out/alongside.log (it comes home with the verb's files), and the
     /// guest waits for it to end before sending /out.
     pub alongside: Option<String>,
+    /// A virtio-net device fed from the host side at this rate (crate::nic).
+    pub nic_load: Option<crate::nic::NicLoad>,
 }
 
 /// Seconds between starting `alongside` and the verb (a tracer tool's set-up under TCG).
@@ -270,8 +272,9 @@ pub fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// The guest's /init.
-pub fn init_script(args: &[String], alongside: Option<&str>) -> String {
+/// The guest's /init; `nic`: bring up the NIC of `--nic-load` and snapshot its counters around
+/// the verb.
+pub fn init_script(args: &[String], alongside: Option<&str>, nic: bool) -> String {
     let cmd: Vec<String> = args.iter().map(|a| sh_quote(a)).collect();
     let (start, wait) = match alongside {
         Some(c) => (
@@ -282,6 +285,11 @@ pub fn init_script(args: &[String], alongside: Option<&str>) -> String {
             "wait $ALONGSIDE\necho \"RTSCOPE-LAB-ALONGSIDE-EXIT=$?\"\n".to_string(),
         ),
         None => (String::new(), String::new()),
+    };
+    let (nic_up, nic_down) = if nic {
+        (crate::nic::init_up(), crate::nic::init_down())
+    } else {
+        (String::new(), String::new())
     };
     format!(
         r#"#!/bin/busybox sh
@@ -309,14 +317,14 @@ if [ -b /dev/vda ]; then
     echo "RTSCOPE-LAB-SCRATCH failed: /var/tmp stays in memory"
   fi
 fi
-echo "RTSCOPE-LAB-START release=$(uname -r) cpus=$(nproc)"
+{nic_up}echo "RTSCOPE-LAB-START release=$(uname -r) cpus=$(nproc)"
 cd /out
 # Through a pipe: the console is a terminal, and progress displays redrawn on a serial line
 # would fill the output with frames.
 set -o pipefail
 {start}/bin/rtscope {} </dev/null 2>&1 | cat
 echo "RTSCOPE-LAB-EXIT=$?"
-{wait}stty -F /dev/ttyS1 raw -echo 2>/dev/null
+{nic_down}{wait}stty -F /dev/ttyS1 raw -echo 2>/dev/null
 cd /out && tar cf /tmp/out.tar . && {{ echo "RTSCOPE-LAB-FILES $(wc -c </tmp/out.tar)"; base64 /tmp/out.tar; echo RTSCOPE-LAB-FILES-END; }} >/dev/ttyS1
 sync
 poweroff -f
@@ -516,7 +524,12 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
     arch.data(
         "init",
         0o755,
-        init_script(&spec.args, spec.alongside.as_deref()).into_bytes(),
+        init_script(
+            &spec.args,
+            spec.alongside.as_deref(),
+            spec.nic_load.is_some(),
+        )
+        .into_bytes(),
     );
     // The kernel's config where rtscope's system capture reads it (/boot/config-<release>): the
     // record then names the preemption model and the options the kernel was built with.
@@ -543,6 +556,7 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
     };
     let _signals = rtscope_probe::signals::Guard::install(&[]);
     let t0 = Instant::now();
+    let mut feed = spec.nic_load.map(crate::nic::Feed::new).transpose()?;
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args(qemu_args(
         spec,
@@ -551,6 +565,10 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
         &results,
         scratch.as_deref(),
     ))
+    .args(
+        feed.as_ref()
+            .map_or(Vec::new(), |f| crate::nic::qemu_args(f.host_port)),
+    )
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(Stdio::piped());
@@ -584,6 +602,17 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
         let text = clean_console(&std::fs::read(&console).unwrap_or_default());
         if started.is_none() && text.contains("RTSCOPE-LAB-START") {
             started = Some(t0.elapsed().as_secs_f64());
+            // The guest's NIC is up and its sink listening: the host starts sending.
+            if let Some(Err(e)) = feed.as_mut().map(|f| f.start()) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        }
+        if text.contains("RTSCOPE-LAB-EXIT=") {
+            if let Some(f) = feed.as_mut().filter(|f| f.running()) {
+                f.stop();
+            }
         }
         if spec.live {
             shown = stream_new(&text, shown);
@@ -652,7 +681,10 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
     };
     let output = verb_output(&text);
     let raw = std::fs::read(&results).unwrap_or_default();
-    let files = decode_results(&raw)?;
+    let mut files = decode_results(&raw)?;
+    if let Some(f) = feed.as_mut() {
+        files.push(f.report_file());
+    }
     Ok(GuestOutcome {
         exit_code,
         release,
@@ -796,13 +828,18 @@ mod tests {
     fn quoting_survives_the_guest_shell() {
         assert_eq!(sh_quote("a b"), "'a b'");
         assert_eq!(sh_quote("it's"), r"'it'\''s'");
-        let s = init_script(&["measure".into(), "--tag".into(), "k=v w".into()], None);
+        let s = init_script(
+            &["measure".into(), "--tag".into(), "k=v w".into()],
+            None,
+            false,
+        );
         assert!(s.contains("/bin/rtscope 'measure' '--tag' 'k=v w' </dev/null 2>&1 | cat"));
         assert!(s.starts_with("#!/bin/busybox sh\n"));
         assert!(s.contains("\nip link set lo up "), "{s}");
         assert!(s.contains("mount -t vfat /dev/vda /var/tmp"), "{s}");
         assert!(!s.contains("alongside"));
-        let s = init_script(&["noise".into()], Some("rtla osnoise top -d 5 -c 0"));
+        assert!(!s.contains("nic"));
+        let s = init_script(&["noise".into()], Some("rtla osnoise top -d 5 -c 0"), false);
         assert!(
             s.contains("/bin/sh -c 'rtla osnoise top -d 5 -c 0' >/out/alongside.log 2>&1 </dev/null &\nALONGSIDE=$!\nsleep 2\n/bin/rtscope 'noise'"),
             "{s}"
@@ -811,6 +848,16 @@ mod tests {
             s.contains("wait $ALONGSIDE\necho \"RTSCOPE-LAB-ALONGSIDE-EXIT=$?\"\nstty"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn the_nic_comes_up_before_the_start_marker_and_is_read_after_the_exit() {
+        let s = init_script(&["measure".into()], None, true);
+        let at = |n: &str| s.find(n).unwrap_or_else(|| panic!("{n}: {s}"));
+        assert!(at("ip link set eth0 up") < at("nic_snapshot before\n"));
+        assert!(at("nic_snapshot before\n") < at("echo \"RTSCOPE-LAB-START"));
+        assert!(at("RTSCOPE-LAB-EXIT=$?\"\nnic_snapshot after\n") < at("kill $NICSINK"));
+        assert!(at("kill $NICSINK") < at("tar cf"));
     }
 
     #[test]
@@ -903,6 +950,7 @@ mod tests {
             alongside: None,
             single_thread: false,
             scratch_disk: None,
+            nic_load: None,
         };
         let a = qemu_args(
             &s,

@@ -18,6 +18,9 @@ pub fn lab_tags(spec: &RunSpec, out: &GuestOutcome) -> Vec<(String, String)> {
         ("emulated".into(), spec.emulation().into()),
         ("lab_smp".into(), spec.smp.to_string()),
     ];
+    if let Some(n) = spec.nic_load {
+        tags.push(("lab_nic_pps".into(), n.pps.to_string()));
+    }
     if spec.scratch_disk.is_some() {
         // Whether the disk load's files were on a block device (the guest says at boot).
         let mounted = out

@@ -9,13 +9,15 @@
 //! - [`kernel`]: building, the cache (`~/.cache/rtscope/kernels`), what each kernel supports;
 //! - [`initramfs`]: the guest's userland (busybox, rtscope and the libraries they need), as cpio;
 //! - [`guest`]: booting, the timeout, every exit path's clean-up, and the results coming home;
-//! - [`module`]: `rtscope_lab.ko`, the paper's test driver and a device interrupt, for the guests.
+//! - [`module`]: `rtscope_lab.ko`, the paper's test driver and a device interrupt, for the guests;
+//! - [`nic`]: a virtio-net device fed from the host side (`lab run --nic-load`).
 
 pub mod guest;
 pub mod home;
 pub mod initramfs;
 pub mod kernel;
 pub mod module;
+pub mod nic;
 pub mod preset;
 pub mod ustar;
 

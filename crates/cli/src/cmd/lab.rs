@@ -29,6 +29,9 @@ enum Sub {
     },
     /// Boot a kernel under QEMU/TCG, run one rtscope verb inside, bring its records home.
     Run(Box<RunArgs>),
+    /// In the guest of `lab run --nic-load`: a UDP socket on PORT that reads and discards.
+    #[command(hide = true)]
+    NicSink { port: u16 },
 }
 
 #[derive(clap::Subcommand)]
@@ -102,6 +105,12 @@ struct RunArgs {
     /// the verb's --disk-size + 128 MiB, mounted on /var/tmp, removed after the run]
     #[arg(long)]
     no_scratch_disk: bool,
+    /// Give the guest a virtio-net NIC (QEMU user networking, restrict=on: it reaches nothing)
+    /// and send it PPS full-MTU UDP datagrams per second of host time from 127.0.0.1, to a
+    /// socket in the guest that discards them: NIC interrupts, NET_RX and the UDP path during
+    /// the verb (1..=50000; counts in lab-nic/ and the progress output)
+    #[arg(long, value_name = "PPS")]
+    nic_load: Option<String>,
     /// Where the guest's files go (a sub-directory per lab run)
     #[arg(short, long, default_value = "rtscope-results", value_name = "DIR")]
     out: PathBuf,
@@ -155,6 +164,7 @@ pub fn run(a: Args) -> Result<()> {
         }
         | Sub::List { json } => list(&json),
         Sub::Run(r) => run_verb(*r),
+        Sub::NicSink { port } => rtscope_lab::nic::sink(port).map_err(|e| anyhow::anyhow!("{e}")),
     }
 }
 
@@ -310,6 +320,12 @@ fn run_verb(r: RunArgs) -> Result<()> {
     let tags = r.output.validate()?;
     guest::check_verb(&r.verb).map_err(lab_err)?;
     let mem = mem_mib(&r.mem)?;
+    let nic_load = r
+        .nic_load
+        .as_deref()
+        .map(rtscope_lab::nic::NicLoad::parse)
+        .transpose()
+        .map_err(lab_err)?;
     let timeout = match &r.timeout {
         Some(t) => common::parse_duration_in("--timeout", t, 10.0, 7.0 * 86400.0)?,
         None => 3.0 * verb_duration_s(&r.verb).unwrap_or(60.0) + 180.0,
@@ -345,17 +361,22 @@ fn run_verb(r: RunArgs) -> Result<()> {
         scratch_disk: (!r.no_scratch_disk)
             .then(|| scratch_disk_bytes(&r.verb))
             .flatten(),
+        nic_load,
     };
     spec.validate().map_err(lab_err)?;
     rtscope_files::check_output_dir(&r.out, Some(64 << 20))
         .map_err(|e| usage!("--out {}: {e}", r.out.display()))?;
     r.output.progress(&format!(
-        "lab: booting {} ({}, preempt {}, {} vCPUs, {} MiB) for `rtscope {}`",
+        "lab: booting {} ({}, preempt {}, {} vCPUs, {} MiB{}) for `rtscope {}`",
         spec.kernel.meta.name,
         spec.emulation(),
         spec.preempt_model(),
         spec.smp,
         spec.mem_mib,
+        nic_load.map_or(String::new(), |n| format!(
+            ", virtio-net fed {} datagrams/s",
+            n.pps
+        )),
         r.verb.join(" ")
     ));
     let out = guest::run(&spec).map_err(lab_err)?;
@@ -363,6 +384,12 @@ fn run_verb(r: RunArgs) -> Result<()> {
         "lab: guest {} ({} CPUs) reached the verb after {:.1} s, finished after {:.1} s; verb exit {}",
         out.release, out.guest_cpus, out.boot_secs, out.total_secs, out.exit_code
     ));
+    let nic = rtscope_lab::nic::Figures::from_files(&out.files);
+    match &nic {
+        Some(Ok(f)) => r.output.progress(&format!("lab: {}", f.summary())),
+        Some(Err(m)) => r.output.progress(&format!("lab: NIC load: {m}")),
+        None => {}
+    }
     let dest = r
         .out
         .join(format!("lab-{}", rtscope_session::record::new_run_id()));

@@ -6,22 +6,10 @@
 //! missing kernel fails these tests (the suite's set-up builds it); only a machine without QEMU
 //! skips them.
 
+use rtscope_testkit::lab::{ready, run, text};
 use rtscope_testkit::{bin, need_root, tmp};
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn rtscope(args: &[&str], cwd: &Path) -> Output {
-    Command::new(bin!())
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("running rtscope")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// The QEMU this lab run started (its temporary directory carries the rtscope pid).
 fn qemu_of(pid: u32) -> Vec<u32> {
@@ -47,39 +35,16 @@ fn lab_dirs_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
-/// Qemu present, else SKIPPED; the trace kernel present, else a failure naming the build.
-fn lab_ready() -> bool {
-    if Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        println!("SKIPPED: qemu-system-x86_64 is not installed (scripts/setup.sh installs it)");
-        return false;
-    }
-    let d = tmp();
-    let o = rtscope(&["lab", "list", "--json", "-"], d.path());
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(
-        v.as_array()
-            .unwrap()
-            .iter()
-            .any(|k| k["preset"] == "trace"),
-        "no `trace` kernel in the lab cache: build it with `rtscope lab kernel build --preset trace` (scripts/setup.sh does)"
-    );
-    true
-}
-
 #[test]
 fn a_measure_in_the_trace_kernel_comes_home_tagged() {
     need_root!("QEMU guest with SCHED_FIFO inside");
-    if !lab_ready() {
+    if !ready(bin!(), "trace") {
         return;
     }
     let d = tmp();
     let db = d.path().join("host.db");
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &[
             "lab",
             "run",
@@ -105,7 +70,8 @@ fn a_measure_in_the_trace_kernel_comes_home_tagged() {
     // The verb's own summary came through the console.
     assert!(out.contains("rtscope measure"), "{out}");
     assert!(err.contains("stored run"), "{err}");
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
         d.path(),
     );
@@ -114,7 +80,8 @@ fn a_measure_in_the_trace_kernel_comes_home_tagged() {
     let runs = runs.as_array().expect("runs list");
     assert_eq!(runs.len(), 1, "{runs:?}");
     let id = runs[0]["id"].as_str().unwrap().to_string();
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
         d.path(),
     );
@@ -154,13 +121,14 @@ fn a_measure_in_the_trace_kernel_comes_home_tagged() {
 #[test]
 fn the_io_load_runs_in_a_guest_on_a_scratch_disk() {
     need_root!("QEMU guest with SCHED_FIFO inside");
-    if !lab_ready() {
+    if !ready(bin!(), "trace") {
         return;
     }
     let d = tmp();
     let db = d.path().join("host.db");
     let t0 = Instant::now();
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &[
             "lab",
             "run",
@@ -189,13 +157,15 @@ fn the_io_load_runs_in_a_guest_on_a_scratch_disk() {
     );
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert!(o.status.success(), "{out}\n{err}");
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
         d.path(),
     );
     let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let id = runs[0]["id"].as_str().unwrap().to_string();
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
         d.path(),
     );
@@ -223,12 +193,13 @@ fn the_io_load_runs_in_a_guest_on_a_scratch_disk() {
 #[test]
 fn icount_single_vcpu_tail_has_a_guest_cause() {
     need_root!("QEMU guest, eBPF capture inside");
-    if !lab_ready() {
+    if !ready(bin!(), "trace") {
         return;
     }
     let d = tmp();
     let db = d.path().join("host.db");
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &[
             "lab",
             "run",
@@ -255,13 +226,15 @@ fn icount_single_vcpu_tail_has_a_guest_cause() {
         text(&o.stdout),
         text(&o.stderr)
     );
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
         d.path(),
     );
     let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let id = runs[0]["id"].as_str().unwrap().to_string();
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
         d.path(),
     );
@@ -297,12 +270,13 @@ fn icount_single_vcpu_tail_has_a_guest_cause() {
 #[test]
 fn sched_scale_times_the_scheduler_in_the_trace_kernel() {
     need_root!("QEMU guest, fentry inside");
-    if !lab_ready() {
+    if !ready(bin!(), "trace") {
         return;
     }
     let d = tmp();
     let t0 = Instant::now();
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &[
             "lab",
             "run",
@@ -373,7 +347,7 @@ fn sched_scale_times_the_scheduler_in_the_trace_kernel() {
 #[test]
 fn nic_load_raises_virtio_net_rx_interrupts() {
     need_root!("QEMU guest with SCHED_FIFO inside");
-    if !lab_ready() {
+    if !ready(bin!(), "trace") {
         return;
     }
     let d = tmp();
@@ -448,13 +422,15 @@ fn nic_load_raises_virtio_net_rx_interrupts() {
         "{show}"
     );
     // The record says it ran under the NIC load.
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
         d.path(),
     );
     let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let id = runs[0]["id"].as_str().unwrap().to_string();
-    let o = rtscope(
+    let o = run(
+        bin!(),
         &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
         d.path(),
     );
@@ -465,7 +441,7 @@ fn nic_load_raises_virtio_net_rx_interrupts() {
 #[test]
 fn the_timeout_kills_the_guest_and_says_so() {
     need_root!("QEMU guest");
-    if !lab_ready() {
+    if !ready(bin!(), "trace") {
         return;
     }
     let d = tmp();
@@ -505,7 +481,7 @@ fn the_timeout_kills_the_guest_and_says_so() {
 #[test]
 fn sigint_and_sigkill_leave_no_qemu_behind() {
     need_root!("QEMU guest");
-    if !lab_ready() {
+    if !ready(bin!(), "trace") {
         return;
     }
     let d = tmp();
@@ -569,7 +545,7 @@ fn sigint_and_sigkill_leave_no_qemu_behind() {
         !lab_dirs_of(pid).is_empty(),
         "expected the killed run's directory"
     );
-    let o = rtscope(&["lab", "list"], d.path());
+    let o = run(bin!(), &["lab", "list"], d.path());
     assert!(o.status.success());
     assert!(lab_dirs_of(pid).is_empty(), "stale directory not swept");
 }
@@ -633,7 +609,7 @@ fn bad_input_exits_2_before_anything_boots() {
         ),
     ];
     for (args, needle) in cases {
-        let o = rtscope(args, d.path());
+        let o = run(bin!(), args, d.path());
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");

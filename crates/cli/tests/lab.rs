@@ -438,6 +438,68 @@ fn nic_load_raises_virtio_net_rx_interrupts() {
     assert_eq!(rec["tags"]["lab_nic_pps"], "2000");
 }
 
+/// The method PREEMPT_RT needs (the last preempt_disable before the switch, preemptirq
+/// tracepoints): forced on the trace kernel with `--sched-time preemptirq`, and by itself on
+/// the RT kernel when the cache has it. Every switch to the thread is timed.
+#[test]
+fn sched_scale_times_the_scheduler_by_the_preemptirq_method() {
+    need_root!("QEMU guest, tracepoint programs inside");
+    if !ready(bin!(), "trace") {
+        return;
+    }
+    let mut runs = vec![("trace", Some("none"), "preemptirq")];
+    if rtscope_testkit::lab::has_kernel(bin!(), "rt-trace") {
+        runs.push(("rt-trace", None, "auto"));
+    } else {
+        println!("SKIPPED: the PREEMPT_RT run: no rt-trace kernel in the lab cache (RTSCOPE_LAB_KERNELS=\"trace rt-trace\" scripts/setup.sh builds it)");
+    }
+    for (kernel, preempt, mode) in runs {
+        let d = tmp();
+        let mut args = vec!["lab", "run", "--kernel", kernel];
+        if let Some(p) = preempt {
+            args.extend(["--preempt", p]);
+        }
+        args.extend([
+            "--icount",
+            "--smp",
+            "1",
+            "--no-store",
+            "--timeout",
+            "110s",
+            "--",
+            "sched-scale",
+            "--sched-time",
+            mode,
+            "--loads",
+            "0,40",
+            "--wakeups",
+            "30",
+            "--sleep-ms",
+            "5",
+            "--no-store",
+            "--json",
+            "ss.json",
+        ]);
+        let o = run(bin!(), &args, d.path());
+        let (out, err) = (text(&o.stdout), text(&o.stderr));
+        assert!(o.status.success(), "{kernel}: {out}\n{err}");
+        let p =
+            rtscope_testkit::lab::brought_home(d.path(), "ss.json").expect("ss.json brought home");
+        let rec: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        let r = &rec["kind"]["sched_scale"];
+        let method = r["sched_time_method"].as_str().unwrap_or_default();
+        assert!(method.contains("preemptirq tracepoints"), "{kernel}: {r}");
+        for row in r["rows"].as_array().unwrap() {
+            let n = row["sched_time_stats"]["samples"].as_u64().unwrap();
+            assert!((30..=32).contains(&n), "{kernel}: {row}");
+            assert_eq!(row["sched_time_missed"], 0, "{kernel}: {row}");
+            let mean = row["sched_time_stats"]["avg_ns"].as_f64().unwrap();
+            assert!(mean > 100.0 && mean < 100_000.0, "{kernel}: {row}");
+        }
+    }
+}
+
 #[test]
 fn the_timeout_kills_the_guest_and_says_so() {
     need_root!("QEMU guest");

@@ -6,7 +6,7 @@
 //! point a non-preemptible kernel draws one triangle over the whole call, falling with slope −1;
 //! N points draw N + 1 smaller ones; a preemptible kernel (preempt=full, PREEMPT_RT) draws none.
 
-use rtscope_testkit::lab::{brought_home, ready, run, text};
+use rtscope_testkit::lab::{brought_home, has_kernel, ready, run, text};
 use rtscope_testkit::{bin, need_root, tmp};
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -73,7 +73,7 @@ fn shape(sc: &Value) -> (usize, f64, f64) {
 #[test]
 fn the_driver_draws_the_papers_triangles_and_a_preemptible_kernel_none() {
     need_root!("QEMU guests");
-    if !ready(bin!(), "trace") || !ready(bin!(), "rt-trace") {
+    if !ready(bin!(), "trace") {
         return;
     }
     let verb = |points: &'static str| -> Vec<&'static str> {
@@ -111,8 +111,17 @@ fn the_driver_draws_the_papers_triangles_and_a_preemptible_kernel_none() {
         max_in < 0.5 * dur && max_in > 0.2 * dur,
         "max {max_in} µs, call {dur} µs"
     );
-    // Fig. 4 and the RT kernel: no triangle, the PDLT stays near its baseline.
-    for (kernel, preempt) in [("trace", Some("full")), ("rt-trace", None)] {
+    // Fig. 4 and the RT kernel: no triangle, the PDLT stays near its baseline. The suite's
+    // set-up builds only `trace` (RTSCOPE_LAB_KERNELS="trace rt-trace" adds the RT kernel).
+    let mut kernels = vec![("trace", Some("full"))];
+    if has_kernel(bin!(), "rt-trace") {
+        kernels.push(("rt-trace", None));
+    } else {
+        println!(
+            "SKIPPED: the PREEMPT_RT part: no rt-trace kernel in the lab cache (RTSCOPE_LAB_KERNELS=\"trace rt-trace\" scripts/setup.sh builds it)"
+        );
+    }
+    for (kernel, preempt) in kernels {
         let rec = in_guest(kernel, preempt, &verb("0"), "flat.json");
         let sc = scan(&rec);
         let (tri, max_in, dur) = shape(sc);

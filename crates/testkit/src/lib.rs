@@ -102,6 +102,17 @@ pub mod lab {
         true
     }
 
+    /// Whether the lab's cache has a kernel of `preset` (no assertion: for the presets the
+    /// suite's set-up does not build by default).
+    pub fn has_kernel(bin: &str, preset: &str) -> bool {
+        let d = crate::tmp();
+        let o = run(bin, &["lab", "list", "--json", "-"], d.path());
+        serde_json::from_slice::<serde_json::Value>(&o.stdout)
+            .ok()
+            .and_then(|v| v.as_array().cloned())
+            .is_some_and(|a| a.iter().any(|k| k["preset"] == preset))
+    }
+
     /// A file the guest wrote in its working directory, brought home under `dir`.
     pub fn brought_home(dir: &Path, name: &str) -> Option<PathBuf> {
         std::fs::read_dir(dir.join("rtscope-results"))

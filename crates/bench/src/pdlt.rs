@@ -485,25 +485,15 @@ fn scan(cfg: &Config, prep: &mut Prepared, model: &str) -> Result<PdltScan> {
                     cal.record((t2 - t1).max(1));
                 }
                 let cal_stats = Stats::from_histogram(&cal);
-                let dur = cal_stats.median_ns.unwrap_or(0) as i64;
-                let (a, b) = cfg.range_ns.unwrap_or((-2_000, dur + dur / 4 + 2_000));
-                let offsets = sweep(a, b, cfg.step_ns);
-                let total = offsets.len() * cfg.repeats as usize;
-                if total as u64 > MAX_POINTS {
-                    return Err(BenchError::Invalid(format!(
-                        "the default sweep for a {} µs call at this step is {total} points (> {MAX_POINTS}): raise --step-us or set --offsets-us",
-                        dur / 1000
-                    )));
-                }
-                let mut points = Vec::with_capacity(total);
+                let dur = cal_stats.median_ns.unwrap_or(0);
+                let plan = plan(cfg, dur, -2_000, i64::MIN)?;
+                let mut points = Vec::with_capacity(plan.len());
                 let mut pacer = Pacer::new(cfg.max_duration_ns);
-                'outer: for rep in 0..cfg.repeats {
-                    for &o in &offsets {
-                        let now = mono_ns();
-                        if pacer.expired(now) {
-                            break 'outer;
-                        }
-                        pacer.rest_if_due(now);
+                for (rep, o) in plan {
+                    if !paced(&mut pacer) {
+                        break;
+                    }
+                    {
                         prep.before()?;
                         let seq = p_seq.load(Ordering::Acquire);
                         let t0 = mono_ns();
@@ -517,7 +507,9 @@ fn scan(cfg: &Config, prep: &mut Prepared, model: &str) -> Result<PdltScan> {
                         let give_up = expiry.max(t2) + 50_000_000;
                         while p_seq.load(Ordering::Acquire) == seq {
                             if mono_ns() > give_up {
-                                return Err(BenchError::Invalid("the producer did not run within 50 ms of its timer".into()));
+                                return Err(BenchError::Invalid(
+                                    "the producer did not run within 50 ms of its timer".into(),
+                                ));
                             }
                             std::hint::spin_loop();
                         }
@@ -565,6 +557,35 @@ fn finish_scan(model: &str, cal: Stats, points: Vec<PdltPoint>) -> PdltScan {
         triangles,
         points,
     }
+}
+
+/// A scan's points in order, (repeat, offset ns): from `first_ns` (or `--offsets-us`, never
+/// below `floor_ns`) to 1.25 × the call's calibrated duration + 2 µs in `--step-us` steps,
+/// `--repeats` times; more than [`MAX_POINTS`] is refused.
+fn plan(cfg: &Config, call_ns: u64, first_ns: i64, floor_ns: i64) -> Result<Vec<(u32, i64)>> {
+    let dur = call_ns as i64;
+    let (a, b) = cfg.range_ns.unwrap_or((first_ns, dur + dur / 4 + 2_000));
+    let offsets = sweep(a.max(floor_ns), b, cfg.step_ns);
+    let total = offsets.len() as u64 * cfg.repeats as u64;
+    if total > MAX_POINTS {
+        return Err(BenchError::Invalid(format!(
+            "the default sweep for a {} µs call at this step is {total} points (> {MAX_POINTS}): raise --step-us or set --offsets-us",
+            dur / 1000
+        )));
+    }
+    Ok((0..cfg.repeats)
+        .flat_map(|r| offsets.iter().map(move |&o| (r, o)))
+        .collect())
+}
+
+/// Whether the scan goes on (its duration cap not reached), after the rest RT throttling needs.
+fn paced(pacer: &mut Pacer) -> bool {
+    let now = mono_ns();
+    if pacer.expired(now) {
+        return false;
+    }
+    pacer.rest_if_due(now);
+    true
 }
 
 /// The iteration at which a raise `offset_ns` after the loop's start falls, for a loop that
@@ -624,26 +645,15 @@ fn scan_driver(cfg: &Config, model: &str) -> Result<PdltScan> {
                 }
                 let cal_stats = Stats::from_histogram(&cal);
                 let dur = cal_stats.median_ns.unwrap_or(0);
-                let (a, b) = cfg
-                    .range_ns
-                    .unwrap_or((0, dur as i64 + dur as i64 / 4 + 2_000));
-                let offsets = sweep(a.max(0), b, cfg.step_ns);
-                let total = offsets.len() * cfg.repeats as usize;
-                if total as u64 > MAX_POINTS {
-                    return Err(BenchError::Invalid(format!(
-                        "the default sweep for a {} µs call at this step is {total} points (> {MAX_POINTS}): raise --step-us or set --offsets-us",
-                        dur / 1000
-                    )));
-                }
-                let mut points = Vec::with_capacity(total);
+                // The driver raises its interrupt itself: nothing before the call's start.
+                let plan = plan(cfg, dur, 0, 0)?;
+                let mut points = Vec::with_capacity(plan.len());
                 let mut pacer = Pacer::new(cfg.max_duration_ns);
-                'outer: for rep in 0..cfg.repeats {
-                    for &o in &offsets {
-                        let now = mono_ns();
-                        if pacer.expired(now) {
-                            break 'outer;
-                        }
-                        pacer.rest_if_due(now);
+                for (rep, o) in plan {
+                    if !paced(&mut pacer) {
+                        break;
+                    }
+                    {
                         let seq = p_seq.load(Ordering::Acquire);
                         let (r, t_raise) = match raise_iteration(o, dur, loops) {
                             Some(it) => {

@@ -265,208 +265,34 @@ fn icount_single_vcpu_tail_has_a_guest_cause() {
     assert!(w[0].contains("-icount shift=1"), "{w:?}");
 }
 
-/// sched-scale's time in the scheduler (heursch-2001 Table 3's quantity) where fentry works:
-/// every level timed, every load process running, no growth with N on today's scheduler.
+/// sched-scale's time in the scheduler (heursch-2001 Table 3's quantity) by both methods: fentry
+/// on the trace kernel (a switch reached through preempt_schedule() may go untimed), and the
+/// preemptirq method PREEMPT_RT needs — forced on the trace kernel, by itself on rt-trace when
+/// the cache has it (every switch timed). Every load process running at the end of its level.
 #[test]
-fn sched_scale_times_the_scheduler_in_the_trace_kernel() {
-    need_root!("QEMU guest, fentry inside");
+fn sched_scale_times_the_scheduler_in_the_lab_kernels() {
+    need_root!("QEMU guest, fentry and tracepoint programs inside");
     if !ready(bin!(), "trace") {
         return;
     }
-    let d = tmp();
-    let t0 = Instant::now();
-    let o = run(
-        bin!(),
-        &[
-            "lab",
-            "run",
-            "--kernel",
+    // (kernel, --preempt, --sched-time, the method's name in the record, switches timed per level)
+    let mut runs = vec![
+        ("trace", Some("none"), "on", "fentry on schedule", 25..=35),
+        (
             "trace",
-            "--preempt",
-            "none",
-            "--icount",
-            "--smp",
-            "1",
-            "--no-store",
-            "--timeout",
-            "110s",
-            "--",
-            "sched-scale",
-            "--sched-time",
-            "on",
-            "--loads",
-            "0,40",
-            "--wakeups",
-            "30",
-            "--sleep-ms",
-            "5",
-            "--no-store",
-            "--json",
-            "ss.json",
-        ],
-        d.path(),
-    );
-    let (out, err) = (text(&o.stdout), text(&o.stderr));
-    assert!(o.status.success(), "{out}\n{err}");
-    assert!(
-        t0.elapsed() < Duration::from_secs(120),
-        "{:?}",
-        t0.elapsed()
-    );
-    assert!(out.contains("time in the scheduler"), "{out}");
-    let json = std::fs::read_dir(d.path().join("rtscope-results"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("ss.json"))
-        .find(|p| p.is_file())
-        .expect("ss.json brought home");
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-    let r = &rec["kind"]["sched_scale"];
-    assert!(r["sched_time_unavailable"].is_null(), "{r}");
-    for row in r["rows"].as_array().unwrap() {
-        assert_eq!(row["load_running_at_end"], row["load_processes"], "{row}");
-        let s = &row["sched_time_stats"];
-        // Every wake-up is a switch to the thread; a few may come through preempt_schedule()
-        // (untimed) and the thread's first run adds one.
-        let n = s["samples"].as_u64().unwrap();
-        assert!((25..=35).contains(&n), "{row}");
-        let mean = s["avg_ns"].as_f64().unwrap();
-        assert!(mean > 100.0 && mean < 100_000.0, "{row}");
-    }
-}
-
-/// `--nic-load`: datagrams from the host reach a socket in the guest through its virtio-net
-/// device, and the device's receive-queue interrupt fires for them. NAPI bounds the count from
-/// above: one interrupt starts a poll that takes every packet already in the queue, and the
-/// queue's interrupt stays masked until the poll ends, so there are at most as many RX
-/// interrupts as packets (plus a few for ARP). From below, a loose bound: at these rates a poll
-/// usually finds one packet (0.9 interrupts per packet measured), but a host that did not run
-/// QEMU's main loop for a while lets slirp hand over a burst that one interrupt takes; at least
-/// one interrupt per 10 packets still shows the packets came in as device interrupts.
-#[test]
-fn nic_load_raises_virtio_net_rx_interrupts() {
-    need_root!("QEMU guest with SCHED_FIFO inside");
-    if !ready(bin!(), "trace") {
-        return;
-    }
-    let d = tmp();
-    let db = d.path().join("host.db");
-    let child = Command::new(bin!())
-        .args([
-            "lab",
-            "run",
-            "--kernel",
-            "trace",
-            "--icount",
-            "--smp",
-            "1",
-            "--nic-load",
-            "2000",
-            "--db",
-            db.to_str().unwrap(),
-            "--",
-            "measure",
-            "-D",
-            "5s",
-        ])
-        .current_dir(d.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let o = child.wait_with_output().unwrap();
-    let err = text(&o.stderr);
-    assert!(o.status.success(), "{}\n{err}", text(&o.stdout));
-    assert!(err.contains("virtio-net fed 2000 datagrams/s"), "{err}");
-    assert!(err.contains("lab: NIC load: the host sent"), "{err}");
-    // Everything started is gone: QEMU, its directory (the sending thread ended with rtscope).
-    assert!(qemu_of(pid).is_empty(), "QEMU left running");
-    assert!(lab_dirs_of(pid).is_empty(), "temporary directory left");
-
-    let labdir = std::fs::read_dir(d.path().join("rtscope-results"))
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("lab-"))
-        .expect("lab directory")
-        .path();
-    let files: Vec<(String, Vec<u8>)> = ["host.txt", "before.txt", "after.txt"]
-        .iter()
-        .map(|n| {
-            let p = labdir.join("lab-nic").join(n);
-            let b = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            (format!("lab-nic/{n}"), b)
-        })
-        .collect();
-    let f = rtscope_lab::nic::Figures::from_files(&files)
-        .expect("lab-nic/host.txt")
-        .unwrap_or_else(|m| panic!("{m}"));
-    let show = f.summary();
-    assert_eq!(f.pps, 2000);
-    assert!(f.guest_secs >= 5.0, "{show}");
-    // The host keeps sending until it sees the verb's end marker, a moment after the guest's
-    // last snapshot: what it sent bounds what the guest counted, less that moment's datagrams.
-    assert!(f.sent >= 1000, "{show}");
-    assert!(
-        f.rx_packets <= f.sent + 20 && f.rx_packets * 2 >= f.sent,
-        "{show}"
-    );
-    // Through the stack into the sink's socket. The sink is a SCHED_OTHER process sharing the
-    // one vCPU with the verb, so its buffer can overflow for a moment (4 of 9290 datagrams
-    // seen once): at most 2 % dropped.
-    assert!(f.udp_in * 10 >= f.rx_packets * 9, "{show}");
-    assert!(f.udp_dropped * 50 <= f.rx_packets, "{show}");
-    assert!(
-        f.rx_irqs <= f.rx_packets + 20 && f.rx_irqs * 10 >= f.rx_packets,
-        "{show}"
-    );
-    // The record says it ran under the NIC load.
-    let o = run(
-        bin!(),
-        &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
-        d.path(),
-    );
-    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let id = runs[0]["id"].as_str().unwrap().to_string();
-    let o = run(
-        bin!(),
-        &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
-        d.path(),
-    );
-    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(rec["tags"]["lab_nic_pps"], "2000");
-}
-
-/// The method PREEMPT_RT needs (the last preempt_disable before the switch, preemptirq
-/// tracepoints): forced on the trace kernel with `--sched-time preemptirq`, and by itself on
-/// the RT kernel when the cache has it. Every switch to the thread is timed.
-#[test]
-fn sched_scale_times_the_scheduler_by_the_preemptirq_method() {
-    need_root!("QEMU guest, tracepoint programs inside");
-    if !ready(bin!(), "trace") {
-        return;
-    }
-    let mut runs = vec![("trace", Some("none"), "preemptirq")];
+            Some("none"),
+            "preemptirq",
+            "preemptirq tracepoints",
+            30..=32,
+        ),
+    ];
     if rtscope_testkit::lab::has_kernel(bin!(), "rt-trace") {
-        runs.push(("rt-trace", None, "auto"));
+        runs.push(("rt-trace", None, "auto", "preemptirq tracepoints", 30..=32));
     } else {
         println!("SKIPPED: the PREEMPT_RT run: no rt-trace kernel in the lab cache (RTSCOPE_LAB_KERNELS=\"trace rt-trace\" scripts/setup.sh builds it)");
     }
-    for (kernel, preempt, mode) in runs {
-        let d = tmp();
-        let mut args = vec!["lab", "run", "--kernel", kernel];
-        if let Some(p) = preempt {
-            args.extend(["--preempt", p]);
-        }
-        args.extend([
-            "--icount",
-            "--smp",
-            "1",
-            "--no-store",
-            "--timeout",
-            "110s",
-            "--",
+    for (kernel, preempt, mode, method, timed) in runs {
+        let verb = [
             "sched-scale",
             "--sched-time",
             mode,
@@ -476,26 +302,25 @@ fn sched_scale_times_the_scheduler_by_the_preemptirq_method() {
             "30",
             "--sleep-ms",
             "5",
-            "--no-store",
-            "--json",
-            "ss.json",
-        ]);
-        let o = run(bin!(), &args, d.path());
-        let (out, err) = (text(&o.stdout), text(&o.stderr));
-        assert!(o.status.success(), "{kernel}: {out}\n{err}");
-        let p =
-            rtscope_testkit::lab::brought_home(d.path(), "ss.json").expect("ss.json brought home");
-        let rec: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        ];
+        let rec = rtscope_testkit::lab::icount_record(bin!(), kernel, preempt, &verb, "ss.json");
         let r = &rec["kind"]["sched_scale"];
-        let method = r["sched_time_method"].as_str().unwrap_or_default();
-        assert!(method.contains("preemptirq tracepoints"), "{kernel}: {r}");
+        assert!(
+            r["sched_time_unavailable"].is_null(),
+            "{kernel} {mode}: {r}"
+        );
+        let m = r["sched_time_method"].as_str().unwrap_or_default();
+        assert!(m.contains(method), "{kernel} {mode}: {m}");
         for row in r["rows"].as_array().unwrap() {
+            assert_eq!(row["load_running_at_end"], row["load_processes"], "{row}");
+            // Every wake-up is a switch to the thread; the thread's first run adds one.
             let n = row["sched_time_stats"]["samples"].as_u64().unwrap();
-            assert!((30..=32).contains(&n), "{kernel}: {row}");
-            assert_eq!(row["sched_time_missed"], 0, "{kernel}: {row}");
+            assert!(timed.contains(&n), "{kernel} {mode}: {row}");
+            if mode != "on" {
+                assert_eq!(row["sched_time_missed"], 0, "{kernel} {mode}: {row}");
+            }
             let mean = row["sched_time_stats"]["avg_ns"].as_f64().unwrap();
-            assert!(mean > 100.0 && mean < 100_000.0, "{kernel}: {row}");
+            assert!(mean > 100.0 && mean < 100_000.0, "{kernel} {mode}: {row}");
         }
     }
 }

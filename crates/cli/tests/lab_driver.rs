@@ -6,43 +6,9 @@
 //! point a non-preemptible kernel draws one triangle over the whole call, falling with slope −1;
 //! N points draw N + 1 smaller ones; a preemptible kernel (preempt=full, PREEMPT_RT) draws none.
 
-use rtscope_testkit::lab::{brought_home, has_kernel, ready, run, text};
+use rtscope_testkit::lab::{has_kernel, icount_record, ready, run, text};
 use rtscope_testkit::{bin, need_root, tmp};
 use serde_json::Value;
-use std::time::{Duration, Instant};
-
-/// `rtscope lab run --kernel KERNEL [--preempt MODEL] --icount --smp 1 -- VERB…`; the record the
-/// verb wrote to `name`.
-fn in_guest(kernel: &str, preempt: Option<&str>, verb: &[&str], name: &str) -> Value {
-    let d = tmp();
-    let mut args = vec!["lab", "run", "--kernel", kernel];
-    if let Some(p) = preempt {
-        args.extend(["--preempt", p]);
-    }
-    args.extend([
-        "--icount",
-        "--smp",
-        "1",
-        "--no-store",
-        "--timeout",
-        "110s",
-        "--",
-    ]);
-    args.extend(verb);
-    args.extend(["--no-store", "--json", name]);
-    let t0 = Instant::now();
-    let o = run(bin!(), &args, d.path());
-    let (out, err) = (text(&o.stdout), text(&o.stderr));
-    assert!(o.status.success(), "{out}\n{err}");
-    assert!(
-        t0.elapsed() < Duration::from_secs(120),
-        "{:?}",
-        t0.elapsed()
-    );
-    let p =
-        brought_home(d.path(), name).unwrap_or_else(|| panic!("{name} not brought home: {err}"));
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
 
 fn scan(rec: &Value) -> &Value {
     let r = &rec["kind"]["pdlt"];
@@ -90,7 +56,7 @@ fn the_driver_draws_the_papers_triangles_and_a_preemptible_kernel_none() {
         ]
     };
     // Fig. 3: no preemption point, preempt=none: one triangle as long as the call.
-    let rec = in_guest("trace", Some("none"), &verb("0"), "p0.json");
+    let rec = icount_record(bin!(), "trace", Some("none"), &verb("0"), "p0.json");
     let sc = scan(&rec);
     let (tri, max_in, dur) = shape(sc);
     assert_eq!(tri, 1, "{sc}");
@@ -103,7 +69,7 @@ fn the_driver_draws_the_papers_triangles_and_a_preemptible_kernel_none() {
         assert!(irt > 0 && irt < 20_000, "{p}");
     }
     // Fig. 6: two points split it into three triangles, each about a third as high.
-    let rec = in_guest("trace", Some("none"), &verb("2"), "p2.json");
+    let rec = icount_record(bin!(), "trace", Some("none"), &verb("2"), "p2.json");
     assert_eq!(rec["kind"]["pdlt"]["preemption_points"], 2);
     let (tri, max_in, dur) = shape(scan(&rec));
     assert_eq!(tri, 3, "{}", scan(&rec));
@@ -122,7 +88,7 @@ fn the_driver_draws_the_papers_triangles_and_a_preemptible_kernel_none() {
         );
     }
     for (kernel, preempt) in kernels {
-        let rec = in_guest(kernel, preempt, &verb("0"), "flat.json");
+        let rec = icount_record(bin!(), kernel, preempt, &verb("0"), "flat.json");
         let sc = scan(&rec);
         let (tri, max_in, dur) = shape(sc);
         assert_eq!(tri, 0, "{kernel} {preempt:?}: {sc}");
@@ -139,7 +105,8 @@ fn rhealstone_measures_the_papers_interrupt_response_with_the_device() {
     if !ready(bin!(), "trace") {
         return;
     }
-    let rec = in_guest(
+    let rec = icount_record(
+        bin!(),
         "trace",
         Some("full"),
         &[

@@ -113,6 +113,46 @@ pub mod lab {
             .is_some_and(|a| a.iter().any(|k| k["preset"] == preset))
     }
 
+    /// `rtscope lab run --kernel KERNEL [--preempt MODEL] --icount --smp 1 --no-store --timeout
+    /// 110s -- VERB… --no-store --json NAME`, which must succeed within 120 s; the record the
+    /// verb wrote, brought home.
+    pub fn icount_record(
+        bin: &str,
+        kernel: &str,
+        preempt: Option<&str>,
+        verb: &[&str],
+        name: &str,
+    ) -> serde_json::Value {
+        let d = crate::tmp();
+        let mut args = vec!["lab", "run", "--kernel", kernel];
+        if let Some(p) = preempt {
+            args.extend(["--preempt", p]);
+        }
+        args.extend([
+            "--icount",
+            "--smp",
+            "1",
+            "--no-store",
+            "--timeout",
+            "110s",
+            "--",
+        ]);
+        args.extend(verb);
+        args.extend(["--no-store", "--json", name]);
+        let t0 = std::time::Instant::now();
+        let o = run(bin, &args, d.path());
+        let (out, err) = (text(&o.stdout), text(&o.stderr));
+        assert!(o.status.success(), "{kernel}: {out}\n{err}");
+        let took = t0.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(120),
+            "{kernel}: {took:?}"
+        );
+        let p = brought_home(d.path(), name)
+            .unwrap_or_else(|| panic!("{kernel}: {name} not brought home: {err}"));
+        crate::read_json(&p)
+    }
+
     /// A file the guest wrote in its working directory, brought home under `dir`.
     pub fn brought_home(dir: &Path, name: &str) -> Option<PathBuf> {
         std::fs::read_dir(dir.join("rtscope-results"))

@@ -221,15 +221,27 @@ pub fn check_compare_preempt() -> Result<(String, Vec<String>)> {
 /// in a per-CPU thread (`ksoftirqd/N`, SCHED_OTHER, in 6.12; `ktimers/N`, SCHED_FIFO 1, later),
 /// not in the interrupt, so the producer is woken only when that thread runs — never while the
 /// SCHED_FIFO consumer holds the CPU (in its call or spinning after it).
-/// `realtime`: /sys/kernel/realtime (the RT patch set's); `version`: /proc/sys/kernel/version
-/// (`uname -v`, which names PREEMPT_RT on mainline).
-pub fn check_timers(realtime: Option<&str>, version: Option<&str>) -> Result<()> {
-    if realtime.map(str::trim) == Some("1") || version.is_some_and(|v| v.contains("PREEMPT_RT")) {
+pub fn check_timers(preempt_rt: bool) -> Result<()> {
+    if preempt_rt {
         return Err(BenchError::Unavailable(
             "pdlt cannot scan a PREEMPT_RT kernel: its timerfd expires in a softirq thread (ksoftirqd or ktimers), which the SCHED_FIFO consumer keeps off the CPU, so the producer would wait for the consumer, not for the kernel; no scan was run".into(),
         ));
     }
     Ok(())
+}
+
+/// Whether this scan can run on this kernel, checked before anything starts: the driver scan
+/// needs the lab's device (missing: bad input); the others a kernel whose timers can drive
+/// them ([`check_timers`]). The driver's device interrupt wakes the producer from the hard
+/// interrupt itself, so a PREEMPT_RT kernel can be scanned with it.
+pub fn check_kernel(cfg: &Config) -> Result<()> {
+    if cfg.syscall == Syscall::Driver {
+        return match crate::labdev::unavailable() {
+            Some(why) => Err(BenchError::Invalid(format!("--syscall driver: {why}"))),
+            None => Ok(()),
+        };
+    }
+    check_timers(rtscope_probe::system::running_preempt_rt())
 }
 
 /// The prepared system call and its scratch resources.
@@ -502,17 +514,7 @@ fn scan(cfg: &Config, prep: &mut Prepared, model: &str) -> Result<PdltScan> {
                         let t1 = mono_ns();
                         prep.call()?;
                         let t2 = mono_ns();
-                        // Wait in user space (bounded) for the producer: if the timer is still
-                        // pending, this is the user-space preemption the baseline measures.
-                        let give_up = expiry.max(t2) + 50_000_000;
-                        while p_seq.load(Ordering::Acquire) == seq {
-                            if mono_ns() > give_up {
-                                return Err(BenchError::Invalid(
-                                    "the producer did not run within 50 ms of its timer".into(),
-                                ));
-                            }
-                            std::hint::spin_loop();
-                        }
+                        await_producer(&p_seq, seq, expiry.max(t2), "of its timer")?;
                         let run = p_run.load(Ordering::Relaxed);
                         prep.after();
                         points.push(PdltPoint {
@@ -576,6 +578,22 @@ fn plan(cfg: &Config, call_ns: u64, first_ns: i64, floor_ns: i64) -> Result<Vec<
     Ok((0..cfg.repeats)
         .flat_map(|r| offsets.iter().map(move |&o| (r, o)))
         .collect())
+}
+
+/// Spin in user space until the producer has recorded a point (`p_seq` moved past `seq`): when
+/// the interrupt is still to come, this is the user-space preemption the baseline measures.
+/// Bounded: an error when it has not run 50 ms after `from_ns` (`after` says after what).
+fn await_producer(p_seq: &AtomicU64, seq: u64, from_ns: u64, after: &str) -> Result<()> {
+    let give_up = from_ns + 50_000_000;
+    while p_seq.load(Ordering::Acquire) == seq {
+        if mono_ns() > give_up {
+            return Err(BenchError::Invalid(format!(
+                "the producer did not run within 50 ms {after}"
+            )));
+        }
+        std::hint::spin_loop();
+    }
+    Ok(())
 }
 
 /// Whether the scan goes on (its duration cap not reached), after the rest RT throttling needs.
@@ -671,15 +689,7 @@ fn scan_driver(cfg: &Config, model: &str) -> Result<PdltScan> {
                                 (r, t)
                             }
                         };
-                        let give_up = mono_ns() + 50_000_000;
-                        while p_seq.load(Ordering::Acquire) == seq {
-                            if mono_ns() > give_up {
-                                return Err(BenchError::Invalid(
-                                    "the producer was not woken within 50 ms of the device interrupt".into(),
-                                ));
-                            }
-                            std::hint::spin_loop();
-                        }
+                        await_producer(&p_seq, seq, mono_ns(), "of the device interrupt")?;
                         let user = p_user.load(Ordering::Relaxed);
                         let isr = p_isr.load(Ordering::Relaxed);
                         points.push(PdltPoint {
@@ -712,18 +722,7 @@ fn scan_driver(cfg: &Config, model: &str) -> Result<PdltScan> {
 /// `progress` is told the preemption model as each scan starts.
 pub fn run(cfg: &Config, reaper: &Reaper, mut progress: impl FnMut(&str)) -> Result<PdltResult> {
     cfg.validate()?;
-    // The driver's device interrupt wakes the producer from the hard interrupt itself, so a
-    // PREEMPT_RT kernel can be scanned with it; the timer-driven calls cannot.
-    if cfg.syscall != Syscall::Driver {
-        check_timers(
-            std::fs::read_to_string("/sys/kernel/realtime")
-                .ok()
-                .as_deref(),
-            std::fs::read_to_string("/proc/sys/kernel/version")
-                .ok()
-                .as_deref(),
-        )?;
-    }
+    check_kernel(cfg)?;
     let models = if cfg.compare_preempt {
         Some(check_compare_preempt()?)
     } else {
@@ -909,12 +908,10 @@ mod tests {
 
     #[test]
     fn preempt_rt_is_refused() {
-        let stock = "#1 SMP PREEMPT_DYNAMIC Debian 6.12.117-1";
-        assert!(check_timers(None, None).is_ok());
-        assert!(check_timers(Some("0\n"), Some(stock)).is_ok());
-        let e = check_timers(Some("1\n"), None).unwrap_err().to_string();
+        // Which kernels are PREEMPT_RT: rtscope_probe::system::is_preempt_rt's tests.
+        assert!(check_timers(false).is_ok());
+        let e = check_timers(true).unwrap_err().to_string();
         assert!(e.starts_with("pdlt cannot scan a PREEMPT_RT kernel"), "{e}");
-        assert!(check_timers(None, Some("#1 SMP PREEMPT_RT Tue Nov 24 2026")).is_err());
     }
 
     #[test]

@@ -8,8 +8,22 @@
 
 use rtscope_testkit::lab::{ready, run, text};
 use rtscope_testkit::{bin, need_root, tmp};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// How many runs the host's store `db` holds, and the newest one as `show --json` prints it.
+fn newest_stored(db: &Path, cwd: &Path) -> (usize, serde_json::Value) {
+    let db = db.to_str().unwrap();
+    let o = run(bin!(), &["runs", "--db", db, "--json", "-"], cwd);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = runs.as_array().expect("runs list");
+    let id = runs[0]["id"].as_str().unwrap().to_string();
+    let o = run(bin!(), &["show", &id, "--db", db, "--json", "-"], cwd);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    (runs.len(), serde_json::from_slice(&o.stdout).unwrap())
+}
 
 /// The QEMU this lab run started (its temporary directory carries the rtscope pid).
 fn qemu_of(pid: u32) -> Vec<u32> {
@@ -70,23 +84,8 @@ fn a_measure_in_the_trace_kernel_comes_home_tagged() {
     // The verb's own summary came through the console.
     assert!(out.contains("rtscope measure"), "{out}");
     assert!(err.contains("stored run"), "{err}");
-    let o = run(
-        bin!(),
-        &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
-        d.path(),
-    );
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let runs = runs.as_array().expect("runs list");
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    let id = runs[0]["id"].as_str().unwrap().to_string();
-    let o = run(
-        bin!(),
-        &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
-        d.path(),
-    );
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (stored, rec) = newest_stored(&db, d.path());
+    assert_eq!(stored, 1);
     let tags = &rec["tags"];
     assert!(
         tags["kernel"].as_str().unwrap().starts_with("trace-6.12"),
@@ -157,19 +156,7 @@ fn the_io_load_runs_in_a_guest_on_a_scratch_disk() {
     );
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert!(o.status.success(), "{out}\n{err}");
-    let o = run(
-        bin!(),
-        &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
-        d.path(),
-    );
-    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let id = runs[0]["id"].as_str().unwrap().to_string();
-    let o = run(
-        bin!(),
-        &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
-        d.path(),
-    );
-    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (_, rec) = newest_stored(&db, d.path());
     assert_eq!(rec["tags"]["lab_scratch"], "virtio-blk", "{}", rec["tags"]);
     let load = &rec["loads"][0];
     assert_eq!(load["kind"], "io", "{load}");
@@ -226,19 +213,7 @@ fn icount_single_vcpu_tail_has_a_guest_cause() {
         text(&o.stdout),
         text(&o.stderr)
     );
-    let o = run(
-        bin!(),
-        &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
-        d.path(),
-    );
-    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let id = runs[0]["id"].as_str().unwrap().to_string();
-    let o = run(
-        bin!(),
-        &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
-        d.path(),
-    );
-    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (_, rec) = newest_stored(&db, d.path());
     assert_eq!(rec["tags"]["emulated"], "tcg-icount");
     let a = &rec["kind"]["measurement"]["attribution"];
     assert_eq!(a["lost_events"], 0, "{a}");
@@ -411,19 +386,7 @@ fn nic_load_raises_virtio_net_rx_interrupts() {
         "{show}"
     );
     // The record says it ran under the NIC load.
-    let o = run(
-        bin!(),
-        &["runs", "--db", db.to_str().unwrap(), "--json", "-"],
-        d.path(),
-    );
-    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let id = runs[0]["id"].as_str().unwrap().to_string();
-    let o = run(
-        bin!(),
-        &["show", &id, "--db", db.to_str().unwrap(), "--json", "-"],
-        d.path(),
-    );
-    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (_, rec) = newest_stored(&db, d.path());
     assert_eq!(rec["tags"]["lab_nic_pps"], "2000");
 }
 

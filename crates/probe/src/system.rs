@@ -54,6 +54,24 @@ pub fn preempt_model(cmdline: &str, version: &str, config: Option<&str>) -> (Str
     preempt_model_offline(cmdline, version, config)
 }
 
+/// Whether a kernel is PREEMPT_RT, from `/sys/kernel/realtime` (the RT patch set's, "1") or
+/// `/proc/sys/kernel/version` (`uname -v`, which names PREEMPT_RT on mainline).
+pub fn is_preempt_rt(realtime: Option<&str>, version: Option<&str>) -> bool {
+    realtime.map(str::trim) == Some("1") || version.is_some_and(|v| v.contains("PREEMPT_RT"))
+}
+
+/// [`is_preempt_rt`] of the running kernel.
+pub fn running_preempt_rt() -> bool {
+    is_preempt_rt(
+        std::fs::read_to_string("/sys/kernel/realtime")
+            .ok()
+            .as_deref(),
+        std::fs::read_to_string("/proc/sys/kernel/version")
+            .ok()
+            .as_deref(),
+    )
+}
+
 pub fn parse_debugfs_preempt(s: &str) -> Option<String> {
     s.split_whitespace()
         .find(|w| w.starts_with('(') && w.ends_with(')'))
@@ -251,6 +269,18 @@ pub fn set_steal(info: &mut SystemInfo, before: &[(u32, u64)], after: &[(u32, u6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn preempt_rt_from_realtime_or_uname() {
+        let stock = "#1 SMP PREEMPT_DYNAMIC Debian 6.12.117-1";
+        assert!(!is_preempt_rt(None, None));
+        assert!(!is_preempt_rt(Some("0\n"), Some(stock)));
+        assert!(is_preempt_rt(Some("1\n"), None));
+        assert!(is_preempt_rt(
+            None,
+            Some("#1 SMP PREEMPT_RT Tue Nov 24 2026")
+        ));
+    }
 
     #[test]
     fn preempt_sources() {

@@ -31,21 +31,8 @@ pub fn pdlt(
     check_files([("--csv", csv), ("--svg", svg)])?;
     let tags = out.validate()?;
     // Said before anything starts: the test driver needs the lab's module (missing input,
-    // exit 2); a PREEMPT_RT kernel's timerfd cannot drive the other calls' scans.
-    if cfg.syscall == pdlt::Syscall::Driver {
-        if let Some(why) = rtscope_bench::labdev::unavailable() {
-            return Err(VerbError::BadInput(format!("--syscall driver: {why}")));
-        }
-    } else if let Err(BenchError::Unavailable(m)) = pdlt::check_timers(
-        std::fs::read_to_string("/sys/kernel/realtime")
-            .ok()
-            .as_deref(),
-        std::fs::read_to_string("/proc/sys/kernel/version")
-            .ok()
-            .as_deref(),
-    ) {
-        return Err(VerbError::failed(m));
-    }
+    // exit 2); a PREEMPT_RT kernel's timerfd cannot drive the other calls' scans (exit 1).
+    pdlt::check_kernel(cfg)?;
     // Said before anything starts: on this kind of machine the model cannot be switched.
     if cfg.compare_preempt {
         if let Err(BenchError::Unavailable(m)) = pdlt::check_compare_preempt() {
@@ -121,7 +108,7 @@ pub fn sched_scale(
     let work = work::begin("sched-scale", Need::Root, why)?;
     // PREEMPT_RT needs the tracepoint method (fentry's trampoline is a preemption point there).
     let tracepoints = cfg.sched_time == sched_scale::SchedTime::Preemptirq
-        || rtscope_trace::schedtime::kernel_is_rt();
+        || rtscope_probe::system::running_preempt_rt();
     // Attached before anything starts: `--sched-time on` stops here when the kernel refuses.
     let (mut timer, sched_unavailable) = match cfg.sched_time {
         sched_scale::SchedTime::Off => (None, None),

@@ -1,7 +1,9 @@
 //! heursch-2001 §4, Table 3: the time the scheduler takes before it gives the CPU to a
 //! SCHED_FIFO thread, timed in the kernel (`src/bpf/schedtime.bpf.c`): fentry on the
-//! scheduler's entry points (`schedule`, `schedule_idle`, `preempt_schedule_irq`) to the
-//! `sched_switch` tracepoint that switches to a SCHED_FIFO thread of one process on one CPU.
+//! scheduler's entry points (`schedule`, `schedule_idle`, `preempt_schedule_irq`) — or, where
+//! the trampoline is itself a preemption point (PREEMPT_RT), the last preemptirq
+//! `preempt_disable` before the switch — to the `sched_switch` tracepoint that switches to a
+//! SCHED_FIFO thread of one process on one CPU.
 //!
 //! `__schedule`, where the entry points meet, is `notrace`, so no fentry/fexit program can
 //! attach to it; its fexit would anyway run only when the task that entered it runs again.
@@ -59,13 +61,6 @@ pub struct Drained {
     pub dropped: u64,
 }
 
-/// Whether this kernel is PREEMPT_RT (`/sys/kernel/realtime` of the RT patch set, or `uname -v`).
-pub fn kernel_is_rt() -> bool {
-    std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1")
-        || std::fs::read_to_string("/proc/sys/kernel/version")
-            .is_ok_and(|v| v.contains("PREEMPT_RT"))
-}
-
 /// How the scheduler's entry is marked: fentry on its entry points, or (needed on PREEMPT_RT,
 /// where the trampoline's migrate_disable() is itself a preemption point) the last
 /// preempt_disable before the switch. Which one a run used goes into its record.
@@ -98,8 +93,7 @@ pub fn attach(tgid: u32, cpu: u32, tracepoints: bool) -> Result<SchedTiming, Str
             "kernel function {f} is not in this kernel's BTF (/sys/kernel/btf/vmlinux): fentry cannot attach to it"
         ));
     }
-    let rt = tracepoints;
-    if rt && crate::kfuncs::missing_in_btf(&["btf_trace_preempt_disable"]).is_some() {
+    if tracepoints && crate::kfuncs::missing_in_btf(&["btf_trace_preempt_disable"]).is_some() {
         return Err("this kernel has no preemptirq tracepoints (CONFIG_TRACE_PREEMPT_TOGGLE): the scheduler's entry cannot be marked by them (under PREEMPT_RT fentry's trampoline is itself a preemption point)".into());
     }
     let (skel, storage) = crate::kfuncs::build_quietly(|slot| {
@@ -109,7 +103,7 @@ pub fn attach(tgid: u32, cpu: u32, tracepoints: bool) -> Result<SchedTiming, Str
             .and_then(|mut open| {
                 for mut p in open.open_object_mut().progs_mut() {
                     let name = p.name().to_string_lossy().into_owned();
-                    if !wanted(&name, rt) {
+                    if !wanted(&name, tracepoints) {
                         p.set_autoload(false);
                     }
                 }

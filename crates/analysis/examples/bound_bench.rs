@@ -101,6 +101,7 @@ fn main() {
             dst_ns: 19_312,
         },
         thread_estimated: false,
+        irq_entry_exit_ns: 0,
         observed_max_latency_ns: Some(27_000),
         sources,
     };

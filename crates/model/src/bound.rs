@@ -74,6 +74,11 @@ pub struct CpuBound {
     /// The thread terms are not measured per the paper (fallback): estimate, not a sound bound.
     #[serde(default)]
     pub thread_estimated: bool,
+    /// An IRQ arrival's hard-IRQ context outside its handler (entry and exit code, ns), added to
+    /// every IRQ source's instances in the characterizations (`sources` keep the handlers' own
+    /// times); 0 when not measured (no preemptirq events).
+    #[serde(default)]
+    pub irq_entry_exit_ns: u64,
     /// Largest latency observed in the same run on this CPU, when known.
     #[serde(default)]
     pub observed_max_latency_ns: Option<u64>,
@@ -238,6 +243,8 @@ pub struct RawCpu {
     pub cpu: u32,
     pub thread: ThreadVars,
     pub thread_estimated: bool,
+    /// See [`CpuBound::irq_entry_exit_ns`]; 0 when the reader has none.
+    pub irq_entry_exit_ns: u64,
     pub observed_max_latency_ns: Option<u64>,
     pub sources: Vec<RawSource>,
 }

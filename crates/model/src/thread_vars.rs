@@ -32,6 +32,14 @@ pub struct CpuThreadMeasure {
     pub recursion_misses: u64,
     /// Most events waiting at once in the CPU's queue (1: no program ever interrupted another).
     pub max_queued: u64,
+    /// An interrupt arrival's hard-IRQ context outside its handlers (entry and exit code; max,
+    /// ns): the IRQ-disabled stretch around a handler entered with no other open, minus the
+    /// handlers. The bound adds it to every IRQ source's per-instance time (docs/bound.md).
+    #[serde(default)]
+    pub irq_entry_exit_ns: u64,
+    /// Arrivals that was measured on.
+    #[serde(default)]
+    pub irq_arrivals: u64,
     /// Where the longest D_POID was: the event that opened the preempt-/IRQ-disabled union and
     /// the one that closed it (None: no D_POID measured, or a reader without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -224,6 +224,8 @@ impl Explain {
                         vars: m.thread,
                         preemptirq_events: m.preemptirq_events,
                         sched_sections: m.sched_sections,
+                        irq_entry_exit_ns: m.irq_entry_exit_ns,
+                        irq_arrivals: m.irq_arrivals,
                     },
                     m.lost_events,
                 );

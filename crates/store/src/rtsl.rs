@@ -321,6 +321,7 @@ pub fn read_conn(conn: &Connection, origin: &str) -> Result<Vec<RawCpu>, RtslErr
                 dst_ns: vals[3],
             },
             thread_estimated: false,
+            irq_entry_exit_ns: 0,
             observed_max_latency_ns: None,
             sources,
         });

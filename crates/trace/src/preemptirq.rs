@@ -83,7 +83,10 @@ const RES_POID_STACK: usize = 19;
 const POID_STACK: usize = 16;
 /// `poid_tid`, then `poid_comm` (16 bytes).
 const RES_POID_TASK: usize = RES_POID_STACK + POID_STACK;
-const RES_WORDS: usize = RES_POID_TASK + 3;
+/// `irq_ctx_ns`, `irq_arrivals` (after the 2 words of `poid_comm`).
+const RES_IRQ_CTX: usize = RES_POID_TASK + 3;
+const RES_IRQ_ARRIVALS: usize = RES_IRQ_CTX + 1;
+const RES_WORDS: usize = RES_IRQ_ARRIVALS + 1;
 /// `head` and `tail` of the queue follow the results.
 const HEAD_WORD: usize = RES_WORDS;
 const TAIL_WORD: usize = RES_WORDS + 1;
@@ -234,6 +237,8 @@ pub fn parse_state(cpu: u32, b: &[u8]) -> CpuThreadMeasure {
         nest_overflows,
         recursion_misses: 0,
         max_queued: at(RES_MAX_QUEUED),
+        irq_entry_exit_ns: at(RES_IRQ_CTX),
+        irq_arrivals: at(RES_IRQ_ARRIVALS),
         poid_at: (at(RES_POID) > 0).then(|| {
             let site = |w: usize| CodeSite {
                 event: kind_name(at(w + 2)).into(),
@@ -247,7 +252,7 @@ pub fn parse_state(cpu: u32, b: &[u8]) -> CpuThreadMeasure {
                 irq_ns: at(RES_POID_AT + 6),
                 from_ts_ns: at(RES_POID_AT + 7),
                 events: at(RES_POID_AT + 8),
-                stack: (RES_POID_STACK..RES_WORDS)
+                stack: (RES_POID_STACK..RES_POID_TASK)
                     .map(at)
                     .take_while(|&a| a != 0)
                     .map(|ip| CodeSite {
@@ -801,7 +806,10 @@ mod tests {
         b.resize(RES_POID_TASK * 8, 0);
         b.extend_from_slice(&42u64.to_ne_bytes());
         b.extend_from_slice(b"rtscope-m\0\0\0\0\0\0\0");
+        b.extend_from_slice(&1234u64.to_ne_bytes());
+        b.extend_from_slice(&56u64.to_ne_bytes());
         let m = parse_state(3, &b);
+        assert_eq!((m.irq_entry_exit_ns, m.irq_arrivals), (1234, 56));
         assert_eq!(
             m.thread,
             ThreadVars {
@@ -831,6 +839,20 @@ mod tests {
         let stack: Vec<u64> = at.stack.iter().map(|f| f.ip).collect();
         assert_eq!(stack, [0xa0, 0xa1]);
         assert_eq!((at.tid, at.comm.as_str()), (42, "rtscope-m"));
+        // A full stack of POID_STACK frames stops before the task's words.
+        let mut full = b.clone();
+        for (i, w) in full[RES_POID_STACK * 8..RES_POID_TASK * 8]
+            .chunks_exact_mut(8)
+            .enumerate()
+        {
+            w.copy_from_slice(&(0xb0 + i as u64).to_ne_bytes());
+        }
+        let at = parse_state(3, &full).poid_at.expect("poid_at");
+        assert_eq!(at.stack.len(), POID_STACK);
+        assert_eq!(
+            at.stack.last().map(|f| f.ip),
+            Some(0xb0 + POID_STACK as u64 - 1)
+        );
         // A short value reads as zeros, never a panic.
         assert_eq!(parse_state(0, &[1, 2, 3]).thread, ThreadVars::default());
     }

@@ -107,6 +107,12 @@ fn assert_same(r: &Replay, events: &[Event]) -> Result<(), TestCaseError> {
         prop_assert_eq!(g.thread, w.vars, "cpu {} thread vars", cpu);
         prop_assert_eq!(g.preemptirq_events, w.preemptirq_events, "cpu {}", cpu);
         prop_assert_eq!(g.sched_sections, w.sched_sections, "cpu {}", cpu);
+        prop_assert_eq!(
+            (g.irq_entry_exit_ns, g.irq_arrivals),
+            (w.irq_entry_exit_ns, w.irq_arrivals),
+            "cpu {} interrupt entry/exit",
+            cpu
+        );
         prop_assert_eq!(g.lost_events, 0, "cpu {}", cpu);
     }
     Ok(())
@@ -164,6 +170,8 @@ fn replay_matches_the_hand_checked_fixture() {
         );
         assert_eq!((c.sched_sections, c.preemptirq_events), (1, 8));
         assert_eq!((c.lost_events, c.max_queued), (0, 1));
+        // 300–340 masked around local_timer 310–315: 40 − 5, one arrival.
+        assert_eq!((c.irq_entry_exit_ns, c.irq_arrivals), (35, 1));
     }
     assert_same(&r, &all).unwrap();
 }

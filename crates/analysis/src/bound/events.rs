@@ -152,6 +152,7 @@ pub fn interrupt_sources(events: &[Event]) -> Result<Extracted, BoundError> {
             cpu: 0,
             thread: ThreadVars::default(),
             thread_estimated: false,
+            irq_entry_exit_ns: 0,
             observed_max_latency_ns: None,
             sources: std::mem::take(v),
         };
@@ -194,14 +195,14 @@ pub(crate) fn thread_terms(
     measured: Option<&thread::CpuThreadMeasure>,
     max_non_interrupt_delay_ns: Option<u64>,
     assume_thread_ns: Option<u64>,
-) -> Option<(ThreadVars, bool)> {
+) -> Option<(ThreadVars, bool, u64)> {
     match (
         measured.filter(|m| m.preemptirq_events > 0),
         max_non_interrupt_delay_ns,
         assume_thread_ns,
     ) {
-        (Some(m), _, _) => Some((m.vars, false)),
-        (None, Some(d), _) | (None, None, Some(d)) => Some((thread::fallback_vars(d), true)),
+        (Some(m), _, _) => Some((m.vars, false, m.irq_entry_exit_ns)),
+        (None, Some(d), _) | (None, None, Some(d)) => Some((thread::fallback_vars(d), true, 0)),
         (None, None, None) => None,
     }
 }
@@ -273,7 +274,7 @@ pub fn trace_input(
     let mut srcs = x.cpus;
     for cpu in all {
         let observed = delays.get(&cpu).map(|d| d.1);
-        let Some((thread, estimated)) = thread_terms(
+        let Some((thread, estimated, irq_entry_exit_ns)) = thread_terms(
             measured.get(&cpu),
             delays.get(&cpu).map(|d| d.0),
             assume_thread_ns,
@@ -285,6 +286,7 @@ pub fn trace_input(
             cpu,
             thread,
             thread_estimated: estimated,
+            irq_entry_exit_ns,
             observed_max_latency_ns: observed,
             sources: srcs.remove(&cpu).unwrap_or_default(),
         };

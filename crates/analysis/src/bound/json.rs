@@ -1,7 +1,7 @@
 //! The documented interchange input (`rtscope bound --input FILE.json`, docs/bound.md):
 //! `{"cpus":[{"cpu":0, "thread":{"poid_ns","paie_ns","psd_ns","dst_ns"},
 //!   "irqs":[{"source":"33","start_ns","duration_ns"}…], "nmis":[{"start_ns","duration_ns"}…],
-//!   "observed_max_latency_ns": optional}]}`.
+//!   "observed_max_latency_ns": optional, "irq_entry_exit_ns": optional}]}`.
 //! Unknown fields are rejected; numbers are read signed so a negative value is named, not
 //! mangled; arrivals are sorted per source (stated normalisation, reported as a warning).
 
@@ -31,6 +31,10 @@ struct Cpu {
     observed_max_latency_ns: Option<i64>,
     #[serde(default)]
     thread_estimated: bool,
+    /// An IRQ arrival's entry and exit code outside its handler (ns), added to every IRQ
+    /// instance.
+    #[serde(default)]
+    irq_entry_exit_ns: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -108,6 +112,10 @@ pub fn parse(text: &str, origin: &str) -> Result<BoundInput, BoundError> {
             psd_ns: nonneg(origin, &format!("{p}.thread.psd_ns"), c.thread.psd_ns)?,
             dst_ns: nonneg(origin, &format!("{p}.thread.dst_ns"), c.thread.dst_ns)?,
         };
+        let irq_entry_exit_ns = match c.irq_entry_exit_ns {
+            Some(v) => nonneg(origin, &format!("{p}.irq_entry_exit_ns"), v)?,
+            None => 0,
+        };
         let observed = match c.observed_max_latency_ns {
             Some(v) => Some(nonneg(origin, &format!("{p}.observed_max_latency_ns"), v)?),
             None => None,
@@ -173,6 +181,7 @@ pub fn parse(text: &str, origin: &str) -> Result<BoundInput, BoundError> {
             cpu,
             thread,
             thread_estimated: c.thread_estimated,
+            irq_entry_exit_ns,
             observed_max_latency_ns: observed,
             sources,
         };

@@ -68,6 +68,56 @@ impl<T: Interference + ?Sized> Interference for &T {
     }
 }
 
+/// An interrupt source whose every instance also costs `e_ns` outside its handler: the
+/// hard-IRQ entry and exit code that irq_handler_entry/exit and the vector events do not
+/// bracket. Theorem 8 charges each arrival its whole execution, so oWCET becomes oWCET + e and
+/// B(Δ) becomes B(Δ) + e · arrivals(Δ): the largest sum of (duration + e) over one window is at
+/// most the largest sum of durations plus e times the largest number of arrivals (the two
+/// maxima may come from different windows, so this is an upper bound, never below the exact
+/// curve). NMIs do not enter through that path (their time is the handler's own delta) and are
+/// given e = 0.
+#[derive(Clone, Copy, Debug)]
+pub struct WithEntryExit<S> {
+    pub inner: S,
+    pub e_ns: u64,
+}
+
+impl<S: Interference> WithEntryExit<S> {
+    /// `s` with `e_ns` added to each instance if it is an IRQ source (lines and vectors).
+    pub fn irq(s: S, e_ns: u64) -> Self {
+        let e_ns = if s.kind() == SourceKind::Irq { e_ns } else { 0 };
+        WithEntryExit { inner: s, e_ns }
+    }
+}
+
+impl<S: Interference> Interference for WithEntryExit<S> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn kind(&self) -> SourceKind {
+        self.inner.kind()
+    }
+    fn count(&self) -> u64 {
+        self.inner.count()
+    }
+    fn owcet_ns(&self) -> u64 {
+        self.inner.owcet_ns().saturating_add(self.e_ns)
+    }
+    fn omiat_ns(&self) -> Option<u64> {
+        self.inner.omiat_ns()
+    }
+    fn demand_ns(&self, delta_ns: u64) -> u64 {
+        let d = self.inner.demand_ns(delta_ns);
+        if self.e_ns == 0 {
+            return d;
+        }
+        d.saturating_add(self.inner.arrivals(delta_ns).saturating_mul(self.e_ns))
+    }
+    fn arrivals(&self, delta_ns: u64) -> u64 {
+        self.inner.arrivals(delta_ns)
+    }
+}
+
 impl Interference for InterruptSource {
     fn name(&self) -> &str {
         &self.name
@@ -128,6 +178,9 @@ pub struct CpuInput {
     pub thread: ThreadVars,
     /// Thread terms come from the fallback, not from preemptirq measurement.
     pub thread_estimated: bool,
+    /// An IRQ arrival's hard-IRQ context outside its handler (entry and exit code, ns; thread.rs
+    /// `irq_entry_exit_ns`), added to every IRQ instance ([`WithEntryExit`]); 0 when unmeasured.
+    pub irq_entry_exit_ns: u64,
     pub observed_max_latency_ns: Option<u64>,
     pub sources: Vec<InterruptSource>,
 }
@@ -179,6 +232,7 @@ pub fn from_raw(cpus: Vec<RawCpu>, mut warnings: Vec<String>) -> Result<BoundInp
             cpu: rc.cpu,
             thread: rc.thread,
             thread_estimated: rc.thread_estimated,
+            irq_entry_exit_ns: rc.irq_entry_exit_ns,
             observed_max_latency_ns: rc.observed_max_latency_ns,
             sources,
         };
@@ -467,6 +521,7 @@ pub fn analyze_cpu(c: &CpuInput, opts: &Options) -> CpuBound {
         c.cpu,
         &c.thread,
         c.thread_estimated,
+        c.irq_entry_exit_ns,
         c.observed_max_latency_ns,
         &c.sources,
         opts,
@@ -474,22 +529,30 @@ pub fn analyze_cpu(c: &CpuInput, opts: &Options) -> CpuBound {
 }
 
 /// All six characterizations for one CPU from its thread terms and any kind of source
-/// (`sources` in rtsl order, see [`CpuInput::sort_sources`]).
+/// (`sources` in rtsl order, see [`CpuInput::sort_sources`]); every IRQ instance also costs
+/// `irq_entry_exit_ns` ([`WithEntryExit`]). The source summaries keep the handlers' own times.
 pub fn analyze_sources<S: Interference>(
     cpu: u32,
     t: &ThreadVars,
     thread_estimated: bool,
+    irq_entry_exit_ns: u64,
     observed_max_latency_ns: Option<u64>,
-    sources: &[S],
+    raw_sources: &[S],
     opts: &Options,
 ) -> CpuBound {
+    let sources: Vec<WithEntryExit<&S>> = raw_sources
+        .iter()
+        .map(|s| WithEntryExit::irq(s, irq_entry_exit_ns))
+        .collect();
+    let sources = sources.as_slice();
     CpuBound {
         cpu,
         ifl_ns: ifl_ns(t),
         thread: *t,
         thread_estimated,
+        irq_entry_exit_ns,
         observed_max_latency_ns,
-        sources: summarize_sources(sources),
+        sources: summarize_sources(raw_sources),
         bounds: Bounds {
             no_interrupts: no_interrupts(t, opts),
             worst_single: worst_single(t, sources, opts),

@@ -579,7 +579,7 @@ impl OnlineBound {
         &self,
         cpu: u32,
         c: &CpuState,
-    ) -> Option<(rtscope_model::bound::ThreadVars, bool)> {
+    ) -> Option<(rtscope_model::bound::ThreadVars, bool, u64)> {
         let measured = match self.kernel_thread.get(&cpu) {
             Some((m, _)) if m.preemptirq_events > 0 => Some(m),
             _ => self.thread.get(cpu),
@@ -602,7 +602,7 @@ impl OnlineBound {
                     ));
                 }
             }
-            let Some((thread, estimated)) = self.cpu_terms(cpu, c) else {
+            let Some((thread, estimated, irq_entry_exit_ns)) = self.cpu_terms(cpu, c) else {
                 warnings.push(events::skipped_cpu_warning(cpu));
                 continue;
             };
@@ -610,6 +610,7 @@ impl OnlineBound {
                 cpu,
                 &thread,
                 estimated,
+                irq_entry_exit_ns,
                 c.max_latency_ns,
                 &self.sources(cpu),
                 opts,
@@ -691,8 +692,13 @@ impl OnlineBound {
                     .cpus
                     .iter()
                     .filter_map(|(&cpu, c)| {
-                        let (thread, _) = self.cpu_terms(cpu, c)?;
-                        let sw = super::sliding_window(&thread, &self.sources(cpu), opts);
+                        let (thread, _, e) = self.cpu_terms(cpu, c)?;
+                        let srcs: Vec<_> = self
+                            .sources(cpu)
+                            .into_iter()
+                            .map(|s| super::WithEntryExit::irq(s, e))
+                            .collect();
+                        let sw = super::sliding_window(&thread, &srcs, opts);
                         Some((cpu, sw.latency_ns, c.max_latency_ns))
                     })
                     .collect();

@@ -460,7 +460,11 @@ fn summary_bound_never_below_exact_and_within_stated_excess() {
         assert!(on.online_summary.is_some());
         ratios(&on, &ex, &mut worst);
         for (o, c) in on.cpus.iter().zip(&input.cpus) {
-            let st: Vec<Stretched> = c.sources.iter().map(|s| Stretched(s, 1.1)).collect();
+            let st: Vec<_> = c
+                .sources
+                .iter()
+                .map(|s| super::WithEntryExit::irq(Stretched(s, 1.1), c.irq_entry_exit_ns))
+                .collect();
             // None (not converged) is +∞.
             let le = |a: Option<u64>, b: Option<u64>| match (a, b) {
                 (_, None) => true,
@@ -710,7 +714,15 @@ fn fixture_example_a_as_events() {
         let mut ob = OnlineBound::new(&[0], grid.clone());
         ob.push_events(&evs);
         let srcs = ob.sources(0);
-        let on = analyze_sources(0, &c.thread, false, c.observed_max_latency_ns, &srcs, &opts);
+        let on = analyze_sources(
+            0,
+            &c.thread,
+            false,
+            0,
+            c.observed_max_latency_ns,
+            &srcs,
+            &opts,
+        );
         assert_eq!(on.sources, exact.sources);
         let mut worst = BTreeMap::new();
         let a = rtscope_model::bound::BoundReport {
@@ -957,8 +969,8 @@ proptest! {
                 o
             })
             .collect();
-        let e = analyze_sources(0, &t, false, None, &exact, &opts);
-        let o = analyze_sources(0, &t, false, None, &online, &opts);
+        let e = analyze_sources(0, &t, false, 0, None, &exact, &opts);
+        let o = analyze_sources(0, &t, false, 0, None, &online, &opts);
         for ((name, ob), (_, eb)) in o.bounds.named().into_iter().zip(e.bounds.named()) {
             match (ob.latency_ns, eb.latency_ns) {
                 (Some(x), Some(y)) => prop_assert!(x >= y, "{}: {} < {}", name, x, y),
@@ -999,6 +1011,8 @@ fn kernel_measured_thread_terms_replace_the_estimate() {
         },
         preemptirq_events: 1_000,
         sched_sections: 10,
+        irq_entry_exit_ns: 0,
+        irq_arrivals: 0,
     };
     ob.set_kernel_thread(0, m.clone(), 0);
     let r = ob.report(&Options::default());
@@ -1010,6 +1024,23 @@ fn kernel_measured_thread_terms_replace_the_estimate() {
     assert_eq!(r.cpus[0].ifl_ns, 190);
     assert_eq!(r.cpus[0].bounds.single_of_each.latency_ns, Some(240));
     assert!(!r.warnings.iter().any(|w| w.contains("missed")));
+    // Each IRQ arrival's entry and exit code (7 ns) is added to IRQ 9's instance: 247.
+    ob.set_kernel_thread(
+        0,
+        thread::CpuThreadMeasure {
+            irq_entry_exit_ns: 7,
+            irq_arrivals: 5,
+            ..m.clone()
+        },
+        0,
+    );
+    let r = ob.report(&Options::default());
+    assert_eq!(r.cpus[0].irq_entry_exit_ns, 7);
+    assert_eq!(r.cpus[0].bounds.single_of_each.latency_ns, Some(247));
+    assert_eq!(
+        r.cpus[0].sources[0].owcet_ns, 50,
+        "summaries keep the handler's own time"
+    );
     // Lost events: still the measured terms, but the report says the bound is not sound.
     ob.set_kernel_thread(0, m.clone(), 3);
     let r = ob.report(&Options::default());

@@ -110,6 +110,13 @@ fn cpu(o: &mut String, c: &CpuBound, estimate: bool) {
             );
         }
     }
+    if c.irq_entry_exit_ns > 0 {
+        let _ = writeln!(
+            o,
+            "IRQ entry/exit: {:>10} per arrival (hard-IRQ context outside the handler), added to every IRQ instance",
+            c.irq_entry_exit_ns
+        );
+    }
     for (name, b) in c.bounds.named() {
         charb(o, name, b, c.observed_max_latency_ns, estimate);
     }

@@ -256,6 +256,7 @@ fn no_sources_all_equal_ifl() {
         cpu: 0,
         thread: t,
         thread_estimated: false,
+        irq_entry_exit_ns: 0,
         observed_max_latency_ns: None,
         sources: vec![],
     };
@@ -415,4 +416,50 @@ fn fixture_bad_inputs_are_named() {
         e,
         "bad-negative.json: cpus[0].nmis[0].duration_ns: must be >= 0 ns, got -2"
     );
+}
+
+/// Each IRQ arrival's entry and exit code (e = 2 ns) goes to every IRQ instance, not to NMIs.
+#[test]
+fn irq_entry_exit_is_added_to_every_irq_instance() {
+    let t = ThreadVars {
+        poid_ns: 10,
+        ..Default::default()
+    };
+    let mut c = CpuInput {
+        cpu: 0,
+        thread: t,
+        thread_estimated: false,
+        irq_entry_exit_ns: 2,
+        observed_max_latency_ns: None,
+        sources: vec![
+            src("35", SourceKind::Irq, &[(0, 10), (10, 5)]),
+            src("nmi", SourceKind::Nmi, &[(100, 3)]),
+        ],
+    };
+    c.sort_sources();
+    let r = analyze_cpu(&c, &Options::default());
+    assert_eq!(r.irq_entry_exit_ns, 2);
+    // The summaries keep the handlers' own times.
+    let owcet: Vec<u64> = r.sources.iter().map(|s| s.owcet_ns).collect();
+    assert_eq!(owcet, [3, 10]);
+    // 10 + (10 + 2) + 3.
+    assert_eq!(r.bounds.single_of_each.latency_ns, Some(25));
+    assert_eq!(r.bounds.worst_single.latency_ns, Some(25));
+    // oWCET 12 ≥ oMIAT 10: the sporadic curve does not converge (it did not at 10 either).
+    assert!(!r.bounds.sporadic.converged);
+    // L0 = 10: IRQ B(10) = 10 + 2·1, NMI 3 → 25; IRQ B(25) = 15 + 2·2 = 19, NMI 3 → 32;
+    // B(32) the same → 32.
+    assert_eq!(r.bounds.sliding_window.latency_ns, Some(32));
+    // oWCET form: 12 per arrival: L0 = 10 → 12 + 3 = 25 → 2·12 + 3 = 37 → 37.
+    assert_eq!(r.bounds.sliding_window_owcet.latency_ns, Some(37));
+    // e = 0 leaves every characterization as it was.
+    let r0 = analyze_cpu(
+        &CpuInput {
+            irq_entry_exit_ns: 0,
+            ..c
+        },
+        &Options::default(),
+    );
+    assert_eq!(r0.bounds.single_of_each.latency_ns, Some(23));
+    assert_eq!(r0.bounds.sliding_window.latency_ns, Some(28));
 }

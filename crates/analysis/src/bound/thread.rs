@@ -52,6 +52,13 @@ pub struct CpuThreadMeasure {
     /// Number of preemptirq events seen on the CPU: 0 means the kernel does not have them.
     pub preemptirq_events: u64,
     pub sched_sections: u64,
+    /// The hard-IRQ context outside the handlers, per arrival (max, ns): see [`St::step`]'s
+    /// `IrqEnable`. Theorem 8 charges each arrival its execution time, so this is added to every
+    /// IRQ source's per-instance time, not to a thread variable.
+    pub irq_entry_exit_ns: u64,
+    /// Arrivals it was measured on (IRQ-disabled stretches that contained a handler entered at
+    /// nesting depth 0).
+    pub irq_arrivals: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -83,6 +90,9 @@ struct St {
     idle: bool,
     /// `prio` of the task the last switch put on the CPU.
     cur_prio: Option<i32>,
+    /// The current IRQ-disabled stretch contains an interrupt arrival (a handler entered with
+    /// no other handler open).
+    arrival: bool,
 }
 
 /// Whether a wake-up of a task with `woken` prio sets need_resched on a CPU running `cur`
@@ -176,6 +186,22 @@ impl St {
             }
             EventKind::IrqEnable => {
                 self.m.preemptirq_events += 1;
+                // An interrupt's hard-IRQ context is wider than its handler: the entry code
+                // (irqentry_enter, irq_enter_rcu, the vector dispatch) runs after the entry's
+                // irq_disable (trace_hardirqs_off_finish) and before irq_handler_entry or the
+                // vector's entry event, the exit code (irq_exit_rcu, irqentry_exit) after the
+                // handler's exit event and before the irq_enable (trace_hardirqs_on in
+                // irqentry_exit, or local_irq_enable where soft-IRQs start on the way out). The
+                // IRQ-disabled stretch minus the handler bodies inside it is that per-arrival
+                // overhead. A stretch that did not begin at an arrival (code that masked IRQs and
+                // then ran a handler itself) only makes it larger: never below the truth.
+                if std::mem::take(&mut self.arrival) {
+                    if let Some(off) = self.irq_off {
+                        let d = span(off, ts, self.irq_time);
+                        self.m.irq_entry_exit_ns = self.m.irq_entry_exit_ns.max(d);
+                        self.m.irq_arrivals += 1;
+                    }
+                }
                 self.irq_off = None;
                 self.maybe_close_union(ts);
             }
@@ -259,6 +285,9 @@ impl St {
     }
 
     fn handler_open(&mut self, key: HKey, ts: u64) {
+        if self.open_handlers.is_empty() && self.irq_off.is_some() {
+            self.arrival = true;
+        }
         self.open_handlers.insert(key, ts);
     }
     fn handler_close(&mut self, key: HKey, ts: u64) {
@@ -414,6 +443,59 @@ mod tests {
         );
         assert_eq!(c.sched_sections, 1);
         assert_eq!(c.preemptirq_events, 8); // 0,100,130,150,180,200,300,340
+                                            // 300–340 is an arrival (local_timer entered with IRQs off, no handler open): 40 − 5.
+                                            // IRQ 5 at 40 came with IRQs on as far as the events say: not measured as one.
+        assert_eq!((c.irq_entry_exit_ns, c.irq_arrivals), (35, 1));
+    }
+
+    #[test]
+    fn irq_entry_exit_is_the_irq_off_stretch_around_a_handler() {
+        let h = |ts, irq, entry: bool| {
+            if entry {
+                ev(ts, IrqEntry { irq })
+            } else {
+                ev(ts, IrqExit { irq, handled: true })
+            }
+        };
+        let v = vec![
+            // From a task: entry code 1000→1010, handler 20, exit code 1030→1034: 14.
+            ev(1000, IrqDisable),
+            h(1010, 5, true),
+            h(1030, 5, false),
+            ev(1034, IrqEnable),
+            // A vector whose exit starts soft-IRQs (local_irq_enable at 2060): 3 + 10 = 13;
+            // the soft-IRQ's own masked stretch (2200→2210) has no handler: not an arrival.
+            ev(2000, IrqDisable),
+            ev(
+                2003,
+                VectorEntry {
+                    vector: Vector::LocalTimer,
+                },
+            ),
+            ev(
+                2050,
+                VectorExit {
+                    vector: Vector::LocalTimer,
+                },
+            ),
+            ev(2060, IrqEnable),
+            ev(2200, IrqDisable),
+            ev(2210, IrqEnable),
+            // A masked stretch with no handler: not an arrival.
+            ev(3000, IrqDisable),
+            ev(3500, IrqEnable),
+            // A shared line, two handlers in one entry: one arrival, 25 − 8 − 9 = 8.
+            ev(4000, IrqDisable),
+            h(4002, 5, true),
+            h(4010, 5, false),
+            h(4011, 6, true),
+            h(4020, 6, false),
+            ev(4025, IrqEnable),
+        ];
+        let c = &measure(&v)[&0];
+        assert_eq!((c.irq_entry_exit_ns, c.irq_arrivals), (14, 3));
+        // The masked stretches stay D_POID's too (the longest is 3000→3500).
+        assert_eq!(c.vars.poid_ns, 500);
     }
 
     #[test]

@@ -105,6 +105,7 @@
 #define F_SWITCH_IN_SECTION (1u << 8)
 #define F_IRQ_DISABLE_SINCE_SWITCH (1u << 9)
 #define F_IDLE (1u << 10) // the last switch went to the idle task
+#define F_ARRIVAL (1u << 11) // the IRQ-disabled stretch contains an interrupt arrival
 
 struct qslot {
 	__u64 ts;
@@ -164,6 +165,10 @@ struct pi_state {
 	__u64 poid_stack[POID_STACK];
 	__u64 poid_tid; // the task on the CPU then (thread id)
 	char poid_comm[16];
+	// thread.rs irq_entry_exit_ns / irq_arrivals: an arrival's hard-IRQ context outside its
+	// handlers (the IRQ-disabled stretch around a handler entered at depth 0, minus handlers).
+	__u64 irq_ctx_ns;
+	__u64 irq_arrivals;
 	// queue
 	__u64 head;
 	__u64 tail;
@@ -187,6 +192,8 @@ struct pi_state {
 	__u64 ev_ip;
 	__u64 ev_pip;
 	__u64 poid_raised; // D_POID was raised since the last stack was taken
+	__u64 irq_off_ts;  // thread.rs irq_off: the last IRQ disable (ts, irq_time)
+	__u64 irq_off_irq;
 };
 
 struct {
@@ -297,6 +304,8 @@ static __always_inline void maybe_close_union(struct pi_state *s, __u64 ts)
 static __always_inline void handler_open(struct pi_state *s, __u64 key, __u64 ts)
 {
 	__u64 n = s->hdepth;
+	if (n == 0 && (s->flags & F_IRQ_OFF))
+		s->flags |= F_ARRIVAL;
 #pragma unroll
 	for (int i = 0; i < HMAX; i++) {
 		if (i < n && s->hkey[i] == key) {
@@ -452,6 +461,8 @@ __noinline int pi_apply(struct pi_state *s, __u64 ts, __u64 kind, __u64 arg)
 		s->preemptirq_events++;
 		disable_begins(s, ts);
 		s->flags |= F_IRQ_OFF;
+		s->irq_off_ts = ts;
+		s->irq_off_irq = s->irq_time;
 		set_at(s, &s->irq_disable_since_switch, ts, s->irq_time);
 		s->flags |= F_IRQ_DISABLE_SINCE_SWITCH;
 		if (s->flags & F_PREEMPT_OFF) {
@@ -461,7 +472,14 @@ __noinline int pi_apply(struct pi_state *s, __u64 ts, __u64 kind, __u64 arg)
 		break;
 	case K_IRQ_ENABLE:
 		s->preemptirq_events++;
-		s->flags &= ~F_IRQ_OFF;
+		// thread.rs: the entry and exit code of an arrival's hard-IRQ context.
+		if ((s->flags & (F_ARRIVAL | F_IRQ_OFF)) == (F_ARRIVAL | F_IRQ_OFF)) {
+			__u64 d = ts > s->irq_off_ts ? ts - s->irq_off_ts : 0;
+			__u64 i = s->irq_time > s->irq_off_irq ? s->irq_time - s->irq_off_irq : 0;
+			maxto(&s->irq_ctx_ns, d > i ? d - i : 0);
+			s->irq_arrivals++;
+		}
+		s->flags &= ~(F_IRQ_OFF | F_ARRIVAL);
 		maybe_close_union(s, ts);
 		break;
 	case K_SWITCH:

@@ -5,7 +5,8 @@ For every (kernel, load): `rtscope lab run --kernel K --icount --smp 1 [--preemp
 measure -D DUR --trace bpf --bound --load LOAD`, then, from the record brought home: the
 observed maximum latency, each interrupt characterization's bound (when it converged), the ratio
 bound / observed, where the thread terms came from (in-kernel preemptirq reduction or estimate),
-the share of the p99 tail without a guest cause, and the time-to-bound (first series instant at
+the share of the p99 tail without a guest cause, each IRQ arrival's entry/exit cost the bound
+adds to every IRQ instance, and the time-to-bound (first series instant at
 which the final bound of the characterization was reached).
 
 A single observed latency above a converged bound is printed as VIOLATION and the script exits 1:
@@ -104,8 +105,9 @@ def main():
                         ttb = f"{p['t_s']:.1f}"
                         break
                 rows.append((k, load, cb["cpu"], src, f"{cb['ifl_ns']/1000:.1f}",
+                             f"{cb.get('irq_entry_exit_ns', 0)/1000:.2f}",
                              f"{(obs or 0)/1000:.1f}", *cells, f"{nga*100:.0f}%", ttb))
-    hdr = ("kernel", "load", "cpu", "thread", "IFL us", "obs max us",
+    hdr = ("kernel", "load", "cpu", "thread", "IFL us", "IRQ entry/exit us", "obs max us",
            *[SHORT[c] + " us (ratio)" for c in CHARS], "no_guest_activity", "time to bound s")
     print("| " + " | ".join(hdr) + " |")
     print("|" + "---|" * len(hdr))

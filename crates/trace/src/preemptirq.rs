@@ -54,6 +54,10 @@ const K_NMI: u64 = 11;
 /// preemptirq.bpf.c SW_FROM_IDLE / SW_TO_IDLE: K_SWITCH's arg bits, prev / next is the idle task.
 const SW_FROM_IDLE: u64 = 1;
 const SW_TO_IDLE: u64 = 2;
+/// preemptirq.bpf.c WK_KNOWN / WK_NEED_RESCHED: K_WAKEUP_HERE's arg says the running task's
+/// TIF_NEED_RESCHED was read at the wake-up, and was set.
+const WK_KNOWN: u64 = 1 << 8;
+const WK_NEED_RESCHED: u64 = 1 << 9;
 /// preemptirq.bpf.c QUEUE_ONLY: the replayed event is appended, not applied.
 const QUEUE_ONLY: u64 = 1 << 32;
 /// preemptirq.bpf.c NEST_IN_CLAIM: a nested program runs in the middle of the event's claim.
@@ -660,6 +664,18 @@ impl Replay {
         };
         let kind = if nested { kind | QUEUE_ONLY } else { kind };
         self.run(e.cpu, [e.ts_ns, kind, arg, ip, parent_ip])
+    }
+
+    /// A `sched_wakeup` of this CPU as the live program records it: with the running task's
+    /// TIF_NEED_RESCHED as read at the tracepoint (`push` leaves it unknown: thread.rs's rule).
+    pub fn push_wakeup_read(&self, e: &Event, need_resched: bool) -> Result<(), String> {
+        match queue_event(e) {
+            Some((K_WAKEUP_HERE, arg)) => {
+                let flag = if need_resched { WK_NEED_RESCHED } else { 0 };
+                self.run(e.cpu, [e.ts_ns, K_WAKEUP_HERE, arg | WK_KNOWN | flag, 0, 0])
+            }
+            _ => Err("push_wakeup_read: not a wake-up of its own CPU".into()),
+        }
     }
 
     /// `push` (applied) with another program interrupting its claim of a queue slot between

@@ -421,3 +421,49 @@ fn longest_poid_names_its_ends() {
     assert_eq!(at.irq_ns, 0);
     assert_same(&r, &cut).unwrap();
 }
+
+/// D_PAIE from the need_resched flag read at the wake-up: a fair-class wake-up beside a running
+/// fair-class task that did not set TIF_NEED_RESCHED opens no pe_ie state; one that did, or one
+/// replayed without the flag (thread.rs's conservative rule), does.
+#[test]
+fn a_wakeup_that_set_no_need_resched_opens_no_pe_ie_state() {
+    use EventKind::*;
+    let r = match replay() {
+        Ok(r) => r,
+        Err(e) => return println!("SKIPPED: {e}"),
+    };
+    let fair = Switch {
+        prev_pid: 4,
+        prev_prio: 120,
+        prev_state: 0,
+        next_pid: 5,
+        next_prio: 120,
+    };
+    let wake = Wakeup {
+        pid: 6,
+        prio: 120,
+        target_cpu: 0,
+    };
+    // IRQs masked 100→120 with the wake-up at 110; the next disable at 170: pe_ie 120→170.
+    for (flag, want) in [(Some(false), 0u64), (Some(true), 50), (None, 50)] {
+        r.reset().expect("reset");
+        r.push(&ev(0, 0, fair), false).unwrap();
+        r.push(&ev(0, 100, IrqDisable), false).unwrap();
+        match flag {
+            Some(f) => r.push_wakeup_read(&ev(0, 110, wake), f).unwrap(),
+            None => r.push(&ev(0, 110, wake), false).unwrap(),
+        }
+        r.push(&ev(0, 120, IrqEnable), false).unwrap();
+        r.push(&ev(0, 170, PreemptDisable), false).unwrap();
+        r.push(&ev(0, 180, PreemptEnable), false).unwrap();
+        let got = r.read()[&0].thread.paie_ns;
+        assert_eq!(got, want, "need_resched read: {flag:?}");
+    }
+    // A wake-up of another CPU's task is refused by the helper, not mis-recorded.
+    let remote = Wakeup {
+        pid: 6,
+        prio: 120,
+        target_cpu: 1,
+    };
+    assert!(r.push_wakeup_read(&ev(0, 200, remote), true).is_err());
+}

@@ -65,12 +65,19 @@
 #define K_IRQ_DISABLE 3
 #define K_IRQ_ENABLE 4
 #define K_SWITCH 5 // arg: SW_FROM_IDLE | SW_TO_IDLE | (next prio + 2) << 8
-#define K_WAKEUP_HERE 6 // sched_wakeup whose target CPU is this CPU; arg: woken prio + 2
+#define K_WAKEUP_HERE 6 // sched_wakeup whose target CPU is this CPU; arg: woken prio + 2 | WK_*
 #define K_IRQ_ENTRY 7	// arg = IRQ number
 #define K_IRQ_EXIT 8
 #define K_VEC_ENTRY 9 // arg = vector id (V_*)
 #define K_VEC_EXIT 10
 #define K_NMI 11 // arg = the handler's delta_ns
+
+// K_WAKEUP_HERE's arg: the running task's TIF_NEED_RESCHED was read at the wake-up (WK_KNOWN),
+// and was set (WK_NEED_RESCHED). A replayed event without WK_KNOWN takes thread.rs's rule.
+#define WK_KNOWN (1u << 8)
+#define WK_NEED_RESCHED (1u << 9)
+// x86's TIF_NEED_RESCHED (arch/x86/include/asm/thread_info.h): a #define, not in BTF.
+#define TIF_NEED_RESCHED_BIT 3
 
 // K_SWITCH's arg: prev / next is the idle task (pid 0).
 #define SW_FROM_IDLE 1
@@ -486,7 +493,7 @@ __noinline int pi_apply(struct pi_state *s, __u64 ts, __u64 kind, __u64 arg)
 		pi_switch(s, ts, arg);
 		break;
 	case K_WAKEUP_HERE:
-		if (wakeup_preempts(s, arg & 0xff))
+		if ((arg & WK_KNOWN) ? (arg & WK_NEED_RESCHED) : wakeup_preempts(s, arg & 0xff))
 			s->flags |= F_WAKEUP_PENDING;
 		break;
 	case K_IRQ_ENTRY:
@@ -678,11 +685,19 @@ int BPF_PROG(pi_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 // thread.rs: `Wakeup { target_cpu } if target_cpu == e.cpu`. A remote wake-up queued to another
 // CPU fires this tracepoint on the target when it is activated there, so it counts there.
+// ttwu_do_activate() and ttwu_runnable() call wakeup_preempt() before ttwu_do_wakeup() fires
+// this tracepoint, so the running task's TIF_NEED_RESCHED says here whether the scheduler was
+// asked for (resched_curr): the paper's set_need_resched, read instead of predicted. A flag
+// already set by an earlier request also means a pending scheduler call, as it should.
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(pi_sched_wakeup, struct task_struct *p)
 {
-	if (p->thread_info.cpu == bpf_get_smp_processor_id())
-		record(K_WAKEUP_HERE, (__u64)((p->prio + 2) & 0xff));
+	if (p->thread_info.cpu != bpf_get_smp_processor_id())
+		return 0;
+	struct task_struct *cur = bpf_get_current_task_btf();
+	__u64 nr = (cur->thread_info.flags >> TIF_NEED_RESCHED_BIT) & 1;
+	record(K_WAKEUP_HERE,
+	       (__u64)((p->prio + 2) & 0xff) | WK_KNOWN | (nr ? WK_NEED_RESCHED : 0));
 	return 0;
 }
 

@@ -204,6 +204,7 @@ fn icount_single_vcpu_tail_has_a_guest_cause() {
             "2s",
             "--trace",
             "bpf",
+            "--bound",
         ],
         d.path(),
     );
@@ -215,6 +216,21 @@ fn icount_single_vcpu_tail_has_a_guest_cause() {
     );
     let (_, rec) = newest_stored(&db, d.path());
     assert_eq!(rec["tags"]["emulated"], "tcg-icount");
+    // The bound's thread terms come from the in-kernel preemptirq reduction, with each
+    // interrupt arrival's entry and exit code measured (the local timer alone gives hundreds
+    // of arrivals in 2 s), and no converged bound lies below the observed maximum.
+    let b = &rec["kind"]["measurement"]["bound"];
+    let c = &b["cpus"][0];
+    assert_eq!(c["thread_estimated"], false, "{b}");
+    let e = c["irq_entry_exit_ns"].as_u64().unwrap_or(0);
+    assert!(e > 0 && e < 100_000, "IRQ entry/exit {e} ns: {b}");
+    let obs = c["observed_max_latency_ns"].as_u64().expect("observed max");
+    for (name, x) in c["bounds"].as_object().unwrap() {
+        if x["converged"] == true {
+            let l = x["latency_ns"].as_u64().unwrap();
+            assert!(l >= obs, "{name}: bound {l} < observed {obs}: {b}");
+        }
+    }
     let a = &rec["kind"]["measurement"]["attribution"];
     assert_eq!(a["lost_events"], 0, "{a}");
     assert_eq!(a["samples_unattributed"], 0, "{a}");

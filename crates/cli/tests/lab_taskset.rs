@@ -1,8 +1,11 @@
 //! `taskset sweep` end to end in a 4-CPU guest (emulated: QEMU TCG, one host thread for every
 //! vCPU, guest clock from the instruction count): the thesis' heaviest global point, U = 3.9 on
-//! 4 CPUs (0.975 per CPU), admitted only with the sweep's kernel settings (sched_rt_runtime_us
-//! raised to its period, the fair server's runtime lowered), both policies run, the settings
-//! written back, one record brought home with the per-point table.
+//! 4 CPUs (0.975 per CPU), above what 6.12 admits by default (4 × (0.95 − 0.05) = 3.6), run with
+//! the sweep's kernel setting (sched_rt_runtime_us = -1: SCHED_DEADLINE admission off; the
+//! `trace` kernel has no SCHED_DEBUG, so its fair server cannot be lowered instead), both
+//! policies run, the setting written back, one record brought home with the per-point table.
+//! Misses are not checked: with 4 vCPUs taking turns on one host thread they are mostly the
+//! emulation's (docs/tasksets.md, "The thesis' parameters in the lab").
 
 use rtscope_testkit::lab::{icount_record_smp, ready};
 use rtscope_testkit::{bin, need_root};
@@ -27,9 +30,7 @@ fn a_global_sweep_at_the_thesis_load_runs_in_a_four_cpu_guest() {
         "-D",
         "1s",
         "--rt-runtime-us",
-        "1000000",
-        "--fair-server-us",
-        "10000",
+        "-1",
     ];
     let rec = icount_record_smp(bin!(), "trace", None, "4", &verb, "sweep.json");
     let r = &rec["kind"]["taskset_sweep"];
@@ -37,7 +38,7 @@ fn a_global_sweep_at_the_thesis_load_runs_in_a_four_cpu_guest() {
     let runs = r["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4, "2 sets × 2 policies: {r}");
     for run in runs {
-        // Admitted: Σ (C + 50 µs)/T ≤ 3.96 = 4 × (1.0 − 0.01 fair server).
+        // Admitted (admission off), run to the end.
         assert_eq!(run["status"], "ok", "{run}");
         assert!(
             (run["utilisation"].as_f64().unwrap() - 3.9).abs() < 1e-6,
@@ -59,22 +60,14 @@ fn a_global_sweep_at_the_thesis_load_runs_in_a_four_cpu_guest() {
         assert_eq!(p["sets"], 2, "{p}");
         assert!(p["ci95_half_pct"].is_number(), "{p}");
     }
-    // sched_rt_runtime_us and four fair servers, each set and written back.
+    // sched_rt_runtime_us set for the sweep and written back; the admission facts read after.
     let ks = r["kernel_settings"].as_array().unwrap();
-    assert_eq!(ks.len(), 5, "{r}");
+    assert_eq!(ks.len(), 1, "{r}");
     assert_eq!(ks[0]["path"], "/proc/sys/kernel/sched_rt_runtime_us");
     assert_eq!(
         (&ks[0]["before"], &ks[0]["during"]),
-        (&"950000".into(), &"1000000".into())
+        (&"950000".into(), &"-1".into())
     );
-    for k in &ks[1..] {
-        assert_eq!(k["before"], "50000000", "{k}");
-        assert_eq!(k["during"], "10000000", "{k}");
-    }
-    assert!(ks.iter().all(|k| k["restored"] == true), "{r}");
-    assert!(
-        r["admission"]["method"].as_str().unwrap().contains("0.010"),
-        "{r}"
-    );
-    assert_eq!(rec["tags"]["lab_smp"], "4");
+    assert_eq!(ks[0]["restored"], true, "{r}");
+    assert_eq!(r["admission"]["limit_per_cpu"], 1.0, "{r}");
 }

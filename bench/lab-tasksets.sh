@@ -71,9 +71,18 @@ start() {
 }
 
 summary() {
-	python3 - "$OUT" <<'PY'
+	local tags=/dev/null
+	if [ -f "$OUT/lab.db" ]; then
+		tags="$OUT/tags.json"
+		"$RTSCOPE" runs --db "$OUT/lab.db" --json - >"$tags"
+	fi
+	python3 - "$OUT" "$tags" <<'PY'
 import json, os, sys
 out = sys.argv[1]
+try:
+    stored = {r["tags"].get("sweep"): r["tags"] for r in json.load(open(sys.argv[2]))}
+except Exception:
+    stored = {}
 recs = {}
 for root, _, files in os.walk(out):
     for f in files:
@@ -101,9 +110,9 @@ def cell(p):
 for name, r in sorted(recs.items()):
     s = r["kind"]["taskset_sweep"]
     c = s["config"]
-    tags = r.get("tags", {})
+    tags = stored.get(name, {})
     print(f"### {name}: {c['placement']}, {c['sets']} sets per point, {c['duration_s']} s per run, "
-          f"kernel {tags.get('kernel_release', '?')}, emulated={tags.get('emulated', '?')}, "
+          f"kernel {tags.get('kernel', '?')} (preempt {tags.get('preempt', '?')}), emulated={tags.get('emulated', '?')}, {tags.get('lab_smp', '?')} vCPUs, "
           f"{s['elapsed_s']:.0f} s in the guest{' (interrupted)' if s['interrupted'] else ''}\n")
     pols = c["policies"]
     th = thesis.get(c["placement"], {})

@@ -131,11 +131,9 @@ where
         no_probe: true,
     }
     .resolve()?;
-    let work_by_cputime = match f.work.as_str() {
-        "cputime" => true,
-        "calibrated" => false,
-        w => return Err(bad(format!("--work: cputime or calibrated, got '{w}'")).into()),
-    };
+    if !["cputime", "calibrated"].contains(&f.work.as_str()) {
+        return Err(bad(format!("--work: cputime or calibrated, got '{}'", f.work)).into());
+    }
     if !(1..=1024 * 1024).contains(&f.wss_kb) {
         return Err(bad(format!("--wss-kb: must be 1..=1048576, got {}", f.wss_kb)).into());
     }
@@ -180,7 +178,6 @@ where
             "SCHED_DEADLINE/SCHED_FIFO threads or kernel settings",
         )?;
     }
-    let _ = work_by_cputime;
     Ok(SweepJob {
         config: SweepConfig {
             placement: f.placement.clone(),

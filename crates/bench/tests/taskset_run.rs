@@ -387,3 +387,94 @@ fn topology_clusters_partition_the_online_cpus() {
         println!("{what}: {groups:?}");
     }
 }
+
+/// `taskset sweep` on this machine: 2 sets × 2 policies of a partitioned sweep at R = 0.3 per CPU,
+/// 0.5 s each, from the flags to the summary. Every run admitted and counted, the table's
+/// arithmetic consistent with the runs, the cpusets gone afterwards.
+#[test]
+fn sweep_runs_every_set_and_policy() {
+    if !root() {
+        println!("SKIPPED: needs root");
+        return;
+    }
+    let _g = serial();
+    #[derive(Debug)]
+    struct E(String);
+    impl From<TasksetError> for E {
+        fn from(e: TasksetError) -> E {
+            E(e.to_string())
+        }
+    }
+    impl From<rtscope_bench::common::BenchError> for E {
+        fn from(e: rtscope_bench::common::BenchError) -> E {
+            E(e.to_string())
+        }
+    }
+    struct Host;
+    impl ts::job::Values for Host {
+        type Error = E;
+        fn cpus(&self, _: &str, _: Option<&str>) -> Result<Vec<u32>, E> {
+            Ok(cpus())
+        }
+        fn duration(&self, _: &str, s: &str, lo: f64, hi: f64) -> Result<f64, E> {
+            rtscope_model::duration::parse_secs_in(s, lo, hi).map_err(|e| E(e.to_string()))
+        }
+        fn read(&self, _: &str, _: &std::path::Path) -> Result<String, E> {
+            Ok(String::new())
+        }
+        fn output_dir(&self, _: &str, _: &std::path::Path) -> Result<(), E> {
+            Ok(())
+        }
+        fn write(&self, _: &std::path::Path, _: &[u8]) -> Result<(), E> {
+            Ok(())
+        }
+        fn require_realtime(&self, _: &str, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+    }
+    let f = ts::sweep::SweepFlags {
+        placement: "partitioned".into(),
+        loads: vec![0.3],
+        sets: 2,
+        tasks_per_cpu: 2,
+        policies: vec!["deadline".into(), "other".into()],
+        duration: "0.5".into(),
+        seed: 7,
+        margin: 1.0,
+        margin_us: 50,
+        work: "cputime".into(),
+        cmin_us: 50,
+        tmin_ms: 10.0,
+        tmax_ms: 100.0,
+        wss_kb: 16,
+        cpus: None,
+        rt_runtime_us: None,
+        fair_server_us: None,
+    };
+    let job = ts::sweep::prepare(&f, &Host).unwrap_or_else(|E(e)| panic!("flags: {e}"));
+    let mut seen = 0;
+    let r = job.run(|_| seen += 1).expect("sweep");
+    assert_eq!((seen, r.runs.len()), (4, 4));
+    if let Some(x) = r.runs.iter().find(|x| x.status != "ok") {
+        println!("SKIPPED: the kernel refused a run here: {:?}", x.error);
+        return;
+    }
+    assert_eq!(r.points.len(), 2);
+    for p in &r.points {
+        let here: Vec<_> = r.runs.iter().filter(|x| x.policy == p.policy).collect();
+        assert_eq!(p.sets, 2);
+        assert_eq!(p.jobs, here.iter().map(|x| x.jobs).sum::<u64>());
+        assert_eq!(p.misses, here.iter().map(|x| x.misses).sum::<u64>());
+        let mean = here.iter().map(|x| x.miss_pct).sum::<f64>() / 2.0;
+        assert!((p.mean_miss_pct - mean).abs() < 1e-9);
+        assert!(p.ci95_half_pct.is_some());
+    }
+    for x in &r.runs {
+        // 0.5 s with periods ≤ 100 ms: every task has ≥ 5 jobs.
+        assert!(x.jobs >= 5 * 2 * cpus().len() as u64, "{x:?}");
+        assert!((x.utilisation - 0.3 * cpus().len() as f64).abs() < 1e-6);
+        assert!(x.max_exec_over_c >= 0.99, "cputime jobs use C: {x:?}");
+    }
+    assert!(r.kernel_settings.is_empty() && !r.interrupted);
+    assert!(cpuset::ours().is_empty(), "cpusets left behind");
+}

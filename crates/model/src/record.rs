@@ -153,6 +153,8 @@ pub enum RunKind {
     Measurement(Box<Measurement>),
     /// `taskset run`.
     Taskset(Box<crate::taskset::TasksetResult>),
+    /// `taskset sweep`: a whole load sweep (sets × policies) summarised per point.
+    TasksetSweep(Box<crate::taskset::SweepResult>),
     /// `rtscope rhealstone` (Kar & Porter 1989; heursch-2001 §3.1).
     Rhealstone(Box<crate::bench::RhealstoneResult>),
     /// `rtscope sched-scale` (heursch-2001 §4, Table 3).
@@ -179,6 +181,7 @@ impl RunKind {
         match self {
             RunKind::Measurement(_) => "measurement",
             RunKind::Taskset(_) => "taskset",
+            RunKind::TasksetSweep(_) => "taskset_sweep",
             RunKind::Rhealstone(_) => "rhealstone",
             RunKind::SchedScale(_) => "sched_scale",
             RunKind::Pdlt(_) => "pdlt",
@@ -254,6 +257,7 @@ impl RunRecord {
         match &self.kind {
             RunKind::Measurement(m) => m.config.policy.name().into(),
             RunKind::Taskset(t) => t.config.policy.clone(),
+            RunKind::TasksetSweep(t) => t.config.policies.join(","),
             RunKind::Rhealstone(_)
             | RunKind::SchedScale(_)
             | RunKind::Pdlt(_)
@@ -279,6 +283,7 @@ impl RunRecord {
         match &self.kind {
             RunKind::Measurement(m) => m.overruns,
             RunKind::Taskset(t) => t.total_misses,
+            RunKind::TasksetSweep(t) => t.runs.iter().map(|r| r.misses).sum(),
             _ => 0,
         }
     }

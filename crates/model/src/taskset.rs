@@ -251,3 +251,117 @@ mod rate_tests {
         assert_eq!(super::set_rate([], 2.0), Some(0.0));
     }
 }
+
+/// One run of a sweep (`taskset sweep`): one set under one policy, reduced to what the per-point
+/// table needs (a whole [`TasksetResult`] per run would make a 1000-run record megabytes long).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SweepRun {
+    /// The point's load: per-CPU R for a partitioned sweep, the total U for a global one.
+    pub load: f64,
+    /// Index of the set at this point (its generator stream).
+    pub set: u32,
+    /// "deadline", "other" or "fifo".
+    pub policy: String,
+    /// The set's utilisation as generated (Σ C/T).
+    pub utilisation: f64,
+    /// "ok", "refused" (the plan or the kernel refused the set: not run, not in the mean) or
+    /// "failed" (the run itself failed).
+    pub status: String,
+    /// Why the set was refused or failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub jobs: u64,
+    pub misses: u64,
+    /// misses / jobs in percent (0 when nothing ran).
+    pub miss_pct: f64,
+    /// SCHED_DEADLINE runtime overruns (SIGXCPU) and the misses at or after a task's first one.
+    pub dl_overruns: u64,
+    pub misses_after_overrun: u64,
+    /// Largest mean job CPU time of a task over its C (1.0 = the job used exactly C).
+    pub max_exec_over_c: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_switches_per_s: Option<f64>,
+    /// Every prediction of the policy's timing tests said schedulable (the kernel's admission
+    /// rule not counted); None for CFS, which no test covers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_schedulable: Option<bool>,
+}
+
+/// One cell of the sweep's table: a load and a policy over the sets that ran.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SweepPoint {
+    pub load: f64,
+    pub policy: String,
+    /// Sets that ran ("ok"); the mean and the CI are over these.
+    pub sets: u32,
+    /// Sets the plan or the kernel refused, and runs that failed: not in the mean.
+    pub refused: u32,
+    pub failed: u32,
+    /// Mean over the sets of each set's miss percentage.
+    pub mean_miss_pct: f64,
+    /// Half-width of the 95 % confidence interval of that mean (Student t, n − 1 degrees of
+    /// freedom); None with fewer than 2 sets.
+    pub ci95_half_pct: Option<f64>,
+    pub max_miss_pct: f64,
+    /// Sets with at least one miss.
+    pub sets_with_misses: u32,
+    pub jobs: u64,
+    pub misses: u64,
+    /// misses / jobs over every set pooled, percent (the thesis does not say which it reports).
+    pub pooled_miss_pct: f64,
+    pub dl_overruns: u64,
+    pub misses_after_overrun: u64,
+}
+
+/// A kernel setting a sweep changed for its runs and restored afterwards.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct KernelSetting {
+    /// The file, e.g. `/proc/sys/kernel/sched_rt_runtime_us`.
+    pub path: String,
+    pub before: String,
+    pub during: String,
+    /// Whether writing `before` back succeeded (false: the error is in the warnings).
+    pub restored: bool,
+}
+
+/// The sweep's parameters as run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SweepConfig {
+    /// "partitioned" (per-CPU load R: every CPU gets its own set of `tasks_per_cpu` tasks at
+    /// U = R, pinned in a one-CPU root domain) or "global" (one set of `tasks_per_cpu` × CPUs
+    /// tasks at total U on every CPU).
+    pub placement: String,
+    pub loads: Vec<f64>,
+    pub sets: u32,
+    pub tasks_per_cpu: u32,
+    pub cpus: Vec<u32>,
+    pub policies: Vec<String>,
+    pub seed: u64,
+    pub duration_s: f64,
+    /// "cputime" or "calibrated".
+    pub work: String,
+    /// SCHED_DEADLINE runtime Q = C × margin + margin_us.
+    pub margin: f64,
+    pub margin_us: u64,
+    pub cmin_us: u64,
+    pub tmin_ms: f64,
+    pub tmax_ms: f64,
+    pub wss_bytes: u64,
+}
+
+/// `taskset sweep`: every set × policy of a load sweep run in one process, summarised per point.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SweepResult {
+    pub config: SweepConfig,
+    /// The admission facts of the sweep's kernel settings (read after they were applied).
+    pub admission: AdmissionInfo,
+    pub kernel_settings: Vec<KernelSetting>,
+    pub points: Vec<SweepPoint>,
+    pub runs: Vec<SweepRun>,
+    /// Wall-clock seconds the sweep took, start to end (the runs, generation and set-up).
+    pub elapsed_s: f64,
+    pub interrupted: bool,
+    pub warnings: Vec<crate::warning::Warning>,
+}

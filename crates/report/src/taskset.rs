@@ -196,3 +196,101 @@ pub fn result(r: &TasksetResult) -> String {
     }
     o
 }
+
+/// One line per run of a sweep as it ends (`taskset sweep` without `-q`).
+pub fn sweep_run_line(r: &rtscope_model::taskset::SweepRun) -> String {
+    match &r.error {
+        Some(e) => format!(
+            "load {:<6} set {:>3} {:<8} {}: {e}",
+            r.load, r.set, r.policy, r.status
+        ),
+        None => format!(
+            "load {:<6} set {:>3} {:<8} U={:.4} jobs={} misses={} ({:.2} %) overruns={} job CPU/C ≤ {:.3}",
+            r.load,
+            r.set,
+            r.policy,
+            r.utilisation,
+            r.jobs,
+            r.misses,
+            r.miss_pct,
+            r.dl_overruns,
+            r.max_exec_over_c
+        ),
+    }
+}
+
+/// The sweep's table: per load and policy, the mean over sets of each set's miss % ± the 95 %
+/// CI half-width, the worst set, pooled counts; then the kernel settings it changed.
+pub fn sweep(r: &rtscope_model::taskset::SweepResult) -> String {
+    let c = &r.config;
+    let mut o = format!(
+        "taskset sweep: {} on CPUs {:?}, loads {:?} ({}), {} sets per point × {:?}, {} tasks per CPU, {} s per run, work {}, DEADLINE runtime C × {} + {} µs, seed {}\n",
+        c.placement,
+        c.cpus,
+        c.loads,
+        if c.placement == "global" { "total U" } else { "per-CPU R" },
+        c.sets,
+        c.policies,
+        c.tasks_per_cpu,
+        c.duration_s,
+        c.work,
+        c.margin,
+        c.margin_us,
+        c.seed
+    );
+    let _ = writeln!(
+        o,
+        "{:<7} {:<9} {:>5} {:>8} {:>22} {:>8} {:>10} {:>9} {:>9}",
+        "load",
+        "policy",
+        "sets",
+        "refused",
+        "miss % mean ± 95 % CI",
+        "max %",
+        "jobs",
+        "misses",
+        "overruns"
+    );
+    for p in &r.points {
+        let ci = p
+            .ci95_half_pct
+            .map(|h| format!("{:.3} ± {h:.3}", p.mean_miss_pct))
+            .unwrap_or_else(|| format!("{:.3}", p.mean_miss_pct));
+        let _ = writeln!(
+            o,
+            "{:<7} {:<9} {:>5} {:>8} {:>22} {:>8.3} {:>10} {:>9} {:>9}",
+            p.load,
+            p.policy,
+            p.sets,
+            p.refused + p.failed,
+            ci,
+            p.max_miss_pct,
+            p.jobs,
+            p.misses,
+            p.dl_overruns
+        );
+    }
+    let _ = writeln!(o, "admission: {}", r.admission.method);
+    for s in &r.kernel_settings {
+        let _ = writeln!(
+            o,
+            "kernel setting: {} = {} during the sweep (was {}; {})",
+            s.path,
+            s.during,
+            s.before,
+            if s.restored {
+                "restored"
+            } else {
+                "NOT restored"
+            }
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{} runs in {:.0} s{}",
+        r.runs.len(),
+        r.elapsed_s,
+        if r.interrupted { " (interrupted)" } else { "" }
+    );
+    o
+}

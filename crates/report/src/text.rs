@@ -87,6 +87,7 @@ pub fn summary(rec: &RunRecord) -> String {
             }
         }
         RunKind::Taskset(r) => s.push_str(&crate::taskset::result(r)),
+        RunKind::TasksetSweep(r) => s.push_str(&crate::taskset::sweep(r)),
         RunKind::Rhealstone(r) => s.push_str(&crate::bench::rhealstone(r)),
         RunKind::SchedScale(r) => s.push_str(&crate::bench::sched_scale(r)),
         RunKind::Pdlt(r) => s.push_str(&crate::bench::pdlt(r)),

@@ -48,3 +48,43 @@ pub fn run(
     }
     Ok(())
 }
+
+/// `taskset sweep`: every run's line as it ends (unless `-q`), then the per-point table, and one
+/// record for the whole sweep.
+pub fn sweep(
+    job: &rtscope_bench::taskset::sweep::SweepJob,
+    out: &RecordOutputs,
+    tags: std::collections::BTreeMap<String, String>,
+) -> Result<(), VerbError> {
+    let work = crate::work::Work::clock();
+    let verbose = out.text() && !out.quiet;
+    let res = job.run(|r| {
+        if verbose {
+            println!("{}", text::sweep_run_line(r));
+        }
+    })?;
+    if out.text() {
+        print!("{}", text::sweep(&res));
+    }
+    out.emit(&work.record(crate::record::WorkInfo {
+        verb: "taskset".into(),
+        cpus: job.config.cpus.clone(),
+        interrupted: res.interrupted,
+        hygiene: rtscope_model::Hygiene {
+            mlockall: true,
+            timer_slack_ns: Some(1),
+            notes: vec![
+                "task threads: timer slack 1 ns, memory locked, working sets prefaulted".into(),
+            ],
+            ..Default::default()
+        },
+        warnings: res.warnings.clone(),
+        tags,
+        loads: Vec::new(),
+        kind: rtscope_model::RunKind::TasksetSweep(Box::new(res.clone())),
+    }))?;
+    if res.interrupted {
+        eprintln!("rtscope: interrupted: results are partial (the record says so)");
+    }
+    Ok(())
+}

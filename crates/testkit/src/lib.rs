@@ -123,6 +123,18 @@ pub mod lab {
         verb: &[&str],
         name: &str,
     ) -> serde_json::Value {
+        icount_record_smp(bin, kernel, preempt, "1", verb, name)
+    }
+
+    /// [`icount_record`] with `smp` vCPUs (QEMU runs them in turns on one host thread).
+    pub fn icount_record_smp(
+        bin: &str,
+        kernel: &str,
+        preempt: Option<&str>,
+        smp: &str,
+        verb: &[&str],
+        name: &str,
+    ) -> serde_json::Value {
         let d = crate::tmp();
         let mut args = vec!["lab", "run", "--kernel", kernel];
         if let Some(p) = preempt {
@@ -131,7 +143,7 @@ pub mod lab {
         args.extend([
             "--icount",
             "--smp",
-            "1",
+            smp,
             "--no-store",
             "--timeout",
             "110s",

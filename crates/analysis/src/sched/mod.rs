@@ -8,6 +8,7 @@
 mod global;
 mod kernel;
 mod partition;
+pub mod sweep;
 mod uni;
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod kernel;
 pub mod plan;
 pub mod rtapp;
 pub mod runner;
+pub mod sweep;
 pub mod topology;
 pub mod work;
 

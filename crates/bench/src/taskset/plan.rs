@@ -145,7 +145,7 @@ pub fn plan_with(
     limits: KernelLimits,
     o: &PlanOptions,
 ) -> Result<RunPlan, TasksetError> {
-    let (margin, same_bins, extra_runtime_ns) = (o.margin, o.same_bins, o.extra_runtime_ns);
+    let (margin, same_bins) = (o.margin, o.same_bins);
     let tasks = &set.tasks;
     let m = cpus.len();
     if m == 0 {
@@ -202,6 +202,64 @@ pub fn plan_with(
             (clusters, a, fit.name())
         }
     };
+    build(
+        set,
+        policy,
+        placement,
+        &groups_cpus,
+        &assign,
+        heuristic,
+        limits,
+        o,
+    )
+}
+
+/// A partitioned plan with the placement given: task i on `cpus[assign[i]]`, each CPU its own
+/// root domain for SCHED_DEADLINE (e.g. a set generated per CPU at that CPU's load, as the
+/// thesis' partitioned experiment). The kernel's admission arithmetic is checked as for a packed
+/// plan.
+pub fn plan_assigned(
+    set: &TaskSet,
+    policy: PolicyKind,
+    cpus: &[u32],
+    assign: &[usize],
+    limits: KernelLimits,
+    o: &PlanOptions,
+) -> Result<RunPlan, TasksetError> {
+    if assign.len() != set.tasks.len() || assign.iter().any(|&a| a >= cpus.len()) {
+        return Err(TasksetError::Invalid(format!(
+            "placement: {} assignments for {} tasks on {} CPUs",
+            assign.len(),
+            set.tasks.len(),
+            cpus.len()
+        )));
+    }
+    let groups: Vec<Vec<u32>> = cpus.iter().map(|&c| vec![c]).collect();
+    build(
+        set,
+        policy,
+        PlacementKind::Partitioned(Fit::WorstFit),
+        &groups,
+        assign,
+        "given",
+        limits,
+        o,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build(
+    set: &TaskSet,
+    policy: PolicyKind,
+    placement: PlacementKind,
+    groups_cpus: &[Vec<u32>],
+    assign: &[usize],
+    heuristic: &str,
+    limits: KernelLimits,
+    o: &PlanOptions,
+) -> Result<RunPlan, TasksetError> {
+    let (margin, extra_runtime_ns) = (o.margin, o.extra_runtime_ns);
+    let tasks = &set.tasks;
     let prio_of: Vec<u32> = match policy {
         PolicyKind::Fifo(order) => {
             if tasks.len() > FIFO_TOP as usize {
@@ -246,7 +304,7 @@ pub fn plan_with(
         });
     }
     if needs_rd {
-        kernel_admits_groups(&specs, &assign, &groups_cpus, limits).map_err(|e| {
+        kernel_admits_groups(&specs, assign, groups_cpus, limits).map_err(|e| {
             TasksetError::Invalid(format!("--placement {}: {e}", placement_name(placement)))
         })?;
     }
@@ -270,7 +328,7 @@ pub fn plan_with(
     Ok(RunPlan {
         specs,
         groups: if needs_rd {
-            groups_cpus.clone()
+            groups_cpus.to_vec()
         } else {
             Vec::new()
         },

@@ -117,7 +117,7 @@ pub fn admission_info(cpus: u32, detect: bool) -> (AdmissionInfo, KernelLimits) 
             Some((maj, min)) if (maj, min) >= (6, 12) => (
                 Some(kernel::FAIR_SERVER_DEFAULT),
                 format!(
-                    "debugfs unreadable (lockdown); Linux {maj}.{min} ≥ 6.12 has the fair server (dl_server): assumed at its default 50 ms / 1 s = {:.3}/CPU",
+                    "fair server not in debugfs (lockdown, or no CONFIG_SCHED_DEBUG); Linux {maj}.{min} ≥ 6.12 has the fair server (dl_server): assumed at its default 50 ms / 1 s = {:.3}/CPU",
                     kernel::FAIR_SERVER_DEFAULT
                 ),
             ),

@@ -86,7 +86,7 @@ struct RunArgs {
     /// (docs/lab.md); tagged emulated=tcg
     #[arg(long)]
     multi_thread: bool,
-    /// Kill the guest after this long [default: 3 × the verb's -D plus 3 min]
+    /// Kill the guest after this long [default: 3 × the verb's -D plus 3 min; for `taskset sweep`, -D × its runs]
     #[arg(long, value_name = "DURATION")]
     timeout: Option<String>,
     /// Extra kernel command-line word (repeatable), e.g. isolcpus=1
@@ -296,7 +296,31 @@ fn scratch_disk_bytes(verb: &[String]) -> Option<u64> {
     Some(size.saturating_add(SCRATCH_EXTRA))
 }
 
-/// The verb's own `-D/--duration`, to size the default timeout.
+/// The verb's whole length, to size the default timeout: its `-D/--duration`, times the number
+/// of runs for `taskset sweep` (loads × sets × policies, whose -D is per run; defaults 10 s,
+/// 50 sets, 2 policies as the verb's).
+fn verb_length_s(args: &[String]) -> Option<f64> {
+    if !(args.first().is_some_and(|a| a == "taskset") && args.get(1).is_some_and(|a| a == "sweep"))
+    {
+        return verb_duration_s(args);
+    }
+    let value = |name: &str| {
+        let eq = format!("{name}=");
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+            .or_else(|| {
+                args.iter()
+                    .find_map(|a| a.strip_prefix(&eq).map(String::from))
+            })
+    };
+    let count = |name: &str, default: usize| value(name).map_or(default, |v| v.split(',').count());
+    let sets: f64 = value("--sets").and_then(|v| v.parse().ok()).unwrap_or(50.0);
+    let runs = count("--loads", 1) as f64 * sets * count("--policies", 2) as f64;
+    Some(runs * verb_duration_s(args).unwrap_or(10.0))
+}
+
+/// The verb's own `-D/--duration`.
 fn verb_duration_s(args: &[String]) -> Option<f64> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -328,7 +352,7 @@ fn run_verb(r: RunArgs) -> Result<()> {
         .map_err(lab_err)?;
     let timeout = match &r.timeout {
         Some(t) => common::parse_duration_in("--timeout", t, 10.0, 7.0 * 86400.0)?,
-        None => 3.0 * verb_duration_s(&r.verb).unwrap_or(60.0) + 180.0,
+        None => 3.0 * verb_length_s(&r.verb).unwrap_or(60.0) + 180.0,
     };
     let k = kernel::find(&rtscope_lab::cache_dir(), &r.kernel).map_err(lab_err)?;
     let preempt = r
@@ -436,6 +460,25 @@ mod tests {
         assert_eq!(v(&["measure", "-D2m"]), Some(120.0));
         assert_eq!(v(&["measure", "--duration=5"]), Some(5.0));
         assert_eq!(v(&["measure"]), None);
+        let l = |s: &[&str]| verb_length_s(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
+        assert_eq!(l(&["measure", "-D", "10s"]), Some(10.0));
+        // 3 loads × 4 sets × 2 policies (default) × 2 s.
+        let sweep = [
+            "taskset",
+            "sweep",
+            "--loads",
+            "0.6,0.7,0.8",
+            "--sets",
+            "4",
+            "-D",
+            "2s",
+        ];
+        assert_eq!(l(&sweep), Some(48.0));
+        // Defaults: 1 load given, 50 sets, 2 policies, 10 s.
+        assert_eq!(
+            l(&["taskset", "sweep", "--loads=3.9", "--policies", "deadline"]),
+            Some(500.0)
+        );
     }
 
     #[test]

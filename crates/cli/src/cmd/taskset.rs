@@ -21,6 +21,67 @@ enum Sub {
     Check(CheckArgs),
     /// Run a task set (or an rt-app JSON workload) and compare predicted vs observed.
     Run(RunArgs),
+    /// Run a whole load sweep (Lelli 2014 Tables 2.1–2.2): sets generated from a seed, every
+    /// set × policy run in this process, one record with the per-point miss % table.
+    Sweep(SweepArgs),
+}
+
+#[derive(clap::Args)]
+struct SweepArgs {
+    /// partitioned (per-CPU load R, each CPU its own set pinned in a one-CPU root domain) |
+    /// global (one set at total U on every CPU)
+    #[arg(long, value_name = "partitioned|global")]
+    placement: String,
+    /// The points: per-CPU R (partitioned, 0–1) or total U (global, 0–CPUs), comma separated.
+    #[arg(long, value_delimiter = ',', required = true, value_name = "LOAD,…")]
+    loads: Vec<f64>,
+    /// Sets per point (1..=1000; the thesis: 50).
+    #[arg(long, default_value_t = 50)]
+    sets: u32,
+    /// Tasks per CPU (N = this × CPUs; thesis Ch. 3: N = 3m).
+    #[arg(long, default_value_t = 3)]
+    tasks_per_cpu: u32,
+    /// Policies, comma separated: deadline, other (CFS), fifo (RM priorities).
+    #[arg(long, value_delimiter = ',', default_value = "deadline,other")]
+    policies: Vec<String>,
+    /// Each run's length (0.5s..=10m; a bare number is seconds).
+    #[arg(short = 'D', long, default_value = "10", value_name = "TIME")]
+    duration: String,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// SCHED_DEADLINE runtime = C × margin + margin-us.
+    #[arg(long, default_value_t = 1.0)]
+    margin: f64,
+    /// SCHED_DEADLINE runtime allowance added after the margin (µs): per-job overhead.
+    #[arg(long, default_value_t = 50)]
+    margin_us: u64,
+    /// Job work: cputime (until C of thread CPU time) | calibrated (element count).
+    #[arg(long, default_value = "cputime", value_name = "cputime|calibrated")]
+    work: String,
+    /// Every C ≥ this (µs; C_min rescaling, thesis §3.5.1; 0 = off).
+    #[arg(long, default_value_t = 50)]
+    cmin_us: u64,
+    #[arg(long, default_value_t = 10.0)]
+    tmin_ms: f64,
+    #[arg(long, default_value_t = 100.0)]
+    tmax_ms: f64,
+    /// Working-set size per task, KiB.
+    #[arg(long, default_value_t = 16)]
+    wss_kb: u64,
+    /// CPUs to use (kernel list); default: all online.
+    #[arg(long, value_name = "LIST")]
+    cpus: Option<String>,
+    /// Set /proc/sys/kernel/sched_rt_runtime_us to this for the sweep (-1 or up to
+    /// sched_rt_period_us); the old value is written back at the end.
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    rt_runtime_us: Option<i64>,
+    /// Set every CPU's fair-server runtime (debugfs, Linux ≥ 6.12) to this many µs per its
+    /// period for the sweep; the old values are written back at the end.
+    #[arg(long, value_name = "US")]
+    fair_server_us: Option<u64>,
+    /// Output and store flags; `-q` prints only the table.
+    #[command(flatten)]
+    out: super::common::OutArgs,
 }
 
 #[derive(clap::Args)]
@@ -184,6 +245,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
             let job = job::prepare(&r.lib(), &Rules)?;
             rtscope_session::taskset::run(&job, &r.out.lib(), tags)?;
         }
+        Sub::Sweep(w) => {
+            let tags = w.out.validate()?;
+            let job = rtscope_bench::taskset::sweep::prepare(&w.lib(), &Rules)?;
+            rtscope_session::taskset::sweep(&job, &w.out.lib(), tags)?;
+        }
     }
     Ok(())
 }
@@ -242,6 +308,30 @@ impl RunArgs {
             seed: self.seed,
             work: self.work.clone(),
             no_overrun_signal: self.no_overrun_signal,
+        }
+    }
+}
+
+impl SweepArgs {
+    fn lib(&self) -> rtscope_bench::taskset::sweep::SweepFlags {
+        rtscope_bench::taskset::sweep::SweepFlags {
+            placement: self.placement.clone(),
+            loads: self.loads.clone(),
+            sets: self.sets,
+            tasks_per_cpu: self.tasks_per_cpu,
+            policies: self.policies.clone(),
+            duration: self.duration.clone(),
+            seed: self.seed,
+            margin: self.margin,
+            margin_us: self.margin_us,
+            work: self.work.clone(),
+            cmin_us: self.cmin_us,
+            tmin_ms: self.tmin_ms,
+            tmax_ms: self.tmax_ms,
+            wss_kb: self.wss_kb,
+            cpus: self.cpus.clone(),
+            rt_runtime_us: self.rt_runtime_us,
+            fair_server_us: self.fair_server_us,
         }
     }
 }

@@ -469,6 +469,7 @@ impl Reducer {
             + missed;
         ThreadVarsRun {
             started_ns: self.started_ns,
+            mechanism: "bpf".into(),
             ..summarize(
                 cpus,
                 self.started.elapsed().as_nanos() as u64,
@@ -544,6 +545,8 @@ pub fn summarize(
         notes,
         warnings,
         interrupted,
+        mechanism: String::new(),
+        reader: None,
     }
 }
 

@@ -140,14 +140,13 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
     // SIGINT/SIGTERM set a flag; the loop stops and tracing state is removed as on a normal end.
     let work = crate::work::begin("trace record", crate::privilege::Need::Nothing, "")?;
     let mut warnings = Vec::new();
-    let session = TraceSession::start_opts(&cpus, resolved, keep, a.preemptirq).map_err(|e| {
-        match e {
+    let session =
+        TraceSession::start_opts(&cpus, resolved, keep, a.preemptirq).map_err(|e| match e {
             rtscope_trace::TraceError::Unavailable(m) if a.preemptirq => {
                 bad!("--preemptirq: unavailable: {m}")
             }
             e => VerbError::context("starting the capture", e),
-        }
-    })?;
+        })?;
     out.progress(&format!(
         "rtscope: tracing cpus {cpus:?} with {} for {:?} (Ctrl-C stops early)",
         resolved.name(),
@@ -300,7 +299,8 @@ mod tests {
             cpus: None,
             mechanism: "auto".into(),
             output: d.path().join("t.rtt"),
-            keep: "relevant".into(),
+            keep: Some("relevant".into()),
+            preemptirq: false,
         };
         let out = RecordOutputs {
             no_store: true,

@@ -23,6 +23,8 @@ use rtscope_trace::preemptirq::{self, MeasureError};
 use rtscope_trace::preemptirq_tracefs::{self as pitf, Reader, ReaderTotals, Record};
 use rtscope_trace::TraceError;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Which mechanism measures.
@@ -220,7 +222,8 @@ fn cpu_time_ns() -> u64 {
 }
 
 const LAB_HINT: &str = "a lab kernel has them: rtscope lab kernel build --preset trace, then \
-                        rtscope lab run --kernel trace -- trace thread-vars -D 10s";
+                        rtscope lab run --kernel trace -- trace thread-vars --mechanism tracefs \
+                        -D 10s";
 
 /// The tracefs mechanism: measure `cpus` for `duration` (or until `stop()` says so).
 pub fn measure_tracefs(
@@ -230,7 +233,7 @@ pub fn measure_tracefs(
 ) -> Result<ThreadVarsRun, MeasureError> {
     let cpu0 = cpu_time_ns();
     let mut r = Reader::start(cpus).map_err(|e| match e {
-        TraceError::Unavailable(m) => MeasureError::Unavailable(format!("{m}; {LAB_HINT}")),
+        TraceError::Unavailable(m) => MeasureError::Unavailable(m),
         e => MeasureError::Failed(e.to_string()),
     })?;
     let mut streams = Streams::new(cpus);
@@ -265,18 +268,156 @@ pub fn measure(
 ) -> Result<ThreadVarsRun, MeasureError> {
     match mech {
         Mechanism::Bpf => preemptirq::measure(cpus, duration, stop),
-        Mechanism::Tracefs => measure_tracefs(cpus, duration, stop),
+        Mechanism::Tracefs => measure_tracefs(cpus, duration, stop).map_err(|e| match e {
+            MeasureError::Unavailable(t) => MeasureError::Unavailable(format!("{t}; {LAB_HINT}")),
+            e => e,
+        }),
+        // The eBPF reason ends with the lab hint.
         Mechanism::Auto => match preemptirq::measure(cpus, duration, stop) {
             Err(MeasureError::Unavailable(b)) => {
                 measure_tracefs(cpus, duration, stop).map_err(|e| match e {
                     MeasureError::Unavailable(t) => {
-                        MeasureError::Unavailable(format!("bpf: {b} — tracefs: {t}"))
+                        MeasureError::Unavailable(format!("tracefs: {t} — bpf: {b}"))
                     }
                     e => e,
                 })
             }
             other => other,
         },
+    }
+}
+
+/// What the background reader last published.
+#[derive(Clone, Debug, Default)]
+struct Snapshot {
+    cpus: BTreeMap<u32, (thread::CpuThreadMeasure, u64)>,
+    /// The run document, once the reader finished.
+    done: Option<ThreadVarsRun>,
+    error: Option<String>,
+}
+
+/// The tracefs mechanism in a thread of its own, read like the eBPF reduction
+/// (`rtscope_trace::preemptirq::Reducer`): what `measure --bound` takes the thread terms from
+/// when eBPF cannot run but tracefs has the events. The thread drains the ring buffers every
+/// [`pitf::POLL`] and publishes each CPU's maxima after each drain.
+pub struct Background {
+    shared: Arc<Mutex<Snapshot>>,
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Background {
+    /// Start tracing `cpus` (errors, e.g. unavailable, come from here, not the thread).
+    pub fn start(cpus: &[u32]) -> Result<Background, String> {
+        let mut r = Reader::start(cpus).map_err(|e| e.to_string())?;
+        let shared = Arc::new(Mutex::new(Snapshot::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (sh, st) = (shared.clone(), stop.clone());
+        let cpus = cpus.to_vec();
+        let th = std::thread::Builder::new()
+            .name("rtscope-pi-tracefs".into())
+            .spawn(move || {
+                let cpu0 = cpu_time_ns();
+                let mut streams = Streams::new(&cpus);
+                let mut paged: BTreeMap<u32, u64> = BTreeMap::new();
+                let publish = |streams: &Streams, paged: &BTreeMap<u32, u64>| {
+                    if let Ok(mut s) = sh.lock() {
+                        s.cpus = streams
+                            .cpus
+                            .iter()
+                            .map(|(&c, cs)| {
+                                (c, (cs.measure(), paged.get(&c).copied().unwrap_or(0)))
+                            })
+                            .collect();
+                    }
+                };
+                let on = |streams: &mut Streams, paged: &mut BTreeMap<u32, u64>, rec: Record| {
+                    if let Record::Gap { cpu, missed } = rec {
+                        *paged.entry(cpu).or_default() += missed.max(1);
+                    }
+                    streams.on_record(rec);
+                };
+                while !st.load(Ordering::Relaxed) {
+                    if let Err(e) = r.drain(&mut |rec| on(&mut streams, &mut paged, rec)) {
+                        if let Ok(mut s) = sh.lock() {
+                            s.error = Some(e.to_string());
+                        }
+                        return;
+                    }
+                    publish(&streams, &paged);
+                    std::thread::sleep(pitf::POLL);
+                }
+                match r.finish(&mut |rec| on(&mut streams, &mut paged, rec)) {
+                    Ok(t) => {
+                        let doc = document(&streams, &t, cpu_time_ns().saturating_sub(cpu0), false);
+                        if let Ok(mut s) = sh.lock() {
+                            s.cpus = doc
+                                .cpus
+                                .iter()
+                                .map(|c| {
+                                    (
+                                        c.cpu,
+                                        (
+                                            thread::CpuThreadMeasure {
+                                                vars: c.thread,
+                                                preemptirq_events: c.preemptirq_events,
+                                                sched_sections: c.sched_sections,
+                                            },
+                                            c.lost_events,
+                                        ),
+                                    )
+                                })
+                                .collect();
+                            s.done = Some(doc);
+                        }
+                    }
+                    Err(e) => {
+                        if let Ok(mut s) = sh.lock() {
+                            s.error = Some(e.to_string());
+                        }
+                    }
+                }
+            })
+            .map_err(|e| format!("spawning the tracefs preemptirq reader: {e}"))?;
+        Ok(Background {
+            shared,
+            stop,
+            thread: Mutex::new(Some(th)),
+        })
+    }
+
+    /// Per CPU, the maxima so far and the events lost so far (the ring buffer's drop counters
+    /// are read at the end; until then the pages' "missed events").
+    pub fn read(&self) -> BTreeMap<u32, (thread::CpuThreadMeasure, u64)> {
+        self.shared
+            .lock()
+            .map(|s| s.cpus.clone())
+            .unwrap_or_default()
+    }
+
+    /// Stop measuring: the reader drains what was committed, reads the drop counters and
+    /// removes its instance; later readings give the maxima up to here.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = t.join();
+        }
+    }
+
+    /// After [`Background::stop`]: the run document (None if the reader failed: [`Background::error`]).
+    pub fn summary(&self) -> Option<ThreadVarsRun> {
+        self.shared.lock().ok().and_then(|s| s.done.clone())
+    }
+
+    /// Why the reader stopped early, if it did.
+    pub fn error(&self) -> Option<String> {
+        self.shared.lock().ok().and_then(|s| s.error.clone())
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -287,7 +428,11 @@ mod tests {
     use rtscope_model::event::EventKind::*;
 
     fn ev(cpu: u32, ts: u64, kind: rtscope_model::event::EventKind) -> Event {
-        Event { ts_ns: ts, cpu, kind }
+        Event {
+            ts_ns: ts,
+            cpu,
+            kind,
+        }
     }
 
     fn sw(ts: u64) -> Event {
@@ -395,10 +540,7 @@ mod tests {
         t.dropped.insert(1, 2);
         let bad = document(&s, &t, 7, false);
         assert_eq!(bad.lost_events, 7);
-        assert_eq!(
-            (bad.cpus[0].lost_events, bad.cpus[1].lost_events),
-            (5, 2)
-        );
+        assert_eq!((bad.cpus[0].lost_events, bad.cpus[1].lost_events), (5, 2));
         let w = &bad.warnings[0];
         assert_eq!(w.code, WarningCode::LostEvents);
         assert!(w.message.contains("cpu 0 5, cpu 1 2"), "{}", w.message);
@@ -408,6 +550,9 @@ mod tests {
     fn mechanisms_parse() {
         assert_eq!("auto".parse(), Ok(Mechanism::Auto));
         assert_eq!("tracefs".parse(), Ok(Mechanism::Tracefs));
-        assert!("ebpf".parse::<Mechanism>().unwrap_err().contains("auto, bpf, tracefs"));
+        assert!("ebpf"
+            .parse::<Mechanism>()
+            .unwrap_err()
+            .contains("auto, bpf, tracefs"));
     }
 }

@@ -588,9 +588,9 @@ impl TraceSession {
                 ))
             }
             Mechanism::Bpf => Inner::Bpf(bpf::BpfSession::start(cpus, keep)?),
-            Mechanism::Tracefs => Inner::Tracefs(tracefs::TracefsSession::start_with(
-                cpus, keep, preemptirq,
-            )?),
+            Mechanism::Tracefs => {
+                Inner::Tracefs(tracefs::TracefsSession::start_with(cpus, keep, preemptirq)?)
+            }
             _ => Inner::Off {
                 cpus: cpus.to_vec(),
                 start_ns: sys::monotonic_ns(),

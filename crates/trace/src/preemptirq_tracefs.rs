@@ -256,9 +256,12 @@ impl Reader {
                     Ok(0) => break,
                     Ok(n) => {
                         totals.bytes += n as u64;
-                        let st = page_records(&page[..n], hp, *cpu, dec, buf, each).map_err(
-                            |e| TraceError::Capture(format!("cpu{cpu}: undecodable ring-buffer page: {e}")),
-                        )?;
+                        let st =
+                            page_records(&page[..n], hp, *cpu, dec, buf, each).map_err(|e| {
+                                TraceError::Capture(format!(
+                                    "cpu{cpu}: undecodable ring-buffer page: {e}"
+                                ))
+                            })?;
                         totals.records += st.events;
                         totals.undecoded += st.undecoded;
                         if st.missed > 0 || st.missed_unknown {

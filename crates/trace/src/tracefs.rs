@@ -86,7 +86,14 @@ pub fn preemptirq_availability(root: &Path) -> Result<(), String> {
     }
     let missing: Vec<String> = PREEMPTIRQ_EVENTS
         .iter()
-        .filter(|(sys, name)| !root.join("events").join(sys).join(name).join("format").is_file())
+        .filter(|(sys, name)| {
+            !root
+                .join("events")
+                .join(sys)
+                .join(name)
+                .join("format")
+                .is_file()
+        })
         .map(|(sys, name)| format!("{sys}:{name}"))
         .collect();
     match missing.len() {
@@ -1310,8 +1317,14 @@ pub(crate) mod tests {
         let t = PREEMPT_DISABLE_FMT
             .replace("preempt_disable", name)
             .replace("ID: 457", &format!("ID: {id}"))
-            .replace("caller_offs;\toffset:8", &format!("caller_offs;\toffset:{caller_at}"))
-            .replace("parent_offs;\toffset:12", &format!("parent_offs;\toffset:{parent_at}"));
+            .replace(
+                "caller_offs;\toffset:8",
+                &format!("caller_offs;\toffset:{caller_at}"),
+            )
+            .replace(
+                "parent_offs;\toffset:12",
+                &format!("parent_offs;\toffset:{parent_at}"),
+            );
         parse_format(&t).expect("format parses")
     }
 
@@ -1330,8 +1343,11 @@ pub(crate) mod tests {
 
     pub(crate) fn pi_decoders() -> Decoders {
         let mut d = Decoders::default();
-        d.add("preempt_disable", &parse_format(PREEMPT_DISABLE_FMT).expect("fmt"))
-            .expect("decoder");
+        d.add(
+            "preempt_disable",
+            &parse_format(PREEMPT_DISABLE_FMT).expect("fmt"),
+        )
+        .expect("decoder");
         d.add("preempt_enable", &pi_format("preempt_enable", 458, 8, 12))
             .expect("decoder");
         // Fields swapped in this one.
@@ -1368,14 +1384,21 @@ pub(crate) mod tests {
         let f = parse_format(PREEMPT_DISABLE_FMT).expect("format parses");
         assert_eq!((f.name.as_str(), f.id), ("preempt_disable", 457));
         assert_eq!(f.fields["caller_offs"], Field { offset: 8, size: 4 });
-        assert_eq!(f.fields["parent_offs"], Field { offset: 12, size: 4 });
+        assert_eq!(
+            f.fields["parent_offs"],
+            Field {
+                offset: 12,
+                size: 4
+            }
+        );
         let dec = pi_decoders();
         let page = pi_page();
         let mut out = Vec::new();
         let mut comms = BTreeMap::new();
         let st = parse_page(&page, &header(), 2, &dec, &mut out, &mut comms).expect("parses");
         assert_eq!((st.events, st.undecoded, st.missed), (4, 0, 0));
-        let got: Vec<(u64, u32, EventKind)> = out.iter().map(|e| (e.ts_ns, e.cpu, e.kind)).collect();
+        let got: Vec<(u64, u32, EventKind)> =
+            out.iter().map(|e| (e.ts_ns, e.cpu, e.kind)).collect();
         assert_eq!(
             got,
             [
@@ -1395,11 +1418,20 @@ pub(crate) mod tests {
             .expect("walks");
             v
         };
-        assert_eq!(preemptirq_offsets(&dec, &payloads[0]), Some((-0x10, 0x2000)));
+        assert_eq!(
+            preemptirq_offsets(&dec, &payloads[0]),
+            Some((-0x10, 0x2000))
+        );
         assert_eq!(preemptirq_offsets(&dec, &payloads[1]), Some((0x300, -4)));
         // _stext + offset; unknown _stext gives 0, not a made-up address.
-        assert_eq!(stext_address(0xffff_ffff_8100_0000, -0x10), 0xffff_ffff_80ff_fff0);
-        assert_eq!(stext_address(0xffff_ffff_8100_0000, 0x2000), 0xffff_ffff_8100_2000);
+        assert_eq!(
+            stext_address(0xffff_ffff_8100_0000, -0x10),
+            0xffff_ffff_80ff_fff0
+        );
+        assert_eq!(
+            stext_address(0xffff_ffff_8100_0000, 0x2000),
+            0xffff_ffff_8100_2000
+        );
         assert_eq!(stext_address(0, 0x2000), 0);
         // Not a preemptirq record, or cut short: none.
         let mut sw = vec![0u8; 64];
@@ -1411,7 +1443,10 @@ pub(crate) mod tests {
 
     #[test]
     fn a_preemptirq_layout_we_do_not_know_is_refused() {
-        let t = PREEMPT_DISABLE_FMT.replace("caller_offs;\toffset:8;\tsize:4", "caller_offs;\toffset:8;\tsize:8");
+        let t = PREEMPT_DISABLE_FMT.replace(
+            "caller_offs;\toffset:8;\tsize:4",
+            "caller_offs;\toffset:8;\tsize:8",
+        );
         let mut d = Decoders::default();
         let e = d
             .add("preempt_disable", &parse_format(&t).expect("fmt"))
@@ -1438,7 +1473,10 @@ pub(crate) mod tests {
             std::fs::write(dir.join("format"), "").expect("write");
         }
         let e = preemptirq_availability(d.path()).unwrap_err();
-        assert!(e.contains("preemptirq:irq_disable, preemptirq:irq_enable"), "{e}");
+        assert!(
+            e.contains("preemptirq:irq_disable, preemptirq:irq_enable"),
+            "{e}"
+        );
         for n in ["irq_disable", "irq_enable"] {
             let dir = d.path().join("events/preemptirq").join(n);
             std::fs::create_dir_all(&dir).expect("mkdir");

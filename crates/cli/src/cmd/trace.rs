@@ -39,7 +39,11 @@ struct ThreadVarsArgs {
     /// bpf: the state machine runs in the kernel at each tracepoint (maxima only); tracefs: the
     /// events are read from a tracefs ring buffer and streamed through the same state machine
     /// in user space; auto: bpf where it can run, else tracefs.
-    #[arg(long = "mechanism", default_value = "auto", value_name = "auto|bpf|tracefs")]
+    #[arg(
+        long = "mechanism",
+        default_value = "auto",
+        value_name = "auto|bpf|tracefs"
+    )]
     mechanism: String,
     #[command(flatten)]
     json: super::common::JsonOut,

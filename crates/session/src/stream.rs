@@ -53,7 +53,7 @@ pub struct Explain {
 
 /// Where the bound's thread terms are measured.
 enum KernelThread {
-    Bpf(rtscope_trace::preemptirq::Reducer),
+    Bpf(Box<rtscope_trace::preemptirq::Reducer>),
     Tracefs(crate::thread_vars::Background),
 }
 
@@ -122,7 +122,7 @@ impl Explain {
         if plan.bound_points.is_some() {
             if rtscope_trace::preemptirq::available().is_ok() {
                 match rtscope_trace::preemptirq::Reducer::start(&plan.config.cpus) {
-                    Ok(r) => x.kernel_thread = Some(KernelThread::Bpf(r)),
+                    Ok(r) => x.kernel_thread = Some(KernelThread::Bpf(Box::new(r))),
                     Err(e) => x.kernel_thread_error = Some(e),
                 }
             } else if rtscope_trace::preemptirq_tracefs::available().is_ok()

@@ -876,12 +876,10 @@ impl TracefsSession {
     /// kernel must have them: [`preemptirq_available`]; the relevance filter must be off, as the
     /// thread analysis needs every switch).
     pub fn start_with(cpus: &[u32], keep: Keep, preemptirq: bool) -> Result<Self, TraceError> {
-        if preemptirq {
-            if keep == Keep::Relevant {
-                return Err(TraceError::Setup(
-                    "tracefs: preemptirq events need every switch: keep all, not relevant".into(),
-                ));
-            }
+        if preemptirq && keep == Keep::Relevant {
+            return Err(TraceError::Setup(
+                "tracefs: preemptirq events need every switch: keep all, not relevant".into(),
+            ));
         }
         let (inst, mounted_by_us) = create_instance()?;
         if preemptirq {

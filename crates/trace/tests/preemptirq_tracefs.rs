@@ -14,12 +14,31 @@ use rtscope_trace::tracefs::{parse_format, parse_header_page, Decoders, HeaderPa
 
 const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
 
-/// The events, their ids, and their fields (declaration, offset, size) as 6.12 x86_64 has them.
-const EVENTS: &[(&str, u16, &[(&str, usize, usize)])] = &[
-    ("preempt_disable", 500, &[("s32 caller_offs", 8, 4), ("s32 parent_offs", 12, 4)]),
-    ("preempt_enable", 501, &[("s32 caller_offs", 8, 4), ("s32 parent_offs", 12, 4)]),
-    ("irq_disable", 502, &[("s32 caller_offs", 8, 4), ("s32 parent_offs", 12, 4)]),
-    ("irq_enable", 503, &[("s32 caller_offs", 8, 4), ("s32 parent_offs", 12, 4)]),
+/// A field of a format file: declaration, offset, size.
+type FieldDecl = (&'static str, usize, usize);
+
+/// The events, their ids, and their fields as 6.12 x86_64 has them.
+const EVENTS: &[(&str, u16, &[FieldDecl])] = &[
+    (
+        "preempt_disable",
+        500,
+        &[("s32 caller_offs", 8, 4), ("s32 parent_offs", 12, 4)],
+    ),
+    (
+        "preempt_enable",
+        501,
+        &[("s32 caller_offs", 8, 4), ("s32 parent_offs", 12, 4)],
+    ),
+    (
+        "irq_disable",
+        502,
+        &[("s32 caller_offs", 8, 4), ("s32 parent_offs", 12, 4)],
+    ),
+    (
+        "irq_enable",
+        503,
+        &[("s32 caller_offs", 8, 4), ("s32 parent_offs", 12, 4)],
+    ),
     (
         "sched_switch",
         504,
@@ -43,14 +62,26 @@ const EVENTS: &[(&str, u16, &[(&str, usize, usize)])] = &[
             ("int target_cpu", 32, 4),
         ],
     ),
-    ("irq_handler_entry", 506, &[("int irq", 8, 4), ("__data_loc char[] name", 12, 4)]),
-    ("irq_handler_exit", 507, &[("int irq", 8, 4), ("int ret", 12, 4)]),
+    (
+        "irq_handler_entry",
+        506,
+        &[("int irq", 8, 4), ("__data_loc char[] name", 12, 4)],
+    ),
+    (
+        "irq_handler_exit",
+        507,
+        &[("int irq", 8, 4), ("int ret", 12, 4)],
+    ),
     ("local_timer_entry", 508, &[("int vector", 8, 4)]),
     ("local_timer_exit", 509, &[("int vector", 8, 4)]),
     (
         "nmi_handler",
         510,
-        &[("void * handler", 8, 8), ("s64 delta_ns", 16, 8), ("int handled", 24, 4)],
+        &[
+            ("void * handler", 8, 8),
+            ("s64 delta_ns", 16, 8),
+            ("int handled", 24, 4),
+        ],
     ),
     ("softirq_raise", 511, &[("unsigned int vec", 8, 4)]),
 ];
@@ -58,7 +89,7 @@ const EVENTS: &[(&str, u16, &[(&str, usize, usize)])] = &[
 const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
 const PAGE: usize = 4096;
 
-fn format_text(name: &str, id: u16, fields: &[(&str, usize, usize)]) -> String {
+fn format_text(name: &str, id: u16, fields: &[FieldDecl]) -> String {
     let mut t = format!("name: {name}\nID: {id}\nformat:\n{COMMON}");
     for (decl, off, size) in fields {
         t += &format!("\tfield:{decl};\toffset:{off};\tsize:{size};\tsigned:1;\n");
@@ -237,7 +268,10 @@ fn arb_kind(cpus: u32) -> impl Strategy<Value = EventKind> {
 fn arb_streams() -> impl Strategy<Value = Vec<Event>> {
     let one = |cpu: u32| {
         prop::collection::vec(
-            (arb_kind(2), prop_oneof![8 => 0u64..50, 1 => 0u64..(1 << 28)]),
+            (
+                arb_kind(2),
+                prop_oneof![8 => 0u64..50, 1 => 0u64..(1 << 28)],
+            ),
             1..600,
         )
         .prop_map(move |v| {

@@ -250,6 +250,11 @@ impl Reader {
             buf,
             totals,
         } = self;
+        // The reader's own reads toggle preemption and IRQs, and on a measured CPU those
+        // events land in the buffer it reads: read until EAGAIN, each read would find the
+        // events of the one before. A CPU's pass ends at the first page that reaches the pass's
+        // start; what follows is read by the next pass.
+        let pass_ns = crate::sys::monotonic_ns();
         for (cpu, f) in inst.files.iter_mut() {
             loop {
                 match f.read(page) {
@@ -266,6 +271,9 @@ impl Reader {
                         totals.undecoded += st.undecoded;
                         if st.missed > 0 || st.missed_unknown {
                             *totals.paged_missed.entry(*cpu).or_default() += st.missed.max(1);
+                        }
+                        if buf.last().is_some_and(|e| e.ts_ns >= pass_ns) {
+                            break;
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,

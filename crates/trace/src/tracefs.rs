@@ -1116,6 +1116,7 @@ fn reader_loop(mut files: Vec<(u32, File)>, ctx: ReaderCtx, mut feed: Feed) -> R
         let from = pending.len();
         for (cpu, f) in files.iter_mut() {
             loop {
+                let before = pending.len();
                 match f.read(&mut page) {
                     Ok(0) => break,
                     Ok(n) => {
@@ -1130,6 +1131,13 @@ fn reader_loop(mut files: Vec<(u32, File)>, ctx: ReaderCtx, mut feed: Feed) -> R
                         ) {
                             Ok(st) => {
                                 *r.missed.entry(*cpu).or_default() += st.missed;
+                                // With the preemptirq events on, every read adds events to
+                                // the buffer of the CPU it runs on: until EAGAIN it would
+                                // find those of the read before. The pass ends for the CPU
+                                // at its first page that reaches the pass's start.
+                                if pending[before..].last().is_some_and(|e| e.ts_ns >= pass_ns) {
+                                    break;
+                                }
                             }
                             Err(e) => {
                                 r.error =

@@ -238,6 +238,7 @@ pub fn measure_tracefs(
     })?;
     let mut streams = Streams::new(cpus);
     let failed = |e: TraceError| MeasureError::Failed(e.to_string());
+    let fifo = pitf::reader_priority();
     let t0 = Instant::now();
     loop {
         r.drain(&mut |rec| streams.on_record(rec)).map_err(failed)?;
@@ -250,13 +251,20 @@ pub fn measure_tracefs(
     let totals = r
         .finish(&mut |rec| streams.on_record(rec))
         .map_err(failed)?;
-    Ok(document(
+    let mut run = document(
         &streams,
         &totals,
         cpu_time_ns().saturating_sub(cpu0),
         interrupted,
-    ))
+    );
+    if !fifo {
+        run.notes.push(NOT_FIFO.into());
+    }
+    Ok(run)
 }
+
+const NOT_FIFO: &str = "the tracefs reader could not get SCHED_FIFO 1 (it ran as SCHED_OTHER): \
+                        under load it may fall behind and lose events";
 
 /// `rtscope trace thread-vars`: by `mech` (`Auto`: eBPF where it can run, else tracefs; when
 /// neither can, `Unavailable` names both reasons).
@@ -317,6 +325,7 @@ impl Background {
         let th = std::thread::Builder::new()
             .name("rtscope-pi-tracefs".into())
             .spawn(move || {
+                let fifo = pitf::reader_priority();
                 let cpu0 = cpu_time_ns();
                 let mut streams = Streams::new(&cpus);
                 let mut paged: BTreeMap<u32, u64> = BTreeMap::new();
@@ -349,7 +358,11 @@ impl Background {
                 }
                 match r.finish(&mut |rec| on(&mut streams, &mut paged, rec)) {
                     Ok(t) => {
-                        let doc = document(&streams, &t, cpu_time_ns().saturating_sub(cpu0), false);
+                        let mut doc =
+                            document(&streams, &t, cpu_time_ns().saturating_sub(cpu0), false);
+                        if !fifo {
+                            doc.notes.push(NOT_FIFO.into());
+                        }
                         if let Ok(mut s) = sh.lock() {
                             s.cpus = doc
                                 .cpus

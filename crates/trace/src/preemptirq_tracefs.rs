@@ -13,10 +13,10 @@
 //! for any duration (the volume is what §5 warns of: "one second of trace could generate more
 //! than 800 MB of data per CPU").
 //!
-//! Soundness: the ring buffer drops new events when the reader falls behind (producer/consumer
-//! mode). A sub-buffer read after a loss carries the "missed events" flag (and, when it had
-//! room, the count): [`Record::Gap`] says so before that page's events, and
-//! [`Reader::finish`] returns the `per_cpu/cpuN/stats` drop counters.
+//! Soundness: when the reader falls a whole buffer behind, the ring buffer (overwrite mode)
+//! overwrites the oldest events, and the next sub-buffer read carries the "missed events" flag
+//! (and, when it had room, the count): [`Record::Gap`] says so before that page's events, and
+//! [`Reader::finish`] returns the `per_cpu/cpuN/stats` overrun/drop counters.
 //!
 //! The reader itself runs on a measured CPU (unless pinned elsewhere): its reads disable
 //! preemption and IRQs like any system call, so part of what it measures is its own cost; the

@@ -96,8 +96,7 @@ fn set_up(inst: &Path, cpus: &[u32]) -> Result<(HeaderPage, Decoders, Vec<String
     // and the next sub-buffer read carries the "missed events" flag (and count) exactly where
     // the gap is, so the state machine restarts there. In producer/consumer mode new events
     // are dropped instead, counted in `stats` only: the pages say nothing, and an interval
-    // would be measured across the gap (in the lab under hackbench, a 684 ms "D_POID" with
-    // 46 M events dropped).
+    // would be measured across the gap, as long as the gap (docs/bound.md).
     wr(&inst.join("options/overwrite"), "1")?;
     wr(&inst.join("buffer_size_kb"), &BUFFER_KB.to_string())?;
     wr(&inst.join("tracing_cpumask"), &cpumask_hex(cpus))?;

@@ -4,7 +4,7 @@
 //! a missing trace kernel is a failure (the suite's set-up builds it).
 
 use rtscope_testkit::bin;
-use rtscope_testkit::lab::{brought_home, ready, run};
+use rtscope_testkit::lab::{brought_home, has_kernel, ready, run};
 use serde_json::Value;
 use std::path::Path;
 use std::time::Instant;
@@ -167,4 +167,141 @@ fn measure_bound_names_the_longest_poid() {
     assert!(note.contains(" s in "), "no time or task: {note}");
     assert!(note.contains(" from ") && note.contains(" to "), "{note}");
     assert!(note.contains("+0x"), "not symbolized: {note}");
+}
+
+/// `trace thread-vars --mechanism M -D 3s --json NAME` in the trace kernel (`--preempt full
+/// --icount --smp 1`): the document, schema-checked, and the verb's text output.
+fn thread_vars_in_lab(mechanism: &str) -> (Value, String) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let name = format!("thread-vars-{mechanism}.json");
+    let out = run(
+        bin!(),
+        &[
+            "lab",
+            "run",
+            "--kernel",
+            "trace",
+            "--preempt",
+            "full",
+            "--icount",
+            "--smp",
+            "1",
+            "--no-store",
+            "--timeout",
+            "110s",
+            "--",
+            "trace",
+            "thread-vars",
+            "--mechanism",
+            mechanism,
+            "-D",
+            "3s",
+            "--json",
+            &name,
+        ],
+        tmp.path(),
+    );
+    let said = format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "lab run ({mechanism}) failed ({}): {said}",
+        out.status
+    );
+    let path = brought_home(tmp.path(), &name)
+        .unwrap_or_else(|| panic!("{name} did not come home: {said}"));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read JSON"))
+        .expect("thread-vars JSON");
+    assert_eq!(schema_errors(&v), Vec::<String>::new(), "{v}");
+    (v, said)
+}
+
+/// The tracefs mechanism in the trace kernel: the events arrive through the ring buffer and the
+/// state machine measures the variables from them; what it lost is reported (and said in the
+/// text when non-zero); and on the same idle guest it measures the same order of magnitude as
+/// the eBPF mechanism (rates and D_POID within a factor of 10: both see the same kernel, each
+/// mechanism adds its own cost — the reader's system calls, the programs' run time).
+#[test]
+fn thread_vars_by_tracefs_in_the_trace_kernel() {
+    if !has_kernel(bin!(), "trace") {
+        return println!(
+            "SKIPPED: no `trace` kernel in the lab cache (rtscope lab kernel build --preset trace)"
+        );
+    }
+    if !ready(bin!(), "trace") {
+        return;
+    }
+    let (tf, said) = thread_vars_in_lab("tracefs");
+    println!("{said}");
+    assert_eq!(tf["mechanism"], "tracefs", "{tf}");
+    let cpus = tf["cpus"].as_array().expect("cpus array");
+    assert_eq!(cpus.len(), 1, "--smp 1: {tf}");
+    let c = &cpus[0];
+    let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("{k} in {c}"));
+    let t = |k: &str| {
+        c["thread"][k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} in {c}"))
+    };
+    let secs = tf["duration_ns"].as_u64().expect("duration_ns") as f64 / 1e9;
+    assert!(secs >= 2.9, "{tf}");
+    assert!(
+        n("preemptirq_events") > 1000,
+        "too few preemptirq events: {c}"
+    );
+    assert!(n("sched_sections") > 0, "no scheduler sections: {c}");
+    assert!(t("poid_ns") > 0, "D_POID is 0: {c}");
+    assert!(t("psd_ns") >= t("dst_ns"), "D_ST > D_PSD: {c}");
+    // The loss is reported as counted, and said when there is one.
+    let lost = tf["lost_events"].as_u64().expect("lost_events");
+    assert_eq!(lost, n("lost_events"), "{tf}");
+    let lost_warned = tf["warnings"]
+        .as_array()
+        .is_some_and(|w| w.iter().any(|w| w["code"] == "lost_events"));
+    assert_eq!(lost > 0, lost_warned, "{tf}");
+    if lost > 0 {
+        assert!(said.contains("NOT A SOUND MEASUREMENT"), "{said}");
+    } else {
+        assert!(said.contains("lost events: 0"), "{said}");
+    }
+    // The reader read every preemptirq event it counted, and more (switches, interrupts).
+    let rd = &tf["reader"];
+    let r = |k: &str| {
+        rd[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("reader.{k} in {tf}"))
+    };
+    assert!(r("records") > n("preemptirq_events"), "{tf}");
+    assert!(
+        r("bytes") >= 20 * r("records"),
+        "a record is ≥ 20 bytes: {tf}"
+    );
+    assert!(r("cpu_ns") > 0, "{tf}");
+    assert_eq!(r("undecoded"), 0, "{tf}");
+    assert!(said.contains("tracefs reader:"), "{said}");
+
+    // The eBPF mechanism on the same guest and kernel.
+    let (bpf, _) = thread_vars_in_lab("bpf");
+    assert_eq!(bpf["mechanism"], "bpf", "{bpf}");
+    let b = &bpf["cpus"][0];
+    let rate = |v: &Value, c: &Value| {
+        c["preemptirq_events"].as_u64().expect("events") as f64
+            / (v["duration_ns"].as_u64().expect("duration") as f64 / 1e9)
+    };
+    let (rt, rb) = (rate(&tf, c), rate(&bpf, b));
+    println!(
+        "preemptirq events/s: tracefs {rt:.0}, bpf {rb:.0}; D_POID ns: tracefs {}, bpf {}",
+        t("poid_ns"),
+        b["thread"]["poid_ns"]
+    );
+    assert!(
+        (0.1..=10.0).contains(&(rt / rb)),
+        "rates {rt:.0} vs {rb:.0}"
+    );
+    let pb = b["thread"]["poid_ns"].as_u64().expect("bpf poid") as f64;
+    let pt = t("poid_ns") as f64;
+    assert!((0.1..=10.0).contains(&(pt / pb)), "D_POID {pt} vs {pb}");
 }

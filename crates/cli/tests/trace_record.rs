@@ -195,3 +195,59 @@ fn output_flags_are_refused_before_the_capture() {
         assert!(help.contains(flag), "trace record --help lacks {flag}");
     }
 }
+
+/// Where the kernel has no preemptirq events (this host, distribution kernels), asking for them
+/// through tracefs exits 2 with one line saying why — never a capture of nothing. Where it has
+/// them the lab test (`lab_thread_vars`) measures instead.
+#[test]
+fn preemptirq_through_tracefs_is_refused_where_the_kernel_has_none() {
+    if Path::new("/sys/kernel/tracing/events/preemptirq").exists() {
+        return println!(
+            "SKIPPED: this kernel has preemptirq events (tests/lab_thread_vars.rs measures them)"
+        );
+    }
+    let d = tmp();
+    let out = d.path().join("pi.rtt");
+    for args in [
+        vec!["trace", "thread-vars", "--mechanism", "tracefs", "-D", "1s"],
+        vec![
+            "trace",
+            "record",
+            "--preemptirq",
+            "-D",
+            "1s",
+            "--no-store",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    ] {
+        let o = rtscope(&args, d.path());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("CONFIG_PREEMPTIRQ_TRACEPOINTS") || err.contains("tracefs"),
+            "{args:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!out.exists(), "no trace file for a refused capture");
+    // The eBPF capture has no preemptirq programs: refused whatever the kernel.
+    let o = rtscope(
+        &[
+            "trace",
+            "record",
+            "--preemptirq",
+            "--mechanism",
+            "bpf",
+            "-D",
+            "1s",
+            "--no-store",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--mechanism tracefs"));
+}

@@ -112,4 +112,28 @@ pub struct ThreadVarsRun {
     /// Stopped by a signal before the asked duration.
     #[serde(default)]
     pub interrupted: bool,
+    /// How the events reached the state machine: `bpf` (in the kernel, at each tracepoint) or
+    /// `tracefs` (the events read from the ring buffer and reduced in user space). Empty in
+    /// documents written before the field existed (they are `bpf`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mechanism: String,
+    /// The tracefs mechanism's reader: what it read and what it cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader: Option<TracefsReader>,
+}
+
+/// What the tracefs mechanism's reader read and what it cost (the whole rtscope process: the
+/// reader is its only busy thread).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TracefsReader {
+    /// Event records read and decoded (every enabled event, not only the preemptirq ones).
+    pub records: u64,
+    /// Bytes read from the per-CPU `trace_pipe_raw` files.
+    pub bytes: u64,
+    /// CPU time of the rtscope process while it measured (user + system), ns.
+    pub cpu_ns: u64,
+    /// Ring-buffer gaps after which a CPU's state machine was restarted (no interval spans one).
+    pub restarts: u64,
+    /// Records whose event id no decoder knew (0 unless the kernel changed under us).
+    pub undecoded: u64,
 }

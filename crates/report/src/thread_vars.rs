@@ -97,8 +97,13 @@ pub fn poid_line(cpu: u32, poid_ns: u64, at: &PoidSite, started_ns: u64) -> Stri
 
 pub fn text(r: &ThreadVarsRun) -> String {
     let secs = r.duration_ns as f64 / 1e9;
+    let how = if r.mechanism == "tracefs" {
+        "read through tracefs and streamed through the state machine in user space"
+    } else {
+        "reduced in the kernel (eBPF)"
+    };
     let mut out = format!(
-        "thread variables (ECRTS'20 Table 1) reduced in the kernel from preemptirq tracepoints\n\
+        "thread variables (ECRTS'20 Table 1) from preemptirq tracepoints, {how}\n\
          kernel {}, {:.2} s, {} CPU(s); µs with ns precision, interrupt time discounted\n\n",
         if r.kernel_release.is_empty() {
             "?"
@@ -172,6 +177,18 @@ pub fn text(r: &ThreadVarsRun) -> String {
                 }
             }
         }
+    }
+    if let Some(rd) = &r.reader {
+        out += &format!(
+            "tracefs reader: {} records ({:.0}/s), {:.1} MB read, {:.3} s of CPU time ({:.1} % of \
+             the run), {} restarts after ring-buffer gaps\n",
+            rd.records,
+            rd.records as f64 / secs.max(1e-9),
+            rd.bytes as f64 / 1e6,
+            rd.cpu_ns as f64 / 1e9,
+            100.0 * rd.cpu_ns as f64 / (r.duration_ns.max(1) as f64),
+            rd.restarts
+        );
     }
     if r.lost_events == 0 {
         out += "lost events: 0 (every event reached the state machine)\n";

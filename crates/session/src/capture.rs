@@ -22,8 +22,10 @@ pub struct Record {
     /// auto | bpf | tracefs
     pub mechanism: String,
     pub output: PathBuf,
-    /// relevant | all
-    pub keep: String,
+    /// relevant | all (None: relevant, or all with `preemptirq`)
+    pub keep: Option<String>,
+    /// Record the preemptirq events too (tracefs only; the kernel must have them).
+    pub preemptirq: bool,
 }
 
 /// What one capture produced, as stored in its record and printed.
@@ -91,9 +93,42 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
             "--mechanism: must be one of auto, bpf, tracefs for 'trace record'"
         ));
     }
-    let keep: rtscope_trace::Keep = a.keep.parse().map_err(|e| bad!("--keep: {e}"))?;
+    let keep = match a.keep.as_deref() {
+        None if a.preemptirq => rtscope_trace::Keep::All,
+        None => rtscope_trace::Keep::Relevant,
+        Some(k) => k
+            .parse::<rtscope_trace::Keep>()
+            .map_err(|e| bad!("--keep: {e}"))?,
+    };
+    // The preemptirq events go to the thread analysis (`rtscope bound --trace`), which follows
+    // every switch: the relevance filter would take some away. The eBPF capture has no
+    // programs for them (its in-kernel reduction of them is `trace thread-vars`).
+    let mech = if a.preemptirq {
+        if keep == rtscope_trace::Keep::Relevant {
+            return Err(bad!(
+                "--keep relevant: --preemptirq needs every switch (the thread analysis follows \
+                 each one): use --keep all or leave --keep out"
+            ));
+        }
+        match mech {
+            Mechanism::Bpf => {
+                return Err(bad!(
+                    "--preemptirq: the eBPF capture does not record preemptirq events (its \
+                     in-kernel reduction of them is `rtscope trace thread-vars`): use \
+                     --mechanism tracefs"
+                ))
+            }
+            _ => Mechanism::Tracefs,
+        }
+    } else {
+        mech
+    };
     input::output("--output", &a.output)?;
     let tags = out.validate()?;
+    if a.preemptirq {
+        rtscope_trace::tracefs::preemptirq_available()
+            .map_err(|e| bad!("--preemptirq: unavailable: {e}"))?;
+    }
     let resolved = rtscope_trace::check(mech)
         .map_err(|e| VerbError::context(format!("--mechanism {}", mech.name()), e))?;
     if resolved == Mechanism::Off {
@@ -105,8 +140,13 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
     // SIGINT/SIGTERM set a flag; the loop stops and tracing state is removed as on a normal end.
     let work = crate::work::begin("trace record", crate::privilege::Need::Nothing, "")?;
     let mut warnings = Vec::new();
-    let session = TraceSession::start_with(&cpus, resolved, keep)
-        .map_err(|e| VerbError::context("starting the capture", e))?;
+    let session =
+        TraceSession::start_opts(&cpus, resolved, keep, a.preemptirq).map_err(|e| match e {
+            rtscope_trace::TraceError::Unavailable(m) if a.preemptirq => {
+                bad!("--preemptirq: unavailable: {m}")
+            }
+            e => VerbError::context("starting the capture", e),
+        })?;
     out.progress(&format!(
         "rtscope: tracing cpus {cpus:?} with {} for {:?} (Ctrl-C stops early)",
         resolved.name(),
@@ -189,7 +229,8 @@ mod tests {
             cpus: None,
             mechanism: "auto".into(),
             output: "/proc/x.rtt".into(),
-            keep: "relevant".into(),
+            keep: Some("relevant".into()),
+            preemptirq: false,
         };
         let rows = [
             (
@@ -215,10 +256,26 @@ mod tests {
             ),
             (
                 Record {
-                    keep: "some".into(),
+                    keep: Some("some".into()),
                     ..r.clone()
                 },
                 "--keep: ",
+            ),
+            (
+                Record {
+                    preemptirq: true,
+                    ..r.clone()
+                },
+                "--keep relevant: --preemptirq needs every switch",
+            ),
+            (
+                Record {
+                    preemptirq: true,
+                    keep: None,
+                    mechanism: "bpf".into(),
+                    ..r.clone()
+                },
+                "--preemptirq: the eBPF capture does not record preemptirq events",
             ),
             (r.clone(), "--output /proc/x.rtt: "),
         ];
@@ -242,7 +299,8 @@ mod tests {
             cpus: None,
             mechanism: "auto".into(),
             output: d.path().join("t.rtt"),
-            keep: "relevant".into(),
+            keep: Some("relevant".into()),
+            preemptirq: false,
         };
         let out = RecordOutputs {
             no_store: true,

@@ -53,6 +53,7 @@ pub use rtscope_probe::signals;
 pub mod stream;
 pub mod synth;
 pub mod taskset;
+pub mod thread_vars;
 pub mod work;
 
 pub use input::VerbError;

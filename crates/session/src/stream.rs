@@ -38,14 +38,23 @@ pub struct Explain {
     last_ts_ns: u64,
     /// Writing the trace file failed: the run goes on untraced-to-disk, and says so.
     writer_error: Option<String>,
-    /// The bound's thread terms measured in the kernel (ECRTS'20 Table 1 from the preemptirq
-    /// tracepoints, reduced in eBPF: no event stream), where the kernel has the tracepoints.
-    kernel_thread: Option<rtscope_trace::preemptirq::Reducer>,
+    /// The bound's thread terms measured from the kernel's preemptirq tracepoints (ECRTS'20
+    /// Table 1), where it has them: as `trace thread-vars --mechanism auto` does, reduced in eBPF
+    /// where that can run, else streamed from a tracefs instance of their own — whatever
+    /// `--trace` captures (its trace keeps out the preemptirq events, far too many for a
+    /// run's stream: `trace record --preemptirq` writes them).
+    kernel_thread: Option<KernelThread>,
     /// Why the in-kernel measurement is not running although the kernel has the tracepoints.
     kernel_thread_error: Option<String>,
     /// Tracing in bursts: the finished bursts' captures added up (their events already
     /// explained); None while the run has one capture from start to end.
     bursts: Option<Bursts>,
+}
+
+/// Where the bound's thread terms are measured.
+enum KernelThread {
+    Bpf(Box<rtscope_trace::preemptirq::Reducer>),
+    Tracefs(crate::thread_vars::Background),
 }
 
 /// What the bursts of a run traced, summed over the captures that ended.
@@ -110,10 +119,23 @@ impl Explain {
         );
         x.writer = writer;
         x.trace_file = plan.trace_file.clone();
-        if plan.bound_points.is_some() && rtscope_trace::preemptirq::available().is_ok() {
-            match rtscope_trace::preemptirq::Reducer::start(&plan.config.cpus) {
-                Ok(r) => x.kernel_thread = Some(r),
-                Err(e) => x.kernel_thread_error = Some(e),
+        if plan.bound_points.is_some() {
+            if rtscope_trace::preemptirq::available().is_ok() {
+                match rtscope_trace::preemptirq::Reducer::start(&plan.config.cpus) {
+                    Ok(r) => x.kernel_thread = Some(KernelThread::Bpf(Box::new(r))),
+                    Err(e) => x.kernel_thread_error = Some(e),
+                }
+            } else if rtscope_trace::preemptirq_tracefs::available().is_ok()
+                && rtscope_trace::tracefs::preemptirq_availability(std::path::Path::new(
+                    rtscope_trace::tracefs::TRACEFS,
+                ))
+                .is_ok()
+            {
+                // The kernel has the tracepoints, eBPF cannot attach to them (no BTF/tp_btf).
+                match crate::thread_vars::Background::start(&plan.config.cpus) {
+                    Ok(r) => x.kernel_thread = Some(KernelThread::Tracefs(r)),
+                    Err(e) => x.kernel_thread_error = Some(e),
+                }
             }
         }
         x.names.irqs = rtscope_trace::sys::irq_names(&rtscope_trace::sys::read_interrupts());
@@ -207,29 +229,42 @@ impl Explain {
     /// window whose latencies the bound is compared with; on a non-RT kernel those sections
     /// last 0.6–1.1 ms under `--icount` (docs/bound.md, "Soundness in the lab").
     pub fn end_kernel_thread_window(&mut self) {
+        // The tracefs reader drains what was committed up to here first; then its maxima are
+        // final.
+        if let Some(KernelThread::Tracefs(r)) = &self.kernel_thread {
+            r.stop();
+        }
         self.feed_kernel_thread();
         // A CPU left on only lets later readings grow: the bound stays sound, merely looser.
-        if let Some(r) = &self.kernel_thread {
+        if let Some(KernelThread::Bpf(r)) = &self.kernel_thread {
             let _ = r.stop();
         }
     }
 
     /// The in-kernel thread terms so far into the bound (running maxima: a reading only grows).
     fn feed_kernel_thread(&mut self) {
-        if let (Some(r), Some(b)) = (&self.kernel_thread, self.bound.as_mut()) {
-            for (cpu, m) in r.read() {
-                b.set_kernel_thread(
-                    cpu,
-                    rtscope_analysis::bound::thread::CpuThreadMeasure {
-                        vars: m.thread,
-                        preemptirq_events: m.preemptirq_events,
-                        sched_sections: m.sched_sections,
-                        irq_entry_exit_ns: m.irq_entry_exit_ns,
-                        irq_arrivals: m.irq_arrivals,
-                    },
-                    m.lost_events,
-                );
+        match (&self.kernel_thread, self.bound.as_mut()) {
+            (Some(KernelThread::Bpf(r)), Some(b)) => {
+                for (cpu, m) in r.read() {
+                    b.set_kernel_thread(
+                        cpu,
+                        rtscope_analysis::bound::thread::CpuThreadMeasure {
+                            vars: m.thread,
+                            preemptirq_events: m.preemptirq_events,
+                            sched_sections: m.sched_sections,
+                            irq_entry_exit_ns: m.irq_entry_exit_ns,
+                            irq_arrivals: m.irq_arrivals,
+                        },
+                        m.lost_events,
+                    );
+                }
             }
+            (Some(KernelThread::Tracefs(r)), Some(b)) => {
+                for (cpu, (m, lost)) in r.read() {
+                    b.set_kernel_thread(cpu, m, lost);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -460,7 +495,32 @@ impl Explain {
         self.feed_kernel_thread();
         // Where each CPU's D_POID term comes from, as kernel symbols (it often dominates the
         // bound on a non-RT kernel: docs/bound.md, "Soundness in the lab").
-        if let Some(r) = &self.kernel_thread {
+        if let Some(KernelThread::Tracefs(r)) = &self.kernel_thread {
+            r.stop();
+            if let Some(e) = r.error() {
+                rec.warnings.push(rtscope_model::Warning::new(
+                    rtscope_model::WarningCode::Bound,
+                    format!("the tracefs preemptirq reader failed ({e}): the bound's thread terms cover the run up to then"),
+                ));
+            }
+            if let Some(run) = r.summary() {
+                let rd = run.reader.clone().unwrap_or_default();
+                rec.hygiene.notes.push(format!(
+                    "thread terms from the preemptirq events read through tracefs (eBPF cannot \
+                     attach here): {} records, {:.1} MB, {:.3} s of CPU time, {} events lost{}",
+                    rd.records,
+                    rd.bytes as f64 / 1e6,
+                    rd.cpu_ns as f64 / 1e9,
+                    run.lost_events,
+                    if run.lost_events > 0 {
+                        " (the thread terms may be low)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        if let Some(KernelThread::Bpf(r)) = &self.kernel_thread {
             let mut run = r.summary(false);
             rtscope_trace::kallsyms::load().symbolize(&mut run);
             for c in &run.cpus {

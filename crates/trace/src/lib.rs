@@ -43,6 +43,7 @@ pub mod kallsyms;
 pub mod kfuncs;
 pub mod osnoise;
 pub mod preemptirq;
+pub mod preemptirq_tracefs;
 pub mod reduce;
 pub mod rtt;
 pub mod schedtime;
@@ -555,6 +556,17 @@ impl TraceSession {
 
     /// Start a capture on `cpus` that keeps `keep` (see the `reduce` module).
     pub fn start_with(cpus: &[u32], mech: Mechanism, keep: Keep) -> Result<Self, TraceError> {
+        Self::start_opts(cpus, mech, keep, false)
+    }
+
+    /// [`TraceSession::start_with`], with the preemptirq events when `preemptirq`: tracefs only
+    /// (the eBPF capture has no programs for them; `Unavailable` otherwise) and `keep` all.
+    pub fn start_opts(
+        cpus: &[u32],
+        mech: Mechanism,
+        keep: Keep,
+        preemptirq: bool,
+    ) -> Result<Self, TraceError> {
         if cpus.is_empty() {
             return Err(TraceError::BadCpus("no CPUs given".into()));
         }
@@ -570,8 +582,15 @@ impl TraceSession {
             )));
         }
         let inner = match check(mech)? {
+            Mechanism::Bpf if preemptirq => {
+                return Err(TraceError::Unavailable(
+                    "the eBPF capture does not record preemptirq events (tracefs does)".into(),
+                ))
+            }
             Mechanism::Bpf => Inner::Bpf(bpf::BpfSession::start(cpus, keep)?),
-            Mechanism::Tracefs => Inner::Tracefs(tracefs::TracefsSession::start(cpus, keep)?),
+            Mechanism::Tracefs => {
+                Inner::Tracefs(tracefs::TracefsSession::start_with(cpus, keep, preemptirq)?)
+            }
             _ => Inner::Off {
                 cpus: cpus.to_vec(),
                 start_ns: sys::monotonic_ns(),

@@ -478,6 +478,7 @@ impl Reducer {
             + missed;
         ThreadVarsRun {
             started_ns: self.started_ns,
+            mechanism: "bpf".into(),
             ..summarize(
                 cpus,
                 self.started.elapsed().as_nanos() as u64,
@@ -553,6 +554,8 @@ pub fn summarize(
         notes,
         warnings,
         interrupted,
+        mechanism: String::new(),
+        reader: None,
     }
 }
 

@@ -65,6 +65,61 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("power", "cpu_idle"),
 ];
 
+/// The preemptirq events (CONFIG_PREEMPTIRQ_TRACEPOINTS), enabled only when asked for: on a
+/// kernel that has them they fire on every preemption-count and IRQ-mask transition, hundreds
+/// of thousands a second per CPU (ECRTS'20 §5: "more than 800 MB of data per CPU" a second).
+pub const PREEMPTIRQ_EVENTS: [(&str, &str); 4] = [
+    ("preemptirq", "preempt_disable"),
+    ("preemptirq", "preempt_enable"),
+    ("preemptirq", "irq_disable"),
+    ("preemptirq", "irq_enable"),
+];
+
+/// Pure: whether the tracefs tree at `root` has the four preemptirq events (their `format`
+/// files), or the one-line reason it has not.
+pub fn preemptirq_availability(root: &Path) -> Result<(), String> {
+    if !root.join("events").is_dir() {
+        return Err(format!(
+            "tracefs is not mounted at {} (no events directory)",
+            root.display()
+        ));
+    }
+    let missing: Vec<String> = PREEMPTIRQ_EVENTS
+        .iter()
+        .filter(|(sys, name)| {
+            !root
+                .join("events")
+                .join(sys)
+                .join(name)
+                .join("format")
+                .is_file()
+        })
+        .map(|(sys, name)| format!("{sys}:{name}"))
+        .collect();
+    match missing.len() {
+        0 => Ok(()),
+        4 => Err(format!(
+            "kernel built without CONFIG_PREEMPTIRQ_TRACEPOINTS (no events/preemptirq/ in {})",
+            root.display()
+        )),
+        _ => Err(format!(
+            "the kernel lacks {} (CONFIG_PREEMPTIRQ_TRACEPOINTS with CONFIG_TRACE_IRQFLAGS, e.g. \
+             from CONFIG_IRQSOFF_TRACER, gives the irq_* ones)",
+            missing.join(", ")
+        )),
+    }
+}
+
+/// Does this kernel's tracefs have the preemptirq events? When tracefs is mountable but not
+/// mounted this cannot be told without mounting it: Ok, and starting the capture checks again.
+pub fn preemptirq_available() -> Result<(), String> {
+    available()?;
+    if !Path::new(TRACEFS).join("events").is_dir() {
+        return Ok(());
+    }
+    preemptirq_availability(Path::new(TRACEFS))
+}
+
 /// Is tracefs usable (mounted or mountable)? No side effects beyond a read-only stat.
 pub fn available() -> Result<(), String> {
     if Path::new(TRACEFS).join("instances").is_dir() {
@@ -230,6 +285,21 @@ enum Dec {
     Idle {
         state: Field,
     },
+    /// preemptirq:*: `caller_offs` and `parent_offs` (s32, from `_stext`).
+    PreemptIrq {
+        kind: PiKind,
+        caller: Field,
+        parent: Field,
+    },
+}
+
+/// Which preemptirq event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PiKind {
+    PreemptDisable,
+    PreemptEnable,
+    IrqDisable,
+    IrqEnable,
 }
 
 /// Decoders by event id, built from the format files.
@@ -284,6 +354,31 @@ impl Decoders {
                 dest: g("dest_cpu")?,
             },
             "cpu_idle" => Dec::Idle { state: g("state")? },
+            "preempt_disable" | "preempt_enable" | "irq_disable" | "irq_enable" => {
+                // include/trace/events/preemptirq.h: `s32 caller_offs; s32 parent_offs;`, the
+                // ip and parent ip as offsets from _stext. Anything else is a layout we do not
+                // know how to read.
+                let s32 = |n: &str| -> Result<Field, String> {
+                    let f = g(n)?;
+                    if f.size != 4 {
+                        return Err(format!(
+                            "{name}: field '{n}' is {} bytes, expected an s32",
+                            f.size
+                        ));
+                    }
+                    Ok(f)
+                };
+                Dec::PreemptIrq {
+                    kind: match name {
+                        "preempt_disable" => PiKind::PreemptDisable,
+                        "preempt_enable" => PiKind::PreemptEnable,
+                        "irq_disable" => PiKind::IrqDisable,
+                        _ => PiKind::IrqEnable,
+                    },
+                    caller: s32("caller_offs")?,
+                    parent: s32("parent_offs")?,
+                }
+            }
             n => {
                 if let Some(stem) = n.strip_suffix("_entry") {
                     Dec::VecEntry(
@@ -323,7 +418,7 @@ fn rd_comm(data: &[u8], f: Field) -> Option<String> {
 }
 
 /// Decode one event payload (starting with common_type). None: not ours or too short.
-fn decode_payload(
+pub fn decode_payload(
     d: &Decoders,
     data: &[u8],
     comms: &mut BTreeMap<u32, String>,
@@ -417,7 +512,39 @@ fn decode_payload(
         Dec::Idle { state } => EventKind::CpuIdle {
             state: u32f(state)?,
         },
+        Dec::PreemptIrq { kind, caller, .. } => {
+            // Too short a record is not ours, like every other event.
+            rd(data, caller)?;
+            match kind {
+                PiKind::PreemptDisable => EventKind::PreemptDisable,
+                PiKind::PreemptEnable => EventKind::PreemptEnable,
+                PiKind::IrqDisable => EventKind::IrqDisable,
+                PiKind::IrqEnable => EventKind::IrqEnable,
+            }
+        }
     })
+}
+
+/// A preemptirq record's `caller_offs` and `parent_offs` (signed offsets from `_stext`: the
+/// code that toggled and its caller). None: not a preemptirq record, or too short.
+pub fn preemptirq_offsets(d: &Decoders, data: &[u8]) -> Option<(i32, i32)> {
+    let id = u16::from_le_bytes([*data.first()?, *data.get(1)?]);
+    match *d.by_id.get(&id)? {
+        Dec::PreemptIrq { caller, parent, .. } => Some((
+            rd(data, caller)? as u32 as i32,
+            rd(data, parent)? as u32 as i32,
+        )),
+        _ => None,
+    }
+}
+
+/// A kernel address from `_stext` and a preemptirq offset (0 when `_stext` is not known).
+pub fn stext_address(stext: u64, offs: i32) -> u64 {
+    if stext == 0 {
+        0
+    } else {
+        stext.wrapping_add_signed(i64::from(offs))
+    }
 }
 
 // Ring-buffer event header: type_len (5 bits) | time_delta (27 bits).
@@ -587,6 +714,8 @@ pub struct TracefsSession {
     inst: PathBuf,
     cpus: Vec<u32>,
     keep: Keep,
+    /// The preemptirq events are enabled too.
+    preemptirq: bool,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<Reader>>,
     mounted_by_us: bool,
@@ -615,7 +744,7 @@ pub(crate) fn read_text(path: &Path) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-fn wr(path: &Path, v: &str) -> Result<(), TraceError> {
+pub(crate) fn wr(path: &Path, v: &str) -> Result<(), TraceError> {
     std::fs::write(path, v)
         .map_err(|e| TraceError::Setup(format!("writing '{v}' to {}: {e}", path.display())))
 }
@@ -667,49 +796,105 @@ pub fn remove_stale_instances(root: &Path) -> Vec<String> {
     out
 }
 
+/// Mount tracefs when it is not (noted in the bool: the caller unmounts it again), remove
+/// instances of dead rtscope processes, and create a private instance (tracing off until set
+/// up). [`remove_instance`] undoes it.
+pub(crate) fn create_instance() -> Result<(PathBuf, bool), TraceError> {
+    let root = Path::new(TRACEFS);
+    let mut mounted_by_us = false;
+    if !root.join("instances").is_dir() {
+        let src = c"nodev";
+        let tgt = c"/sys/kernel/tracing";
+        let fstype = c"tracefs";
+        // SAFETY: all pointers are valid NUL-terminated strings; data may be NULL.
+        let r = unsafe {
+            libc::mount(
+                src.as_ptr(),
+                tgt.as_ptr(),
+                fstype.as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        if r != 0 {
+            return Err(TraceError::Unavailable(format!(
+                "tracefs: mounting at {TRACEFS}: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        mounted_by_us = true;
+    }
+    let _ = remove_stale_instances(root);
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let inst = root.join("instances").join(format!(
+        "{INSTANCE_PREFIX}{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    if let Err(e) = std::fs::create_dir(&inst) {
+        if mounted_by_us {
+            unmount();
+        }
+        return Err(TraceError::Setup(format!(
+            "creating tracefs instance {}: {e}",
+            inst.display()
+        )));
+    }
+    Ok((inst, mounted_by_us))
+}
+
+fn unmount() {
+    let tgt = c"/sys/kernel/tracing";
+    // SAFETY: valid NUL-terminated path.
+    unsafe { libc::umount2(tgt.as_ptr(), libc::MNT_DETACH) };
+}
+
+/// Remove an instance [`create_instance`] made (its readers closed first): rmdir tears down
+/// the instance and every event enabled in it.
+pub(crate) fn remove_instance(inst: &Path, mounted_by_us: bool) {
+    let _ = std::fs::write(inst.join("tracing_on"), "0");
+    for _ in 0..50 {
+        match std::fs::remove_dir(inst) {
+            Ok(()) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    if mounted_by_us {
+        unmount();
+    }
+}
+
 impl TracefsSession {
     /// Start; the relevance filter runs in the reader when `keep` is [`Keep::Relevant`] (the
     /// instance has no preemptirq events, which would need every switch kept).
     pub fn start(cpus: &[u32], keep: Keep) -> Result<Self, TraceError> {
-        let root = Path::new(TRACEFS);
-        let mut mounted_by_us = false;
-        if !root.join("instances").is_dir() {
-            let src = c"nodev";
-            let tgt = c"/sys/kernel/tracing";
-            let fstype = c"tracefs";
-            // SAFETY: all pointers are valid NUL-terminated strings; data may be NULL.
-            let r = unsafe {
-                libc::mount(
-                    src.as_ptr(),
-                    tgt.as_ptr(),
-                    fstype.as_ptr(),
-                    0,
-                    std::ptr::null(),
-                )
-            };
-            if r != 0 {
-                return Err(TraceError::Unavailable(format!(
-                    "tracefs: mounting at {TRACEFS}: {}",
-                    std::io::Error::last_os_error()
-                )));
-            }
-            mounted_by_us = true;
+        Self::start_with(cpus, keep, false)
+    }
+
+    /// [`TracefsSession::start`], with the [`PREEMPTIRQ_EVENTS`] too when `preemptirq` (the
+    /// kernel must have them: [`preemptirq_available`]; the relevance filter must be off, as the
+    /// thread analysis needs every switch).
+    pub fn start_with(cpus: &[u32], keep: Keep, preemptirq: bool) -> Result<Self, TraceError> {
+        if preemptirq && keep == Keep::Relevant {
+            return Err(TraceError::Setup(
+                "tracefs: preemptirq events need every switch: keep all, not relevant".into(),
+            ));
         }
-        let _ = remove_stale_instances(root);
-        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let inst = root.join("instances").join(format!(
-            "{INSTANCE_PREFIX}{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&inst).map_err(|e| {
-            TraceError::Setup(format!("creating tracefs instance {}: {e}", inst.display()))
-        })?;
+        let (inst, mounted_by_us) = create_instance()?;
+        if preemptirq {
+            // Checked once tracefs is mounted (create_instance mounts it when it was not).
+            if let Err(e) = preemptirq_availability(Path::new(TRACEFS)) {
+                remove_instance(&inst, mounted_by_us);
+                return Err(TraceError::Unavailable(e));
+            }
+        }
         let (feed, stream) = Feed::new();
         let mut s = TracefsSession {
             inst,
             cpus: cpus.to_vec(),
             keep,
+            preemptirq,
             stop: Arc::new(AtomicBool::new(false)),
             thread: None,
             mounted_by_us,
@@ -738,9 +923,19 @@ impl TracefsSession {
             .map_err(|e| TraceError::Setup(format!("reading header_page: {e}")))?;
         let hp = parse_header_page(&hp_text).map_err(TraceError::Setup)?;
         let mut dec = Decoders::default();
-        for (sys, name) in EVENTS {
+        let extra: &[(&str, &str)] = if self.preemptirq {
+            &PREEMPTIRQ_EVENTS
+        } else {
+            &[]
+        };
+        for (sys, name) in EVENTS.iter().chain(extra) {
             let dir = inst.join("events").join(sys).join(name);
             let Ok(text) = read_text(&dir.join("format")) else {
+                if extra.contains(&(*sys, *name)) {
+                    return Err(TraceError::Unavailable(format!(
+                        "tracefs: event {sys}:{name} not available on this kernel"
+                    )));
+                }
                 self.notes.push(format!(
                     "tracefs: event {sys}:{name} not available on this kernel"
                 ));
@@ -858,21 +1053,27 @@ impl TracefsSession {
     }
 }
 
+/// Pure: the events a `per_cpu/cpuN/stats` text says the ring buffer lost: `overrun` (old
+/// events overwritten, overwrite mode) plus `dropped events` (new events refused when full,
+/// producer/consumer mode).
+pub fn stats_lost(stats: &str) -> u64 {
+    stats
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("overrun:")
+                .or_else(|| l.strip_prefix("dropped events:"))
+        })
+        .map(|v| v.trim().parse::<u64>().unwrap_or(0))
+        .sum()
+}
+
 /// Lost events per CPU: the instance's `per_cpu/cpuN/stats` overrun + dropped events, or the
 /// missed-events counts the pages carried, whichever is larger.
 fn lost_per_cpu(inst: &Path, cpus: &[u32], missed: &BTreeMap<u32, u64>) -> BTreeMap<u32, u64> {
     let mut lost = BTreeMap::new();
     for &c in cpus {
         let stats = read_text(&inst.join(format!("per_cpu/cpu{c}/stats"))).unwrap_or_default();
-        let mut n = 0u64;
-        for l in stats.lines() {
-            if let Some(v) = l
-                .strip_prefix("overrun:")
-                .or_else(|| l.strip_prefix("dropped events:"))
-            {
-                n += v.trim().parse::<u64>().unwrap_or(0);
-            }
-        }
+        let n = stats_lost(&stats);
         let paged = missed.get(&c).copied().unwrap_or(0);
         lost.insert(c, n.max(paged));
     }
@@ -915,6 +1116,7 @@ fn reader_loop(mut files: Vec<(u32, File)>, ctx: ReaderCtx, mut feed: Feed) -> R
         let from = pending.len();
         for (cpu, f) in files.iter_mut() {
             loop {
+                let before = pending.len();
                 match f.read(&mut page) {
                     Ok(0) => break,
                     Ok(n) => {
@@ -929,6 +1131,13 @@ fn reader_loop(mut files: Vec<(u32, File)>, ctx: ReaderCtx, mut feed: Feed) -> R
                         ) {
                             Ok(st) => {
                                 *r.missed.entry(*cpu).or_default() += st.missed;
+                                // With the preemptirq events on, every read adds events to
+                                // the buffer of the CPU it runs on: until EAGAIN it would
+                                // find those of the read before. The pass ends for the CPU
+                                // at its first page that reaches the pass's start.
+                                if pending[before..].last().is_some_and(|e| e.ts_ns >= pass_ns) {
+                                    break;
+                                }
                             }
                             Err(e) => {
                                 r.error =
@@ -1009,24 +1218,12 @@ impl Drop for TracefsSession {
         if let Some(t) = self.thread.take() {
             let _ = t.join(); // closes the trace_pipe_raw files
         }
-        // rmdir tears down the instance and every event enabled in it.
-        for _ in 0..50 {
-            match std::fs::remove_dir(&self.inst) {
-                Ok(()) => break,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                Err(_) => std::thread::sleep(Duration::from_millis(10)),
-            }
-        }
-        if self.mounted_by_us {
-            let tgt = c"/sys/kernel/tracing";
-            // SAFETY: valid NUL-terminated path.
-            unsafe { libc::umount2(tgt.as_ptr(), libc::MNT_DETACH) };
-        }
+        remove_instance(&self.inst, self.mounted_by_us);
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -1115,5 +1312,190 @@ mod tests {
         // Truncated commit → error, not panic.
         page[8..16].copy_from_slice(&10_000u64.to_le_bytes());
         assert!(parse_page(&page, &hp, 1, &dec, &mut out, &mut comms).is_err());
+    }
+
+    /// events/preemptirq/preempt_disable/format as kernel 6.12 (x86_64) prints it.
+    pub(crate) const PREEMPT_DISABLE_FMT: &str = "name: preempt_disable\nID: 457\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:s32 caller_offs;\toffset:8;\tsize:4;\tsigned:1;\n\tfield:s32 parent_offs;\toffset:12;\tsize:4;\tsigned:1;\n\nprint fmt: \"caller=%pS parent=%pS\", (void *)((unsigned long)(_stext) + REC->caller_offs), (void *)((unsigned long)(_stext) + REC->parent_offs)\n";
+
+    /// The same event under another name and id, its two fields swapped: the decoder reads the
+    /// offsets the format gives, not fixed ones.
+    fn pi_format(name: &str, id: u16, caller_at: usize, parent_at: usize) -> Format {
+        let t = PREEMPT_DISABLE_FMT
+            .replace("preempt_disable", name)
+            .replace("ID: 457", &format!("ID: {id}"))
+            .replace(
+                "caller_offs;\toffset:8",
+                &format!("caller_offs;\toffset:{caller_at}"),
+            )
+            .replace(
+                "parent_offs;\toffset:12",
+                &format!("parent_offs;\toffset:{parent_at}"),
+            );
+        parse_format(&t).expect("format parses")
+    }
+
+    /// A preemptirq record: header (type_len 4 = 16 bytes of payload, `delta`), then the
+    /// payload with `caller` and `parent` at the given offsets.
+    fn pi_record(id: u16, delta: u32, at: (usize, usize), caller: i32, parent: i32) -> Vec<u8> {
+        let mut r = ((delta << 5) | 4).to_le_bytes().to_vec();
+        let mut p = [0u8; 16];
+        p[0..2].copy_from_slice(&id.to_le_bytes());
+        p[4..8].copy_from_slice(&1234i32.to_le_bytes()); // common_pid
+        p[at.0..at.0 + 4].copy_from_slice(&caller.to_le_bytes());
+        p[at.1..at.1 + 4].copy_from_slice(&parent.to_le_bytes());
+        r.extend_from_slice(&p);
+        r
+    }
+
+    pub(crate) fn pi_decoders() -> Decoders {
+        let mut d = Decoders::default();
+        d.add(
+            "preempt_disable",
+            &parse_format(PREEMPT_DISABLE_FMT).expect("fmt"),
+        )
+        .expect("decoder");
+        d.add("preempt_enable", &pi_format("preempt_enable", 458, 8, 12))
+            .expect("decoder");
+        // Fields swapped in this one.
+        d.add("irq_disable", &pi_format("irq_disable", 459, 12, 8))
+            .expect("decoder");
+        d.add("irq_enable", &pi_format("irq_enable", 460, 8, 12))
+            .expect("decoder");
+        d
+    }
+
+    /// A page of the four preemptirq events, decoded by hand:
+    /// base 5_000_000; preempt_disable +10 → 5_000_010 (caller −0x10, parent 0x2000);
+    /// irq_disable +5 → 5_000_015 (fields swapped in its format: caller 0x300, parent −4);
+    /// irq_enable +20 → 5_000_035; preempt_enable +1 → 5_000_036.
+    pub(crate) fn pi_page() -> Vec<u8> {
+        let mut data = Vec::new();
+        data.extend(pi_record(457, 10, (8, 12), -0x10, 0x2000));
+        data.extend(pi_record(459, 5, (12, 8), 0x300, -4));
+        data.extend(pi_record(460, 20, (8, 12), 0x40, 0x50));
+        data.extend(pi_record(458, 1, (8, 12), 0x60, 0x70));
+        let mut page = vec![0u8; 16];
+        page[0..8].copy_from_slice(&5_000_000u64.to_le_bytes());
+        page[8..16].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        page.extend_from_slice(&data);
+        page
+    }
+
+    pub(crate) fn header() -> HeaderPage {
+        parse_header_page(HEADER_PAGE).expect("header parses")
+    }
+
+    #[test]
+    fn decodes_preemptirq_records_by_their_formats() {
+        let f = parse_format(PREEMPT_DISABLE_FMT).expect("format parses");
+        assert_eq!((f.name.as_str(), f.id), ("preempt_disable", 457));
+        assert_eq!(f.fields["caller_offs"], Field { offset: 8, size: 4 });
+        assert_eq!(
+            f.fields["parent_offs"],
+            Field {
+                offset: 12,
+                size: 4
+            }
+        );
+        let dec = pi_decoders();
+        let page = pi_page();
+        let mut out = Vec::new();
+        let mut comms = BTreeMap::new();
+        let st = parse_page(&page, &header(), 2, &dec, &mut out, &mut comms).expect("parses");
+        assert_eq!((st.events, st.undecoded, st.missed), (4, 0, 0));
+        let got: Vec<(u64, u32, EventKind)> =
+            out.iter().map(|e| (e.ts_ns, e.cpu, e.kind)).collect();
+        assert_eq!(
+            got,
+            [
+                (5_000_010, 2, EventKind::PreemptDisable),
+                (5_000_015, 2, EventKind::IrqDisable),
+                (5_000_035, 2, EventKind::IrqEnable),
+                (5_000_036, 2, EventKind::PreemptEnable),
+            ]
+        );
+        // The offsets, signed, from the fields the format names (swapped for irq_disable).
+        let payloads: Vec<Vec<u8>> = {
+            let mut v = Vec::new();
+            walk_page(&page, &header(), |_, p| {
+                v.push(p.to_vec());
+                true
+            })
+            .expect("walks");
+            v
+        };
+        assert_eq!(
+            preemptirq_offsets(&dec, &payloads[0]),
+            Some((-0x10, 0x2000))
+        );
+        assert_eq!(preemptirq_offsets(&dec, &payloads[1]), Some((0x300, -4)));
+        // _stext + offset; unknown _stext gives 0, not a made-up address.
+        assert_eq!(
+            stext_address(0xffff_ffff_8100_0000, -0x10),
+            0xffff_ffff_80ff_fff0
+        );
+        assert_eq!(
+            stext_address(0xffff_ffff_8100_0000, 0x2000),
+            0xffff_ffff_8100_2000
+        );
+        assert_eq!(stext_address(0, 0x2000), 0);
+        // Not a preemptirq record, or cut short: none.
+        let mut sw = vec![0u8; 64];
+        sw[0..2].copy_from_slice(&373u16.to_le_bytes());
+        assert_eq!(preemptirq_offsets(&dec, &sw), None);
+        assert_eq!(preemptirq_offsets(&dec, &payloads[0][..10]), None);
+        assert_eq!(decode_payload(&dec, &payloads[0][..10], &mut comms), None);
+    }
+
+    #[test]
+    fn a_preemptirq_layout_we_do_not_know_is_refused() {
+        let t = PREEMPT_DISABLE_FMT.replace(
+            "caller_offs;\toffset:8;\tsize:4",
+            "caller_offs;\toffset:8;\tsize:8",
+        );
+        let mut d = Decoders::default();
+        let e = d
+            .add("preempt_disable", &parse_format(&t).expect("fmt"))
+            .unwrap_err();
+        assert!(e.contains("caller_offs") && e.contains("s32"), "{e}");
+        let t = PREEMPT_DISABLE_FMT.replace("parent_offs", "parent_ip");
+        let e = d
+            .add("preempt_disable", &parse_format(&t).expect("fmt"))
+            .unwrap_err();
+        assert!(e.contains("parent_offs"), "{e}");
+    }
+
+    #[test]
+    fn preemptirq_availability_names_what_is_missing() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let e = preemptirq_availability(d.path()).unwrap_err();
+        assert!(e.contains("not mounted"), "{e}");
+        std::fs::create_dir_all(d.path().join("events/sched")).expect("mkdir");
+        let e = preemptirq_availability(d.path()).unwrap_err();
+        assert!(e.contains("CONFIG_PREEMPTIRQ_TRACEPOINTS"), "{e}");
+        for n in ["preempt_disable", "preempt_enable"] {
+            let dir = d.path().join("events/preemptirq").join(n);
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            std::fs::write(dir.join("format"), "").expect("write");
+        }
+        let e = preemptirq_availability(d.path()).unwrap_err();
+        assert!(
+            e.contains("preemptirq:irq_disable, preemptirq:irq_enable"),
+            "{e}"
+        );
+        for n in ["irq_disable", "irq_enable"] {
+            let dir = d.path().join("events/preemptirq").join(n);
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            std::fs::write(dir.join("format"), "").expect("write");
+        }
+        assert_eq!(preemptirq_availability(d.path()), Ok(()));
+    }
+
+    #[test]
+    fn stats_count_overruns_and_drops() {
+        // per_cpu/cpuN/stats as 6.12 prints it.
+        let t = "entries: 10\noverrun: 3\ncommit overrun: 0\nbytes: 4080\noldest event ts:  1.000000\nnow ts:  2.000000\ndropped events: 40\nread events: 7\n";
+        assert_eq!(stats_lost(t), 43);
+        assert_eq!(stats_lost(""), 0);
     }
 }

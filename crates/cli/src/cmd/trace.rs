@@ -1,8 +1,8 @@
 //! `rtscope trace record`: capture kernel events on some CPUs for a while into a `.rtt` file
 //! (no samples: `rtscope measure --trace` adds those), stored as a run that points at the file.
 //! Useful alone to look at what a machine's CPUs do, and to test the capture mechanisms.
-//! `rtscope trace thread-vars`: ECRTS'20 Table 1's thread variables reduced in the kernel
-//! (rtscope_trace::preemptirq).
+//! `rtscope trace thread-vars`: ECRTS'20 Table 1's thread variables from the preemptirq events,
+//! reduced in the kernel (eBPF) or streamed from tracefs (rtscope_session::thread_vars).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,9 +17,9 @@ pub struct Args {
 enum Sub {
     /// Record kernel events into a .rtt file.
     Record(RecordArgs),
-    /// D_POID, D_PAIE, D_PSD, D_ST per CPU (ECRTS'20 Table 1), reduced in the kernel from the
-    /// preemptirq tracepoints (needs CONFIG_PREEMPTIRQ_TRACEPOINTS: `rtscope lab kernel build
-    /// --preset trace`).
+    /// D_POID, D_PAIE, D_PSD, D_ST per CPU (ECRTS'20 Table 1) from the preemptirq tracepoints,
+    /// reduced in the kernel (eBPF) or read through tracefs (needs
+    /// CONFIG_PREEMPTIRQ_TRACEPOINTS: `rtscope lab kernel build --preset trace`).
     ThreadVars(ThreadVarsArgs),
 }
 
@@ -36,6 +36,15 @@ struct ThreadVarsArgs {
     /// CPUs to measure: a list like 0,1 or 0-3 (default: all online CPUs).
     #[arg(long = "cpus", value_name = "LIST")]
     cpus: Option<String>,
+    /// bpf: the state machine runs in the kernel at each tracepoint (maxima only); tracefs: the
+    /// events are read from a tracefs ring buffer and streamed through the same state machine
+    /// in user space; auto: bpf where it can run, else tracefs.
+    #[arg(
+        long = "mechanism",
+        default_value = "auto",
+        value_name = "auto|bpf|tracefs"
+    )]
+    mechanism: String,
     #[command(flatten)]
     json: super::common::JsonOut,
 }
@@ -61,9 +70,15 @@ struct RecordArgs {
     output: PathBuf,
     /// `relevant` leaves out switches between two SCHED_OTHER tasks (except the last before each
     /// recorded event) and wake-ups of SCHED_OTHER tasks — right when the latency you study is a
-    /// real-time or DEADLINE thread's; `all` keeps every event (docs/tracing.md).
-    #[arg(long = "keep", default_value = "relevant", value_name = "relevant|all", value_parser = ["relevant", "all"])]
-    keep: String,
+    /// real-time or DEADLINE thread's; `all` keeps every event (docs/tracing.md). Default:
+    /// relevant; all with --preemptirq.
+    #[arg(long = "keep", value_name = "relevant|all", value_parser = ["relevant", "all"])]
+    keep: Option<String>,
+    /// Record the preemptirq events too (preempt/irq disable/enable; tracefs only, the kernel
+    /// needs CONFIG_PREEMPTIRQ_TRACEPOINTS), so `rtscope bound --trace FILE` measures the thread
+    /// terms from them. Hundreds of thousands of events a second per CPU: keep -D short.
+    #[arg(long = "preemptirq")]
+    preemptirq: bool,
     /// Stored like every verb's result: a RunRecord pointing at the trace, with the capture's
     /// summary (events per kind, lost events, duration, mechanism).
     #[command(flatten)]
@@ -80,10 +95,15 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
     let secs = super::common::parse_duration("--duration", &a.duration)?;
     let cpus = super::common::resolve_cpus("--cpus", a.cpus.as_deref())?;
+    let mech: rtscope_session::thread_vars::Mechanism = a
+        .mechanism
+        .parse()
+        .map_err(|e| crate::usage!("--mechanism: {e}"))?;
     a.json.check()?;
     super::common::install_signal_handlers();
-    use rtscope_trace::preemptirq::{measure, MeasureError};
-    let mut run = measure(
+    use rtscope_trace::preemptirq::MeasureError;
+    let mut run = rtscope_session::thread_vars::measure(
+        mech,
         &cpus,
         Duration::from_secs_f64(secs),
         &super::common::stop_requested,
@@ -107,6 +127,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         mechanism: a.mechanism,
         output: a.output,
         keep: a.keep,
+        preemptirq: a.preemptirq,
     };
     Ok(rtscope_session::capture::record(&r, &a.out.lib())?)
 }

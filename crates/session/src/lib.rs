@@ -521,13 +521,13 @@ fn pin_malloc_mmap_threshold() {
 }
 
 /// The calling thread at SCHED_FIFO 1 until dropped (then its old policy again).
-struct MainPriority {
+pub(crate) struct MainPriority {
     policy: libc::c_int,
     param: libc::sched_param,
 }
 
 impl MainPriority {
-    fn fifo1() -> Option<MainPriority> {
+    pub(crate) fn fifo1() -> Option<MainPriority> {
         // SAFETY: plain syscalls on the calling thread with valid, initialised arguments.
         unsafe {
             let policy = libc::sched_getscheduler(0);

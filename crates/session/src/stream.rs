@@ -246,17 +246,7 @@ impl Explain {
         match (&self.kernel_thread, self.bound.as_mut()) {
             (Some(KernelThread::Bpf(r)), Some(b)) => {
                 for (cpu, m) in r.read() {
-                    b.set_kernel_thread(
-                        cpu,
-                        rtscope_analysis::bound::thread::CpuThreadMeasure {
-                            vars: m.thread,
-                            preemptirq_events: m.preemptirq_events,
-                            sched_sections: m.sched_sections,
-                            irq_entry_exit_ns: m.irq_entry_exit_ns,
-                            irq_arrivals: m.irq_arrivals,
-                        },
-                        m.lost_events,
-                    );
+                    b.set_kernel_thread(cpu, (&m).into(), m.lost_events);
                 }
             }
             (Some(KernelThread::Tracefs(r)), Some(b)) => {

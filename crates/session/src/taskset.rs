@@ -26,27 +26,15 @@ pub fn run(
         (true, true) => println!("{}", text::summary_line(&res)),
         (true, false) => print!("{}", text::result(&res)),
     }
-    out.emit(&work.record(crate::record::WorkInfo {
-        verb: "taskset".into(),
-        cpus: job.options.cpus.clone(),
-        interrupted: res.interrupted,
-        hygiene: rtscope_model::Hygiene {
-            mlockall: true,
-            timer_slack_ns: Some(1),
-            notes: vec![
-                "task threads: timer slack 1 ns, memory locked, working sets prefaulted".into(),
-            ],
-            ..Default::default()
-        },
-        warnings: res.warnings.clone(),
+    emit(
+        out,
+        &work,
+        job.options.cpus.clone(),
+        res.interrupted,
+        res.warnings.clone(),
         tags,
-        loads: Vec::new(),
-        kind: rtscope_model::RunKind::Taskset(Box::new(res.clone())),
-    }))?;
-    if res.interrupted {
-        eprintln!("rtscope: interrupted: results are partial (the record says so)");
-    }
-    Ok(())
+        rtscope_model::RunKind::Taskset(Box::new(res.clone())),
+    )
 }
 
 /// `taskset sweep`: every run's line as it ends (unless `-q`), then the per-point table, and one
@@ -66,10 +54,32 @@ pub fn sweep(
     if out.text() {
         print!("{}", text::sweep(&res));
     }
+    emit(
+        out,
+        &work,
+        job.config.cpus.clone(),
+        res.interrupted,
+        res.warnings.clone(),
+        tags,
+        rtscope_model::RunKind::TasksetSweep(Box::new(res.clone())),
+    )
+}
+
+/// One taskset record (a run or a sweep): the task threads' hygiene, then a word on stderr if
+/// the results are partial.
+fn emit(
+    out: &RecordOutputs,
+    work: &crate::work::Work,
+    cpus: Vec<u32>,
+    interrupted: bool,
+    warnings: Vec<rtscope_model::warning::Warning>,
+    tags: std::collections::BTreeMap<String, String>,
+    kind: rtscope_model::RunKind,
+) -> Result<(), VerbError> {
     out.emit(&work.record(crate::record::WorkInfo {
         verb: "taskset".into(),
-        cpus: job.config.cpus.clone(),
-        interrupted: res.interrupted,
+        cpus,
+        interrupted,
         hygiene: rtscope_model::Hygiene {
             mlockall: true,
             timer_slack_ns: Some(1),
@@ -78,12 +88,12 @@ pub fn sweep(
             ],
             ..Default::default()
         },
-        warnings: res.warnings.clone(),
+        warnings,
         tags,
         loads: Vec::new(),
-        kind: rtscope_model::RunKind::TasksetSweep(Box::new(res.clone())),
+        kind,
     }))?;
-    if res.interrupted {
+    if interrupted {
         eprintln!("rtscope: interrupted: results are partial (the record says so)");
     }
     Ok(())

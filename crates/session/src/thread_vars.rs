@@ -398,21 +398,7 @@ impl Background {
                             s.cpus = doc
                                 .cpus
                                 .iter()
-                                .map(|c| {
-                                    (
-                                        c.cpu,
-                                        (
-                                            thread::CpuThreadMeasure {
-                                                vars: c.thread,
-                                                preemptirq_events: c.preemptirq_events,
-                                                sched_sections: c.sched_sections,
-                                                irq_entry_exit_ns: c.irq_entry_exit_ns,
-                                                irq_arrivals: c.irq_arrivals,
-                                            },
-                                            c.lost_events,
-                                        ),
-                                    )
-                                })
+                                .map(|c| (c.cpu, (c.into(), c.lost_events)))
                                 .collect();
                             s.done = Some(doc);
                         }

@@ -61,6 +61,20 @@ pub struct CpuThreadMeasure {
     pub irq_arrivals: u64,
 }
 
+/// The same measure as a kernel-side reader reports it (the in-kernel reduction, a stored
+/// thread-vars document): what the bound takes from it.
+impl From<&rtscope_model::thread_vars::CpuThreadMeasure> for CpuThreadMeasure {
+    fn from(m: &rtscope_model::thread_vars::CpuThreadMeasure) -> Self {
+        CpuThreadMeasure {
+            vars: m.thread,
+            preemptirq_events: m.preemptirq_events,
+            sched_sections: m.sched_sections,
+            irq_entry_exit_ns: m.irq_entry_exit_ns,
+            irq_arrivals: m.irq_arrivals,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum HKey {
     Irq(u32),

@@ -1,10 +1,37 @@
 #!/usr/bin/env bash
 # rtscope set-up: installs what a fresh Debian machine lacks, then builds the release binary.
 # Idempotent and quick when everything is already there. Run as root.
-#   scripts/setup.sh            install + build
-#   scripts/setup.sh --no-build install only
+#   scripts/setup.sh                 install + build (what `rtscope run` needs)
+#   scripts/setup.sh --no-build      install only
+#   scripts/setup.sh --lab           also the kernel lab: linux-source-6.12 and the lab kernels
+#                                    (RTSCOPE_LAB_KERNELS, default "trace"; ~17 min each on 2 CPUs)
+# The main job does not need the lab kernels: `rtscope lab kernel build` (or `--lab` here, or the
+# test suite's own set-up) builds them when something needs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+BUILD=1
+LAB=0
+for a in "$@"; do
+  case "$a" in
+    --no-build) BUILD=0 ;;
+    --lab) LAB=1 ;;
+    *) echo "setup: unknown option $a (accepted: --no-build, --lab)" >&2; exit 2 ;;
+  esac
+done
+# What the rest needs, said before anything is changed.
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: needs root (it installs Debian packages and mounts tracefs): run it with sudo" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
+  echo "setup: needs apt-get and dpkg (a Debian or Ubuntu machine); elsewhere install the packages listed in scripts/setup.sh by hand" >&2
+  exit 1
+fi
+if ! command -v cargo >/dev/null; then
+  echo "setup: Rust (cargo) not found: install it with rustup (https://rustup.rs), then run this again" >&2
+  exit 1
+fi
 
 # clang/llvm/libelf/zlib/pkg-config/bpftool: eBPF skeletons (crates/trace)
 # rt-tests/stress-ng/rt-app: reference tools for side-by-side benchmarks
@@ -22,10 +49,6 @@ for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "setup: need root to install: ${missing[*]}" >&2
-    exit 1
-  fi
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
@@ -51,7 +74,7 @@ qmissing=()
 for p in "${QPKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || qmissing+=("$p")
 done
-if [ ${#qmissing[@]} -gt 0 ] && [ "$(id -u)" -eq 0 ]; then
+if [ ${#qmissing[@]} -gt 0 ]; then
   echo "setup: installing ${qmissing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
@@ -73,15 +96,12 @@ for series in ${RTSCOPE_QEMU_SERIES:-6.1}; do
   (cd "$QCACHE" && apt-get download -q "$pkg" 2>&1 | grep -v -e '^W: Download is performed unsandboxed' || true)
 done
 
-if ! command -v cargo >/dev/null; then
-  echo "setup: Rust (cargo) not found; install it with rustup first" >&2
-  exit 1
-fi
-
-if [ "${1:-}" != "--no-build" ]; then
+if [ $BUILD = 1 ]; then
   cargo build --release --locked -p rtscope-cli
   echo "setup: built $(pwd)/target/release/rtscope"
 fi
+
+[ $LAB = 1 ] || exit 0
 
 # The kernel lab (crates/lab, docs/lab.md): Debian's linux-source-6.12 and what building it needs,
 # then the kernels the lab tests boot, built once and cached in ~/.cache/rtscope/kernels (a rerun
@@ -91,7 +111,7 @@ lmissing=()
 for p in "${LPKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || lmissing+=("$p")
 done
-if [ ${#lmissing[@]} -gt 0 ] && [ "$(id -u)" -eq 0 ]; then
+if [ ${#lmissing[@]} -gt 0 ]; then
   echo "setup: installing ${lmissing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
@@ -99,7 +119,7 @@ if [ ${#lmissing[@]} -gt 0 ] && [ "$(id -u)" -eq 0 ]; then
 fi
 LAB_KERNELS=${RTSCOPE_LAB_KERNELS-trace}
 if [ -n "$LAB_KERNELS" ]; then
-  if [ "${1:-}" = "--no-build" ]; then
+  if [ $BUILD = 0 ]; then
     cargo build --locked -q -p rtscope-cli
     RTSCOPE=target/debug/rtscope
   else

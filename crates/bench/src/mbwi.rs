@@ -1115,7 +1115,7 @@ script = [{lock = "A"}, {compute_us = 5000}, {unlock = "A"}]
         if sys::online_cpus().map_or(0, |c| c.len()) < 2
             || !sys::online_cpus().unwrap().contains(&1)
         {
-            println!("SKIPPED: needs CPUs 0 and 1 online");
+            rtscope_testkit::skipped("needs CPUs 0 and 1 online");
             return;
         }
         let c = ExperimentConfig::new("all", "both", &[0, 1], 1_000_000_000, 0).unwrap();

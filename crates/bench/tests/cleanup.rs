@@ -18,7 +18,7 @@ const DIR_ENV: &str = "RTSCOPE_BENCH_CLEANUP_DIR";
 #[ignore = "helper run by the cleanup tests in a child process"]
 fn child_entry() {
     let Ok(mode) = std::env::var(ENV) else {
-        println!("SKIPPED: helper only runs when {ENV} is set");
+        rtscope_testkit::skipped(format_args!("helper only runs when {ENV} is set"));
         return;
     };
     use rtscope_bench::common::{install_stop_handlers, reaper::Reaper};

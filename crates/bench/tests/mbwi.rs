@@ -63,7 +63,7 @@ fn task<'a>(r: &'a MbwiKernelRun, name: &str) -> &'a KernelTaskResult {
 #[test]
 fn pi_bounds_the_blocking_of_an_overrunning_holder() {
     if let Some(r) = skip_reason() {
-        println!("SKIPPED: {r}");
+        rtscope_testkit::skipped(format_args!("{r}"));
         return;
     }
     let pi = one("one-cpu-overrun", MutexKind::Pi, 3);
@@ -128,7 +128,7 @@ fn pi_bounds_the_blocking_of_an_overrunning_holder() {
 #[test]
 fn mainline_boost_keeps_the_holders_deadline() {
     if let Some(r) = skip_reason() {
-        println!("SKIPPED: {r}");
+        rtscope_testkit::skipped(format_args!("{r}"));
         return;
     }
     let pi = one("one-cpu", MutexKind::Pi, 2);

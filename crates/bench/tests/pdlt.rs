@@ -23,7 +23,7 @@ fn cfg(sys: Syscall, size: u64) -> Config {
 #[test]
 fn scans_every_syscall() {
     if !rtscope_probe::sys::is_root() {
-        println!("SKIPPED: needs root (SCHED_FIFO, mlockall)");
+        rtscope_testkit::skipped("needs root (SCHED_FIFO, mlockall)");
         return;
     }
     let reaper = Reaper::start().unwrap();

@@ -45,7 +45,7 @@ fn counter(m: &RhealstoneMetric, name: &str) -> u64 {
 #[test]
 fn suite_counts_and_inversion() {
     if let Some(why) = can_run() {
-        println!("SKIPPED: {why}");
+        rtscope_testkit::skipped(format_args!("{why}"));
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -166,7 +166,7 @@ fn suite_counts_and_inversion() {
 #[test]
 fn semaphore_shuffle_includes_the_block_and_the_switch_to_the_holder() {
     if let Some(why) = can_run() {
-        println!("SKIPPED: {why}");
+        rtscope_testkit::skipped(format_args!("{why}"));
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -234,7 +234,7 @@ fn semaphore_shuffle_includes_the_block_and_the_switch_to_the_holder() {
 #[test]
 fn preemption_has_no_timer_in_its_path() {
     if let Some(why) = can_run() {
-        println!("SKIPPED: {why}");
+        rtscope_testkit::skipped(format_args!("{why}"));
         return;
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());

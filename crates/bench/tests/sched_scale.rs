@@ -6,7 +6,7 @@ use rtscope_bench::sched_scale::{self, Config};
 #[test]
 fn short_scan_counts_and_fit() {
     if !rtscope_probe::sys::is_root() {
-        println!("SKIPPED: needs root (SCHED_FIFO, mlockall, tracefs)");
+        rtscope_testkit::skipped("needs root (SCHED_FIFO, mlockall, tracefs)");
         return;
     }
     let reaper = Reaper::start().unwrap();

@@ -214,7 +214,7 @@ fn partitioned_deadline_on_cgroup_v2_in_qemu() {
         .expect("run scripts/qemu-run.sh --check");
     let says = String::from_utf8_lossy(&check.stdout).trim().to_string();
     if check.status.code() == Some(3) {
-        println!("SKIPPED: {says} (scripts/setup.sh installs qemu-system-x86 and busybox-static and fetches the kernel)");
+        rtscope_testkit::skipped(format_args!("{says} (scripts/setup.sh installs qemu-system-x86 and busybox-static and fetches the kernel)"));
         return;
     }
     assert!(check.status.success(), "qemu-run.sh --check: {says}");

@@ -62,7 +62,7 @@ fn run_or_skip(
         Ok(r) => Some(r),
         Err(TasksetError::Admission(m)) => {
             // The machine is shared: another tenant can hold the DEADLINE bandwidth for a while.
-            println!("SKIPPED: DEADLINE admission refused right now: {m}");
+            rtscope_testkit::skipped(format_args!("DEADLINE admission refused right now: {m}"));
             None
         }
         Err(e) => panic!("run failed: {e}"),
@@ -118,7 +118,7 @@ fn per_task(r: &rtscope_model::taskset::TasksetResult) -> String {
 #[test]
 fn deadline_global_run() {
     if !root() {
-        println!("SKIPPED: needs root");
+        rtscope_testkit::skipped("needs root");
         return;
     }
     let _g = serial();
@@ -179,11 +179,11 @@ fn deadline_global_run() {
 #[test]
 fn deadline_partitioned_run_uses_and_removes_cpusets() {
     if !root() {
-        println!("SKIPPED: needs root");
+        rtscope_testkit::skipped("needs root");
         return;
     }
     if !matches!(cpuset::detect(), Some(cpuset::Hierarchy::V1(_))) {
-        println!("SKIPPED: no cgroup v1 cpuset hierarchy mounted");
+        rtscope_testkit::skipped("no cgroup v1 cpuset hierarchy mounted");
         return;
     }
     let _g = serial();
@@ -208,7 +208,7 @@ fn deadline_partitioned_run_uses_and_removes_cpusets() {
 #[test]
 fn fifo_partitioned_rm_run() {
     if !root() {
-        println!("SKIPPED: needs root");
+        rtscope_testkit::skipped("needs root");
         return;
     }
     let _g = serial();
@@ -231,7 +231,7 @@ fn fifo_partitioned_rm_run() {
 #[test]
 fn other_cfs_run() {
     if !root() {
-        println!("SKIPPED: needs root");
+        rtscope_testkit::skipped("needs root");
         return;
     }
     let _g = serial();
@@ -298,7 +298,7 @@ fn wait_for_cpusets(present: bool, secs: u64) -> bool {
 #[test]
 fn cpusets_removed_after_sigint() {
     if !root() || !matches!(cpuset::detect(), Some(cpuset::Hierarchy::V1(_))) {
-        println!("SKIPPED: needs root and a cgroup v1 cpuset hierarchy");
+        rtscope_testkit::skipped("needs root and a cgroup v1 cpuset hierarchy");
         return;
     }
     let _g = serial();
@@ -334,7 +334,7 @@ fn cpusets_removed_after_sigint() {
 #[test]
 fn stale_cpusets_removed_after_sigkill() {
     if !root() || !matches!(cpuset::detect(), Some(cpuset::Hierarchy::V1(_))) {
-        println!("SKIPPED: needs root and a cgroup v1 cpuset hierarchy");
+        rtscope_testkit::skipped("needs root and a cgroup v1 cpuset hierarchy");
         return;
     }
     let _g = serial();
@@ -394,7 +394,7 @@ fn topology_clusters_partition_the_online_cpus() {
 #[test]
 fn sweep_runs_every_set_and_policy() {
     if !root() {
-        println!("SKIPPED: needs root");
+        rtscope_testkit::skipped("needs root");
         return;
     }
     let _g = serial();
@@ -456,7 +456,7 @@ fn sweep_runs_every_set_and_policy() {
     let r = job.run(|_| seen += 1).expect("sweep");
     assert_eq!((seen, r.runs.len()), (4, 4));
     if let Some(x) = r.runs.iter().find(|x| x.status != "ok") {
-        println!("SKIPPED: the kernel refused a run here: {:?}", x.error);
+        rtscope_testkit::skipped(format_args!("the kernel refused a run here: {:?}", x.error));
         return;
     }
     assert_eq!(r.points.len(), 2);

@@ -366,7 +366,7 @@ fn small_files_with_huge_claims_are_refused_within_limits() {
 #[test]
 fn no_password_reaches_a_file_a_report_or_the_terminal() {
     if !rtscope_testkit::is_root() {
-        println!("SKIPPED: needs root (measure runs SCHED_FIFO threads)");
+        rtscope_testkit::skipped("needs root (measure runs SCHED_FIFO threads)");
         return;
     }
     let d = tempfile::tempdir().expect("tmp");
@@ -521,13 +521,13 @@ fn umount(at: &Path) {
 #[test]
 fn read_only_verbs_read_a_read_only_database_and_change_nothing() {
     if !rtscope_testkit::is_root() {
-        println!("SKIPPED: needs root (mounts a read-only tmpfs)");
+        rtscope_testkit::skipped("needs root (mounts a read-only tmpfs)");
         return;
     }
     let d = tempfile::tempdir().expect("tmp");
     let ro = d.path().join("ro");
     if tmpfs(&ro, "size=16m").is_none() {
-        println!("SKIPPED: mount -t tmpfs refused");
+        rtscope_testkit::skipped("mount -t tmpfs refused");
         return;
     }
     let db = ro.join("results.db");
@@ -599,13 +599,13 @@ fn read_only_verbs_read_a_read_only_database_and_change_nothing() {
 #[test]
 fn a_full_disk_is_found_before_the_run() {
     if !rtscope_testkit::is_root() {
-        println!("SKIPPED: needs root (mounts a small tmpfs)");
+        rtscope_testkit::skipped("needs root (mounts a small tmpfs)");
         return;
     }
     let d = tempfile::tempdir().expect("tmp");
     let full = d.path().join("full");
     if tmpfs(&full, "size=64k").is_none() {
-        println!("SKIPPED: mount -t tmpfs refused");
+        rtscope_testkit::skipped("mount -t tmpfs refused");
         return;
     }
     let fulls = full.display().to_string();
@@ -790,7 +790,7 @@ fn our_cgroups() -> Vec<String> {
 #[test]
 fn the_next_run_repairs_what_a_killed_run_left() {
     if !rtscope_testkit::is_root() {
-        println!("SKIPPED: needs root (cpusets, SCHED_DEADLINE)");
+        rtscope_testkit::skipped("needs root (cpusets, SCHED_DEADLINE)");
         return;
     }
     let d = tempfile::tempdir().expect("tmp");
@@ -880,11 +880,11 @@ fn our_instances() -> Vec<String> {
 #[test]
 fn the_next_run_removes_a_killed_capture_instance() {
     if !rtscope_testkit::is_root() {
-        println!("SKIPPED: needs root (tracefs)");
+        rtscope_testkit::skipped("needs root (tracefs)");
         return;
     }
     if !Path::new("/sys/kernel/tracing/instances").is_dir() {
-        println!("SKIPPED: tracefs is not mounted at /sys/kernel/tracing");
+        rtscope_testkit::skipped("tracefs is not mounted at /sys/kernel/tracing");
         return;
     }
     let d = tempfile::tempdir().expect("tmp");

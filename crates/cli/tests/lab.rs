@@ -280,7 +280,7 @@ fn sched_scale_times_the_scheduler_in_the_lab_kernels() {
     if rtscope_testkit::lab::has_kernel(bin!(), "rt-trace") {
         runs.push(("rt-trace", None, "auto", "preemptirq tracepoints", 30..=32));
     } else {
-        println!("SKIPPED: the PREEMPT_RT run: no rt-trace kernel in the lab cache (RTSCOPE_LAB_KERNELS=\"trace rt-trace\" scripts/setup.sh builds it)");
+        rtscope_testkit::skipped("the PREEMPT_RT run: no rt-trace kernel in the lab cache (RTSCOPE_LAB_KERNELS=\"trace rt-trace\" scripts/setup.sh builds it)");
     }
     for (kernel, preempt, mode, method, timed) in runs {
         let verb = [

@@ -83,9 +83,8 @@ fn the_driver_draws_the_papers_triangles_and_a_preemptible_kernel_none() {
     if has_kernel(bin!(), "rt-trace") {
         kernels.push(("rt-trace", None));
     } else {
-        println!(
-            "SKIPPED: the PREEMPT_RT part: no rt-trace kernel in the lab cache (RTSCOPE_LAB_KERNELS=\"trace rt-trace\" scripts/setup.sh builds it)"
-        );
+        rtscope_testkit::skipped(format_args!("the PREEMPT_RT part: no rt-trace kernel in the lab cache (RTSCOPE_LAB_KERNELS=\"trace rt-trace\" scripts/setup.sh builds it)"
+        ));
     }
     for (kernel, preempt) in kernels {
         let rec = icount_record(bin!(), kernel, preempt, &verb("0"), "flat.json");
@@ -144,7 +143,7 @@ fn rhealstone_measures_the_papers_interrupt_response_with_the_device() {
 #[test]
 fn without_the_device_the_driver_scan_exits_2_naming_it() {
     if std::path::Path::new("/dev/rtscope_lab").exists() {
-        println!("SKIPPED: this machine has the lab's device");
+        rtscope_testkit::skipped("this machine has the lab's device");
         return;
     }
     let d = tmp();

@@ -215,7 +215,7 @@ fn kernel_locked_down() -> Option<String> {
 fn kernel_timing_runs_or_names_lockdown() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("SKIPPED: needs root (fentry/fexit)");
+        rtscope_testkit::skipped("needs root (fentry/fexit)");
         return;
     }
     let o = rtscope(&["practise", "kernel", "-D", "1s", "--no-store"]);

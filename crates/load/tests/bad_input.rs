@@ -170,7 +170,7 @@ fn validate_table() {
 fn unwritable_scratch_dir_is_refused() {
     let _g = common::serial();
     if !common::is_root() {
-        println!("SKIPPED: needs root to switch to uid nobody");
+        rtscope_testkit::skipped("needs root to switch to uid nobody");
         return;
     }
     let dir = tempfile::tempdir_in("/var/tmp").expect("tempdir");

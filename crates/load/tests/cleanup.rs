@@ -216,7 +216,7 @@ fn exec_descendants_die_with_a_sigkilled_parent() {
 fn veth_leaves_no_interface_after_sigkill() {
     let _g = common::serial();
     if !common::is_root() {
-        println!("SKIPPED: --net-veth needs root");
+        rtscope_testkit::skipped("--net-veth needs root");
         return;
     }
     let mut s = launch(&["net", "--veth"]);

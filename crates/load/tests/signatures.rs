@@ -154,7 +154,7 @@ fn net_loopback_bytes_and_interrupts() {
 fn net_over_veth_crosses_a_virtual_nic() {
     let _g = common::serial();
     if !common::is_root() {
-        println!("SKIPPED: --net-veth needs root");
+        rtscope_testkit::skipped("--net-veth needs root");
         return;
     }
     let idle = idle();
@@ -230,7 +230,7 @@ fn io_runs_its_three_parts() {
 fn bonnie_reaches_the_device_and_leaves_nothing() {
     let _g = common::serial();
     if !std::path::Path::new("/usr/sbin/bonnie++").exists() {
-        println!("SKIPPED: bonnie++ is not installed (scripts/setup.sh installs it)");
+        rtscope_testkit::skipped("bonnie++ is not installed (scripts/setup.sh installs it)");
         return;
     }
     let idle = idle();

@@ -99,7 +99,7 @@ fn run_chromium(bin: &Path, profile: &Path, extra: &[String], url: &str) -> (Str
 #[test]
 fn report_renders_in_chromium() {
     let Some(bin) = chromium() else {
-        println!("SKIPPED: chromium not installed (run scripts/ci-chromium.sh)");
+        rtscope_testkit::skipped("chromium not installed (run scripts/ci-chromium.sh)");
         return;
     };
     let mut runs = vec![fixture::hostile("hostile-run-0001")];

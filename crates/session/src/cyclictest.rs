@@ -211,7 +211,7 @@ mod tests {
         let online = match rtscope_probe::sys::online_cpus() {
             Ok(o) => o,
             Err(e) => {
-                println!("SKIPPED: no online CPU list ({e})");
+                rtscope_testkit::skipped(format_args!("no online CPU list ({e})"));
                 return;
             }
         };

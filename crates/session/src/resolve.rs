@@ -642,7 +642,7 @@ mod tests {
         let online = match rtscope_probe::sys::online_cpus() {
             Ok(o) => o,
             Err(e) => {
-                println!("SKIPPED: no online CPU list ({e})");
+                rtscope_testkit::skipped(format_args!("no online CPU list ({e})"));
                 return;
             }
         };
@@ -721,7 +721,7 @@ mod tests {
                 (95, rtscope_trace::Keep::Relevant)
             );
         } else {
-            println!("SKIPPED: DEADLINE/FIFO resolution needs CAP_SYS_NICE");
+            rtscope_testkit::skipped("DEADLINE/FIFO resolution needs CAP_SYS_NICE");
         }
     }
 }

@@ -31,13 +31,42 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// True when root; otherwise prints `SKIPPED: needs root (<why>)` and returns false.
+/// True when root; otherwise reports `SKIPPED: needs root (<why>)` and returns false.
 pub fn root_or_skip(why: &str) -> bool {
     if is_root() {
         return true;
     }
-    println!("SKIPPED: needs root ({why})");
+    skipped(format_args!("needs root ({why})"));
     false
+}
+
+/// Say that the calling test did not run and why: `SKIPPED: <reason>` on stdout, and a line
+/// `<test binary>\t<test>\t<reason>` appended to the file named by `RTSCOPE_SKIP_LOG`.
+/// Cargo captures a passing test's stdout, so the printed line alone never reaches a CI log;
+/// `scripts/test.sh` sets the variable, prints every skip at the end and fails the run on a
+/// skip this machine could have run.
+pub fn skipped(reason: impl std::fmt::Display) {
+    let reason = reason.to_string();
+    println!("SKIPPED: {reason}");
+    let Some(log) = std::env::var_os("RTSCOPE_SKIP_LOG") else {
+        return;
+    };
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    // Cargo's test binaries are `<name>-<hash>`: the hash says nothing to a reader.
+    let exe = exe.rsplit_once('-').map_or(exe.as_str(), |(n, _)| n).to_owned();
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    let line = format!("{exe}\t{test}\t{}\n", reason.replace(['\n', '\t'], " "));
+    use std::io::Write;
+    // O_APPEND: one write of a short line, so concurrent test binaries do not interleave.
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
 }
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -87,7 +116,7 @@ pub mod lab {
             .output()
             .is_err()
         {
-            println!("SKIPPED: qemu-system-x86_64 is not installed (scripts/setup.sh installs it)");
+            crate::skipped("qemu-system-x86_64 is not installed (scripts/setup.sh installs it)");
             return false;
         }
         let d = crate::tmp();

@@ -11,11 +11,11 @@ use common::measure;
 fn run(mech: Mechanism) {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("SKIPPED: needs root");
+        rtscope_testkit::skipped("needs root");
         return;
     }
     if let Err(e) = check(mech) {
-        println!("SKIPPED: {} unavailable: {e}", mech.name());
+        rtscope_testkit::skipped(format_args!("{} unavailable: {e}", mech.name()));
         return;
     }
     let s = TraceSession::start(&[0, 1], mech).expect("start");

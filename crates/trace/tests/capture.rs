@@ -27,7 +27,7 @@ type Pred = Box<dyn Fn(&EventKind) -> bool>;
 
 fn check_mechanism(mech: Mechanism) {
     if let Some(why) = skip(mech) {
-        println!("SKIPPED: {} unavailable: {why}", mech.name());
+        rtscope_testkit::skipped(format_args!("{} unavailable: {why}", mech.name()));
         return;
     }
     let cpus = [0u32, 1];

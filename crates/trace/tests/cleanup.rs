@@ -144,13 +144,13 @@ fn signals_remove_tracing_state() {
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("SKIPPED: needs root");
+        rtscope_testkit::skipped("needs root");
         return;
     }
     let mut ran = 0;
     for mech in [Mechanism::Tracefs, Mechanism::Bpf] {
         if let Err(e) = check(mech) {
-            println!("SKIPPED {}: {e}", mech.name());
+            rtscope_testkit::skipped(format_args!("{}: {e}", mech.name()));
             continue;
         }
         for sig in [libc::SIGINT, libc::SIGTERM] {

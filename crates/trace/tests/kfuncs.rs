@@ -59,7 +59,7 @@ fn dl_thread(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Result<(), String
 fn kfuncs_attach_and_time_or_lockdown() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("SKIPPED: needs root (fentry/fexit, SCHED_DEADLINE)");
+        rtscope_testkit::skipped("needs root (fentry/fexit, SCHED_DEADLINE)");
         return;
     }
     let lockdown = kfuncs::lockdown_mode();

@@ -145,7 +145,7 @@ fn availability_on_this_kernel() {
 fn replay_matches_the_hand_checked_fixture() {
     let r = match replay() {
         Ok(r) => r,
-        Err(e) => return println!("SKIPPED: {e}"),
+        Err(e) => return rtscope_testkit::skipped(format_args!("{e}")),
     };
     let cpus = online_cpus().min(2);
     let mut all = Vec::new();
@@ -183,7 +183,7 @@ fn replay_ends_and_starts_scheduler_sections_at_idle_switches() {
     use EventKind::*;
     let r = match replay() {
         Ok(r) => r,
-        Err(e) => return println!("SKIPPED: {e}"),
+        Err(e) => return rtscope_testkit::skipped(format_args!("{e}")),
     };
     let exit = |irq, ts| ev(0, ts, IrqExit { irq, handled: true });
     let to_idle_and_back = vec![
@@ -244,7 +244,7 @@ fn replay_ends_and_starts_scheduler_sections_at_idle_switches() {
 fn queued_events_apply_in_order_and_overflow_is_counted() {
     let r = match replay() {
         Ok(r) => r,
-        Err(e) => return println!("SKIPPED: {e}"),
+        Err(e) => return rtscope_testkit::skipped(format_args!("{e}")),
     };
     // Every event but the last left queued (as behind an interrupted program): the last one
     // applies them all, in order.
@@ -292,7 +292,7 @@ fn queued_events_apply_in_order_and_overflow_is_counted() {
 fn a_program_nested_in_a_claim_loses_nothing() {
     let r = match replay() {
         Ok(r) => r,
-        Err(e) => return println!("SKIPPED: {e}"),
+        Err(e) => return rtscope_testkit::skipped(format_args!("{e}")),
     };
     r.reset().expect("reset");
     let f = fixture(0);
@@ -348,7 +348,7 @@ proptest! {
     ) {
         let r = match replay() {
             Ok(r) => r,
-            Err(e) => { println!("SKIPPED: {e}"); return Ok(()); }
+            Err(e) => { rtscope_testkit::skipped(format_args!("{e}")); return Ok(()); }
         };
         let cpus = online_cpus().min(2);
         let mut ts = [1000u64; 2];
@@ -384,7 +384,7 @@ proptest! {
 fn longest_poid_names_its_ends() {
     let r = match replay() {
         Ok(r) => r,
-        Err(e) => return println!("SKIPPED: {e}"),
+        Err(e) => return rtscope_testkit::skipped(format_args!("{e}")),
     };
     let site = |c: &rtscope_model::thread_vars::CodeSite| (c.event.clone(), c.ip, c.parent_ip);
     // Event i carries ip 0x1000 + i, parent_ip 0x2000 + i.
@@ -430,7 +430,7 @@ fn a_wakeup_that_set_no_need_resched_opens_no_pe_ie_state() {
     use EventKind::*;
     let r = match replay() {
         Ok(r) => r,
-        Err(e) => return println!("SKIPPED: {e}"),
+        Err(e) => return rtscope_testkit::skipped(format_args!("{e}")),
     };
     let fair = Switch {
         prev_pid: 4,

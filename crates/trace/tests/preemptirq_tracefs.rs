@@ -339,15 +339,15 @@ proptest! {
 fn decoded_pages_through_the_bpf_state_machine_agree() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return println!("SKIPPED: needs root (BPF_PROG_TEST_RUN)");
+        return rtscope_testkit::skipped("needs root (BPF_PROG_TEST_RUN)");
     }
     let r = match Replay::load() {
         Ok(r) => r,
-        Err(e) => return println!("SKIPPED: {e}"),
+        Err(e) => return rtscope_testkit::skipped(format_args!("{e}")),
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     if cpus < 2 {
-        return println!("SKIPPED: the replay needs 2 online CPUs (events of CPUs 0 and 1)");
+        return rtscope_testkit::skipped("the replay needs 2 online CPUs (events of CPUs 0 and 1)");
     }
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         cases: 16,

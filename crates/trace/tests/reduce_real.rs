@@ -24,11 +24,11 @@ const CYCLES: u64 = 2000;
 fn can_run(mech: Mechanism) -> bool {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("SKIPPED: needs root");
+        rtscope_testkit::skipped("needs root");
         return false;
     }
     if let Err(e) = check(mech) {
-        println!("SKIPPED: {} unavailable: {e}", mech.name());
+        rtscope_testkit::skipped(format_args!("{} unavailable: {e}", mech.name()));
         return false;
     }
     true

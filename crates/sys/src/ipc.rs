@@ -1,0 +1,1 @@
+//! Inter-process primitives the benchmarks measure: filled in by the benchmark migration.

@@ -12,6 +12,27 @@ pub fn set_affinity(tid: i32, cpus: &[u32]) -> io::Result<()> {
     nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(tid), &set).map_err(io::Error::from)
 }
 
+/// A CPU set built ahead of time (e.g. before a fork, so the child only makes the syscall).
+#[derive(Clone, Copy)]
+pub struct CpuMask(nix::sched::CpuSet);
+
+impl CpuMask {
+    /// EINVAL for a CPU at or beyond CPU_SETSIZE.
+    pub fn of(cpus: &[u32]) -> io::Result<CpuMask> {
+        let mut set = nix::sched::CpuSet::new();
+        for &c in cpus {
+            set.set(c as usize).map_err(io::Error::from)?;
+        }
+        Ok(CpuMask(set))
+    }
+
+    /// sched_setaffinity of `tid` (0 = the caller). Async-signal-safe.
+    pub fn apply(&self, tid: i32) -> io::Result<()> {
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(tid), &self.0)
+            .map_err(io::Error::from)
+    }
+}
+
 /// The CPUs thread/process `tid` (0 = the caller) may run on.
 pub fn affinity(tid: i32) -> io::Result<Vec<u32>> {
     let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(tid))?;

@@ -5,9 +5,12 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-/// Open without blocking (O_NONBLOCK), e.g. a tracefs pipe read by a poller.
-pub fn nonblocking(o: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
-    o.custom_flags(libc::O_NONBLOCK)
+/// Open `path` for reading without blocking (O_NONBLOCK), e.g. a tracefs pipe read by a poller.
+pub fn open_read_nonblocking(path: impl AsRef<Path>) -> io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
 }
 
 /// Bypass the page cache (O_DIRECT); the file system may refuse it with EINVAL on open.
@@ -70,10 +73,59 @@ pub fn check_writable_dir(dir: &Path) -> io::Result<()> {
     nix::unistd::access(dir, AccessFlags::W_OK | AccessFlags::X_OK).map_err(io::Error::from)
 }
 
-/// True if `path` lives on a read-only mount (statvfs ST_RDONLY).
-pub fn read_only(path: &Path) -> io::Result<bool> {
+/// What statvfs says of the file system holding a path.
+#[derive(Clone, Copy, Debug)]
+pub struct Space {
+    /// Mounted read-only (ST_RDONLY).
+    pub read_only: bool,
+    /// Bytes an unprivileged user may still write (f_bavail × f_frsize).
+    pub free_bytes: u64,
+}
+
+/// statvfs of the file system holding `path`.
+pub fn space(path: &Path) -> io::Result<Space> {
     let st = nix::sys::statvfs::statvfs(path)?;
-    Ok(st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY))
+    Ok(Space {
+        read_only: st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY),
+        // Both are u64 on Linux x86_64/aarch64 but c_ulong-sized elsewhere.
+        #[allow(clippy::unnecessary_cast)]
+        free_bytes: (st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64),
+    })
+}
+
+/// ioctl(fd, req, arg) for a request whose argument is a pointer to `T`.
+///
+/// # Safety
+/// `T` must be the #[repr(C)] structure the driver expects for `req` (its size is usually
+/// encoded in the request number), valid for reads and writes for the call.
+pub unsafe fn ioctl<T>(fd: &impl std::os::fd::AsRawFd, req: u64, arg: &mut T) -> io::Result<()> {
+    // SAFETY: the caller's contract.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), req as _, arg as *mut T) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// getdents64 on an open directory into `buf`: the bytes filled (0 at the end).
+#[inline]
+pub fn getdents64(dir: &std::fs::File, buf: &mut [u8]) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: buf is a valid writable buffer of the given length.
+    let n = unsafe {
+        libc::syscall(
+            libc::SYS_getdents64,
+            dir.as_raw_fd(),
+            buf.as_mut_ptr(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 /// A path as a C string (None if it holds a NUL byte).

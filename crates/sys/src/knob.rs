@@ -341,6 +341,12 @@ impl Knob {
         Ok(())
     }
 
+    /// The journal entry of this change (None once restored): what a cleanup process that
+    /// outlives us (`crate::reaper::Resource::Knob`) repairs with [`repair_entry`].
+    pub fn journal_entry(&self) -> Option<&Path> {
+        self.entry.as_deref()
+    }
+
     /// Keep the new value: nothing is written back, now or by a later run.
     pub fn keep(mut self) {
         self.restored = true;
@@ -362,6 +368,17 @@ impl Drop for Knob {
 /// (or that could not be). Newest change first, so a knob changed twice ends at its first value.
 pub fn repair_stale() -> Vec<String> {
     repair_stale_in(&Journal::system())
+}
+
+/// Write back the one change journalled in `entry` (its owner is known to be gone) and remove
+/// the entry; None when there is no such entry (already restored).
+pub fn repair_entry(entry: &Path) -> Option<io::Result<()>> {
+    let e = Entry::decode(&std::fs::read_to_string(entry).ok()?)?;
+    let r = write_existing(&e.path, &e.original);
+    if r.is_ok() {
+        let _ = std::fs::remove_file(entry);
+    }
+    Some(r)
 }
 
 pub fn repair_stale_in(journal: &Journal) -> Vec<String> {

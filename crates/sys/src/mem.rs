@@ -16,7 +16,8 @@ pub fn unlock_all() {
 
 /// Return freed heap to the kernel (glibc malloc_trim(0)).
 pub fn malloc_trim() {
-    // SAFETY: malloc_trim has no preconditions.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
     unsafe {
         libc::malloc_trim(0);
     }
@@ -25,10 +26,13 @@ pub fn malloc_trim() {
 /// glibc M_MMAP_THRESHOLD: allocations at least this large get their own mapping (and are
 /// returned to the kernel when freed); setting it also stops glibc's dynamic threshold.
 pub fn set_mmap_threshold(bytes: i32) {
-    // SAFETY: mallopt has no memory-safety preconditions.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes the allocator's tunables.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, bytes);
     }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = bytes;
 }
 
 /// The page size in bytes.
@@ -49,6 +53,10 @@ pub struct Usage {
     pub max_rss_kib: u64,
     pub user_ns: u64,
     pub system_ns: u64,
+    /// Voluntary context switches (ru_nvcsw).
+    pub voluntary_switches: u64,
+    /// Involuntary context switches (ru_nivcsw).
+    pub involuntary_switches: u64,
 }
 
 fn tv_ns(tv: nix::sys::time::TimeVal) -> u64 {
@@ -61,6 +69,8 @@ fn usage(who: nix::sys::resource::UsageWho) -> io::Result<Usage> {
         max_rss_kib: u.max_rss().max(0) as u64,
         user_ns: tv_ns(u.user_time()),
         system_ns: tv_ns(u.system_time()),
+        voluntary_switches: u.voluntary_context_switches().max(0) as u64,
+        involuntary_switches: u.involuntary_context_switches().max(0) as u64,
     })
 }
 
@@ -145,6 +155,14 @@ impl PrivateMap {
             )
         }?;
         Ok(PrivateMap { base, len })
+    }
+
+    /// munmap now, with its error (drop unmaps too, silently).
+    pub fn unmap(self) -> io::Result<()> {
+        let (base, len) = (self.base, self.len);
+        std::mem::forget(self);
+        // SAFETY: unmapping the mapping this value created; `self` is gone.
+        unsafe { nix::sys::mman::munmap(base, len) }.map_err(io::Error::from)
     }
 
     pub fn as_mut_slice(&mut self) -> &mut [u8] {

@@ -171,6 +171,23 @@ pub fn exec(argv: &Argv) -> ! {
     exit_now(127)
 }
 
+/// execv of C strings built before the fork; if it fails, _exit(127) as a shell does.
+pub fn exec_c(path: &CStr, argv: &[CString]) -> ! {
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    // SAFETY: NUL-terminated strings and a NULL-terminated pointer array that outlive the call.
+    unsafe {
+        libc::execv(path.as_ptr(), ptrs.as_ptr());
+    }
+    exit_now(127)
+}
+
+/// Drop to group `gid` then user `uid` (setgid, setuid): a child that must run unprivileged.
+pub fn become_user(uid: u32, gid: u32) -> io::Result<()> {
+    nix::unistd::setgid(nix::unistd::Gid::from_raw(gid))?;
+    nix::unistd::setuid(nix::unistd::Uid::from_raw(uid)).map_err(io::Error::from)
+}
+
 /// A pipe, both ends close-on-exec: (read, write).
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)

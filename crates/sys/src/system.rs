@@ -1,15 +1,24 @@
 //! Facts about the machine and the caller: uname, clock ticks, privileges, capabilities.
 
-/// uname(2): (sysname, release, version, machine).
-pub fn uname() -> Option<(String, String, String, String)> {
+/// What uname(2) says.
+#[derive(Clone, Debug, Default)]
+pub struct Uname {
+    pub nodename: String,
+    pub release: String,
+    pub version: String,
+    pub machine: String,
+}
+
+/// uname(2); None if the call fails.
+pub fn uname() -> Option<Uname> {
     let u = nix::sys::utsname::uname().ok()?;
     let s = |o: &std::ffi::OsStr| o.to_string_lossy().into_owned();
-    Some((
-        s(u.sysname()),
-        s(u.release()),
-        s(u.version()),
-        s(u.machine()),
-    ))
+    Some(Uname {
+        nodename: s(u.nodename()),
+        release: s(u.release()),
+        version: s(u.version()),
+        machine: s(u.machine()),
+    })
 }
 
 /// USER_HZ: the unit of /proc/stat times (sysconf(_SC_CLK_TCK)); None if unknown.

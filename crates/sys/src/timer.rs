@@ -37,6 +37,42 @@ impl TimerFd {
         Ok(t)
     }
 
+    /// A timerfd on `clock`, not armed yet (see [`TimerFd::arm_at`]).
+    pub fn unarmed(clock: Clock) -> io::Result<TimerFd> {
+        // SAFETY: plain syscall.
+        let fd = unsafe { libc::timerfd_create(clock.raw(), libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(TimerFd { fd })
+    }
+
+    /// Arm once, to expire at the absolute time `at_ns` (no interval).
+    pub fn arm_at(&self, at_ns: u64) -> io::Result<()> {
+        let its = libc::itimerspec {
+            it_interval: ns_to_ts(0),
+            it_value: ns_to_ts(at_ns),
+        };
+        // SAFETY: valid itimerspec; old value not requested.
+        let rc = unsafe {
+            libc::timerfd_settime(self.fd, libc::TFD_TIMER_ABSTIME, &its, std::ptr::null_mut())
+        };
+        crate::check(rc).map(|_| ())
+    }
+
+    /// One blocking read of the expiration count (no retry: EINTR is the caller's).
+    #[inline]
+    pub fn read_once(&self) -> io::Result<u64> {
+        let mut n: u64 = 0;
+        // SAFETY: reading 8 bytes into a u64.
+        let rc = unsafe { libc::read(self.fd, &mut n as *mut u64 as *mut _, 8) };
+        if rc == 8 {
+            Ok(n)
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
     /// Block until the timer expires; the number of expirations since the last read (≥ 1).
     /// EINTR is retried.
     #[inline]

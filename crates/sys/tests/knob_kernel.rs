@@ -20,7 +20,10 @@ fn real_sysctl_set_and_restored() {
         let k = Knob::set_in(&j, KNOB, new).unwrap();
         assert_eq!(k.original(), before);
         assert_eq!(std::fs::read_to_string(KNOB).unwrap().trim(), new);
-        assert!(repair_stale_in(&j).is_empty(), "the owner lives: nothing to repair");
+        assert!(
+            repair_stale_in(&j).is_empty(),
+            "the owner lives: nothing to repair"
+        );
     }
     assert_eq!(std::fs::read_to_string(KNOB).unwrap().trim(), before);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);

@@ -337,8 +337,7 @@ proptest! {
 /// give what the streamed pure one gives: the two mechanisms agree on the same events.
 #[test]
 fn decoded_pages_through_the_bpf_state_machine_agree() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_sys::system::is_root() {
         return println!("SKIPPED: needs root (BPF_PROG_TEST_RUN)");
     }
     let r = match Replay::load() {

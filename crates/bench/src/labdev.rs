@@ -6,7 +6,7 @@
 //! The structs mirror the module's; the ioctl numbers are `_IOWR('R', n, struct)`.
 
 use crate::common::{BenchError, Result};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 pub const DEVICE: &str = "/dev/rtscope_lab";
 
@@ -87,8 +87,8 @@ impl Device {
     fn ioctl<T>(&self, req: u64, arg: &mut T, what: &str) -> Result<()> {
         // SAFETY: `arg` is the #[repr(C)] struct the module expects for `req` (same size, encoded
         // in the request number), valid for reads and writes for the call.
-        let r = unsafe { libc::ioctl(self.0.as_raw_fd(), req as _, arg as *mut T) };
-        if r != 0 {
+        let r = unsafe { rtscope_sys::fs::ioctl(&self.0, req, arg) };
+        if r.is_err() {
             return Err(BenchError::last_os(format!("{DEVICE}: {what}")));
         }
         Ok(())
@@ -143,8 +143,7 @@ pub struct PortAccess;
 
 impl PortAccess {
     pub fn get() -> Result<PortAccess> {
-        // SAFETY: ioperm on the port's three registers.
-        if unsafe { libc::ioperm(PARPORT_IO as _, 3, 1) } != 0 {
+        if rtscope_sys::system::ioperm(PARPORT_IO as u64, 3, true).is_err() {
             return Err(BenchError::last_os("ioperm on the parallel port"));
         }
         Ok(PortAccess)
@@ -162,8 +161,7 @@ impl PortAccess {
 
 impl Drop for PortAccess {
     fn drop(&mut self) {
-        // SAFETY: dropping the access ioperm granted.
-        unsafe { libc::ioperm(PARPORT_IO as _, 3, 0) };
+        let _ = rtscope_sys::system::ioperm(PARPORT_IO as u64, 3, false);
     }
 }
 

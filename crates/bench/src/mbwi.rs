@@ -32,9 +32,10 @@ use rtscope_model::event::Event;
 use rtscope_model::mbwi::*;
 use rtscope_model::{DeadlineParams, Histogram, Policy, Stats};
 use rtscope_probe::{admission, sys};
-use std::cell::UnsafeCell;
+use rtscope_sys::ipc::{MutexProtocol, PthreadMutex};
+
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc;
 
 /// Jobs per task kept in full in the result (the rest only in histograms).
@@ -60,74 +61,37 @@ impl MutexKind {
     }
 }
 
-/// A pthread mutex that never moves (boxed) and may be shared between threads.
-struct PMutex(UnsafeCell<libc::pthread_mutex_t>);
-
-// SAFETY: pthread mutexes are made to be shared between threads; the cell is only accessed
-// through the pthread_mutex_* functions.
-unsafe impl Sync for PMutex {}
+/// A pthread mutex with the protocol of `kind`.
+struct PMutex(PthreadMutex);
 
 impl PMutex {
     fn new(kind: MutexKind) -> Result<Box<PMutex>> {
-        let m = Box::new(PMutex(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER)));
         let proto = match kind {
-            MutexKind::Pi => libc::PTHREAD_PRIO_INHERIT,
-            MutexKind::Plain => libc::PTHREAD_PRIO_NONE,
+            MutexKind::Pi => MutexProtocol::Inherit,
+            MutexKind::Plain => MutexProtocol::None,
         };
-        // SAFETY: attr is initialised before use and destroyed after; the mutex lives in a Box
-        // that is not moved while in use.
-        unsafe {
-            let mut attr: libc::pthread_mutexattr_t = std::mem::zeroed();
-            if libc::pthread_mutexattr_init(&mut attr) != 0 {
-                return Err(BenchError::last_os("pthread_mutexattr_init"));
-            }
-            let rc = libc::pthread_mutexattr_setprotocol(&mut attr, proto);
-            let rc2 = if rc == 0 {
-                libc::pthread_mutex_init(m.0.get(), &attr)
-            } else {
-                rc
-            };
-            libc::pthread_mutexattr_destroy(&mut attr);
-            if rc2 != 0 {
-                return Err(BenchError::io(
-                    format!("pthread_mutex_init({})", kind.name()),
-                    std::io::Error::from_raw_os_error(rc2),
-                ));
-            }
-        }
-        Ok(m)
+        PthreadMutex::new(proto)
+            .map(|m| Box::new(PMutex(m)))
+            .map_err(|e| BenchError::io(format!("pthread_mutex_init({})", kind.name()), e))
     }
     /// True if the lock was free (taken without waiting).
     fn try_lock(&self) -> bool {
-        // SAFETY: initialised mutex.
-        unsafe { libc::pthread_mutex_trylock(self.0.get()) == 0 }
+        self.0.try_lock()
     }
     fn lock(&self) {
-        // SAFETY: initialised mutex; the return value of a default-type mutex lock is 0.
-        unsafe { libc::pthread_mutex_lock(self.0.get()) };
+        self.0.lock()
     }
     fn unlock(&self) {
-        // SAFETY: called by the owner.
-        unsafe { libc::pthread_mutex_unlock(self.0.get()) };
+        self.0.unlock()
     }
-    /// glibc's futex word (`__data.__lock`, the first int of pthread_mutex_t on Linux): for a
-    /// PI mutex the owner's TID | FUTEX_WAITERS (bit 31) once a waiter is queued in the kernel;
-    /// for a plain one 2 once a waiter sleeps.
+    /// glibc's futex word: for a PI mutex the owner's TID | FUTEX_WAITERS (bit 31) once a waiter
+    /// is queued in the kernel; for a plain one 2 once a waiter sleeps.
     fn has_kernel_waiter(&self, kind: MutexKind) -> bool {
-        // SAFETY: the mutex is 8-byte aligned and at least 4 bytes; reading the word glibc and
-        // the kernel update atomically.
-        let w = unsafe { &*(self.0.get() as *const AtomicI32) }.load(Ordering::Acquire);
+        let w = self.0.futex_word();
         match kind {
             MutexKind::Pi => (w as u32) & 0x8000_0000 != 0,
             MutexKind::Plain => w == 2,
         }
-    }
-}
-
-impl Drop for PMutex {
-    fn drop(&mut self) {
-        // SAFETY: no thread uses the mutex any more (all joined).
-        unsafe { libc::pthread_mutex_destroy(self.0.get()) };
     }
 }
 
@@ -329,8 +293,7 @@ pub fn run(
                 .stack_size(256 * 1024)
                 .spawn_scoped(sc, move || {
                     let tid = sys::gettid();
-                    // SAFETY: prctl with integer arguments: 1 ns timer slack.
-                    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
+                    let _ = rtscope_sys::sched::set_timer_slack(1);
                     let cap = (cfg.duration_ns / (t.period_us * 1000) + 2) as usize;
                     let mut out = ThreadOut {
                         tid,

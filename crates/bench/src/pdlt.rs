@@ -12,13 +12,18 @@
 //! The PCI timer card of the paper is replaced by an hrtimer (timerfd). Its own delivery
 //! latency adds to every point equally (the baseline) and does not change the triangles.
 
-use crate::common::reaper::{Reaper, Resource, PREEMPT_FILE};
+use crate::common::reaper::{Reaper, Resource};
+use rtscope_sys::knob::{Knob, KnobError};
+
+/// The preemption model of a PREEMPT_DYNAMIC kernel (debugfs).
+pub const PREEMPT_FILE: &str = "/sys/kernel/debug/sched/preempt";
 use crate::common::rt::{self, Pacer};
 use crate::common::{mono_ns, stop_requested, BenchError, Result};
 use rtscope_analysis::benchstats::{pdlt_baseline, pdlt_triangles};
 use rtscope_model::bench::{PdltPoint, PdltResult, PdltScan};
 use rtscope_model::{Histogram, Stats};
-use std::os::fd::AsRawFd;
+use rtscope_sys::mem::PrivateMap;
+use rtscope_sys::timer::TimerFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -251,24 +256,7 @@ struct Prepared {
     file: Option<std::fs::File>,
     buf: Vec<u8>,
     dir_fd: Option<std::fs::File>,
-    map: *mut libc::c_void,
-}
-
-// SAFETY: the raw mapping pointer is only used by the consumer thread; the struct is moved to it.
-unsafe impl Send for Prepared {}
-
-fn populate_map(size: usize) -> *mut libc::c_void {
-    // SAFETY: anonymous private mapping; checked for MAP_FAILED by callers.
-    unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-            -1,
-            0,
-        )
-    }
+    map: Option<PrivateMap>,
 }
 
 impl Prepared {
@@ -280,7 +268,7 @@ impl Prepared {
             file: None,
             buf: Vec::new(),
             dir_fd: None,
-            map: std::ptr::null_mut(),
+            map: None,
         };
         match cfg.syscall {
             Syscall::Read => {
@@ -335,16 +323,14 @@ impl Prepared {
     fn before(&mut self) -> Result<()> {
         match self.kind {
             Syscall::Munmap => {
-                let m = populate_map(self.size);
-                if m == libc::MAP_FAILED {
-                    return Err(BenchError::last_os("mmap (preparing munmap)"));
-                }
-                self.map = m;
+                let m = PrivateMap::populated(self.size)
+                    .map_err(|e| BenchError::io("mmap (preparing munmap)", e))?;
+                self.map = Some(m);
             }
             Syscall::Getdents => {
-                if let Some(d) = &self.dir_fd {
-                    // SAFETY: rewinding our own directory fd.
-                    unsafe { libc::lseek(d.as_raw_fd(), 0, libc::SEEK_SET) };
+                if let Some(mut d) = self.dir_fd.as_ref() {
+                    // Rewinding our own directory fd (lseek).
+                    let _ = std::io::Seek::seek(&mut d, std::io::SeekFrom::Start(0));
                 }
             }
             _ => {}
@@ -359,43 +345,32 @@ impl Prepared {
             // The driver's scan calls the device itself (scan_driver).
             Syscall::Driver => {}
             Syscall::Read => {
-                let fd = self.file.as_ref().map_or(-1, |f| f.as_raw_fd());
-                // SAFETY: buf has `size` bytes.
-                let n = unsafe {
-                    libc::pread(fd, self.buf.as_mut_ptr() as *mut libc::c_void, self.size, 0)
-                };
-                if n < 0 {
-                    return Err(BenchError::last_os("pread"));
-                }
+                // pread(2) of `size` bytes at offset 0.
+                let f = self
+                    .file
+                    .as_ref()
+                    .ok_or_else(|| BenchError::io("pread", rtscope_sys::einval()))?;
+                let size = self.size;
+                std::os::unix::fs::FileExt::read_at(f, &mut self.buf[..size], 0)
+                    .map_err(|e| BenchError::io("pread", e))?;
             }
             Syscall::Munmap => {
-                // SAFETY: unmapping the mapping made in `before`.
-                if unsafe { libc::munmap(self.map, self.size) } != 0 {
-                    return Err(BenchError::last_os("munmap"));
+                if let Some(m) = self.map.take() {
+                    m.unmap().map_err(|e| BenchError::io("munmap", e))?;
                 }
-                self.map = std::ptr::null_mut();
             }
             Syscall::Getdents => {
-                let fd = self.dir_fd.as_ref().map_or(-1, |f| f.as_raw_fd());
-                // SAFETY: buf is a valid writable buffer of the given length.
-                let n = unsafe {
-                    libc::syscall(
-                        libc::SYS_getdents64,
-                        fd,
-                        self.buf.as_mut_ptr(),
-                        self.buf.len(),
-                    )
-                };
-                if n < 0 {
-                    return Err(BenchError::last_os("getdents64"));
-                }
+                let d = self
+                    .dir_fd
+                    .as_ref()
+                    .ok_or_else(|| BenchError::io("getdents64", rtscope_sys::einval()))?;
+                rtscope_sys::fs::getdents64(d, &mut self.buf)
+                    .map_err(|e| BenchError::io("getdents64", e))?;
             }
             Syscall::MmapPopulate => {
-                let m = populate_map(self.size);
-                if m == libc::MAP_FAILED {
-                    return Err(BenchError::last_os("mmap(MAP_POPULATE)"));
-                }
-                self.map = m;
+                let m = PrivateMap::populated(self.size)
+                    .map_err(|e| BenchError::io("mmap(MAP_POPULATE)", e))?;
+                self.map = Some(m);
             }
         }
         Ok(())
@@ -403,19 +378,9 @@ impl Prepared {
 
     #[inline]
     fn after(&mut self) {
-        if self.kind == Syscall::MmapPopulate && !self.map.is_null() {
-            // SAFETY: unmapping the mapping the call made.
-            unsafe { libc::munmap(self.map, self.size) };
-            self.map = std::ptr::null_mut();
-        }
-    }
-}
-
-impl Drop for Prepared {
-    fn drop(&mut self) {
-        if !self.map.is_null() {
-            // SAFETY: a mapping of `size` bytes we still own.
-            unsafe { libc::munmap(self.map, self.size) };
+        if self.kind == Syscall::MmapPopulate {
+            // Unmapping the mapping the call made.
+            self.map = None;
         }
     }
 }
@@ -431,21 +396,9 @@ pub fn sweep(start_ns: i64, end_ns: i64, step_ns: u64) -> Vec<i64> {
     v
 }
 
-fn arm(tfd: i32, at_ns: u64) -> Result<()> {
-    let its = libc::itimerspec {
-        it_interval: libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        },
-        it_value: rtscope_probe::sys::ns_to_ts(at_ns),
-    };
-    // SAFETY: valid itimerspec; old value not requested.
-    if unsafe { libc::timerfd_settime(tfd, libc::TFD_TIMER_ABSTIME, &its, std::ptr::null_mut()) }
-        != 0
-    {
-        return Err(BenchError::last_os("timerfd_settime"));
-    }
-    Ok(())
+fn arm(tfd: &TimerFd, at_ns: u64) -> Result<()> {
+    tfd.arm_at(at_ns)
+        .map_err(|e| BenchError::io("timerfd_settime", e))
 }
 
 /// One scan under the current preemption model.
@@ -453,13 +406,9 @@ fn scan(cfg: &Config, prep: &mut Prepared, model: &str) -> Result<PdltScan> {
     if cfg.syscall == Syscall::Driver {
         return scan_driver(cfg, model);
     }
-    // SAFETY: plain syscall.
-    let tfd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
-    if tfd < 0 {
-        return Err(BenchError::last_os("timerfd_create"));
-    }
-    // SAFETY: tfd is a new fd we own; OwnedFd closes it on every path.
-    let _tfd_guard = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(tfd) };
+    let tfd = TimerFd::unarmed(rtscope_sys::clock::Clock::MONOTONIC)
+        .map_err(|e| BenchError::io("timerfd_create", e))?;
+    let tfd = &tfd;
     let p_run = AtomicU64::new(0);
     let p_seq = AtomicU64::new(0);
     let done = AtomicBool::new(false);
@@ -468,15 +417,14 @@ fn scan(cfg: &Config, prep: &mut Prepared, model: &str) -> Result<PdltScan> {
         let producer = s.spawn(|| -> Result<()> {
             rt::become_fifo(cfg.cpu, cfg.producer_priority)?;
             barrier.wait();
-            let mut buf = [0u8; 8];
             loop {
-                // SAFETY: reading the 8-byte expiration count into buf.
-                let n = unsafe { libc::read(tfd, buf.as_mut_ptr() as *mut libc::c_void, 8) };
+                // The 8-byte expiration count.
+                let n = tfd.read_once();
                 let now = mono_ns();
                 if done.load(Ordering::Acquire) {
                     return Ok(());
                 }
-                if n == 8 {
+                if n.is_ok() {
                     p_run.store(now, Ordering::Relaxed);
                     p_seq.fetch_add(1, Ordering::Release);
                 }
@@ -754,21 +702,43 @@ pub fn run(cfg: &Config, reaper: &Reaper, mut progress: impl FnMut(&str)) -> Res
                 scans.push(scan(cfg, &mut prep, &sys.preempt_model)?);
             }
             Some((orig, all)) => {
-                reaper.register(&Resource::PreemptModel(orig.clone()));
+                // The model is a journalled Knob; the reaper writes it back at once if we die.
+                let mut knob: Option<(Knob, Resource)> = None;
                 let r = (|| {
                     for m in all {
                         if stop_requested() {
                             break;
                         }
-                        std::fs::write(PREEMPT_FILE, m).map_err(|e| {
-                            BenchError::io(format!("writing {m} to {PREEMPT_FILE}"), e)
-                        })?;
+                        let err = |e: KnobError| match e {
+                            KnobError::Write { source, .. } => {
+                                BenchError::io(format!("writing {m} to {PREEMPT_FILE}"), source)
+                            }
+                            other => BenchError::io(
+                                format!("writing {m} to {PREEMPT_FILE}"),
+                                std::io::Error::other(other.to_string()),
+                            ),
+                        };
+                        match &mut knob {
+                            Some((k, _)) => k.write(m).map_err(err)?,
+                            None => {
+                                let k =
+                                    Knob::set_with_original(PREEMPT_FILE, orig, m).map_err(err)?;
+                                let entry = k.journal_entry().map(|e| Resource::Knob(e.into()));
+                                if let Some(res) = &entry {
+                                    reaper.register(res);
+                                }
+                                knob = entry.map(|res| (k, res));
+                            }
+                        }
                         progress(m);
                         scans.push(scan(cfg, &mut prep, m)?);
                     }
                     Ok::<(), BenchError>(())
                 })();
-                reaper.release(&Resource::PreemptModel(orig.clone()));
+                if let Some((mut k, res)) = knob {
+                    let _ = k.restore();
+                    reaper.release(&res);
+                }
                 notes.push(format!("preemption model restored to {orig}"));
                 r?;
             }

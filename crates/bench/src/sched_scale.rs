@@ -17,7 +17,12 @@ use crate::common::{mono_ns, sleep_until, stop_requested, BenchError, Result};
 use rtscope_analysis::benchstats::fit_line;
 use rtscope_model::bench::{SchedScaleResult, SchedScaleRow};
 use rtscope_model::{Histogram, Stats};
+use rtscope_sys::affinity::CpuMask;
+use rtscope_sys::mem::SharedMap;
+use rtscope_sys::process::{self, Fork};
+use rtscope_sys::Signal;
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 
 pub const DEFAULT_LOADS: [u32; 9] = [0, 10, 20, 30, 40, 50, 100, 150, 200];
 pub const MAX_LOADS: u32 = 1000;
@@ -125,64 +130,50 @@ pub fn parse_loads(s: &str) -> std::result::Result<Vec<u32>, String> {
 /// (the parent gets 1/(k+1) of the CPU after k forks), seconds for N = 200 on a slow or
 /// emulated CPU, so a deadline fixed before the first fork could pass during the level.
 pub struct Loads {
-    pids: Vec<libc::pid_t>,
-    deadline: *mut std::sync::atomic::AtomicU64,
+    pids: Vec<i32>,
+    deadline: SharedMap,
 }
 
 impl Loads {
     /// `until_ns` bounds the children until [`Loads::set_deadline`] replaces it.
     pub fn spawn(n: u32, cpu: u32, until_ns: u64) -> Result<Loads> {
-        // SAFETY: a fresh anonymous shared page; checked below.
-        let page = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
+        // A fresh anonymous shared page: zero-filled, a valid AtomicU64.
+        let deadline =
+            SharedMap::new(4096).map_err(|e| BenchError::io("mmap (load deadline)", e))?;
+        let loads_deadline = |m: &SharedMap| -> &'static AtomicU64 {
+            // SAFETY: the page is mapped, aligned and zero-filled until `Loads` drops (after its
+            // children are reaped); the child's copy lives until it exits.
+            unsafe { &*(m.as_ptr() as *const AtomicU64) }
         };
-        if page == libc::MAP_FAILED {
-            return Err(BenchError::last_os("mmap (load deadline)"));
-        }
-        let deadline = page as *mut std::sync::atomic::AtomicU64;
-        // SAFETY: the page is mapped, aligned and zero-filled: a valid AtomicU64.
-        unsafe { &*deadline }.store(until_ns, std::sync::atomic::Ordering::Relaxed);
+        loads_deadline(&deadline).store(until_ns, std::sync::atomic::Ordering::Relaxed);
         // Everything the child needs is prepared before fork: it then calls only
         // async-signal-safe syscalls (prctl, getppid, sched_setaffinity, clock_gettime, _exit).
-        // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: cpu was validated against the online CPUs (< CPU_SETSIZE).
-        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
-        // SAFETY: no arguments.
-        let parent = unsafe { libc::getpid() };
+        // cpu was validated against the online CPUs (< CPU_SETSIZE).
+        let set = CpuMask::of(&[cpu]).map_err(|e| BenchError::io("cpu set", e))?;
+        let parent = process::getpid();
         let mut loads = Loads {
             pids: Vec::with_capacity(n as usize),
             deadline,
         };
         for _ in 0..n {
             // SAFETY: the child runs only `load_child`, which never returns.
-            let pid = unsafe { libc::fork() };
-            if pid < 0 {
-                return Err(BenchError::last_os("fork (load process)"));
+            match unsafe { process::fork() } {
+                Err(e) => return Err(BenchError::io("fork (load process)", e)),
+                Ok(Fork::Child) => load_child(parent, &set, loads_deadline(&loads.deadline)),
+                Ok(Fork::Parent(pid)) => loads.pids.push(pid),
             }
-            if pid == 0 {
-                // SAFETY: the shared page stays mapped in the child until it exits.
-                load_child(parent, &set, unsafe { &*deadline });
-            }
-            loads.pids.push(pid);
         }
         Ok(loads)
     }
 
     /// Every child exits by itself at `until_ns` (CLOCK_MONOTONIC).
     pub fn set_deadline(&self, until_ns: u64) {
-        // SAFETY: the page is mapped until drop.
-        unsafe { &*self.deadline }.store(until_ns, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the page is mapped until drop, zero-filled then only used as an AtomicU64.
+        unsafe { &*(self.deadline.as_ptr() as *const AtomicU64) }
+            .store(until_ns, std::sync::atomic::Ordering::Relaxed);
     }
 
-    pub fn pids(&self) -> &[libc::pid_t] {
+    pub fn pids(&self) -> &[i32] {
         &self.pids
     }
 
@@ -206,52 +197,28 @@ impl Loads {
 impl Drop for Loads {
     fn drop(&mut self) {
         for &p in &self.pids {
-            // SAFETY: signalling and reaping our own children.
-            unsafe { libc::kill(p, libc::SIGKILL) };
+            let _ = process::kill(p, Signal::SIGKILL);
         }
         for &p in &self.pids {
-            let mut st = 0;
-            // SAFETY: as above.
-            unsafe { libc::waitpid(p, &mut st, 0) };
+            let _ = process::wait(p);
         }
-        // SAFETY: mapped in spawn, no child left to use it.
-        unsafe { libc::munmap(self.deadline as *mut libc::c_void, 4096) };
+        // The page is unmapped when `deadline` drops, no child left to use it.
     }
 }
 
-fn load_child(
-    parent: libc::pid_t,
-    set: &libc::cpu_set_t,
-    deadline: &std::sync::atomic::AtomicU64,
-) -> ! {
-    // SAFETY: async-signal-safe calls only; the loop is bounded by the deadline.
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
-        if libc::getppid() != parent {
-            libc::_exit(0);
+fn load_child(parent: i32, set: &CpuMask, deadline: &AtomicU64) -> ! {
+    // Async-signal-safe calls only; the loop is bounded by the deadline.
+    process::die_with_parent(Signal::SIGKILL, parent);
+    let _ = set.apply(0);
+    // heursch-2001 §4's load: `while(1) { result = sqrt(400); }`.
+    let mut x = 400.0f64;
+    loop {
+        for _ in 0..10_000 {
+            x = std::hint::black_box(std::hint::black_box(x).sqrt() * 20.0);
         }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
-        // heursch-2001 §4's load: `while(1) { result = sqrt(400); }`.
-        let mut x = 400.0f64;
-        loop {
-            for _ in 0..10_000 {
-                x = std::hint::black_box(std::hint::black_box(x).sqrt() * 20.0);
-            }
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
-            let until_ns = deadline.load(std::sync::atomic::Ordering::Relaxed);
-            if (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64 >= until_ns {
-                libc::_exit(0);
-            }
+        let until_ns = deadline.load(std::sync::atomic::Ordering::Relaxed);
+        if rtscope_sys::clock::monotonic_ns() >= until_ns {
+            process::exit_now(0);
         }
     }
 }

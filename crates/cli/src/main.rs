@@ -119,10 +119,8 @@ fn main() {
             | Command::Compare(_)
             | Command::Export(_)
     ) {
-        // SAFETY: restoring the default disposition of one signal before any thread exists.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        }
+        // Before any thread exists.
+        rtscope_sys::signals::set_default(rtscope_sys::Signal::SIGPIPE);
     }
     let result = match cli.command {
         Command::Run(a) => cmd::run::run(a),

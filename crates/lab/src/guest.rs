@@ -442,8 +442,7 @@ pub fn sweep_stale(tmp: &Path) {
         let pid: Option<i32> = std::fs::read_to_string(e.path().join("owner.pid"))
             .ok()
             .and_then(|s| s.trim().parse().ok());
-        // SAFETY: kill with signal 0 only checks that the process exists.
-        let alive = pid.is_some_and(|p| unsafe { libc::kill(p, 0) } == 0);
+        let alive = pid.is_some_and(rtscope_sys::process::exists);
         if !alive {
             let _ = std::fs::remove_dir_all(e.path());
         }
@@ -575,7 +574,7 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
     // SAFETY: prctl is async-signal-safe; QEMU dies with its parent, also on SIGKILL.
     unsafe {
         cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            let _ = rtscope_sys::process::set_parent_death_signal(rtscope_sys::Signal::SIGKILL);
             Ok(())
         });
     }

@@ -566,7 +566,7 @@ fn run_step(mut c: Command, log: Option<&Path>, o: &BuildOpts, what: &str) -> Re
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         c.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            let _ = rtscope_sys::process::set_parent_death_signal(rtscope_sys::Signal::SIGKILL);
             Ok(())
         });
     }
@@ -642,11 +642,11 @@ fn run_step(mut c: Command, log: Option<&Path>, o: &BuildOpts, what: &str) -> Re
             break s;
         }
         if rtscope_probe::signals::stop_requested() {
-            // SAFETY: signalling the process group this step created.
-            unsafe { libc::kill(-pid, libc::SIGTERM) };
+            // The process group this step created.
+            let _ = rtscope_sys::process::kill(-pid, rtscope_sys::Signal::SIGTERM);
             let _ = child.wait();
-            // SAFETY: as above; stragglers that ignored SIGTERM.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            // Stragglers that ignored SIGTERM.
+            let _ = rtscope_sys::process::kill(-pid, rtscope_sys::Signal::SIGKILL);
             if let Some(b) = &bar {
                 b.finish_and_clear();
             }
@@ -689,21 +689,18 @@ pub(crate) struct CacheLock(#[allow(dead_code)] std::fs::File);
 
 impl CacheLock {
     pub(crate) fn take(cache: &Path) -> Result<CacheLock> {
-        use std::os::fd::AsRawFd;
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(cache.join(".lock"))
             .map_err(io("opening the cache lock"))?;
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        if !rtscope_sys::process::lock_exclusive(&f, false).unwrap_or(false) {
             eprintln!(
                 "lab: another build holds {}; waiting",
                 cache.join(".lock").display()
             );
-            // SAFETY: as above, blocking.
-            unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+            let _ = rtscope_sys::process::lock_exclusive(&f, true);
         }
         Ok(CacheLock(f))
     }

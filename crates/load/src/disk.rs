@@ -7,7 +7,6 @@
 use crate::shm::Slot;
 use std::convert::Infallible;
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -25,8 +24,7 @@ const RANDOM_READS_PER_SEGMENT: u64 = 256;
 const SMALL_FILES_PER_SEGMENT: usize = 32;
 
 fn die(code: i32) -> Infallible {
-    // SAFETY: leaving the worker process.
-    unsafe { libc::_exit(code) }
+    rtscope_sys::process::exit_now(code)
 }
 
 fn open(path: &Path, direct: bool) -> std::io::Result<File> {
@@ -37,7 +35,7 @@ fn open(path: &Path, direct: bool) -> std::io::Result<File> {
         .truncate(false)
         .mode(0o600);
     if direct {
-        o.custom_flags(libc::O_DIRECT);
+        rtscope_sys::fs::direct(&mut o);
     }
     o.open(path)
 }
@@ -46,7 +44,7 @@ pub(crate) fn run(slot: &Slot, dir: &Path, disk_bytes: u64) -> Infallible {
     let path = dir.join("seq.dat");
     let (file, direct) = match open(&path, true) {
         Ok(f) => (f, true),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => match open(&path, false) {
+        Err(e) if rtscope_sys::is_einval(&e) => match open(&path, false) {
             Ok(f) => (f, false),
             Err(_) => return die(2),
         },
@@ -59,11 +57,9 @@ pub(crate) fn run(slot: &Slot, dir: &Path, disk_bytes: u64) -> Infallible {
     let off = raw.as_ptr().align_offset(ALIGN);
     let buf = &mut raw[off..off + CHUNK];
     let size = (disk_bytes / ALIGN as u64).max(1) * ALIGN as u64;
-    let fd = file.as_raw_fd();
     let drop_cache = || {
         if !direct {
-            // SAFETY: advisory call on our own fd.
-            unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
+            rtscope_sys::fs::drop_cache(&file);
         }
     };
     let mut x: u64 = 0x2545_F491_4F6C_DD1D ^ crate::sys::getpid() as u64;

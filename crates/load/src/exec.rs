@@ -10,14 +10,8 @@ pub(crate) const C_EXIT_STATUS: usize = 0;
 pub(crate) const C_EXIT_MS: usize = 1;
 
 pub(crate) fn run(path: &CString, argv: &[CString]) -> Infallible {
-    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
-    // SAFETY: NUL-terminated strings and a NULL-terminated pointer array that outlive the call.
-    unsafe {
-        libc::execv(path.as_ptr(), ptrs.as_ptr());
-        // Only reached when execv failed; 127 like a shell's "command not found".
-        libc::_exit(127)
-    }
+    // Only returns (as _exit 127, like a shell's "command not found") when execv failed.
+    rtscope_sys::process::exec_c(path, argv)
 }
 
 /// bonnie++ as the disk load: direct I/O (`-D`) as OSPERT'13 §3.3 ran it, on a `size_mib` file
@@ -53,13 +47,6 @@ pub(crate) fn bonnie_argv(program: &CString, dir: &std::path::Path, size_mib: u6
 
 /// `run` with stdout on /dev/null.
 pub(crate) fn run_quiet(path: &CString, argv: &[CString]) -> Infallible {
-    // SAFETY: open/dup2/close on our own descriptors in the forked worker before execv.
-    unsafe {
-        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-        if fd >= 0 {
-            libc::dup2(fd, 1);
-            libc::close(fd);
-        }
-    }
+    rtscope_sys::process::stdout_to_devnull();
     run(path, argv)
 }

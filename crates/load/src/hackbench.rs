@@ -7,7 +7,7 @@ use crate::plan::Unit;
 use crate::shm::Slot;
 use crate::supervise::Spawner;
 use std::convert::Infallible;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// hackbench's DATASIZE.
 const MSG_BYTES: usize = 100;
@@ -19,21 +19,14 @@ pub(crate) const C_BYTES: usize = 1;
 pub(crate) const C_SENT: usize = 0;
 
 fn socketpair() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: fds is a valid 2-element array; on success both fds are ours.
-    let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: freshly created, owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    rtscope_sys::net::socket_pair()
 }
 
 pub(crate) fn spawn_group(
     sp: Spawner,
     u: &Unit,
     fds: u32,
-    workers: &mut Vec<(libc::pid_t, usize)>,
+    workers: &mut Vec<(i32, usize)>,
 ) -> std::io::Result<()> {
     let pairs: Vec<(OwnedFd, OwnedFd)> =
         (0..fds).map(|_| socketpair()).collect::<Result<_, _>>()?;
@@ -60,17 +53,19 @@ fn receiver(slot: &Slot, fd: RawFd) -> Infallible {
     let mut buf = [0u8; MSG_BYTES];
     let (mut msgs, mut bytes) = (0u64, 0u64);
     loop {
-        // SAFETY: reading into a local buffer of the given length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), MSG_BYTES) };
-        if n > 0 {
+        let n = rtscope_sys::process::read_once(fd, &mut buf);
+        if let Ok(n @ 1..) = n {
             bytes += n as u64;
             // A stream socket may split a message; count whole messages delivered.
             msgs = bytes / MSG_BYTES as u64;
             slot.set(C_MESSAGES, msgs);
             slot.set(C_BYTES, bytes);
-        } else if n == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            // SAFETY: the peer is gone: nothing left to do in this process.
-            unsafe { libc::_exit(if msgs > 0 { 0 } else { 1 }) };
+        } else if n
+            .as_ref()
+            .map_or_else(|e| !rtscope_sys::is_eintr(e), |_| true)
+        {
+            // The peer is gone: nothing left to do in this process.
+            rtscope_sys::process::exit_now(if msgs > 0 { 0 } else { 1 });
         }
     }
 }
@@ -82,13 +77,11 @@ fn sender(slot: &Slot, fds: &[RawFd]) -> Infallible {
         for &fd in fds {
             let mut off = 0;
             while off < MSG_BYTES {
-                // SAFETY: writing from a local buffer within its bounds.
-                let n = unsafe { libc::write(fd, buf[off..].as_ptr().cast(), MSG_BYTES - off) };
-                if n > 0 {
-                    off += n as usize;
-                } else if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                    // SAFETY: receiver gone.
-                    unsafe { libc::_exit(1) };
+                match rtscope_sys::process::write_once(fd, &buf[off..]) {
+                    Ok(n) if n > 0 => off += n,
+                    Err(e) if rtscope_sys::is_eintr(&e) => {}
+                    // Receiver gone.
+                    _ => rtscope_sys::process::exit_now(1),
                 }
             }
             sent += 1;

@@ -28,8 +28,7 @@ pub(crate) const C_TX_BYTES: usize = 0;
 const BUF: usize = 128 << 10;
 
 fn die(code: i32) -> Infallible {
-    // SAFETY: leaving a worker process.
-    unsafe { libc::_exit(code) }
+    rtscope_sys::process::exit_now(code)
 }
 
 fn sender(slot: &Slot, listener: RawFd) -> Infallible {
@@ -73,7 +72,7 @@ pub(crate) fn spawn(
     clients: u32,
     veth: bool,
     listener: Option<&OwnedFd>,
-    workers: &mut Vec<(libc::pid_t, usize)>,
+    workers: &mut Vec<(i32, usize)>,
 ) -> std::io::Result<()> {
     let n = clients as usize;
     let cpus = sp.cpus().to_vec();
@@ -100,15 +99,8 @@ pub(crate) fn spawn(
 }
 
 fn local_port(fd: RawFd) -> std::io::Result<u16> {
-    // SAFETY: getsockname into a properly sized sockaddr_in.
-    unsafe {
-        let mut sa: libc::sockaddr_in = std::mem::zeroed();
-        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        if libc::getsockname(fd, (&mut sa as *mut libc::sockaddr_in).cast(), &mut len) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(u16::from_be(sa.sin_port))
-    }
+    // SAFETY: a descriptor the caller holds open for the call.
+    rtscope_sys::net::local_port(&unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) })
 }
 
 fn ip(args: &[&str]) -> std::io::Result<()> {
@@ -127,13 +119,7 @@ fn ip(args: &[&str]) -> std::io::Result<()> {
 }
 
 fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: valid array; on success both fds are ours.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: freshly created.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    rtscope_sys::process::pipe()
 }
 
 /// Addresses of the /30 between our namespace (`.1`) and the server's (`.2`), from the
@@ -151,7 +137,7 @@ fn spawn_veth_server(
     sp: &Spawner,
     u: &Unit,
     n: usize,
-    workers: &mut Vec<(libc::pid_t, usize)>,
+    workers: &mut Vec<(i32, usize)>,
 ) -> std::io::Result<SocketAddrV4> {
     let sup = sys::getpid();
     let (host_ip, ns_ip) = veth_addrs(sup as u32);
@@ -202,8 +188,7 @@ fn holder_main(
     shm: &Shared,
     sender_slots: std::ops::Range<usize>,
 ) -> Infallible {
-    // SAFETY: unshare affects only this process.
-    if unsafe { libc::unshare(libc::CLONE_NEWNET) } < 0 {
+    if rtscope_sys::fs::new_network_namespace().is_err() {
         return die(10);
     }
     // SAFETY: the inherited pipe ends, owned by this process from now on.
@@ -239,11 +224,14 @@ fn holder_main(
     let me = sys::getpid();
     for slot in sender_slots {
         // SAFETY: the child runs `sender` and never returns here.
-        let pid = unsafe { libc::fork() };
+        let pid = match unsafe { rtscope_sys::process::fork() } {
+            Ok(rtscope_sys::process::Fork::Child) => 0,
+            Ok(rtscope_sys::process::Fork::Parent(p)) => p,
+            Err(_) => -1,
+        };
         if pid == 0 {
-            // SAFETY: setpgid on ourselves.
-            unsafe { libc::setpgid(0, 0) };
-            sys::die_with_parent(libc::SIGKILL, me);
+            rtscope_sys::process::set_own_group();
+            sys::die_with_parent(rtscope_sys::Signal::SIGKILL, me);
             let s = shm.slot(slot);
             s.pid
                 .store(sys::getpid() as i64, std::sync::atomic::Ordering::Relaxed);
@@ -258,9 +246,7 @@ fn holder_main(
     }
     loop {
         // Reap senders that end (they only end on error); never exit on our own.
-        let mut st = 0;
-        // SAFETY: reaping our own children.
-        if unsafe { libc::waitpid(-1, &mut st, 0) } < 0 {
+        if rtscope_sys::process::wait(-1).is_err() {
             sys::sleep_ms(1000);
         }
     }

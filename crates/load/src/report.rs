@@ -227,10 +227,12 @@ pub(crate) fn build(i: &Inputs) -> Vec<LoadReport> {
                         let c = i.totals.get(u.first_slot).copied().unwrap_or_default();
                         if c[exec::C_EXIT_STATUS] > 0 {
                             let status = (c[exec::C_EXIT_STATUS] - 1) as i32;
-                            let how = if libc::WIFEXITED(status) {
-                                format!("exit status {}", libc::WEXITSTATUS(status))
-                            } else {
-                                format!("signal {}", libc::WTERMSIG(status))
+                            let how = match rtscope_sys::process::exit_code(status) {
+                                Some(code) => format!("exit status {code}"),
+                                None => format!(
+                                    "signal {}",
+                                    rtscope_sys::process::term_signal(status).unwrap_or_default()
+                                ),
                             };
                             let at = c[exec::C_EXIT_MS] as f64 / 1e3;
                             put("exited_after_s", at);

@@ -31,61 +31,37 @@ pub(crate) const STATE_FAILED: u64 = 2;
 pub(crate) const STATE_STOPPED: u64 = 3;
 
 pub(crate) struct Shared {
-    base: *mut libc::c_void,
-    len: usize,
+    map: rtscope_sys::mem::SharedMap,
     nslots: usize,
 }
-
-// SAFETY: the mapping is only accessed through atomics.
-unsafe impl Send for Shared {}
-unsafe impl Sync for Shared {}
 
 impl Shared {
     pub fn new(nslots: usize) -> Result<Shared, LoadError> {
         let len = std::mem::size_of::<Header>() + nslots.max(1) * std::mem::size_of::<Slot>();
-        // SAFETY: anonymous shared mapping, checked for MAP_FAILED; zero-filled memory is a valid
-        // bit pattern for Header and Slot (all atomics).
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(LoadError::last_os("mmap of the shared counters"));
-        }
-        Ok(Shared { base, len, nslots })
+        // Zero-filled memory is a valid bit pattern for Header and Slot (all atomics).
+        let map = rtscope_sys::mem::SharedMap::new(len).map_err(|source| LoadError::Os {
+            what: "mmap of the shared counters".into(),
+            source,
+        })?;
+        Ok(Shared { map, nslots })
     }
 
     pub fn header(&self) -> &Header {
         // SAFETY: base is page-aligned, the mapping starts with a Header and lives as long as self.
-        unsafe { &*(self.base as *const Header) }
+        unsafe { &*(self.map.as_ptr() as *const Header) }
     }
 
     pub fn slot(&self, i: usize) -> &Slot {
         assert!(i < self.nslots, "slot {i} out of {}", self.nslots);
         // SAFETY: in bounds (checked above), 64-byte aligned (Header and Slot are 64-byte sized).
         unsafe {
-            let first = (self.base as *mut u8).add(std::mem::size_of::<Header>()) as *const Slot;
+            let first = self.map.as_ptr().add(std::mem::size_of::<Header>()) as *const Slot;
             &*first.add(i)
         }
     }
 
     pub fn nslots(&self) -> usize {
         self.nslots
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly what new() mapped.
-        unsafe {
-            libc::munmap(self.base, self.len);
-        }
     }
 }
 

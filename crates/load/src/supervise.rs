@@ -21,6 +21,9 @@ use crate::shm::{self, Shared, NCOUNTERS};
 use crate::{cpu_cache, disk, exec, hackbench, net, report, sys};
 use crate::{LoadError, LoadKind, LoadOptions};
 use rtscope_model::LoadReport;
+use rtscope_sys::process::{self, Fork};
+use rtscope_sys::signals::SignalMask;
+use rtscope_sys::Signal;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -45,7 +48,7 @@ pub struct RunningLoads {
     resolved: Resolved,
     units: Vec<Unit>,
     shm: Shared,
-    supervisor: libc::pid_t,
+    supervisor: i32,
     started: Instant,
     before: Snapshot,
     base_counters: Vec<[u64; NCOUNTERS]>,
@@ -65,79 +68,21 @@ struct Ctx<'a> {
     opts: &'a LoadOptions,
     scratch: Option<&'a Path>,
     listener: Option<&'a OwnedFd>,
-    parent: libc::pid_t,
+    parent: i32,
     /// None when the supervisor could not create the pipe: workers then start at once.
     gate: Option<&'a Gate>,
 }
 
-/// A start barrier for forked processes: a pipe whose write end only the supervisor keeps.
-/// Every child closes its copy of the write end; a gated child then blocks in `read` until the
-/// supervisor closes its own ([`Gate::open`]), which every waiting child sees as end of file.
-/// A child killed while it waits (a failed start) just dies: nothing else to undo.
-pub(crate) struct Gate {
-    r: libc::c_int,
-    w: libc::c_int,
-}
+pub(crate) use rtscope_sys::process::Gate;
 
-impl Gate {
-    pub(crate) fn new() -> std::io::Result<Gate> {
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: fds is a valid 2-element array. O_CLOEXEC: an exec'd worker never holds it.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(Gate {
-            r: fds[0],
-            w: fds[1],
-        })
-    }
-
-    /// In a forked child: drop the write end, then (`wait`) block until the gate opens.
-    /// Only async-signal-safe calls, as after a fork of a multi-threaded process.
-    pub(crate) fn pass_in_child(&self, wait: bool) {
-        // SAFETY: closing and reading this child's own copies of the pipe.
-        unsafe {
-            libc::close(self.w);
-            if wait {
-                let mut b = 0u8;
-                // 0 = end of file (the gate is open); -1/EINTR = a signal: wait again.
-                while libc::read(self.r, (&mut b as *mut u8).cast(), 1) < 0
-                    && *libc::__errno_location() == libc::EINTR
-                {}
-            }
-            libc::close(self.r);
-        }
-    }
-
-    /// In the supervisor, once: let every gated child go.
-    pub(crate) fn open(&self) {
-        // SAFETY: closing the supervisor's own ends; called once, after the last fork.
-        unsafe {
-            libc::close(self.w);
-            libc::close(self.r);
-        }
-    }
-}
-
-fn block_supervisor_signals() -> libc::sigset_t {
-    // SAFETY: sigset manipulation on a local; pthread_sigmask changes only the calling thread.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGCHLD] {
-            libc::sigaddset(&mut set, s);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-        old
-    }
-}
-
-fn restore_mask(old: &libc::sigset_t) {
-    // SAFETY: restoring a mask obtained from pthread_sigmask.
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut());
-    }
+/// The signals the supervisor waits for synchronously.
+fn supervisor_signals() -> SignalMask {
+    SignalMask::of(&[
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGCHLD,
+    ])
 }
 
 pub(crate) fn start(
@@ -215,11 +160,11 @@ pub(crate) fn start(
     let parent = sys::getpid();
     // Blocked before the fork so a stop request can never kill the supervisor before it has
     // set up its signal wait; restored in rtscope right after.
-    let old_mask = block_supervisor_signals();
+    let old_mask = supervisor_signals().block();
     // SAFETY: the child only runs `supervisor_main`, which never returns (it _exits), and uses
     // only fork-safe operations (glibc's malloc is reinitialised in the child).
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
+    let forked = unsafe { process::fork() };
+    if forked.as_ref().is_ok_and(|f| *f == Fork::Child) {
         let gate = Gate::new().ok();
         let ctx = Ctx {
             units: &rl.units,
@@ -232,13 +177,14 @@ pub(crate) fn start(
             gate: gate.as_ref(),
         };
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| supervisor_main(&ctx)));
-        // SAFETY: leaving the forked child without running rtscope's destructors.
-        unsafe { libc::_exit(101) };
+        // Leaving the forked child without running rtscope's destructors.
+        process::exit_now(101);
     }
-    restore_mask(&old_mask);
-    if pid < 0 {
-        return Err(LoadError::last_os("fork of the load supervisor"));
-    }
+    old_mask.set_thread_mask();
+    let pid = match forked {
+        Ok(Fork::Parent(pid)) => pid,
+        _ => return Err(LoadError::last_os("fork of the load supervisor")),
+    };
     rl.supervisor = pid;
     drop(listener); // the supervisor and the servers hold it now
 
@@ -301,16 +247,7 @@ pub(crate) fn start(
 
 /// `Some("tmpfs")` when `dir` lives in memory (statfs magic numbers from linux/magic.h).
 fn memory_fs(dir: &Path) -> Option<&'static str> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: valid path; statfs fills a plain struct.
-    let st = unsafe {
-        let mut st: libc::statfs = std::mem::zeroed();
-        if libc::statfs(c.as_ptr(), &mut st) != 0 {
-            return None;
-        }
-        st
-    };
-    match st.f_type as u64 {
+    match rtscope_sys::fs::fs_magic(dir).ok()? {
         0x0102_1994 => Some("tmpfs"),
         0x8584_58f6 => Some("ramfs"),
         _ => None,
@@ -401,15 +338,14 @@ impl RunningLoads {
         self.stopped = true;
         if self.supervisor > 0 {
             let pid = self.supervisor;
-            // SAFETY: signalling and reaping our own child.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let _ = process::kill(pid, Signal::SIGTERM);
             let deadline = Instant::now() + STOP_GRACE;
             let mut reaped = false;
             while Instant::now() < deadline {
-                let mut st = 0;
-                // SAFETY: as above.
-                let r = unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) };
-                if r == pid || r < 0 {
+                let r = process::try_wait(pid);
+                if r.as_ref()
+                    .map_or(true, |r| r.is_some_and(|(p, _)| p == pid))
+                {
                     reaped = true;
                     break;
                 }
@@ -420,17 +356,15 @@ impl RunningLoads {
                     "load supervisor did not stop within 1.5 s; its workers were killed directly"
                         .into(),
                 );
-                // SAFETY: as above.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                let _ = process::kill(pid, Signal::SIGKILL);
             }
             // Whatever the supervisor managed, make sure no worker survives it.
             for p in self.worker_pids() {
                 sys::kill_tree(p);
             }
             if !reaped {
-                let mut st = 0;
-                // SAFETY: reaping our own SIGKILLed child.
-                unsafe { libc::waitpid(pid, &mut st, 0) };
+                // Reaping our own SIGKILLed child.
+                let _ = process::wait(pid);
             }
         }
         if let Some(dir) = &self.scratch {
@@ -452,21 +386,21 @@ impl Drop for RunningLoads {
 /// The supervisor process. Never returns.
 fn supervisor_main(ctx: &Ctx) -> ! {
     let me = sys::getpid();
-    // SAFETY: setpgid on ourselves; a new group keeps the terminal's Ctrl-C (sent to rtscope's
-    // foreground group) away from the loads: rtscope decides when they stop.
-    unsafe { libc::setpgid(0, 0) };
+    // A new group keeps the terminal's Ctrl-C (sent to rtscope's foreground group) away from
+    // the loads: rtscope decides when they stop.
+    process::set_own_group();
     // SIGTERM, not SIGKILL: on rtscope's death we still kill the workers and remove files.
-    sys::die_with_parent(libc::SIGTERM, ctx.parent);
+    sys::die_with_parent(Signal::SIGTERM, ctx.parent);
     let _ = sys::set_policy(crate::LoadPolicy::Other);
     let _ = sys::set_affinity(&ctx.resolved.cpus);
     let hdr = ctx.shm.header();
     hdr.supervisor_pid.store(me as i64, Ordering::Relaxed);
 
-    let mut workers: Vec<(libc::pid_t, usize)> = Vec::new();
+    let mut workers: Vec<(i32, usize)> = Vec::new();
     for u in ctx.units {
         if let Err(e) = spawn_unit(ctx, u, &mut workers) {
             hdr.errno.store(
-                e.raw_os_error().unwrap_or(libc::EIO) as u64,
+                e.raw_os_error().unwrap_or(rtscope_sys::EIO) as u64,
                 Ordering::Relaxed,
             );
             stop_workers(ctx, &workers);
@@ -474,8 +408,8 @@ fn supervisor_main(ctx: &Ctx) -> ! {
                 let _ = std::fs::remove_dir_all(d);
             }
             hdr.state.store(shm::STATE_FAILED, Ordering::Release);
-            // SAFETY: leaving the forked supervisor.
-            unsafe { libc::_exit(1) };
+            // Leaving the forked supervisor.
+            process::exit_now(1);
         }
     }
     // Every worker exists: let them all go at once.
@@ -485,26 +419,18 @@ fn supervisor_main(ctx: &Ctx) -> ! {
     let started = Instant::now();
     hdr.state.store(shm::STATE_READY, Ordering::Release);
 
-    // SAFETY: sigset on a local, sigtimedwait on signals blocked since before the fork.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    unsafe {
-        libc::sigemptyset(&mut set);
-        for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGCHLD] {
-            libc::sigaddset(&mut set, s);
-        }
-    }
-    let timeout = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 500_000_000,
-    };
+    // Signals blocked since before the fork.
+    let set = supervisor_signals();
+    let timeout = std::time::Duration::from_millis(500);
     loop {
-        // SAFETY: valid pointers to locals.
-        let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout) };
-        if sig == libc::SIGCHLD {
+        let sig = set
+            .wait_timeout(timeout)
+            .and_then(|s| Signal::try_from(s).ok());
+        if sig == Some(Signal::SIGCHLD) {
             reap_early(ctx, &mut workers, started);
-        } else if sig == libc::SIGTERM || sig == libc::SIGINT || sig == libc::SIGHUP {
+        } else if matches!(sig, Some(Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP)) {
             break;
-        } else if unsafe { libc::getppid() } != ctx.parent {
+        } else if process::getppid() != ctx.parent {
             break; // belt and braces: PDEATHSIG missed (e.g. the forking thread still lives)
         }
     }
@@ -513,19 +439,16 @@ fn supervisor_main(ctx: &Ctx) -> ! {
         let _ = std::fs::remove_dir_all(d);
     }
     hdr.state.store(shm::STATE_STOPPED, Ordering::Release);
-    // SAFETY: leaving the forked supervisor.
-    unsafe { libc::_exit(0) }
+    // Leaving the forked supervisor.
+    process::exit_now(0)
 }
 
 /// Reaps workers that ended on their own (crash, refused setup, an exec command finishing).
-fn reap_early(ctx: &Ctx, workers: &mut Vec<(libc::pid_t, usize)>, started: Instant) {
+fn reap_early(ctx: &Ctx, workers: &mut Vec<(i32, usize)>, started: Instant) {
     loop {
-        let mut st = 0;
-        // SAFETY: reaping our own children.
-        let pid = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) };
-        if pid <= 0 {
+        let Ok(Some((pid, st))) = process::try_wait(-1) else {
             return;
-        }
+        };
         if let Some(i) = workers.iter().position(|&(p, _)| p == pid) {
             let (_, slot) = workers.swap_remove(i);
             ctx.shm.header().early_exits.fetch_add(1, Ordering::Relaxed);
@@ -595,24 +518,23 @@ fn sample_proc(units: &[Unit], shm: &Shared, bonnie: bool) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn stop_workers(ctx: &Ctx, workers: &[(libc::pid_t, usize)]) {
+fn stop_workers(ctx: &Ctx, workers: &[(i32, usize)]) {
     for &(pid, _) in workers {
         sys::kill_tree(pid);
     }
     // Grandchildren (the veth server's senders) wrote their own pids.
     for i in 0..ctx.shm.nslots() {
-        sys::kill_tree(ctx.shm.slot(i).pid() as libc::pid_t);
+        sys::kill_tree(ctx.shm.slot(i).pid() as i32);
     }
     loop {
-        let mut st = 0;
-        // SAFETY: reaping our own children; returns -1/ECHILD when none is left.
-        if unsafe { libc::waitpid(-1, &mut st, 0) } < 0 {
+        // Reaping our own children; ECHILD when none is left.
+        if process::wait(-1).is_err() {
             break;
         }
     }
 }
 
-fn spawn_unit(ctx: &Ctx, u: &Unit, workers: &mut Vec<(libc::pid_t, usize)>) -> std::io::Result<()> {
+fn spawn_unit(ctx: &Ctx, u: &Unit, workers: &mut Vec<(i32, usize)>) -> std::io::Result<()> {
     let all = &ctx.resolved.cpus;
     match &u.role {
         Role::CpuCache { cpu } => {
@@ -673,7 +595,7 @@ impl Spawner<'_> {
         slot: usize,
         cpus: &[u32],
         body: impl FnOnce(&shm::Slot) -> std::convert::Infallible,
-    ) -> std::io::Result<libc::pid_t> {
+    ) -> std::io::Result<i32> {
         spawn_worker(self.ctx, slot, cpus, true, body)
     }
     /// A worker that starts at once: one the supervisor talks to while it forks the others
@@ -683,7 +605,7 @@ impl Spawner<'_> {
         slot: usize,
         cpus: &[u32],
         body: impl FnOnce(&shm::Slot) -> std::convert::Infallible,
-    ) -> std::io::Result<libc::pid_t> {
+    ) -> std::io::Result<i32> {
         spawn_worker(self.ctx, slot, cpus, false, body)
     }
     pub fn shm(&self) -> &Shared {
@@ -699,18 +621,17 @@ fn spawn_worker(
     cpus: &[u32],
     gated: bool,
     body: impl FnOnce(&shm::Slot) -> std::convert::Infallible,
-) -> std::io::Result<libc::pid_t> {
+) -> std::io::Result<i32> {
     let sup = sys::getpid();
     let s = ctx.shm.slot(slot);
     // SAFETY: the child runs `body` and then _exits; it never returns into the supervisor loop.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    let pid = match unsafe { process::fork() }? {
+        Fork::Parent(pid) => pid,
+        Fork::Child => 0,
+    };
     if pid == 0 {
-        // SAFETY: setpgid on ourselves.
-        unsafe { libc::setpgid(0, 0) };
-        sys::die_with_parent(libc::SIGKILL, sup);
+        process::set_own_group();
+        sys::die_with_parent(Signal::SIGKILL, sup);
         sys::reset_signals();
         s.pid.store(sys::getpid() as i64, Ordering::Relaxed);
         if let Some(g) = ctx.gate {
@@ -724,13 +645,12 @@ fn spawn_worker(
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(s)));
             101
         };
-        // SAFETY: leaving the forked worker.
-        unsafe { libc::_exit(code) };
+        // Leaving the forked worker.
+        process::exit_now(code);
     }
     // Also set from this side so a kill of the group can never race the child's own setpgid,
     // and so the pid is in shared memory before we report ready.
-    // SAFETY: setpgid on our child.
-    unsafe { libc::setpgid(pid, pid) };
+    process::set_group_of(pid);
     s.pid.store(pid as i64, Ordering::Relaxed);
     Ok(pid)
 }
@@ -738,27 +658,27 @@ fn spawn_worker(
 #[cfg(test)]
 mod tests {
     use super::Gate;
+    use rtscope_sys::process::{self, Fork};
     use std::time::{Duration, Instant};
 
-    fn fork_child(gate: &Gate, wait: bool) -> libc::pid_t {
+    fn fork_child(gate: &Gate, wait: bool) -> i32 {
         // SAFETY: the child only makes async-signal-safe calls (close, read, _exit).
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork");
-        if pid == 0 {
-            gate.pass_in_child(wait);
-            // SAFETY: leaving the forked child.
-            unsafe { libc::_exit(7) };
+        match unsafe { process::fork() }.expect("fork") {
+            Fork::Child => {
+                gate.pass_in_child(wait);
+                process::exit_now(7)
+            }
+            Fork::Parent(pid) => pid,
         }
-        pid
     }
 
     /// Exit status of `pid` if it has ended by `deadline`, polling.
-    fn ended_by(pid: libc::pid_t, deadline: Instant) -> Option<i32> {
+    fn ended_by(pid: i32, deadline: Instant) -> Option<i32> {
         loop {
-            let mut st = 0;
-            // SAFETY: reaping our own child.
-            if unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) } == pid {
-                return Some(libc::WEXITSTATUS(st));
+            if let Ok(Some((p, st))) = process::try_wait(pid) {
+                if p == pid {
+                    return process::exit_code(st);
+                }
             }
             if Instant::now() > deadline {
                 return None;
@@ -772,7 +692,7 @@ mod tests {
     #[test]
     fn gated_children_start_together_when_the_gate_opens() {
         let gate = Gate::new().unwrap();
-        let gated: Vec<libc::pid_t> = (0..3).map(|_| fork_child(&gate, true)).collect();
+        let gated: Vec<i32> = (0..3).map(|_| fork_child(&gate, true)).collect();
         let now = fork_child(&gate, false);
         assert_eq!(
             ended_by(now, Instant::now() + Duration::from_secs(10)),

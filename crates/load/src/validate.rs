@@ -131,8 +131,7 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
 
     if has(LoadKind::Net) {
         if opts.net_veth {
-            // SAFETY: geteuid has no preconditions.
-            if unsafe { libc::geteuid() } != 0 {
+            if !rtscope_sys::system::is_root() {
                 return Err(LoadError::invalid(
                     "--net-veth",
                     "needs root (CAP_NET_ADMIN)",
@@ -236,31 +235,24 @@ fn check_scratch(dir: &Path, disk_bytes: u64) -> Result<(), LoadError> {
             format!("{} is not a directory", dir.display()),
         ));
     }
-    let c = CString::new(dir.as_os_str().as_encoded_bytes())
-        .map_err(|_| LoadError::invalid(F, "path contains NUL"))?;
-    // SAFETY: valid NUL-terminated path; statvfs is plain data filled by the kernel.
-    let (rc_access, rc_statvfs, st) = unsafe {
-        let mut st: libc::statvfs = std::mem::zeroed();
-        let a = libc::access(c.as_ptr(), libc::W_OK | libc::X_OK);
-        let s = libc::statvfs(c.as_ptr(), &mut st);
-        (a, s, st)
-    };
-    if rc_access != 0 {
-        let e = std::io::Error::last_os_error();
+    if rtscope_sys::fs::c_path(dir).is_none() {
+        return Err(LoadError::invalid(F, "path contains NUL"));
+    }
+    if let Err(e) = rtscope_sys::fs::check_writable_dir(dir) {
         return Err(LoadError::invalid(
             F,
             format!("{} is not writable: {e}", dir.display()),
         ));
     }
-    if rc_statvfs != 0 || st.f_flag & libc::ST_RDONLY != 0 {
-        return Err(LoadError::invalid(
-            F,
-            format!("{} is on a read-only file system", dir.display()),
-        ));
-    }
-    // Both are u64 on Linux x86_64/aarch64 but c_ulong-sized elsewhere.
-    #[allow(clippy::unnecessary_cast)]
-    let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
+    let free = match rtscope_sys::fs::space(dir) {
+        Ok(s) if !s.read_only => s.free_bytes,
+        _ => {
+            return Err(LoadError::invalid(
+                F,
+                format!("{} is on a read-only file system", dir.display()),
+            ))
+        }
+    };
     let need = disk_bytes + DISK_MARGIN;
     if free < need {
         return Err(LoadError::invalid(

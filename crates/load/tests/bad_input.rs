@@ -180,11 +180,15 @@ fn unwritable_scratch_dir_is_refused() {
         ..LoadOptions::default()
     };
     let kinds = [LoadKind::Disk];
+    use rtscope_sys::process::{self, Fork};
     // SAFETY: the child only calls setuid, validate and _exit.
-    let pid = unsafe { libc::fork() };
+    let pid = match unsafe { process::fork() }.expect("fork") {
+        Fork::Parent(pid) => pid,
+        Fork::Child => 0,
+    };
     if pid == 0 {
-        let code = unsafe {
-            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+        let code = {
+            if process::become_user(65534, 65534).is_err() {
                 3
             } else {
                 match validate(&kinds, &opts) {
@@ -194,16 +198,13 @@ fn unwritable_scratch_dir_is_refused() {
                 }
             }
         };
-        unsafe { libc::_exit(code) };
+        process::exit_now(code);
     }
-    assert!(pid > 0, "fork");
-    let mut st = 0;
-    // SAFETY: reaping our child.
-    unsafe { libc::waitpid(pid, &mut st, 0) };
-    assert!(libc::WIFEXITED(st), "child died: {st}");
+    let (_, st) = process::wait(pid).expect("waitpid");
+    assert!(process::exit_code(st).is_some(), "child died: {st}");
     assert_eq!(
-        libc::WEXITSTATUS(st),
-        0,
+        process::exit_code(st),
+        Some(0),
         "1 = other error, 2 = accepted, 3 = setuid failed"
     );
 }

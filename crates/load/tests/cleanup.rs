@@ -4,6 +4,7 @@
 
 mod common;
 
+use rtscope_sys::Signal;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -35,13 +36,7 @@ fn launch(args: &[&str]) -> Started {
     // SAFETY: prctl is async-signal-safe.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGTERM as libc::c_ulong,
-                0,
-                0,
-                0,
-            );
+            let _ = rtscope_sys::process::set_parent_death_signal(Signal::SIGTERM);
             Ok(())
         });
     }
@@ -86,8 +81,7 @@ impl Drop for Started {
     /// A failed assertion must not leave a load running on the shared machine.
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let _ = rtscope_sys::process::kill(self.child.id() as i32, Signal::SIGTERM);
             let _ = self.child.wait();
         }
     }
@@ -137,7 +131,7 @@ const MIX: &[&str] = &[
     "2",
 ];
 
-fn check_signal(sig: libc::c_int, name: &str) {
+fn check_signal(sig: Signal, name: &str) {
     let _g = common::serial();
     let mut s = launch(MIX);
     assert!(
@@ -147,13 +141,12 @@ fn check_signal(sig: libc::c_int, name: &str) {
     );
     assert!(s.scratch.is_some() && s.port != 0);
     std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(s.child.id() as i32, sig) };
+    let _ = rtscope_sys::process::kill(s.child.id() as i32, sig);
     let left = leftovers(&s);
     let rest = s.drain();
     let _ = s.child.wait();
     assert!(left.is_empty(), "after {name}: {left:?}");
-    if sig != libc::SIGKILL {
+    if sig != Signal::SIGKILL {
         // A signalled rtscope still stops the loads properly and reports their figures.
         assert!(
             rest.contains("FIGURE io hackbench_messages_per_s"),
@@ -181,17 +174,17 @@ fn cleanup_after_normal_end() {
 
 #[test]
 fn cleanup_after_sigint() {
-    check_signal(libc::SIGINT, "SIGINT");
+    check_signal(Signal::SIGINT, "SIGINT");
 }
 
 #[test]
 fn cleanup_after_sigterm() {
-    check_signal(libc::SIGTERM, "SIGTERM");
+    check_signal(Signal::SIGTERM, "SIGTERM");
 }
 
 #[test]
 fn cleanup_after_sigkill_of_the_parent() {
-    check_signal(libc::SIGKILL, "SIGKILL");
+    check_signal(Signal::SIGKILL, "SIGKILL");
 }
 
 #[test]
@@ -205,8 +198,7 @@ fn exec_descendants_die_with_a_sigkilled_parent() {
         group.len() >= 2,
         "expected sh and its sleeps, got {group:?}"
     );
-    // SAFETY: killing our own child.
-    unsafe { libc::kill(s.child.id() as i32, libc::SIGKILL) };
+    let _ = rtscope_sys::process::kill(s.child.id() as i32, Signal::SIGKILL);
     let left = leftovers(&s);
     let _ = s.child.wait();
     assert!(left.is_empty(), "after SIGKILL: {left:?}");
@@ -226,8 +218,7 @@ fn veth_leaves_no_interface_after_sigkill() {
         "host end of the veth pair missing while running"
     );
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: killing our own child.
-    unsafe { libc::kill(s.child.id() as i32, libc::SIGKILL) };
+    let _ = rtscope_sys::process::kill(s.child.id() as i32, Signal::SIGKILL);
     let left = leftovers(&s);
     let _ = s.child.wait();
     assert!(left.is_empty(), "after SIGKILL: {left:?}");

@@ -22,13 +22,7 @@ pub enum OpClock {
 
 /// CLOCK_MONOTONIC now, ns.
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    rtscope_sys::clock::monotonic_ns()
 }
 
 impl OpClock {

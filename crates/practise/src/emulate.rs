@@ -14,36 +14,13 @@ use std::sync::Mutex;
 
 /// Sleep until CLOCK_MONOTONIC reaches `t_ns`.
 pub fn sleep_until(t_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (t_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (t_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: clock_nanosleep reads one timespec; EINTR is retried with the same deadline.
-    while unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        )
-    } == libc::EINTR
-    {}
+    // EINTR is retried with the same deadline.
+    let _ = rtscope_sys::clock::sleep_until(rtscope_sys::clock::Clock::MONOTONIC, t_ns);
 }
 
 /// Pin the calling thread to one CPU.
 pub fn pin_to(cpu: u32) -> std::io::Result<()> {
-    // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET stays within it for cpu < 1024.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if cpu as usize >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-        }
-        libc::CPU_SET(cpu as usize, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    rtscope_sys::affinity::set_affinity(0, &[cpu])
 }
 
 /// A deterministic per-(run, CPU) seed: the same CPU sees the same random draws under every

@@ -387,15 +387,11 @@ pub fn warnings(res: &PractiseResult) -> Vec<Warning> {
 
 /// §2.3.3: "the memory is locked to avoid spurious page faults".
 fn lock_memory() -> bool {
-    // SAFETY: plain system call.
-    unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) == 0 }
+    rtscope_sys::mem::lock_all().is_ok()
 }
 
 fn unlock_memory() {
-    // SAFETY: plain system call.
-    unsafe {
-        libc::munlockall();
-    }
+    rtscope_sys::mem::unlock_all();
 }
 
 /// A replay's configuration.

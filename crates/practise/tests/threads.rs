@@ -90,7 +90,7 @@ fn performance_mode_measures_every_operation() {
     let res = rtscope_practise::run(&cfg, cpus.len() as u32, &never, &mut |_| {}).unwrap();
     assert!(res.violation.is_none());
     assert!(res.pinned);
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = rtscope_sys::system::is_root();
     if root {
         assert!(res.memory_locked, "{:?}", res.notes);
     }

@@ -8,17 +8,11 @@ use std::io::{Read, Write};
 /// Lock all current and future memory (MCL_FUTURE makes later thread stacks and buffers
 /// resident as they are mapped).
 pub fn mlockall() -> Result<(), ProbeError> {
-    // SAFETY: plain syscall with flag arguments.
-    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
-    if rc != 0 {
-        return Err(ProbeError::Mlock(std::io::Error::last_os_error()));
-    }
-    Ok(())
+    rtscope_sys::mem::lock_all().map_err(ProbeError::Mlock)
 }
 
 pub fn munlockall() {
-    // SAFETY: plain syscall.
-    unsafe { libc::munlockall() };
+    rtscope_sys::mem::unlock_all();
 }
 
 /// Touch `bytes` of this thread's stack so that the measurement loop never faults on it.

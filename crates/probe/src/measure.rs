@@ -333,21 +333,15 @@ struct ThreadCtx {
 /// orchestrating thread, and a signal handler running on a measured CPU's thread would show up
 /// as latency.
 fn block_async_signals() {
-    // SAFETY: sigset manipulation on a local set.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut set);
-        for s in [
-            libc::SIGSEGV,
-            libc::SIGBUS,
-            libc::SIGFPE,
-            libc::SIGILL,
-            libc::SIGTRAP,
-        ] {
-            libc::sigdelset(&mut set, s);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
+    use rtscope_sys::Signal;
+    rtscope_sys::signals::SignalMask::all_except(&[
+        Signal::SIGSEGV,
+        Signal::SIGBUS,
+        Signal::SIGFPE,
+        Signal::SIGILL,
+        Signal::SIGTRAP,
+    ])
+    .block();
 }
 
 fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {

@@ -9,20 +9,9 @@ fn read_trim(path: &str) -> Option<String> {
 }
 
 fn uname() -> (String, String, String) {
-    // SAFETY: utsname is plain data filled by the kernel.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return Default::default();
-    }
-    let f = |b: &[libc::c_char]| {
-        let bytes: Vec<u8> = b
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    (f(&u.nodename), f(&u.release), f(&u.version))
+    rtscope_sys::system::uname()
+        .map(|u| (u.nodename, u.release, u.version))
+        .unwrap_or_default()
 }
 
 /// Kernel config, from /proc/config.gz (needs gzip) or /boot/config-<release>.
@@ -172,8 +161,7 @@ pub fn steal_ns() -> Vec<(u32, u64)> {
     let Ok(s) = fs::read_to_string("/proc/stat") else {
         return Vec::new();
     };
-    // SAFETY: sysconf has no side effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let hz = rtscope_sys::system::clock_ticks_per_sec().unwrap_or(1);
     parse_steal(&s, hz)
 }
 

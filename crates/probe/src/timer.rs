@@ -2,8 +2,10 @@
 //! was (`expected_ns`) and how many whole periods were missed before it, so overruns are counted
 //! and never folded silently into latency.
 
-use crate::{sys, ProbeError};
+use crate::ProbeError;
 use rtscope_model::TimerMode;
+use rtscope_sys::clock::{self, Clock};
+use rtscope_sys::timer::{ThreadTimer, TimerFd};
 
 pub struct Wake {
     pub expected_ns: u64,
@@ -13,25 +15,22 @@ pub struct Wake {
 
 pub struct Timer {
     mode: TimerMode,
-    clock: libc::clockid_t,
+    clock: Clock,
     interval_ns: u64,
     next_ns: u64,
-    fd: i32,
-    posix: Option<(libc::timer_t, libc::sigset_t)>,
+    fd: Option<TimerFd>,
+    posix: Option<ThreadTimer>,
 }
 
-fn timer_err(what: &'static str) -> ProbeError {
-    ProbeError::Timer {
-        what,
-        source: std::io::Error::last_os_error(),
-    }
+fn timer_err((what, source): (&'static str, std::io::Error)) -> ProbeError {
+    ProbeError::Timer { what, source }
 }
 
 impl Timer {
     /// Arm a timer whose first expiry is `first_ns` on `clock`, then every `interval_ns`.
     pub fn new(
         mode: TimerMode,
-        clock: libc::clockid_t,
+        clock: Clock,
         first_ns: u64,
         interval_ns: u64,
     ) -> Result<Timer, ProbeError> {
@@ -40,53 +39,18 @@ impl Timer {
             clock,
             interval_ns,
             next_ns: first_ns,
-            fd: -1,
+            fd: None,
             posix: None,
-        };
-        let its = libc::itimerspec {
-            it_interval: sys::ns_to_ts(interval_ns),
-            it_value: sys::ns_to_ts(first_ns),
         };
         match mode {
             TimerMode::AbsNanosleep | TimerMode::RelNanosleep => {}
             TimerMode::Timerfd => {
-                // SAFETY: plain syscalls; `its` is valid for the call.
-                let fd = unsafe { libc::timerfd_create(clock, libc::TFD_CLOEXEC) };
-                if fd < 0 {
-                    return Err(timer_err("timerfd_create"));
-                }
-                t.fd = fd;
-                let rc = unsafe {
-                    libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &its, std::ptr::null_mut())
-                };
-                if rc != 0 {
-                    return Err(timer_err("timerfd_settime"));
-                }
+                t.fd = Some(TimerFd::new(clock, first_ns, interval_ns).map_err(timer_err)?);
             }
             TimerMode::PosixTimer => {
-                let signo = libc::SIGRTMIN() + 1;
-                // SAFETY: sigset and sigevent are plain data initialised before use; the timer
-                // is created for this thread only (SIGEV_THREAD_ID) with the signal blocked so
-                // that sigwaitinfo picks it up synchronously.
-                unsafe {
-                    let mut set: libc::sigset_t = std::mem::zeroed();
-                    libc::sigemptyset(&mut set);
-                    libc::sigaddset(&mut set, signo);
-                    libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-                    let mut sev: libc::sigevent = std::mem::zeroed();
-                    sev.sigev_notify = libc::SIGEV_THREAD_ID;
-                    sev.sigev_signo = signo;
-                    sev.sigev_notify_thread_id = sys::gettid();
-                    let mut id: libc::timer_t = std::ptr::null_mut();
-                    if libc::timer_create(clock, &mut sev, &mut id) != 0 {
-                        return Err(timer_err("timer_create"));
-                    }
-                    t.posix = Some((id, set));
-                    if libc::timer_settime(id, libc::TIMER_ABSTIME, &its, std::ptr::null_mut()) != 0
-                    {
-                        return Err(timer_err("timer_settime"));
-                    }
-                }
+                // The timer is created for this thread only, with its signal blocked so that
+                // the wait picks it up synchronously.
+                t.posix = Some(ThreadTimer::new(clock, first_ns, interval_ns).map_err(timer_err)?);
             }
         }
         Ok(t)
@@ -97,28 +61,12 @@ impl Timer {
     pub fn wait(&mut self) -> Result<Wake, ProbeError> {
         match self.mode {
             TimerMode::AbsNanosleep => {
-                let ts = sys::ns_to_ts(self.next_ns);
-                loop {
-                    // SAFETY: ts valid; remaining time unused with TIMER_ABSTIME.
-                    let rc = unsafe {
-                        libc::clock_nanosleep(
-                            self.clock,
-                            libc::TIMER_ABSTIME,
-                            &ts,
-                            std::ptr::null_mut(),
-                        )
-                    };
-                    match rc {
-                        0 => break,
-                        libc::EINTR => continue,
-                        e => {
-                            return Err(ProbeError::Timer {
-                                what: "clock_nanosleep",
-                                source: std::io::Error::from_raw_os_error(e),
-                            })
-                        }
+                clock::sleep_until(self.clock, self.next_ns).map_err(|source| {
+                    ProbeError::Timer {
+                        what: "clock_nanosleep",
+                        source,
                     }
-                }
+                })?;
                 Ok(Wake {
                     expected_ns: self.next_ns,
                     missed: 0,
@@ -127,47 +75,29 @@ impl Timer {
             TimerMode::RelNanosleep => {
                 // Relative sleep: the planned instant is "now + interval" at the moment we go to
                 // sleep; drift from earlier latencies is not charged to this sample.
-                let start = sys::now_ns(self.clock);
-                let mut req = sys::ns_to_ts(self.interval_ns);
-                loop {
-                    let mut rem = libc::timespec {
-                        tv_sec: 0,
-                        tv_nsec: 0,
-                    };
-                    // SAFETY: req/rem valid.
-                    let rc = unsafe { libc::clock_nanosleep(self.clock, 0, &req, &mut rem) };
-                    match rc {
-                        0 => break,
-                        libc::EINTR => req = rem,
-                        e => {
-                            return Err(ProbeError::Timer {
-                                what: "clock_nanosleep",
-                                source: std::io::Error::from_raw_os_error(e),
-                            })
-                        }
+                let start = clock::now_ns(self.clock);
+                clock::sleep_for(self.clock, self.interval_ns).map_err(|source| {
+                    ProbeError::Timer {
+                        what: "clock_nanosleep",
+                        source,
                     }
-                }
+                })?;
                 Ok(Wake {
                     expected_ns: start + self.interval_ns,
                     missed: 0,
                 })
             }
             TimerMode::Timerfd => {
-                let mut n: u64 = 0;
-                loop {
-                    // SAFETY: reading 8 bytes into a u64.
-                    let rc = unsafe { libc::read(self.fd, &mut n as *mut u64 as *mut _, 8) };
-                    if rc == 8 {
-                        break;
-                    }
-                    let e = std::io::Error::last_os_error();
-                    if e.raw_os_error() != Some(libc::EINTR) {
-                        return Err(ProbeError::Timer {
-                            what: "timerfd read",
-                            source: e,
-                        });
-                    }
-                }
+                let Some(fd) = &self.fd else {
+                    return Err(ProbeError::Timer {
+                        what: "timerfd not armed",
+                        source: rtscope_sys::einval(),
+                    });
+                };
+                let n = fd.wait().map_err(|source| ProbeError::Timer {
+                    what: "timerfd read",
+                    source,
+                })?;
                 let missed = n.saturating_sub(1);
                 let expected = self.next_ns + missed * self.interval_ns;
                 self.next_ns = expected + self.interval_ns;
@@ -177,28 +107,16 @@ impl Timer {
                 })
             }
             TimerMode::PosixTimer => {
-                let Some((id, set)) = self.posix else {
+                let Some(t) = &self.posix else {
                     return Err(ProbeError::Timer {
                         what: "posix timer not armed",
-                        source: std::io::Error::from_raw_os_error(libc::EINVAL),
+                        source: rtscope_sys::einval(),
                     });
                 };
-                loop {
-                    // SAFETY: set is the blocked timer signal.
-                    let rc = unsafe { libc::sigwaitinfo(&set, std::ptr::null_mut()) };
-                    if rc >= 0 {
-                        break;
-                    }
-                    let e = std::io::Error::last_os_error();
-                    if e.raw_os_error() != Some(libc::EINTR) {
-                        return Err(ProbeError::Timer {
-                            what: "sigwaitinfo",
-                            source: e,
-                        });
-                    }
-                }
-                // SAFETY: id is a live timer.
-                let missed = unsafe { libc::timer_getoverrun(id) }.max(0) as u64;
+                let missed = t.wait().map_err(|source| ProbeError::Timer {
+                    what: "sigwaitinfo",
+                    source,
+                })?;
                 let expected = self.next_ns + missed * self.interval_ns;
                 self.next_ns = expected + self.interval_ns;
                 Ok(Wake {
@@ -228,20 +146,6 @@ impl Timer {
                 0
             }
             TimerMode::Timerfd | TimerMode::PosixTimer => 0,
-        }
-    }
-}
-
-impl Drop for Timer {
-    fn drop(&mut self) {
-        // SAFETY: closing resources this Timer created.
-        unsafe {
-            if self.fd >= 0 {
-                libc::close(self.fd);
-            }
-            if let Some((id, _)) = self.posix {
-                libc::timer_delete(id);
-            }
         }
     }
 }

@@ -87,10 +87,7 @@ fn measure_command(
     // SAFETY: prctl is async-signal-safe; the child dies with us even if we are SIGKILLed.
     unsafe {
         cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
+            rtscope_sys::process::set_parent_death_signal(rtscope_sys::Signal::SIGTERM)
         });
     }
     Ok(cmd)
@@ -477,8 +474,10 @@ fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), Ver
                             cell.id
                         );
                         held = false;
-                        // SAFETY: plain kill(2) of our own child.
-                        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+                        let _ = rtscope_sys::process::kill(
+                            child.id() as i32,
+                            rtscope_sys::Signal::SIGTERM,
+                        );
                     }
                     Err(e) => {
                         eprintln!("rtscope: campaign: renewing the lease on {}: {e}", cell.id)

@@ -500,11 +500,7 @@ fn m_dropped(mirrors: &[mirror::Mirror], rec: &RunRecord) -> u64 {
 /// next checkpoint's slightly different sizes the heap's high-water mark (locked under
 /// mlockall) crept up by 1–3 MiB per checkpoint in an hour-long run.
 fn release_free_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    rtscope_sys::mem::malloc_trim();
 }
 
 /// Large allocations in their own mappings, returned to the kernel when freed or shrunk.
@@ -513,41 +509,16 @@ fn release_free_heap() {
 /// come from the heap, whose pages stay resident and locked under mlockall after the buffers
 /// shrink. A fixed threshold turns that dynamic raise off.
 fn pin_malloc_mmap_threshold() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes the allocator's tunables; 128 KiB is glibc's default value.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-    }
+    // 128 KiB is glibc's default value.
+    rtscope_sys::mem::set_mmap_threshold(128 * 1024);
 }
 
 /// The calling thread at SCHED_FIFO 1 until dropped (then its old policy again).
-pub(crate) struct MainPriority {
-    policy: libc::c_int,
-    param: libc::sched_param,
-}
+pub(crate) struct MainPriority(#[allow(dead_code)] rtscope_sys::sched::FifoGuard);
 
 impl MainPriority {
     pub(crate) fn fifo1() -> Option<MainPriority> {
-        // SAFETY: plain syscalls on the calling thread with valid, initialised arguments.
-        unsafe {
-            let policy = libc::sched_getscheduler(0);
-            let mut param: libc::sched_param = std::mem::zeroed();
-            if policy < 0 || libc::sched_getparam(0, &mut param) != 0 {
-                return None;
-            }
-            let fifo1 = libc::sched_param { sched_priority: 1 };
-            (libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo1) == 0)
-                .then_some(MainPriority { policy, param })
-        }
-    }
-}
-
-impl Drop for MainPriority {
-    fn drop(&mut self) {
-        // SAFETY: as above; restores what `fifo1` read.
-        unsafe {
-            libc::sched_setscheduler(0, self.policy, &self.param);
-        }
+        rtscope_sys::sched::FifoGuard::enter(1).map(MainPriority)
     }
 }
 
@@ -628,7 +599,7 @@ impl BurstClock {
 }
 
 fn mono_now_ns() -> u64 {
-    rtscope_probe::sys::now_ns(libc::CLOCK_MONOTONIC)
+    rtscope_sys::clock::monotonic_ns()
 }
 
 /// One tick of the streaming pipeline: samples and events into the analysis and the files

@@ -124,27 +124,15 @@ fn timerlat_threads(prio: Option<u32>, cpus: &[u32]) -> (Vec<(u32, u32, i32)>, V
             continue;
         };
         if let Some(p) = prio {
-            let sp = libc::sched_param {
-                sched_priority: p as i32,
-            };
-            // SAFETY: a valid sched_param for the call's duration.
-            if unsafe { libc::sched_setscheduler(pid as i32, libc::SCHED_FIFO, &sp) } != 0 {
+            use rtscope_sys::sched::{set_scheduler, Policy};
+            if let Err(e) = set_scheduler(pid as i32, Policy::fifo(p as i32)) {
                 warnings.push(Warning::new(
                     WarningCode::NotRealtime,
-                    format!(
-                        "timerlat/{cpu}: setting SCHED_FIFO {p}: {}",
-                        std::io::Error::last_os_error()
-                    ),
+                    format!("timerlat/{cpu}: setting SCHED_FIFO {p}: {e}"),
                 ));
             }
         }
-        let mut sp = libc::sched_param { sched_priority: 0 };
-        // SAFETY: sp is a valid out-parameter.
-        let got = if unsafe { libc::sched_getparam(pid as i32, &mut sp) } == 0 {
-            sp.sched_priority
-        } else {
-            -1
-        };
+        let got = rtscope_sys::sched::get_priority(pid as i32).unwrap_or(-1);
         out.push((cpu, pid, got));
     }
     (out, warnings)

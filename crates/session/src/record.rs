@@ -184,17 +184,14 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
 
 /// Peak resident set of this process, KiB.
 pub fn peak_rss_kib() -> Option<u64> {
-    // SAFETY: rusage is plain data filled by the kernel.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    (unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0).then_some(ru.ru_maxrss as u64)
+    rtscope_sys::mem::usage_self().ok().map(|u| u.max_rss_kib)
 }
 
 /// Current resident set of this process, KiB (/proc/self/statm).
 pub fn current_rss_kib() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let page = rtscope_sys::mem::page_size().max(4096);
     Some(pages * page / 1024)
 }
 

@@ -217,12 +217,7 @@ pub fn document(
 
 /// CPU time of this process (user + system), ns.
 fn cpu_time_ns() -> u64 {
-    // SAFETY: rusage is plain data filled by the call.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to our rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000_000 + tv.tv_usec as u64 * 1000;
-    t(ru.ru_utime) + t(ru.ru_stime)
+    rtscope_sys::mem::usage_self().map_or(0, |u| u.user_ns + u.system_ns)
 }
 
 const LAB_HINT: &str = "a lab kernel has them: rtscope lab kernel build --preset trace, then \

@@ -8,7 +8,8 @@ use rtscope_model::{RunKind, RunRecord, Warning, WarningCode};
 use std::collections::BTreeMap;
 use std::time::{Instant, SystemTime};
 
-/// What SIGKILLed rtscope processes left behind (a kill skips every clean-up): their cpusets,
+/// What SIGKILLed rtscope processes left behind (a kill skips every clean-up): the kernel
+/// settings in the knob journal (`rtscope_sys::knob::repair_stale`), their cpusets,
 /// the root cpuset's `sched_load_balance` and the DEADLINE bandwidth of their killed threads
 /// (`rtscope_bench::taskset::cpuset::remove_stale`), their tracefs instances. Repaired at the
 /// start of every verb that runs work; each line says what was repaired, is printed, and goes
@@ -17,7 +18,10 @@ pub fn recover_leftovers() -> Vec<Warning> {
     if !crate::privilege::Privileges::current().root {
         return Vec::new();
     }
-    let mut notes = rtscope_bench::taskset::cpuset::remove_stale();
+    // Kernel settings first (the knob journal): a cpuset's sched_load_balance before its
+    // directories go.
+    let mut notes = rtscope_sys::knob::repair_stale();
+    notes.extend(rtscope_bench::taskset::cpuset::remove_stale());
     notes.extend(rtscope_trace::remove_stale_instances());
     for n in &notes {
         eprintln!("rtscope: left by a killed run: {n}");

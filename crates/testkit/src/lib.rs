@@ -27,8 +27,7 @@ macro_rules! need_root {
 }
 
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    rtscope_sys::system::is_root()
 }
 
 /// True when root; otherwise reports `SKIPPED: needs root (<why>)` and returns false.

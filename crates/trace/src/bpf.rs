@@ -208,8 +208,7 @@ pub fn available() -> Result<(), String> {
                 .into(),
         );
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_sys::system::is_root() {
         // CAP_BPF + CAP_PERFMON would also do; we only claim support for root.
         return Err("eBPF capture needs root (CAP_BPF and CAP_PERFMON)".into());
     }
@@ -608,9 +607,8 @@ fn run(
 ) -> Result<Out, TraceError> {
     // The reader runs at SCHED_FIFO 1 when allowed: above any SCHED_OTHER load (which could
     // otherwise hold it off until slots are reused) and below every measurement thread.
-    let fifo1 = libc::sched_param { sched_priority: 1 };
-    // SAFETY: plain syscall on the calling thread with a valid sched_param.
-    let reader_fifo = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo1) } == 0;
+    let reader_fifo =
+        rtscope_sys::sched::set_scheduler(0, rtscope_sys::sched::Policy::fifo(1)).is_ok();
     let mut storage = MaybeUninit::uninit();
     let nreg = cpus.len() + 1;
     let attached = open_load_attach(&cpus, keep, &mut storage).and_then(|(skel, notes)| {

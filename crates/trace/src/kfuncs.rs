@@ -226,29 +226,15 @@ pub fn lockdown_mode() -> Option<String> {
         return selected(&s);
     }
     std::thread::spawn(|| {
-        // SAFETY: unshare and mount with valid NUL-terminated strings; the new mount namespace
-        // belongs to this thread only and ends with it.
-        unsafe {
-            if libc::unshare(libc::CLONE_NEWNS) != 0 {
-                return None;
-            }
-            // Keep the private mount from propagating back to the shared parent.
-            let root = c"/";
-            if libc::mount(
-                std::ptr::null(),
-                root.as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) != 0
-            {
-                return None;
-            }
-            let (src, dir, ty) = (c"none", c"/sys/kernel/security", c"securityfs");
-            if libc::mount(src.as_ptr(), dir.as_ptr(), ty.as_ptr(), 0, std::ptr::null()) != 0 {
-                return None;
-            }
-        }
+        // The new mount namespace belongs to this thread only and ends with it; its mounts are
+        // private, so nothing propagates back to the shared parent.
+        rtscope_sys::fs::private_mount_namespace().ok()?;
+        rtscope_sys::fs::mount(
+            "none",
+            std::path::Path::new("/sys/kernel/security"),
+            "securityfs",
+        )
+        .ok()?;
         std::fs::read_to_string(FILE)
             .ok()
             .and_then(|s| selected(&s))
@@ -279,8 +265,7 @@ pub(crate) fn refusal(step: &str, e: &libbpf_rs::Error, what: &str) -> String {
                      lockdown, e.g. the kernel lab (bpf {step}: {e})"
                 )
             }
-            // SAFETY: geteuid has no preconditions.
-            _ if unsafe { libc::geteuid() } != 0 => {
+            _ if !rtscope_sys::system::is_root() => {
                 return format!(
                     "fentry/fexit needs root (CAP_BPF and CAP_PERFMON) (bpf {step}: {e})"
                 )

@@ -570,8 +570,7 @@ impl TraceSession {
         if cpus.is_empty() {
             return Err(TraceError::BadCpus("no CPUs given".into()));
         }
-        // SAFETY: sysconf has no preconditions.
-        let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        let ncpu = rtscope_sys::affinity::configured_cpus().map_or(-1, i64::from);
         if let Some(&c) = cpus
             .iter()
             .find(|&&c| (c as i64) >= ncpu.max(1) as i64 || c >= 1024)
@@ -712,9 +711,8 @@ pub fn remove_stale_instances() -> Vec<String> {
     if !root.join("instances").is_dir() {
         return Vec::new();
     }
-    let mut out = tracefs::remove_stale_instances(root);
-    out.extend(osnoise::restore_stale(root));
-    out
+    // The osnoise settings of killed runs are knobs: written back by the knob journal's repair.
+    tracefs::remove_stale_instances(root)
 }
 
 /// Tracefs instances this process (or a dead rtscope) left behind; empty after a clean stop.

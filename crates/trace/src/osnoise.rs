@@ -21,10 +21,10 @@ use rtscope_model::histogram::LinearHistogram;
 use rtscope_model::noise::{NoiseCpu, NoiseResult, NoiseSource};
 use rtscope_model::timerlat::{TimerlatCpu, TimerlatResult};
 use rtscope_model::{Histogram, SampleRef, Stats};
+use rtscope_sys::knob::{Knob, KnobError};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 // ---------- decoding ----------
@@ -632,8 +632,8 @@ pub struct OsnoiseConfig {
     pub stop_us: Option<u64>,
 }
 
-/// The global files a run writes (under the tracefs root), saved first and written back on
-/// every exit path. `osnoise/*` is shared by every instance running the tracers, and
+/// The global files a run may write (under the tracefs root), each change a journalled
+/// `Knob` written back on every exit path. `osnoise/*` is shared by every instance running the tracers, and
 /// `tracing_thresh` by every latency tracer.
 pub const SAVED_FILES: &[&str] = &[
     "osnoise/cpus",
@@ -673,7 +673,8 @@ pub fn check_tracer(t: Tracer) -> Result<(), String> {
 pub struct OsnoiseSession {
     root: PathBuf,
     inst: PathBuf,
-    saved: Vec<(PathBuf, String)>,
+    /// The global settings changed, in the order they were written.
+    knobs: Vec<Knob>,
     files: Vec<(u32, File)>,
     hp: HeaderPage,
     dec: OsnDecoders,
@@ -719,12 +720,25 @@ fn holds(path: &Path, v: &str) -> bool {
 }
 
 /// Write only a changed value: a write to `osnoise/cpus` restarts the tracer's threads, and so
-/// cuts the period under way for every instance running it (another tool's too).
-fn wr_changed(path: &Path, v: &str) -> Result<(), TraceError> {
+/// cuts the period under way for every instance running it (another tool's too). A change is a
+/// journalled [`Knob`] (written back on every exit path, by the next run after a SIGKILL).
+fn wr_changed(knobs: &mut Vec<Knob>, path: &Path, v: &str) -> Result<(), TraceError> {
     if holds(path, v) {
         return Ok(());
     }
-    wr(path, v)
+    knobs.push(Knob::set(path, v).map_err(knob_err)?);
+    Ok(())
+}
+
+fn knob_err(e: KnobError) -> TraceError {
+    match e {
+        KnobError::Write {
+            path,
+            value,
+            source,
+        } => TraceError::Setup(format!("writing '{value}' to {}: {source}", path.display())),
+        other => TraceError::Setup(other.to_string()),
+    }
 }
 
 impl OsnoiseSession {
@@ -736,23 +750,13 @@ impl OsnoiseSession {
         let inst = root
             .join("instances")
             .join(format!("rtscope-{}-osnoise", std::process::id()));
-        let mut saved = Vec::new();
-        for f in SAVED_FILES {
-            let p = root.join(f);
-            if let Ok(v) = read_text(&p) {
-                saved.push((p, v.trim().to_string()));
-            }
-        }
         std::fs::create_dir(&inst).map_err(|e| {
             TraceError::Setup(format!("creating tracefs instance {}: {e}", inst.display()))
         })?;
-        // For a run killed outright (SIGKILL skips Drop): the next rtscope puts them back.
-        let saved_file = saved_path(std::process::id());
-        let _ = std::fs::write(&saved_file, saved_text(&saved));
         let mut s = OsnoiseSession {
             root,
             inst,
-            saved,
+            knobs: Vec::new(),
             files: Vec::new(),
             hp: HeaderPage {
                 commit_offset: 8,
@@ -783,9 +787,10 @@ impl OsnoiseSession {
             .map(u32::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        wr_changed(&root.join("osnoise/cpus"), &list)?;
-        let set = |f: &str, v: Option<u64>| match v {
-            Some(v) => wr_changed(&root.join(f), &v.to_string()),
+        let knobs = &mut self.knobs;
+        wr_changed(knobs, &root.join("osnoise/cpus"), &list)?;
+        let mut set = |f: &str, v: Option<u64>| match v {
+            Some(v) => wr_changed(knobs, &root.join(f), &v.to_string()),
             None => Ok(()),
         };
         // period before runtime: the kernel refuses a runtime above the current period.
@@ -815,10 +820,9 @@ impl OsnoiseSession {
         let opts = root.join("osnoise/options");
         if read_text(&opts).is_ok_and(|o| o.split_whitespace().any(|w| w == "NO_OSNOISE_WORKLOAD"))
         {
-            self.saved
-                .push((opts.clone(), "NO_OSNOISE_WORKLOAD".into()));
-            let _ = std::fs::write(saved_path(std::process::id()), saved_text(&self.saved));
-            wr(&opts, "OSNOISE_WORKLOAD")?;
+            let k = Knob::set_with_original(&opts, "NO_OSNOISE_WORKLOAD", "OSNOISE_WORKLOAD")
+                .map_err(knob_err)?;
+            self.knobs.push(k);
         }
         let hp_text = read_text(&root.join("events/header_page"))
             .map_err(|e| TraceError::Setup(format!("reading events/header_page: {e}")))?;
@@ -850,10 +854,7 @@ impl OsnoiseSession {
         wr(&inst.join("current_tracer"), t.name())?;
         for &c in &self.cpus {
             let p = inst.join(format!("per_cpu/cpu{c}/trace_pipe_raw"));
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&p)
+            let f = rtscope_sys::fs::open_read_nonblocking(&p)
                 .map_err(|e| TraceError::Setup(format!("opening {}: {e}", p.display())))?;
             self.files.push((c, f));
         }
@@ -954,7 +955,7 @@ impl OsnoiseSession {
         out
     }
 
-    /// Put everything back: the tracer off, the instance removed, the saved globals written.
+    /// Put everything back: the tracer off, the instance removed, the changed globals written back.
     /// Errors are collected as lines (one per file that could not be restored).
     pub fn restore(&mut self) -> Vec<String> {
         if self.restored {
@@ -975,98 +976,22 @@ impl OsnoiseSession {
         if self.inst.exists() {
             errs.push(format!("could not remove {}", self.inst.display()));
         }
-        errs.extend(write_back(&self.root, &self.saved));
-        if errs.is_empty() {
-            let _ = std::fs::remove_file(saved_path(std::process::id()));
+        // Last changed first: the reverse of a sequence the kernel accepted (runtime ≤ period at
+        // every step) is accepted too.
+        for k in self.knobs.iter_mut().rev() {
+            if let Err(e) = k.restore() {
+                errs.push(e.to_string());
+            }
         }
         errs
     }
 }
 
-/// Where a run keeps the values it will write back (`$TMPDIR/rtscope-osnoise.<pid>.saved`).
-fn saved_path(pid: u32) -> PathBuf {
-    std::env::temp_dir().join(format!("rtscope-osnoise.{pid}.saved"))
-}
-
-/// `path<TAB>value` lines.
-fn saved_text(saved: &[(PathBuf, String)]) -> String {
-    saved
-        .iter()
-        .map(|(p, v)| format!("{}\t{v}\n", p.display()))
-        .collect()
-}
-
-fn parse_saved(text: &str) -> Vec<(PathBuf, String)> {
-    text.lines()
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(p, v)| (PathBuf::from(p), v.to_string()))
-        .collect()
-}
-
-/// Write saved values back; runtime before period when the saved period is shorter than the
-/// current runtime (the kernel keeps runtime ≤ period at every write). One line per failure.
-fn write_back(root: &Path, saved: &[(PathBuf, String)]) -> Vec<String> {
-    let mut saved = saved.to_vec();
-    let get = |n: &str| {
-        saved
-            .iter()
-            .find(|(p, _)| p.ends_with(n))
-            .and_then(|(_, v)| v.parse::<u64>().ok())
-    };
-    let cur_rt = read_text(&root.join("osnoise/runtime_us"))
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok());
-    if matches!((get("osnoise/period_us"), cur_rt), (Some(p), Some(r)) if p < r) {
-        saved.sort_by_key(|(p, _)| !p.ends_with("osnoise/runtime_us"));
-    }
-    let mut errs = Vec::new();
-    for (p, v) in &saved {
-        if holds(p, v) {
-            continue;
-        }
-        if let Err(e) = std::fs::write(p, v) {
-            errs.push(format!("restoring {} to '{v}': {e}", p.display()));
-        }
-    }
-    errs
-}
-
-/// The settings of osnoise/timerlat runs that were killed outright (their pid is gone), written
-/// back; what was done, one line each. Their instances are removed first by
-/// [`crate::tracefs::remove_stale_instances`].
-pub fn restore_stale(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("rtscope-osnoise.")
-            .and_then(|r| r.strip_suffix(".saved"))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if Path::new(&format!("/proc/{pid}")).exists() {
-            continue;
-        }
-        let saved = parse_saved(&std::fs::read_to_string(e.path()).unwrap_or_default());
-        let errs = write_back(root, &saved);
-        if errs.is_empty() {
-            out.push(format!(
-                "restored the osnoise/timerlat settings of killed pid {pid} ({} files)",
-                saved.len()
-            ));
-            let _ = std::fs::remove_file(e.path());
-        } else {
-            out.push(format!(
-                "could not restore the osnoise settings of killed pid {pid}: {}",
-                errs.join("; ")
-            ));
-        }
-    }
-    out
+/// The settings of osnoise/timerlat runs that were killed outright, written back: the knob
+/// journal's repair ([`rtscope_sys::knob::repair_stale`]); what was done, one line each. Their
+/// instances are removed first by [`crate::tracefs::remove_stale_instances`].
+pub fn restore_stale(_root: &Path) -> Vec<String> {
+    rtscope_sys::knob::repair_stale()
 }
 
 impl Drop for OsnoiseSession {

@@ -582,8 +582,7 @@ pub fn measure(
              rtscope lab run --kernel trace -- trace thread-vars -D 10s"
         ))
     })?;
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_sys::system::is_root() {
         return Err(MeasureError::Unavailable(
             "tp_btf programs need root (CAP_BPF and CAP_PERFMON)".into(),
         ));

@@ -32,7 +32,6 @@ use rtscope_model::event::Event;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -131,9 +130,7 @@ fn set_up(inst: &Path, cpus: &[u32]) -> Result<(HeaderPage, Decoders, Vec<String
 /// SCHED_OTHER load, which otherwise holds the reader off until the ring buffer wraps, below
 /// every measurement thread. Whether it worked.
 pub fn reader_priority() -> bool {
-    let fifo1 = libc::sched_param { sched_priority: 1 };
-    // SAFETY: plain syscall on the calling thread with a valid sched_param.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &fifo1) == 0 }
+    rtscope_sys::sched::set_scheduler(0, rtscope_sys::sched::Policy::fifo(1)).is_ok()
 }
 
 /// What [`Reader::drain`] hands on.
@@ -209,8 +206,7 @@ impl Reader {
         }
         tracefs::available().map_err(TraceError::Unavailable)?;
         tracefs::preemptirq_available().map_err(TraceError::Unavailable)?;
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if !rtscope_sys::system::is_root() {
             return Err(TraceError::Unavailable(
                 "a tracefs instance needs root".into(),
             ));
@@ -230,10 +226,7 @@ impl Reader {
             .unwrap_or(4);
         for &c in cpus {
             let p = inst.path.join(format!("per_cpu/cpu{c}/trace_pipe_raw"));
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&p)
+            let f = rtscope_sys::fs::open_read_nonblocking(&p)
                 .map_err(|e| TraceError::Setup(format!("opening {}: {e}", p.display())))?;
             inst.files.push((c, f));
         }

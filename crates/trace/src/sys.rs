@@ -1,18 +1,10 @@
 //! Small readers of /proc files the capture needs: IRQ names and counts (/proc/interrupts), steal
-//! time (/proc/stat), and the clock.
+//! time (/proc/stat), and the clock (from `rtscope_sys`).
 
 use std::collections::BTreeMap;
 
 /// CLOCK_MONOTONIC now, ns (the clock samples and kernel event timestamps are on).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use rtscope_sys::clock::monotonic_ns;
 
 /// One row of /proc/interrupts: the label (`11` or `LOC`), per-CPU counts, and the description
 /// (for numbered IRQs the last word is the action name, e.g. `virtio0-input.0`).
@@ -78,9 +70,7 @@ pub fn irq_names(rows: &[InterruptRow]) -> BTreeMap<u32, String> {
 
 /// Steal time per CPU in ns (8th value of `cpuN` lines in /proc/stat, in USER_HZ ticks).
 pub fn steal_ns() -> BTreeMap<u32, u64> {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    let hz = if hz > 0 { hz as u64 } else { 100 };
+    let hz = rtscope_sys::system::clock_ticks_per_sec().unwrap_or(100);
     let mut out = BTreeMap::new();
     let Ok(text) = std::fs::read_to_string("/proc/stat") else {
         return out;

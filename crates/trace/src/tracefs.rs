@@ -21,7 +21,6 @@ use rtscope_model::event::{Event, EventKind, Vector};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -803,23 +802,10 @@ pub(crate) fn create_instance() -> Result<(PathBuf, bool), TraceError> {
     let root = Path::new(TRACEFS);
     let mut mounted_by_us = false;
     if !root.join("instances").is_dir() {
-        let src = c"nodev";
-        let tgt = c"/sys/kernel/tracing";
-        let fstype = c"tracefs";
-        // SAFETY: all pointers are valid NUL-terminated strings; data may be NULL.
-        let r = unsafe {
-            libc::mount(
-                src.as_ptr(),
-                tgt.as_ptr(),
-                fstype.as_ptr(),
-                0,
-                std::ptr::null(),
-            )
-        };
-        if r != 0 {
+        if let Err(e) = rtscope_sys::fs::mount("nodev", Path::new("/sys/kernel/tracing"), "tracefs")
+        {
             return Err(TraceError::Unavailable(format!(
-                "tracefs: mounting at {TRACEFS}: {}",
-                std::io::Error::last_os_error()
+                "tracefs: mounting at {TRACEFS}: {e}"
             )));
         }
         mounted_by_us = true;
@@ -844,9 +830,7 @@ pub(crate) fn create_instance() -> Result<(PathBuf, bool), TraceError> {
 }
 
 fn unmount() {
-    let tgt = c"/sys/kernel/tracing";
-    // SAFETY: valid NUL-terminated path.
-    unsafe { libc::umount2(tgt.as_ptr(), libc::MNT_DETACH) };
+    let _ = rtscope_sys::fs::unmount_detach(Path::new("/sys/kernel/tracing"));
 }
 
 /// Remove an instance [`create_instance`] made (its readers closed first): rmdir tears down
@@ -953,10 +937,7 @@ impl TracefsSession {
         let mut files = Vec::new();
         for &c in &self.cpus {
             let p = inst.join(format!("per_cpu/cpu{c}/trace_pipe_raw"));
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(&p)
+            let f = rtscope_sys::fs::open_read_nonblocking(&p)
                 .map_err(|e| TraceError::Setup(format!("opening {}: {e}", p.display())))?;
             files.push((c, f));
         }

@@ -9,8 +9,7 @@ mod common;
 use common::measure;
 
 fn run(mech: Mechanism) {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_sys::system::is_root() {
         rtscope_testkit::skipped("needs root");
         return;
     }

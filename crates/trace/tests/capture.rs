@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn skip(mech: Mechanism) -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_sys::system::is_root() {
         return Some("needs root".into());
     }
     check(mech).err().map(|e| e.to_string())

@@ -2,6 +2,7 @@
 //! tracefs instance orphaned by SIGKILL is removed by the next session. The test re-executes its
 //! own binary as the traced child (env RTSCOPE_CLEANUP_CHILD=<mechanism>).
 
+use rtscope_sys::Signal;
 use rtscope_trace::{check, leftover_instances, Mechanism, TraceSession};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -9,20 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 static STOP: AtomicBool = AtomicBool::new(false);
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(_: i32) {
     STOP.store(true, Ordering::SeqCst);
 }
 
 /// Child: start a session, report, wait for a signal, stop cleanly, exit 0.
 fn child(mech: Mechanism) -> ! {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        // The handler only stores to an atomic.
+        rtscope_sys::signals::install(sig, on_signal);
     }
     let s = match TraceSession::start(&[0], mech) {
         Ok(s) => s,
@@ -71,8 +67,7 @@ fn watchdog(pid: u32) -> std::sync::Arc<AtomicBool> {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        // SAFETY: our own child, still unreaped (the parent has not returned from wait()).
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        let _ = rtscope_sys::process::kill(pid as i32, Signal::SIGKILL);
     });
     done
 }
@@ -84,7 +79,7 @@ fn mine(pid: u32) -> Vec<String> {
         .collect()
 }
 
-fn run_child(mech: Mechanism, sig: libc::c_int) {
+fn run_child(mech: Mechanism, sig: Signal) {
     let exe = std::env::current_exe().expect("own exe");
     let mut c = Command::new(exe)
         .args([
@@ -119,8 +114,7 @@ fn run_child(mech: Mechanism, sig: libc::c_int) {
         ),
     }
     std::thread::sleep(Duration::from_millis(200));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid as i32, sig) };
+    let _ = rtscope_sys::process::kill(pid as i32, sig);
     let mut rest = String::new();
     let _ = std::io::Read::read_to_string(&mut out, &mut rest);
     let st = c.wait().expect("wait");
@@ -142,8 +136,7 @@ fn signals_remove_tracing_state() {
     if let Ok(m) = std::env::var("RTSCOPE_CLEANUP_CHILD") {
         child(m.parse().unwrap_or(Mechanism::Off));
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_sys::system::is_root() {
         rtscope_testkit::skipped("needs root");
         return;
     }
@@ -153,7 +146,7 @@ fn signals_remove_tracing_state() {
             rtscope_testkit::skipped(format_args!("{}: {e}", mech.name()));
             continue;
         }
-        for sig in [libc::SIGINT, libc::SIGTERM] {
+        for sig in [Signal::SIGINT, Signal::SIGTERM] {
             run_child(mech, sig);
             ran += 1;
         }

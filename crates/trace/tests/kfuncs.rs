@@ -57,8 +57,7 @@ fn dl_thread(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Result<(), String
 
 #[test]
 fn kfuncs_attach_and_time_or_lockdown() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_sys::system::is_root() {
         rtscope_testkit::skipped("needs root (fentry/fexit, SCHED_DEADLINE)");
         return;
     }

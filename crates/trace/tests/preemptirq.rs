@@ -87,8 +87,7 @@ fn fixture(cpu: u32) -> Vec<Event> {
 
 /// Root and a loadable replay program, or why not (then the test prints SKIPPED).
 fn replay() -> Result<Replay, String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_sys::system::is_root() {
         return Err("needs root (BPF_PROG_TEST_RUN)".into());
     }
     Replay::load()

@@ -337,9 +337,8 @@ proptest! {
 /// give what the streamed pure one gives: the two mechanisms agree on the same events.
 #[test]
 fn decoded_pages_through_the_bpf_state_machine_agree() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return rtscope_testkit::skipped("needs root (BPF_PROG_TEST_RUN)");
+    if !rtscope_sys::system::is_root() {
+        rtscope_testkit::skipped("needs root (BPF_PROG_TEST_RUN)");
     }
     let r = match Replay::load() {
         Ok(r) => r,

@@ -22,8 +22,7 @@ use common::{measure, PingPong};
 const CYCLES: u64 = 2000;
 
 fn can_run(mech: Mechanism) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_sys::system::is_root() {
         rtscope_testkit::skipped("needs root");
         return false;
     }

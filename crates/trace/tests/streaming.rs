@@ -16,8 +16,7 @@ mod common;
 use common::{now, PingPong};
 
 fn can_run(mech: Mechanism) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rtscope_sys::system::is_root() {
         rtscope_testkit::skipped("needs root");
         return false;
     }

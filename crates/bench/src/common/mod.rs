@@ -56,27 +56,16 @@ pub fn install_stop_handlers() -> Result<()> {
 /// CLOCK_MONOTONIC in ns (the clock trace events' hrtimer fields use).
 #[inline]
 pub fn mono_ns() -> u64 {
-    rtscope_probe::sys::now_ns(libc::CLOCK_MONOTONIC)
+    rtscope_sys::clock::monotonic_ns()
 }
 
 /// Sleep until an absolute CLOCK_MONOTONIC time (retries on EINTR).
 pub fn sleep_until(t_ns: u64) {
-    let ts = rtscope_probe::sys::ns_to_ts(t_ns);
+    use rtscope_sys::clock::{sleep_until_once, Clock};
     loop {
-        // SAFETY: ts is a valid timespec; no remaining-time pointer with TIMER_ABSTIME.
-        let rc = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc != libc::EINTR {
-            return;
-        }
-        if stop_requested() {
-            return;
+        match sleep_until_once(Clock::MONOTONIC, t_ns) {
+            Err(e) if rtscope_sys::is_eintr(&e) && !stop_requested() => continue,
+            _ => return,
         }
     }
 }

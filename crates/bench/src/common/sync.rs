@@ -8,27 +8,7 @@
 
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
-const FUTEX_WAIT: i32 = 0;
-const FUTEX_WAKE: i32 = 1;
-const FUTEX_LOCK_PI: i32 = 6;
-const FUTEX_UNLOCK_PI: i32 = 7;
-const FUTEX_PRIVATE_FLAG: i32 = 128;
-
-fn futex(addr: *const u32, op: i32, val: u32, timeout: Option<&libc::timespec>) -> libc::c_long {
-    let t = timeout.map_or(std::ptr::null(), |t| t as *const libc::timespec);
-    // SAFETY: addr points to a live, aligned u32 owned by the caller for the call's duration.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            addr,
-            op | FUTEX_PRIVATE_FLAG,
-            val,
-            t,
-            0usize,
-            0u32,
-        )
-    }
-}
+use rtscope_sys::ipc::{as_futex_word, futex_lock_pi, futex_unlock_pi, futex_wait, futex_wake};
 
 /// Counting semaphore.
 #[derive(Default)]
@@ -46,16 +26,13 @@ impl Sem {
     #[inline]
     pub fn post(&self) {
         self.count.fetch_add(1, Ordering::Release);
-        futex(self.count.as_ptr(), FUTEX_WAKE, 1, None);
+        futex_wake(&self.count, 1);
     }
 
     /// Take one unit; gives up (returns false) once `give_up()` is true, checked every 20 ms.
     #[inline]
     pub fn wait(&self, give_up: impl Fn() -> bool) -> bool {
-        let slice = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 20_000_000,
-        };
+        let slice = std::time::Duration::from_millis(20);
         loop {
             let v = self.count.load(Ordering::Acquire);
             if v > 0 {
@@ -71,7 +48,7 @@ impl Sem {
             if give_up() {
                 return false;
             }
-            futex(self.count.as_ptr(), FUTEX_WAIT, 0, Some(&slice));
+            let _ = futex_wait(&self.count, 0, Some(slice));
         }
     }
 }
@@ -93,8 +70,7 @@ impl PiMutex {
         }
         loop {
             // The kernel queues us on the rt_mutex and boosts the owner.
-            let rc = futex(self.word.as_ptr(), FUTEX_LOCK_PI, 0, None);
-            if rc == 0 {
+            if futex_lock_pi(&self.word).is_ok() {
                 return;
             }
             // EINTR/EAGAIN: retry.
@@ -110,7 +86,7 @@ impl PiMutex {
             return;
         }
         // FUTEX_WAITERS is set: the kernel hands the lock to the top waiter.
-        futex(self.word.as_ptr(), FUTEX_UNLOCK_PI, 0, None);
+        futex_unlock_pi(&self.word);
     }
 }
 
@@ -130,13 +106,13 @@ impl PlainMutex {
             return;
         }
         while self.word.swap(2, Ordering::Acquire) != 0 {
-            futex(self.word.as_ptr() as *const u32, FUTEX_WAIT, 2, None);
+            let _ = futex_wait(as_futex_word(&self.word), 2, None);
         }
     }
 
     pub fn unlock(&self) {
         if self.word.swap(0, Ordering::Release) == 2 {
-            futex(self.word.as_ptr() as *const u32, FUTEX_WAKE, 1, None);
+            futex_wake(as_futex_word(&self.word), 1);
         }
     }
 }

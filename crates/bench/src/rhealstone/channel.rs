@@ -5,6 +5,9 @@
 
 use crate::common::reaper::{Reaper, Resource};
 use crate::common::{BenchError, Result};
+use rtscope_sys::ipc::{PosixQueue, SysvQueue};
+use rtscope_sys::process;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,23 +27,26 @@ impl Kind {
     }
 }
 
-#[repr(C)]
-struct SysvMsg {
-    mtype: libc::c_long,
-    /// Timestamp and a second word: Rhealstone asks for a message of non-zero length.
-    body: [u64; 2],
-}
-
 const MSG_BYTES: usize = 16;
 
 pub struct Channel<'r> {
     kind: Kind,
     reaper: &'r Reaper,
     resource: Option<Resource>,
-    msq: i32,
-    mq: libc::mqd_t,
-    pipe: [i32; 2],
+    msq: Option<SysvQueue>,
+    mq: Option<PosixQueue>,
+    pipe: (Option<OwnedFd>, Option<OwnedFd>),
     closed: AtomicBool,
+}
+
+fn as_bytes(b: &[u64; 2]) -> &[u8] {
+    // SAFETY: two u64 are 16 initialised bytes.
+    unsafe { std::slice::from_raw_parts(b.as_ptr() as *const u8, MSG_BYTES) }
+}
+
+fn as_bytes_mut(b: &mut [u64; 2]) -> &mut [u8] {
+    // SAFETY: two u64 are 16 bytes, any bit pattern valid.
+    unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut u8, MSG_BYTES) }
 }
 
 impl<'r> Channel<'r> {
@@ -49,20 +55,16 @@ impl<'r> Channel<'r> {
             kind,
             reaper,
             resource: None,
-            msq: -1,
-            mq: -1,
-            pipe: [-1, -1],
+            msq: None,
+            mq: None,
+            pipe: (None, None),
             closed: AtomicBool::new(false),
         };
         match kind {
             Kind::SysvMsg => {
-                // SAFETY: plain syscall.
-                let id = unsafe { libc::msgget(libc::IPC_PRIVATE, libc::IPC_CREAT | 0o600) };
-                if id < 0 {
-                    return Err(BenchError::last_os("msgget"));
-                }
-                c.msq = id;
-                c.resource = Some(Resource::SysvMsg(id));
+                let q = SysvQueue::create_private().map_err(|e| BenchError::io("msgget", e))?;
+                c.msq = Some(q);
+                c.resource = Some(Resource::SysvMsg(q.id()));
             }
             Kind::PosixMq => {
                 let name = format!(
@@ -70,32 +72,17 @@ impl<'r> Channel<'r> {
                     std::process::id(),
                     crate::common::mono_ns()
                 );
-                let cname = std::ffi::CString::new(name.clone())
-                    .map_err(|_| BenchError::Invalid("mq name".into()))?;
-                // SAFETY: mq_attr is plain data.
-                let mut attr: libc::mq_attr = unsafe { std::mem::zeroed() };
-                attr.mq_maxmsg = 4;
-                attr.mq_msgsize = MSG_BYTES as _;
-                // SAFETY: valid name and attr pointers.
-                let mq = unsafe {
-                    libc::mq_open(
-                        cname.as_ptr(),
-                        libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-                        0o600 as libc::mode_t,
-                        &attr as *const libc::mq_attr,
-                    )
-                };
-                if mq < 0 {
-                    return Err(BenchError::last_os("mq_open"));
+                if name.contains('\0') {
+                    return Err(BenchError::Invalid("mq name".into()));
                 }
-                c.mq = mq;
+                let mq = PosixQueue::create(&name, 4, MSG_BYTES as i64)
+                    .map_err(|e| BenchError::io("mq_open", e))?;
+                c.mq = Some(mq);
                 c.resource = Some(Resource::PosixMq(name));
             }
             Kind::Pipe => {
-                // SAFETY: valid 2-element array.
-                if unsafe { libc::pipe2(c.pipe.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-                    return Err(BenchError::last_os("pipe2"));
-                }
+                let (r, w) = process::pipe().map_err(|e| BenchError::io("pipe2", e))?;
+                c.pipe = (Some(r), Some(w));
             }
         }
         if let Some(r) = &c.resource {
@@ -107,44 +94,27 @@ impl<'r> Channel<'r> {
     /// Sender side: hand `ts` (ns, non-zero; 0 = stop) to the receiver.
     #[inline]
     pub fn send(&self, ts: u64) -> Result<()> {
-        let rc = match self.kind {
-            Kind::SysvMsg => {
-                let m = SysvMsg {
-                    mtype: 1,
-                    body: [ts, !ts],
-                };
-                // SAFETY: m is a valid message of MSG_BYTES body bytes.
-                unsafe {
-                    libc::msgsnd(
-                        self.msq,
-                        &m as *const SysvMsg as *const libc::c_void,
-                        MSG_BYTES,
-                        0,
-                    )
+        let b = [ts, !ts];
+        let r = match self.kind {
+            Kind::SysvMsg => self.msq.as_ref().map(|q| q.send(b)),
+            Kind::PosixMq => self.mq.as_ref().map(|q| q.send(as_bytes(&b))),
+            // Pipe writes ≤ PIPE_BUF are atomic.
+            Kind::Pipe => self.pipe.1.as_ref().map(|w| {
+                match process::write_once(w.as_raw_fd(), as_bytes(&b)) {
+                    Ok(MSG_BYTES) => Ok(()),
+                    Ok(_) => Err(std::io::Error::other("short pipe write")),
+                    Err(e) => Err(e),
                 }
-            }
-            Kind::PosixMq => {
-                let b = [ts, !ts];
-                // SAFETY: b is MSG_BYTES long.
-                unsafe { libc::mq_send(self.mq, b.as_ptr() as *const libc::c_char, MSG_BYTES, 0) }
-            }
-            Kind::Pipe => {
-                let b = [ts, !ts];
-                // SAFETY: b is MSG_BYTES long; pipe writes ≤ PIPE_BUF are atomic.
-                let n = unsafe {
-                    libc::write(self.pipe[1], b.as_ptr() as *const libc::c_void, MSG_BYTES)
-                };
-                if n == MSG_BYTES as isize {
-                    0
-                } else {
-                    -1
-                }
-            }
+            }),
         };
-        if rc != 0 {
-            return Err(BenchError::last_os(format!("{} send", self.kind.name())));
+        match r {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => Err(BenchError::io(format!("{} send", self.kind.name()), e)),
+            None => Err(BenchError::io(
+                format!("{} send", self.kind.name()),
+                rtscope_sys::einval(),
+            )),
         }
-        Ok(())
     }
 
     /// Receiver side: block until the sender hands over; returns its timestamp (0 = stop).
@@ -152,55 +122,25 @@ impl<'r> Channel<'r> {
     pub fn recv(&self) -> Result<u64> {
         loop {
             let r: std::result::Result<u64, std::io::Error> = match self.kind {
-                Kind::SysvMsg => {
-                    let mut m = SysvMsg {
-                        mtype: 0,
-                        body: [0; 2],
-                    };
-                    // SAFETY: m has room for MSG_BYTES of body.
-                    let n = unsafe {
-                        libc::msgrcv(
-                            self.msq,
-                            &mut m as *mut SysvMsg as *mut libc::c_void,
-                            MSG_BYTES,
-                            0,
-                            0,
-                        )
-                    };
-                    if n < 0 {
-                        Err(std::io::Error::last_os_error())
-                    } else {
-                        Ok(m.body[0])
-                    }
-                }
+                Kind::SysvMsg => match &self.msq {
+                    Some(q) => q.recv().map(|b| b[0]),
+                    None => Err(rtscope_sys::einval()),
+                },
                 Kind::PosixMq => {
                     let mut b = [0u64; 2];
-                    // SAFETY: b is MSG_BYTES long, equal to mq_msgsize.
-                    let n = unsafe {
-                        libc::mq_receive(
-                            self.mq,
-                            b.as_mut_ptr() as *mut libc::c_char,
-                            MSG_BYTES,
-                            std::ptr::null_mut(),
-                        )
-                    };
-                    if n < 0 {
-                        Err(std::io::Error::last_os_error())
-                    } else {
-                        Ok(b[0])
+                    match &self.mq {
+                        Some(q) => q.recv(as_bytes_mut(&mut b)).map(|_| b[0]),
+                        None => Err(rtscope_sys::einval()),
                     }
                 }
                 Kind::Pipe => {
                     let mut b = [0u64; 2];
-                    // SAFETY: b is MSG_BYTES long.
-                    let n = unsafe {
-                        libc::read(self.pipe[0], b.as_mut_ptr() as *mut libc::c_void, MSG_BYTES)
-                    };
-                    match n {
-                        0 => Ok(0), // write end closed: stop
-                        n if n == MSG_BYTES as isize => Ok(b[0]),
-                        n if n < 0 => Err(std::io::Error::last_os_error()),
-                        _ => Err(std::io::Error::other("short pipe read")),
+                    let fd = self.pipe.0.as_ref().map_or(-1, |r| r.as_raw_fd());
+                    match process::read_once(fd, as_bytes_mut(&mut b)) {
+                        Ok(0) => Ok(0), // write end closed: stop
+                        Ok(MSG_BYTES) => Ok(b[0]),
+                        Ok(_) => Err(std::io::Error::other("short pipe read")),
+                        Err(e) => Err(e),
                     }
                 }
             };
@@ -230,11 +170,8 @@ impl<'r> Channel<'r> {
                 }
             }
             Kind::Pipe => {
-                if self.pipe[1] >= 0 {
-                    // SAFETY: closing our own fd once.
-                    unsafe { libc::close(self.pipe[1]) };
-                    self.pipe[1] = -1;
-                }
+                // Closing our own write end once.
+                self.pipe.1 = None;
             }
             Kind::PosixMq => {
                 let _ = self.send(0);
@@ -248,16 +185,6 @@ impl Drop for Channel<'_> {
         if let Some(r) = self.resource.take() {
             self.reaper.release(&r);
         }
-        // SAFETY: closing the fds we opened, once.
-        unsafe {
-            if self.mq >= 0 {
-                libc::mq_close(self.mq);
-            }
-            for fd in self.pipe {
-                if fd >= 0 {
-                    libc::close(fd);
-                }
-            }
-        }
+        // The queue descriptor and the pipe's ends close when their fields drop.
     }
 }

@@ -230,11 +230,8 @@ fn part(name: &str, definition: &str, h: Histogram) -> RhealstonePart {
 
 /// (voluntary, involuntary) context switches of the calling thread so far.
 fn thread_switches() -> (u64, u64) {
-    // SAFETY: rusage is plain data filled by the call.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to our rusage.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
+    rtscope_sys::mem::usage_thread()
+        .map_or((0, 0), |u| (u.voluntary_switches, u.involuntary_switches))
 }
 
 /// Context switches of the calling thread since `before`, as counters named `who_…`.
@@ -458,8 +455,7 @@ fn task_switch(cfg: &Config, prio: u32) -> Result<Measured> {
             }
             last_who.store(me, Ordering::Relaxed);
             last_ts.store(mono_ns(), Ordering::Relaxed);
-            // SAFETY: no arguments.
-            unsafe { libc::sched_yield() };
+            rtscope_sys::sched::yield_now();
         }
         Ok(h)
     };
@@ -590,14 +586,10 @@ fn join_when_done<T>(
 
 /// SCHED_FIFO priority of thread `tid` (0 = the caller); the policy stays as it is.
 fn set_priority(tid: i32, prio: u32) -> Result<()> {
-    let p = libc::sched_param {
-        sched_priority: prio as i32,
-    };
-    // SAFETY: valid sched_param.
-    if unsafe { libc::sched_setparam(tid, &p) } != 0 {
-        return Err(BenchError::last_os("sched_setparam"));
-    }
-    Ok(())
+    rtscope_sys::sched::set_priority(tid, prio as i32).map_err(|e| BenchError::Io {
+        what: "sched_setparam".into(),
+        source: e,
+    })
 }
 
 /// t2 variant: the running thread wakes the preempting one (FUTEX_WAKE).

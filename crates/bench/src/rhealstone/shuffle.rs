@@ -18,6 +18,7 @@
 use crate::common::reaper::{Reaper, Resource};
 use crate::common::sync::Sem;
 use crate::common::{BenchError, Result};
+use rtscope_sys::ipc::{PosixSem, SysvSemSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,15 +51,11 @@ pub struct SemPair<'r> {
     kind: SemKind,
     reaper: &'r Reaper,
     resource: Option<Resource>,
-    semid: i32,
-    posix: Box<[std::cell::UnsafeCell<libc::sem_t>; 2]>,
+    sysv: Option<SysvSemSet>,
+    posix: Option<[PosixSem; 2]>,
     futex: [Sem; 2],
     closed: AtomicBool,
 }
-
-// SAFETY: the sem_t are only used through sem_post/sem_wait, which are thread-safe; the other
-// fields are ids and atomics.
-unsafe impl Sync for SemPair<'_> {}
 
 impl<'r> SemPair<'r> {
     pub fn open(kind: SemKind, reaper: &'r Reaper) -> Result<SemPair<'r>> {
@@ -66,94 +63,79 @@ impl<'r> SemPair<'r> {
             kind,
             reaper,
             resource: None,
-            semid: -1,
-            // SAFETY: sem_t is plain data, initialised by sem_init below before use.
-            posix: Box::new(unsafe { std::mem::zeroed() }),
+            sysv: None,
+            posix: None,
             futex: [Sem::new(1), Sem::new(0)],
             closed: AtomicBool::new(false),
         };
         match kind {
             SemKind::SysvSem => {
-                // SAFETY: plain syscall; a new private set of two starts at 0, 0.
-                let id = unsafe { libc::semget(libc::IPC_PRIVATE, 2, libc::IPC_CREAT | 0o600) };
-                if id < 0 {
-                    return Err(BenchError::last_os("semget"));
-                }
-                p.semid = id;
-                let r = Resource::SysvSem(id);
+                // A new private set of two starts at 0, 0.
+                let set = SysvSemSet::create_private(2).map_err(|e| BenchError::io("semget", e))?;
+                p.sysv = Some(set);
+                let r = Resource::SysvSem(set.id());
                 reaper.register(&r);
                 p.resource = Some(r);
                 p.give(Which::Held)?;
             }
             SemKind::PosixSem => {
-                for (i, init) in [(0, 1), (1, 0)] {
-                    // SAFETY: the sem_t lives in a Box that outlives every user; not shared
-                    // across processes (pshared 0).
-                    if unsafe { libc::sem_init(p.posix[i].get(), 0, init) } != 0 {
-                        return Err(BenchError::last_os("sem_init"));
-                    }
-                }
+                let init = |v| PosixSem::new(v).map_err(|e| BenchError::io("sem_init", e));
+                p.posix = Some([init(1)?, init(0)?]);
             }
             SemKind::Futex => {}
         }
         Ok(p)
     }
 
+    fn sysv_set(&self) -> std::io::Result<&SysvSemSet> {
+        self.sysv.as_ref().ok_or_else(rtscope_sys::einval)
+    }
+
+    fn posix_sem(&self, w: Which) -> std::io::Result<&PosixSem> {
+        self.posix
+            .as_ref()
+            .map(|p| &p[w as usize])
+            .ok_or_else(rtscope_sys::einval)
+    }
+
     /// V: release one unit.
     #[inline]
     pub fn give(&self, w: Which) -> Result<()> {
-        let rc = match self.kind {
-            SemKind::SysvSem => {
-                let mut op = libc::sembuf {
-                    sem_num: w as u16,
-                    sem_op: 1,
-                    sem_flg: 0,
-                };
-                // SAFETY: one valid sembuf.
-                unsafe { libc::semop(self.semid, &mut op, 1) }
-            }
-            // SAFETY: initialised sem_t.
-            SemKind::PosixSem => unsafe { libc::sem_post(self.posix[w as usize].get()) },
+        let r = match self.kind {
+            SemKind::SysvSem => self.sysv_set().and_then(|s| s.op(w as u16, 1)),
+            SemKind::PosixSem => self.posix_sem(w).and_then(PosixSem::post),
             SemKind::Futex => {
                 self.futex[w as usize].post();
-                0
+                Ok(())
             }
         };
-        if rc != 0 && !self.closed.load(Ordering::Relaxed) {
-            return Err(BenchError::last_os(format!("{} release", self.kind.name())));
+        match r {
+            Err(e) if !self.closed.load(Ordering::Relaxed) => {
+                Err(BenchError::io(format!("{} release", self.kind.name()), e))
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// P: take one unit, blocking. `false` once the pair was aborted.
     #[inline]
     pub fn take(&self, w: Which) -> Result<bool> {
         loop {
-            let rc = match self.kind {
-                SemKind::SysvSem => {
-                    let mut op = libc::sembuf {
-                        sem_num: w as u16,
-                        sem_op: -1,
-                        sem_flg: 0,
-                    };
-                    // SAFETY: one valid sembuf.
-                    unsafe { libc::semop(self.semid, &mut op, 1) }
-                }
-                // SAFETY: initialised sem_t.
-                SemKind::PosixSem => unsafe { libc::sem_wait(self.posix[w as usize].get()) },
+            let r = match self.kind {
+                SemKind::SysvSem => self.sysv_set().and_then(|s| s.op(w as u16, -1)),
+                SemKind::PosixSem => self.posix_sem(w).and_then(PosixSem::wait),
                 SemKind::Futex => {
                     if self.futex[w as usize].wait(|| self.closed.load(Ordering::Relaxed)) {
-                        0
+                        Ok(())
                     } else {
                         return Ok(false);
                     }
                 }
             };
             let closed = self.closed.load(Ordering::Relaxed);
-            if rc == 0 {
+            let Err(e) = r else {
                 return Ok(!closed);
-            }
-            let e = std::io::Error::last_os_error();
+            };
             if closed {
                 // EIDRM after `abort`, or a post that only released us.
                 return Ok(false);
@@ -175,9 +157,8 @@ impl<'r> SemPair<'r> {
                 }
             }
             SemKind::PosixSem => {
-                for s in self.posix.iter() {
-                    // SAFETY: initialised sem_t.
-                    unsafe { libc::sem_post(s.get()) };
+                for s in self.posix.iter().flatten() {
+                    let _ = s.post();
                 }
             }
             SemKind::Futex => {
@@ -194,11 +175,6 @@ impl Drop for SemPair<'_> {
         if let Some(r) = self.resource.take() {
             self.reaper.release(&r);
         }
-        if self.kind == SemKind::PosixSem {
-            for s in self.posix.iter() {
-                // SAFETY: destroying the semaphores we created, once, with no user left.
-                unsafe { libc::sem_destroy(s.get()) };
-            }
-        }
+        // The POSIX semaphores are destroyed when their field drops.
     }
 }

@@ -45,6 +45,7 @@
 //! the next run finds directories whose pid is dead and removes them, restoring the setting from
 //! the `lb<orig>` / `sc<0|1>` part of the name.
 
+use rtscope_sys::knob::{Knob, KnobError};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -153,8 +154,9 @@ struct V2State {
 pub struct Cpusets {
     root: PathBuf,
     dirs: Vec<PathBuf>,
-    /// v1: root's sched_load_balance before we changed it (None = untouched).
-    restore_lb: Option<String>,
+    /// v1: root's sched_load_balance, changed for the run (None = untouched); a journalled
+    /// [`Knob`], so a SIGKILLed run's value is written back by the next run.
+    restore_lb: Option<Knob>,
     /// v2 state (None on v1).
     v2: Option<V2State>,
     pub notes: Vec<String>,
@@ -190,8 +192,14 @@ impl Cpusets {
             write(&d.join("cpuset.cpu_exclusive"), "1")?;
         }
         if lb != "0" {
-            write(&root.join("cpuset.sched_load_balance"), "0")?;
-            me.restore_lb = Some(lb.clone());
+            let f = root.join("cpuset.sched_load_balance");
+            let k = Knob::set_with_original(&f, &lb, "0").map_err(|e| match e {
+                KnobError::Write { source, .. } | KnobError::Read { source, .. } => {
+                    io_err(&f, source)
+                }
+                other => io_err(&f, io::Error::other(other.to_string())),
+            })?;
+            me.restore_lb = Some(k);
             me.notes.push(format!(
                 "root cpuset sched_load_balance set 0 (was {lb}) for the run: {} root domains",
                 groups.len()
@@ -320,7 +328,7 @@ impl Cpusets {
     pub fn attach(&self, g: usize, tid: i32) -> Result<(), CpusetError> {
         let bad = || CpusetError::Io {
             path: format!("group {g}"),
-            source: io::Error::from_raw_os_error(libc::EINVAL),
+            source: rtscope_sys::einval(),
         };
         let Some(v2) = &self.v2 else {
             let d = self.dirs.get(g).ok_or_else(bad)?;
@@ -370,8 +378,8 @@ impl Cpusets {
         for d in self.dirs.drain(..) {
             remove_dir(&self.root, &d);
         }
-        if let Some(lb) = self.restore_lb.take() {
-            let _ = fs::write(self.root.join("cpuset.sched_load_balance"), lb);
+        if let Some(mut k) = self.restore_lb.take() {
+            let _ = k.restore();
         }
     }
 }

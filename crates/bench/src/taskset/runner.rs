@@ -34,7 +34,7 @@ static XCPU_UNMATCHED: AtomicU64 = AtomicU64::new(0);
 /// SIGXCPU from SCHED_FLAG_DL_OVERRUN: the kernel sends it to the thread group, normally handled
 /// by the overrunning thread itself; attribute it by gettid (async-signal-safe), else count it
 /// as unattributed.
-extern "C" fn on_xcpu(_: libc::c_int) {
+extern "C" fn on_xcpu(_: i32) {
     let tid = sys::gettid();
     for i in 0..MAX_TASKS {
         if SLOT_TID[i].load(Ordering::Relaxed) == tid {
@@ -192,25 +192,11 @@ fn to_other() {
 
 /// Absolute sleep on CLOCK_MONOTONIC, restarted on EINTR unless a stop is requested.
 fn sleep_until(t: u64) {
-    let ts = sys::ns_to_ts(t);
-    loop {
-        // SAFETY: valid timespec, no remainder needed for TIMER_ABSTIME.
-        let rc = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc != libc::EINTR || signals::stop_requested() {
-            return;
-        }
-    }
+    crate::common::sleep_until(t)
 }
 
 fn now() -> u64 {
-    sys::now_ns(libc::CLOCK_MONOTONIC)
+    sys::monotonic_ns()
 }
 
 /// Run the plan. Validation of user input happens before this is called; errors here are
@@ -247,7 +233,7 @@ pub fn run(
         None => admission_info(opts.cpus.len() as u32, opts.probe_admission && has_dl),
     };
     let predictions = super::plan::predict(plan, limits, opts.inflate_ns);
-    let _sig = signals::Guard::install(&[(libc::SIGXCPU, on_xcpu)]);
+    let _sig = signals::Guard::install(&[(rtscope_sys::Signal::SIGXCPU, on_xcpu)]);
     let hyg = rtscope_probe::hygiene::mlockall();
     if let Err(e) = &hyg {
         warnings.warn(
@@ -304,9 +290,9 @@ pub fn run(
                 .spawn_scoped(sc, move || {
                     let tid = sys::gettid();
                     SLOT_TID[i].store(tid, Ordering::SeqCst);
-                    // SAFETY: prctl with integer arguments; 1 ns slack so SCHED_OTHER wake-ups
-                    // are not deferred by the default 50 µs (same treatment for every policy).
-                    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
+                    // 1 ns slack so SCHED_OTHER wake-ups are not deferred by the default 50 µs
+                    // (same treatment for every policy).
+                    let _ = rtscope_sys::sched::set_timer_slack(1);
                     let ns_per = cal.get(&w).copied().unwrap_or(1.0);
                     let mut ws = WorkingSet::new(w, opts.access, opts.seed.wrapping_add(i as u64));
                     ws.warm();
@@ -325,7 +311,7 @@ pub fn run(
                                 .map_err(|e| format!("pinning to CPUs {:?}: {e}", spec.cpus))?;
                         }
                         admit(&spec.policy, overrun).map_err(|e| {
-                            ebusy = e.raw_os_error() == Some(libc::EBUSY);
+                            ebusy = rtscope_sys::is_ebusy(&e);
                             format!("sched_setattr({}): {e}", spec.policy.name())
                         })
                     })();

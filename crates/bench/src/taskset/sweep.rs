@@ -22,6 +22,7 @@ use rtscope_model::taskset::{
     Verdict,
 };
 use rtscope_model::{WarningCode, Warnings};
+use rtscope_sys::knob::{Knob, KnobError};
 use std::path::{Path, PathBuf};
 
 fn bad(s: String) -> TasksetError {
@@ -314,10 +315,11 @@ fn kernel_settings(
     Ok(out)
 }
 
-/// Kernel settings changed for the sweep; written back by [`Applied::restore`], or on drop
+/// Kernel settings changed for the sweep, each a [`Knob`] (journalled, so a killed sweep's
+/// settings are written back by the next run); written back by [`Applied::restore`], or on drop
 /// (an error or a panic between apply and restore).
 struct Applied {
-    done: Vec<KernelSetting>,
+    done: Vec<(Knob, KernelSetting)>,
     restored: bool,
 }
 
@@ -328,24 +330,28 @@ impl Applied {
             restored: false,
         };
         for (p, val) in want {
-            let before = std::fs::read_to_string(p)
-                .map_err(|e| TasksetError::Sys {
-                    what: format!("read {}", p.display()),
-                    source: e,
-                })?
-                .trim()
-                .to_string();
             // On error `a` drops here and writes back what was already changed.
-            std::fs::write(p, val).map_err(|e| TasksetError::Sys {
-                what: format!("write {val} to {}", p.display()),
-                source: e,
+            let k = Knob::set(p, val).map_err(|e| match e {
+                KnobError::Read { source, .. } => TasksetError::Sys {
+                    what: format!("read {}", p.display()),
+                    source,
+                },
+                KnobError::Write { source, .. } => TasksetError::Sys {
+                    what: format!("write {val} to {}", p.display()),
+                    source,
+                },
+                other => TasksetError::Sys {
+                    what: format!("write {val} to {}", p.display()),
+                    source: std::io::Error::other(other.to_string()),
+                },
             })?;
-            a.done.push(KernelSetting {
+            let s = KernelSetting {
                 path: p.display().to_string(),
-                before,
+                before: k.original().to_string(),
                 during: val.clone(),
                 restored: false,
-            });
+            };
+            a.done.push((k, s));
         }
         Ok(a)
     }
@@ -353,16 +359,13 @@ impl Applied {
     /// Write the old values back, last changed first; errors go to `warnings`.
     fn restore(&mut self, warnings: &mut Vec<rtscope_model::Warning>) -> Vec<KernelSetting> {
         self.restored = true;
-        for s in self.done.iter_mut().rev() {
-            match std::fs::write(&s.path, &s.before) {
+        for (k, s) in self.done.iter_mut().rev() {
+            match k.restore() {
                 Ok(()) => s.restored = true,
-                Err(e) => warnings.warn(
-                    WarningCode::System,
-                    format!("could not write {} back to {}: {e}", s.before, s.path),
-                ),
+                Err(e) => warnings.warn(WarningCode::System, e.to_string()),
             }
         }
-        self.done.clone()
+        self.done.iter().map(|(_, s)| s.clone()).collect()
     }
 }
 

@@ -120,7 +120,7 @@ impl WorkingSet {
 }
 
 pub fn thread_cpu_ns() -> u64 {
-    rtscope_probe::sys::now_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+    rtscope_sys::clock::thread_cpu_ns()
 }
 
 /// Cost of one element visit in ns (median of `rounds` bursts of about `burst_ns` CPU time each),

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(_: i32) {
     STOP.store(true, Ordering::SeqCst);
 }
 
@@ -46,11 +46,9 @@ fn run() -> Result<(), String> {
             other => return Err(format!("unknown option {other}")),
         }
     }
-    // SAFETY: installing a handler that only stores to an atomic.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
+    // The handler only stores to an atomic.
+    rtscope_sys::signals::install(rtscope_sys::Signal::SIGINT, on_signal);
+    rtscope_sys::signals::install(rtscope_sys::Signal::SIGTERM, on_signal);
     let loads = start(&kinds, &opts).map_err(|e| e.to_string())?;
     let workers: Vec<String> = loads.worker_pids().iter().map(|p| p.to_string()).collect();
     println!(

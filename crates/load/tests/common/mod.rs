@@ -11,8 +11,7 @@ pub fn serial() -> MutexGuard<'static, ()> {
 }
 
 pub fn is_root() -> bool {
-    // SAFETY: no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    rtscope_sys::system::is_root()
 }
 
 /// Running = exists and is not a zombie (PID 1 in some containers never reaps orphans, and a

@@ -52,7 +52,7 @@ impl Admission for DeadlineBackend {
             ..Default::default()
         };
         sys::sched_setattr(0, &attr).map_err(|e| {
-            if e.raw_os_error() == Some(libc::EBUSY) {
+            if rtscope_sys::is_ebusy(&e) {
                 ProbeError::DeadlineAdmission {
                     asked: p.runtime_ns as f64 / p.period_ns as f64,
                     limit_per_cpu: admission_limit(),

@@ -51,14 +51,10 @@ impl Admission for PosixBackend {
         if self.policy == Policy::Other {
             // Cerqueira & Brandenburg 2013 §2.4: SCHED_OTHER threads get the default 50 µs timer
             // slack, a systematic delay that is not latency. RT threads have none in the kernel.
-            // SAFETY: prctl with integer arguments.
-            let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-            if rc != 0 {
-                return Err(ProbeError::Sched {
-                    what: "PR_SET_TIMERSLACK",
-                    source: std::io::Error::last_os_error(),
-                });
-            }
+            rtscope_sys::sched::set_timer_slack(1).map_err(|source| ProbeError::Sched {
+                what: "PR_SET_TIMERSLACK",
+                source,
+            })?;
         }
         Ok(())
     }

@@ -291,22 +291,6 @@ fn truncated_entries_are_not_decoded() {
 }
 
 #[test]
-fn saved_settings_read_back() {
-    let saved = vec![
-        (
-            PathBuf::from("/sys/kernel/tracing/osnoise/cpus"),
-            "0-1".to_string(),
-        ),
-        (
-            PathBuf::from("/sys/kernel/tracing/tracing_thresh"),
-            "0".to_string(),
-        ),
-    ];
-    assert_eq!(parse_saved(&saved_text(&saved)), saved);
-    assert!(parse_saved("garbage\n").is_empty());
-}
-
-#[test]
 fn cpu_lists_compare_as_sets() {
     let set = |v: &[u32]| {
         v.iter()

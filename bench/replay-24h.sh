@@ -2,7 +2,7 @@
 # The 24-hour equivalent of a long traced and bounded run, without waiting 24 hours: a generated
 # event-and-sample stream (2 CPUs x 1 kHz by default: timer IRQ, hrtimer, wake-up and switch per
 # period, a 250 Hz tick with its TIMER softirq, a device IRQ with NET_RX, a busy SCHED_OTHER task,
-# NMIs and host stalls; crates/session/src/synth.rs) replayed through the streaming analysis
+# NMIs and host stalls; crates/testkit/src/synth.rs) replayed through the streaming analysis
 # (attribution, online bound, time-to-bound series) in 100 ms steps, as the session does.
 # Prints per simulated hour the wall time, peak RSS and the analysis heap, then the run's causes
 # and bounds. Targets: wall < 10 min, peak RSS <= 64 MiB.

@@ -12,6 +12,7 @@ pub mod duration;
 pub mod event;
 pub mod histogram;
 pub mod limits;
+pub mod live;
 pub mod load;
 pub mod mbwi;
 pub mod noise;

@@ -39,6 +39,34 @@ pub struct Hygiene {
     /// Peak resident set size of the rtscope process over the run (getrusage ru_maxrss).
     #[serde(default)]
     pub peak_rss_kib: Option<u64>,
+    /// A run traced in bursts (`--trace-bursts`): the bursts that ran and the time they traced.
+    /// Only samples inside a burst are explained.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced_bursts: Option<TracedBursts>,
+    /// A `--bound` run: the kernel-side measurement its thread terms came from (the preemptirq
+    /// events, reduced in eBPF or read through tracefs) as `trace thread-vars` documents it —
+    /// per CPU the terms, the events lost (queue and nesting overflows) and where the longest
+    /// D_POID was; the programs' recursion misses; the tracefs reader's totals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_terms: Option<crate::thread_vars::ThreadVarsRun>,
+    /// Samples the measurement threads' rings could not hand to the streaming analysis in time
+    /// (the rings were full): in the histograms, but not explained, not in `--raw` and not in
+    /// the trace file.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ring_dropped_samples: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// What the bursts of a run traced in bursts covered.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Default)]
+pub struct TracedBursts {
+    /// Bursts that ran (the last one may have been cut by the end of the run).
+    pub count: u32,
+    /// Time the bursts traced, summed.
+    pub traced_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -44,6 +44,10 @@ pub enum WarningCode {
     System,
     /// A benchmark metric or variant could not be measured here.
     Unavailable,
+    /// The kernel-side measurement of the bound's thread terms lost events (queue or nesting
+    /// overflows, recursion misses, ring-buffer drops): the terms may be low. The figures are
+    /// in `hygiene.thread_terms`.
+    ThreadTermsLost,
     /// Anything else, and legacy warnings whose wording is not recognised.
     #[serde(other)]
     Other,
@@ -67,6 +71,7 @@ impl WarningCode {
             WarningCode::DeadlineOverrun => "deadline_overrun",
             WarningCode::System => "system",
             WarningCode::Unavailable => "unavailable",
+            WarningCode::ThreadTermsLost => "thread_terms_lost",
             WarningCode::Other => "other",
         }
     }

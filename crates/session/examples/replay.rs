@@ -6,7 +6,7 @@
 //! usage: replay [--hours H] [--cpus N] [--interval-us US] [--seed S] [--every-s S]
 
 use rtscope_session::stream::Explain;
-use rtscope_session::synth::{Synth, SynthConfig};
+use rtscope_testkit::synth::{Synth, SynthConfig};
 use std::time::Instant;
 
 fn arg(args: &[String], name: &str, default: f64) -> f64 {

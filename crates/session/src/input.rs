@@ -38,6 +38,21 @@ impl VerbError {
     }
 }
 
+/// A store error is bad input when it names what the user gave (an unknown or ambiguous run id,
+/// a bad URL, a missing or empty database), else a failure.
+impl From<rtscope_store::StoreError> for VerbError {
+    fn from(e: rtscope_store::StoreError) -> VerbError {
+        match e {
+            rtscope_store::StoreError::UnknownRun(_)
+            | rtscope_store::StoreError::Ambiguous { .. }
+            | rtscope_store::StoreError::BadUrl(_)
+            | rtscope_store::StoreError::Missing(_)
+            | rtscope_store::StoreError::Empty(_) => VerbError::BadInput(e.to_string()),
+            e => VerbError::failed(e),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Context {
     what: String,
@@ -57,10 +72,11 @@ impl Error for Context {
 }
 
 /// `bad!("--flag: {v} is out of range")`: a [`VerbError::BadInput`].
+#[macro_export]
 macro_rules! bad {
     ($($t:tt)*) => { $crate::input::VerbError::BadInput(format!($($t)*)) };
 }
-pub(crate) use bad;
+pub use crate::bad;
 
 /// A duration flag in the one grammar (`rtscope_model::duration`) within `lo..=hi` seconds.
 pub fn duration_in(flag: &str, s: &str, lo: f64, hi: f64) -> Result<f64, VerbError> {

@@ -3,7 +3,7 @@
 //! followed) in the target's directory, synced, then renamed over the target.
 
 use crate::input::VerbError;
-use rtscope_model::{RawSample, RunRecord};
+use rtscope_model::RunRecord;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -276,49 +276,7 @@ pub fn report_outcome(o: &crate::Outcome, summary: bool) -> Result<(), VerbError
     Ok(())
 }
 
-/// `--raw`: every sample as CSV, written as the run goes (constant memory), renamed into place
-/// at the end.
-pub struct RawCsv {
-    // The shared atomic writer: renamed into place by `finish`, removed if the run fails.
-    out: Option<std::io::BufWriter<rtscope_files::AtomicFile>>,
-    rows: u64,
-}
-
-impl RawCsv {
-    pub fn create(target: &Path) -> std::io::Result<RawCsv> {
-        let f = rtscope_files::AtomicFile::create(target, rtscope_files::PRIVATE_FILE)?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
-        out.write_all(b"cpu,tid,cycle,expected_ns,latency_ns\n")?;
-        Ok(RawCsv {
-            out: Some(out),
-            rows: 0,
-        })
-    }
-
-    pub fn push(&mut self, samples: &[RawSample]) -> std::io::Result<()> {
-        let Some(out) = self.out.as_mut() else {
-            return Ok(());
-        };
-        for r in samples {
-            writeln!(
-                out,
-                "{},{},{},{},{}",
-                r.cpu, r.tid, r.cycle, r.expected_ns, r.latency_ns
-            )?;
-        }
-        self.rows += samples.len() as u64;
-        Ok(())
-    }
-
-    pub fn finish(mut self) -> std::io::Result<(PathBuf, u64)> {
-        let out = self
-            .out
-            .take()
-            .ok_or_else(|| std::io::Error::other("raw CSV already finished"))?;
-        let path = out.into_inner().map_err(|e| e.into_error())?.persist()?;
-        Ok((path, self.rows))
-    }
-}
+pub use rtscope_report::raw_csv::RawCsv;
 
 #[cfg(test)]
 mod tests {
@@ -336,28 +294,5 @@ mod tests {
         // Only the target is left: the temporary was renamed.
         let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
         assert_eq!(names.len(), 2);
-    }
-
-    #[test]
-    fn raw_csv_streams_and_renames() {
-        let d = tempfile::tempdir().unwrap();
-        let target = d.path().join("raw.csv");
-        let mut w = RawCsv::create(&target).unwrap();
-        w.push(&[RawSample {
-            cpu: 1,
-            tid: 2,
-            cycle: 3,
-            expected_ns: 4,
-            latency_ns: 5,
-        }])
-        .unwrap();
-        assert!(!target.exists());
-        let (_, rows) = w.finish().unwrap();
-        assert_eq!(rows, 1);
-        assert_eq!(
-            std::fs::read_to_string(&target).unwrap(),
-            "cpu,tid,cycle,expected_ns,latency_ns\n1,2,3,4,5\n"
-        );
-        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
     }
 }

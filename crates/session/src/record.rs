@@ -225,7 +225,7 @@ pub struct WorkInfo {
 
 /// The RunRecord envelope around a verb's result: this process's command line (passwords
 /// masked), the system as it is now on the work's CPUs, the warnings sorted and deduplicated.
-pub(crate) fn work_record(started: std::time::SystemTime, wall_s: f64, w: WorkInfo) -> RunRecord {
+pub fn work_record(started: std::time::SystemTime, wall_s: f64, w: WorkInfo) -> RunRecord {
     let mut warnings = w.warnings;
     warnings.sort();
     warnings.dedup();

@@ -454,18 +454,6 @@ pub fn default_job(
 /// hour), with margin.
 const RUN_DIR_BYTES: u64 = 16 << 20;
 
-/// Run a resolved plan the way `measure` and `run` do: leftovers of killed runs repaired, the
-/// default live view (none with `quiet`), then the summary (not with `--json -`), the files
-/// written and where the run was stored.
-pub fn run_plan(mut plan: Plan, quiet: bool) -> Result<(), VerbError> {
-    plan.warnings.extend(crate::work::recover_leftovers());
-    let total = plan.config.duration_s.map(Duration::from_secs_f64);
-    let mut view = crate::live::default_view(quiet, total);
-    let outcome = crate::execute(&plan, view.as_mut()).map_err(VerbError::failed)?;
-    let json_stdout = plan.outputs.json.as_deref() == Some(std::path::Path::new("-"));
-    crate::outputs::report_outcome(&outcome, !json_stdout)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

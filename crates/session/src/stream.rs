@@ -4,10 +4,13 @@
 //! bounded state; see the crate comment.
 
 use crate::SessionError;
-use rtscope_analysis::attribution::{AttributionOptions, KeptWindow, StreamingAttribution};
+use rtscope_analysis::attribution::{
+    AttributionOptions, KeptWindow, SampleAttribution, StreamingAttribution,
+};
 use rtscope_analysis::bound::online::{Grid, OnlineBound};
 use rtscope_model::event::{Event, EventKind, NameTables};
 use rtscope_model::{RawSample, RunRecord};
+use rtscope_report::notes;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -339,20 +342,7 @@ impl Explain {
             ..
         } = self;
         let mut keep = |k: KeptWindow| keep_window(writer, writer_error, &k);
-        let mut each = |_, a: &rtscope_analysis::attribution::SampleAttribution| {
-            if let Some(b) = bound.as_mut() {
-                // The exact analysis' non-interrupt delay subtracts hard IRQs, vectors and NMIs
-                // only (softirqs and threads are thread interference): the bound computes it
-                // from the interrupt instances it holds, pushed above.
-                b.push_raw_sample(&RawSample {
-                    cpu: a.cpu,
-                    tid: a.tid,
-                    cycle: a.cycle,
-                    expected_ns: a.expected_ns,
-                    latency_ns: a.latency_ns,
-                });
-            }
-        };
+        let mut each = |_, a: &SampleAttribution| bound_sample(bound, a);
         if stretch_end {
             attr.end_stretch(watermark_ns, names, &mut keep, &mut each);
         } else {
@@ -442,6 +432,49 @@ impl Explain {
         }
     }
 
+    /// The kernel-side measurement of the bound's thread terms into the record: where each
+    /// CPU's D_POID term comes from, what the measurement lost, why it did not run.
+    fn kernel_thread_into(&self, rec: &mut RunRecord) {
+        // Where each CPU's D_POID term comes from, as kernel symbols (it often dominates the
+        // bound on a non-RT kernel: docs/bound.md, "Soundness in the lab").
+        if let Some(KernelThread::Tracefs(r)) = &self.kernel_thread {
+            r.stop();
+            if let Some(e) = r.error() {
+                rec.warnings.push(rtscope_model::Warning::new(
+                    rtscope_model::WarningCode::Bound,
+                    format!("the tracefs preemptirq reader failed ({e}): the bound's thread terms cover the run up to then"),
+                ));
+            }
+            if let Some(run) = r.summary() {
+                rec.hygiene.notes.extend(notes::tracefs_reader(&run));
+                thread_terms_into(rec, run);
+            }
+        }
+        if let Some(KernelThread::Bpf(r)) = &self.kernel_thread {
+            let mut run = r.summary(false);
+            rtscope_trace::kallsyms::load().symbolize(&mut run);
+            for c in &run.cpus {
+                if let Some(at) = &c.poid_at {
+                    rec.hygiene
+                        .notes
+                        .push(rtscope_report::thread_vars::poid_line(
+                            c.cpu,
+                            c.thread.poid_ns,
+                            at,
+                            run.started_ns,
+                        ));
+                }
+            }
+            thread_terms_into(rec, run);
+        }
+        if let Some(e) = &self.kernel_thread_error {
+            rec.warnings.push(rtscope_model::Warning::new(
+                rtscope_model::WarningCode::Bound,
+                format!("the in-kernel preemptirq measurement did not start ({e}): the bound's thread terms are estimated"),
+            ));
+        }
+    }
+
     /// End of the run: explain what is pending, finish the trace file, fill the record.
     pub fn finish(
         mut self,
@@ -456,12 +489,15 @@ impl Explain {
                 if let Some(c) = last {
                     self.end_burst(c)?;
                 }
-                let b = self.bursts.take().expect("bursts");
-                rec.hygiene.notes.push(format!(
-                    "traced in bursts: {} burst(s), {:.1} s traced; only samples inside a burst are explained",
-                    b.count,
-                    b.traced_ns as f64 / 1e9
-                ));
+                let Some(b) = self.bursts.take() else {
+                    return Ok(());
+                };
+                let traced = rtscope_model::TracedBursts {
+                    count: b.count,
+                    traced_s: b.traced_ns as f64 / 1e9,
+                };
+                rec.hygiene.notes.push(notes::traced_bursts(&traced));
+                rec.hygiene.traced_bursts = Some(traced);
                 b.total
             }
             (None, false) => return Ok(()),
@@ -483,79 +519,7 @@ impl Explain {
         }
         self.step(&[], &capture.events, u64::MAX)?;
         self.feed_kernel_thread();
-        // Where each CPU's D_POID term comes from, as kernel symbols (it often dominates the
-        // bound on a non-RT kernel: docs/bound.md, "Soundness in the lab").
-        if let Some(KernelThread::Tracefs(r)) = &self.kernel_thread {
-            r.stop();
-            if let Some(e) = r.error() {
-                rec.warnings.push(rtscope_model::Warning::new(
-                    rtscope_model::WarningCode::Bound,
-                    format!("the tracefs preemptirq reader failed ({e}): the bound's thread terms cover the run up to then"),
-                ));
-            }
-            if let Some(run) = r.summary() {
-                let rd = run.reader.clone().unwrap_or_default();
-                rec.hygiene.notes.push(format!(
-                    "thread terms from the preemptirq events read through tracefs (eBPF cannot \
-                     attach here): {} records, {:.1} MB, {:.3} s of CPU time, {} events lost{}",
-                    rd.records,
-                    rd.bytes as f64 / 1e6,
-                    rd.cpu_ns as f64 / 1e9,
-                    run.lost_events,
-                    if run.lost_events > 0 {
-                        " (the thread terms may be low)"
-                    } else {
-                        ""
-                    }
-                ));
-            }
-        }
-        if let Some(KernelThread::Bpf(r)) = &self.kernel_thread {
-            let mut run = r.summary(false);
-            rtscope_trace::kallsyms::load().symbolize(&mut run);
-            for c in &run.cpus {
-                if let Some(at) = &c.poid_at {
-                    rec.hygiene
-                        .notes
-                        .push(rtscope_report::thread_vars::poid_line(
-                            c.cpu,
-                            c.thread.poid_ns,
-                            at,
-                            run.started_ns,
-                        ));
-                }
-            }
-            // Which kind of loss made the bound's "not sound" warning: the fix differs (a
-            // longer queue, deeper nesting, or a program the kernel skipped while it ran).
-            if run.lost_events > 0 {
-                let per_cpu: Vec<String> = run
-                    .cpus
-                    .iter()
-                    .map(|c| {
-                        format!(
-                            "cpu {}: {} queue overflows, {} handler-nesting overflows",
-                            c.cpu, c.queue_overflows, c.nest_overflows
-                        )
-                    })
-                    .collect();
-                rec.hygiene.notes.push(format!(
-                    "preemptirq reduction lost {} events: {}; recursion misses (all CPUs): {}",
-                    run.lost_events,
-                    per_cpu.join("; "),
-                    if run.missed_by.is_empty() {
-                        "none".to_string()
-                    } else {
-                        run.missed_by.join(", ")
-                    }
-                ));
-            }
-        }
-        if let Some(e) = &self.kernel_thread_error {
-            rec.warnings.push(rtscope_model::Warning::new(
-                rtscope_model::WarningCode::Bound,
-                format!("the in-kernel preemptirq measurement did not start ({e}): the bound's thread terms are estimated"),
-            ));
-        }
+        self.kernel_thread_into(rec);
         let lost = capture.lost_total();
         if lost > 0 {
             rec.warnings.push(rtscope_model::Warning::new(rtscope_model::WarningCode::LostEvents, format!(
@@ -582,17 +546,8 @@ impl Explain {
         } = self;
         let mut keep = |k: KeptWindow| keep_window(&mut writer, &mut writer_error, &k);
         let mut bound = bound;
-        let result = attr.finish_observed(&names, &mut keep, &mut |_, a| {
-            if let Some(b) = bound.as_mut() {
-                b.push_raw_sample(&RawSample {
-                    cpu: a.cpu,
-                    tid: a.tid,
-                    cycle: a.cycle,
-                    expected_ns: a.expected_ns,
-                    latency_ns: a.latency_ns,
-                });
-            }
-        });
+        let result =
+            attr.finish_observed(&names, &mut keep, &mut |_, a| bound_sample(&mut bound, a));
         // The attribution's own limits (unexplained stretches, missing events).
         rec.warnings.extend(
             result
@@ -612,22 +567,7 @@ impl Explain {
             }
         }
         if let (Some(w), Some(p)) = (writer, &trace_file) {
-            let meta = rtscope_trace::RttMeta {
-                tool_version: env!("CARGO_PKG_VERSION").to_string(),
-                mechanism: capture.mechanism.name().to_string(),
-                cpus: capture.cpus.clone(),
-                start_ns: capture.start_ns,
-                end_ns: capture.end_ns,
-                kernel: rtscope_trace::sys::kernel_release(),
-                hostname: rtscope_trace::sys::hostname(),
-                lost_per_cpu: capture.lost_per_cpu.clone(),
-                steal_ns_per_cpu: capture.steal_ns_per_cpu.clone(),
-                kernel_bytes: capture.kernel_bytes,
-                notes: capture.notes.clone(),
-                keep: capture.keep.name().to_string(),
-                filtered_events: capture.filtered,
-                ..Default::default()
-            };
+            let meta = rtt_meta(&capture);
             match w.finish(meta, &names) {
                 Ok(_) => rec.trace_file = Some(p.display().to_string()),
                 Err(e) => writer_error = Some(e.to_string()),
@@ -696,6 +636,54 @@ impl Explain {
             ..Default::default()
         };
         let _ = self.finish(Some(capture), rec);
+    }
+}
+
+/// The trace file's metadata from the capture that wrote it.
+fn rtt_meta(capture: &rtscope_trace::Capture) -> rtscope_trace::RttMeta {
+    rtscope_trace::RttMeta {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        mechanism: capture.mechanism.name().to_string(),
+        cpus: capture.cpus.clone(),
+        start_ns: capture.start_ns,
+        end_ns: capture.end_ns,
+        kernel: rtscope_trace::sys::kernel_release(),
+        hostname: rtscope_trace::sys::hostname(),
+        lost_per_cpu: capture.lost_per_cpu.clone(),
+        steal_ns_per_cpu: capture.steal_ns_per_cpu.clone(),
+        kernel_bytes: capture.kernel_bytes,
+        notes: capture.notes.clone(),
+        keep: capture.keep.name().to_string(),
+        filtered_events: capture.filtered,
+        ..Default::default()
+    }
+}
+
+/// The kernel-side measurement of the bound's thread terms into the record, and what it lost
+/// said as a warning (which kind of loss made the bound's "not sound" warning: the fix differs —
+/// a longer queue, deeper nesting, or a program the kernel skipped while it ran).
+fn thread_terms_into(rec: &mut RunRecord, run: rtscope_model::thread_vars::ThreadVarsRun) {
+    if let Some(msg) = notes::thread_terms_lost(&run) {
+        rec.warnings.push(rtscope_model::Warning::new(
+            rtscope_model::WarningCode::ThreadTermsLost,
+            msg,
+        ));
+    }
+    rec.hygiene.thread_terms = Some(run);
+}
+
+/// An explained sample into the online bound. The exact analysis' non-interrupt delay subtracts
+/// hard IRQs, vectors and NMIs only (softirqs and threads are thread interference): the bound
+/// computes it from the interrupt instances it holds, pushed before the samples they delay.
+fn bound_sample(bound: &mut Option<OnlineBound>, a: &SampleAttribution) {
+    if let Some(b) = bound.as_mut() {
+        b.push_raw_sample(&RawSample {
+            cpu: a.cpu,
+            tid: a.tid,
+            cycle: a.cycle,
+            expected_ns: a.expected_ns,
+            latency_ns: a.latency_ns,
+        });
     }
 }
 

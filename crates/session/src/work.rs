@@ -80,6 +80,20 @@ impl Work {
         }
     }
 
+    /// Work on the real kernel, whose stop signals are installed.
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// What killed runs left and were repaired before this work began.
+    pub fn leftovers(&self) -> &[Warning] {
+        &self.leftovers
+    }
+
+    pub fn set_leftovers(&mut self, w: Vec<Warning>) {
+        self.leftovers = w;
+    }
+
     pub fn wall_s(&self) -> f64 {
         self.t0.elapsed().as_secs_f64()
     }

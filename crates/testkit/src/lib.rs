@@ -1,6 +1,9 @@
 //! What every real-kernel integration test repeats: is this root (and if not, say `SKIPPED:` with
 //! the reason, never skip silently), one lock so that real-kernel runs of one test binary do not
-//! share the CPUs, the `rtscope` binary under test, temporary directories and JSON files.
+//! share the CPUs, the `rtscope` binary under test, temporary directories and JSON files; and
+//! [`synth`], a generated traced run for the streaming pipeline's offline tests and benchmarks.
+
+pub mod synth;
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};

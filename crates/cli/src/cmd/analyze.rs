@@ -1,5 +1,5 @@
 //! `rtscope analyze FILE.rtt`: re-run per-sample attribution on a recorded trace, offline
-//! (`rtscope_session::analyze`), and print the run-level view and the worst samples' timelines
+//! (`rtscope_verbs::analyze`), and print the run-level view and the worst samples' timelines
 //! (text, or JSON with `--json`).
 
 use std::path::PathBuf;
@@ -36,12 +36,12 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     if let Some(p) = a.json_out.take() {
         a.json.path = Some(p);
     }
-    let f = rtscope_session::analyze::AnalyzeFlags {
+    let f = rtscope_verbs::analyze::AnalyzeFlags {
         file: a.file,
         top: a.top,
         gap_threshold_us: a.gap_threshold_us,
         busy_gap_threshold_us: a.busy_gap_threshold_us,
         threshold_us: a.threshold_us,
     };
-    Ok(rtscope_session::analyze::file(&f, &a.json.dest())?)
+    Ok(rtscope_verbs::analyze::file(&f, &a.json.dest())?)
 }

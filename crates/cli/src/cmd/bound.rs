@@ -1,6 +1,6 @@
 //! `rtscope bound`: the ECRTS'20 latency bound (Theorem 8, six interrupt characterizations) from
 //! one of three inputs — the documented JSON (`--input`), rtsl's SQLite databases (`--rtsl-db`),
-//! or an rtscope trace (`--trace`) — by `rtscope_session::bound`. Text like rtsl's report, or
+//! or an rtscope trace (`--trace`) — by `rtscope_verbs::bound`. Text like rtsl's report, or
 //! `--json` (docs/schema/bound.schema.json).
 
 use std::path::PathBuf;
@@ -44,7 +44,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let f = rtscope_session::bound::BoundFlags {
+    let f = rtscope_verbs::bound::BoundFlags {
         input: a.input,
         rtsl_db: a.rtsl_db,
         trace: a.trace,
@@ -54,5 +54,5 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         cap: a.cap,
         max_iterations: a.max_iterations,
     };
-    Ok(rtscope_session::bound::run(&f, &a.json.dest())?)
+    Ok(rtscope_verbs::bound::run(&f, &a.json.dest())?)
 }

@@ -1,5 +1,5 @@
 //! `rtscope campaign FILE.toml`: run a matrix of measurements, resumable
-//! (`rtscope_session::campaign`; format: `rtscope_store::campaign`, docs/reports.md).
+//! (`rtscope_verbs::campaign`; format: `rtscope_store::campaign`, docs/reports.md).
 
 use super::db::DbArgs;
 use std::path::PathBuf;
@@ -21,7 +21,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    Ok(rtscope_session::campaign::run(
+    Ok(rtscope_verbs::campaign::run(
         &a.file,
         a.db.db.as_deref(),
         a.dry_run,

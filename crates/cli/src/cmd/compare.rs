@@ -1,5 +1,5 @@
 //! `rtscope compare RUN…`: side-by-side statistics and a verdict per pair against the baseline
-//! (the first run, or `--baseline`; `rtscope_session::stored::compare`). With `--threshold PCT`,
+//! (the first run, or `--baseline`; `rtscope_verbs::stored::compare`). With `--threshold PCT`,
 //! exits 3 when a candidate regressed on `--metric` by more than PCT and the difference is
 //! significant at 99 %: a CI gate.
 
@@ -28,13 +28,13 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let q = rtscope_session::stored::CompareQuery {
+    let q = rtscope_verbs::stored::CompareQuery {
         runs: &a.runs,
         baseline: a.baseline.as_deref(),
         threshold: a.threshold,
         metric: &a.metric,
     };
-    match rtscope_session::stored::compare(a.db.db.as_deref(), &q, &a.json.dest())? {
+    match rtscope_verbs::stored::compare(a.db.db.as_deref(), &q, &a.json.dest())? {
         Some(regression) => Err(ExitCode(REGRESSION, regression).into()),
         None => Ok(()),
     }

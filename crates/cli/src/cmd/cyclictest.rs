@@ -1,5 +1,5 @@
 //! `rtscope cyclictest <cyclictest flags>`: the drop-in for rt-tests' cyclictest
-//! (`rtscope_session::cyclictest`), with cyclictest's own getopt grammar.
+//! (`rtscope_verbs::cyclictest`), with cyclictest's own getopt grammar.
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -8,5 +8,5 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    Ok(rtscope_session::cyclictest::run(&a.argv)?)
+    Ok(rtscope_verbs::cyclictest::run(&a.argv)?)
 }

@@ -1,5 +1,5 @@
 //! The `--db` flag of the result verbs (runs, show, export, compare, report, campaign); what they
-//! do with the store is `rtscope_session::stored`.
+//! do with the store is `rtscope_verbs::stored`.
 
 /// `--db PATH|postgres://…`; default `$XDG_DATA_HOME/rtscope/results.db`.
 #[derive(clap::Args, Clone, Debug, Default)]

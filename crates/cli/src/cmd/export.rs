@@ -1,5 +1,5 @@
 //! `rtscope export RUN --format FORMAT`: a stored run for other tools
-//! (`rtscope_session::stored::export`). The formats, and what each writes, are
+//! (`rtscope_verbs::stored::export`). The formats, and what each writes, are
 //! `rtscope_report::export::exporters()`: `--help` lists them from there.
 //!
 //! CSV: one row per non-empty histogram bucket, `scope,cpu,latency_ns,count`; `scope` is `all`
@@ -33,7 +33,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    Ok(rtscope_session::stored::export(
+    Ok(rtscope_verbs::stored::export(
         a.db.db.as_deref(),
         &a.run,
         &a.format,

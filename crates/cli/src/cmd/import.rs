@@ -1,5 +1,5 @@
 //! `rtscope import [cyclictest|run] FILE…`: results from elsewhere into the RunRecord model and
-//! the store (`rtscope_session::import`), so old results can be compared with new ones.
+//! the store (`rtscope_verbs::import`), so old results can be compared with new ones.
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -13,5 +13,5 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    Ok(rtscope_session::import::files(&a.args, &a.out.lib())?)
+    Ok(rtscope_verbs::import::files(&a.args, &a.out.lib())?)
 }

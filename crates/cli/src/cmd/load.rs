@@ -1,5 +1,5 @@
 //! `rtscope load KIND[,KIND…] [-- CMD ARGS…]`: run a background workload on its own
-//! (`rtscope_session::load_only`). The same [`LoadFlags`] are flattened into `rtscope measure` so
+//! (`rtscope_verbs::load_only`). The same [`LoadFlags`] are flattened into `rtscope measure` so
 //! both verbs spell the load options identically.
 
 use super::common::{load_policy, LoadKinds, LoadKindsParser};
@@ -75,7 +75,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let l = rtscope_session::load_only::LoadOnly {
+    let l = rtscope_verbs::load_only::LoadOnly {
         kinds: a.kinds.0,
         duration: a.duration,
         cpus: a.cpus,
@@ -83,5 +83,5 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         settings: a.flags.settings(),
         exec: a.exec,
     };
-    Ok(rtscope_session::load_only::run(&l, &a.out.lib())?)
+    Ok(rtscope_verbs::load_only::run(&l, &a.out.lib())?)
 }

@@ -1,4 +1,4 @@
-//! `rtscope mbwi` — bandwidth inheritance (Lelli 2014 thesis Ch. 4, `rtscope_session::mbwi`):
+//! `rtscope mbwi` — bandwidth inheritance (Lelli 2014 thesis Ch. 4, `rtscope_verbs::mbwi`):
 //! `sim` simulates a task set or one of the thesis' examples; `run` measures SCHED_DEADLINE
 //! threads sharing a PI or a plain mutex (§4.4.2) beside the simulator; `overhead` times
 //! lock/unlock with and without PI (§4.4.3).
@@ -96,7 +96,7 @@ struct FigArgs {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    use rtscope_session::mbwi::{self, Figures, Job};
+    use rtscope_verbs::mbwi::{self, Figures, Job};
     let figs = |f: FigArgs| Figures {
         svg: f.svg,
         figure_dir: f.figure_dir,

@@ -262,7 +262,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         return timerlat(&a.flags);
     }
     let plan = resolve::measure(&a.flags.lib(), "measure", None)?;
-    Ok(resolve::run_plan(plan, a.flags.quiet)?)
+    Ok(rtscope_session::measure::run_plan(plan, a.flags.quiet)?)
 }
 
 /// The flags `--probe timerlat` has no use for: the kernel's threads are SCHED_FIFO, wake on
@@ -305,7 +305,7 @@ fn timerlat(f: &MeasureFlags) -> anyhow::Result<()> {
             "{flag}: not with --probe timerlat (the kernel's timerlat threads are measured; accepted: --cpus, --interval, --priority, -D, --linear-max, the output flags)"
         ));
     }
-    let plan = rtscope_session::osnoise::TimerlatPlan {
+    let plan = rtscope_verbs::osnoise::TimerlatPlan {
         cpus: super::common::resolve_cpus("--cpus", f.cpus.as_deref())?,
         period_us: f.interval,
         duration_s: f
@@ -324,7 +324,7 @@ fn timerlat(f: &MeasureFlags) -> anyhow::Result<()> {
         tags: f.tags.clone(),
         quiet: f.quiet,
     };
-    Ok(rtscope_session::osnoise::timerlat(&plan, &out)?)
+    Ok(rtscope_verbs::osnoise::timerlat(&plan, &out)?)
 }
 
 #[cfg(test)]

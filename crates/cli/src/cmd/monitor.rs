@@ -1,7 +1,7 @@
 //! `rtscope monitor`: the measurement of `measure`, run until stopped, with its figures served
 //! as Prometheus metrics and its record checkpointed every window (docs/fleet.md).
 
-use rtscope_session::monitor::MonitorFlags;
+use rtscope_verbs::monitor::MonitorFlags;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -34,5 +34,5 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         expose_names: a.expose_names,
         trace_burst: a.trace_burst,
     };
-    Ok(rtscope_session::monitor::run(&a.flags.lib(), &m)?)
+    Ok(rtscope_verbs::monitor::run(&a.flags.lib(), &m)?)
 }

@@ -1,9 +1,9 @@
 //! `rtscope noise`: per-CPU OS noise and its sources from the kernel's osnoise tracer, as
-//! `rtla osnoise top` (rtscope_session::osnoise; docs/rtla.md).
+//! `rtla osnoise top` (rtscope_verbs::osnoise; docs/rtla.md).
 
 use super::common::{self, OutArgs};
 use anyhow::Result;
-use rtscope_session::osnoise::{self, NoisePlan};
+use rtscope_verbs::osnoise::{self, NoisePlan};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -78,7 +78,7 @@ pub fn run(a: Args) -> Result<()> {
     };
     let cfg = flags.resolve(&input::Rules)?;
     let files = (a.csv.as_deref(), a.svg.as_deref());
-    Ok(rtscope_session::bench::pdlt(
+    Ok(rtscope_verbs::bench::pdlt(
         &cfg,
         a.step_us,
         files,

@@ -1,5 +1,5 @@
 //! `rtscope report RUN…|--campaign NAME -o report.html [--figures DIR]`: one self-contained HTML
-//! report (inline SVG, no network, prints well; `rtscope_session::stored::report`); optionally
+//! report (inline SVG, no network, prints well; `rtscope_verbs::stored::report`); optionally
 //! every figure as SVG and PNG.
 
 use super::db::DbArgs;
@@ -27,12 +27,12 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let q = rtscope_session::stored::ReportQuery {
+    let q = rtscope_verbs::stored::ReportQuery {
         runs: &a.runs,
         campaign: a.campaign.as_deref(),
         output: &a.output,
         figures: a.figures.as_deref(),
         title: a.title.as_deref(),
     };
-    Ok(rtscope_session::stored::report(a.db.db.as_deref(), &q)?)
+    Ok(rtscope_verbs::stored::report(a.db.db.as_deref(), &q)?)
 }

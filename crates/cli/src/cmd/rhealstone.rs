@@ -64,7 +64,7 @@ pub fn run(a: Args) -> Result<()> {
         variants: a.variants,
     };
     let cfg = flags.resolve(&input::Rules)?;
-    Ok(rtscope_session::bench::rhealstone(
+    Ok(rtscope_verbs::bench::rhealstone(
         &cfg,
         a.max_seconds,
         &a.out.lib(),

@@ -28,5 +28,5 @@ pub struct Args {
 pub fn run(a: Args) -> anyhow::Result<()> {
     let asked = std::env::args().any(|x| x == "--trace" || x.starts_with("--trace="));
     let plan = resolve::default_job(&a.flags.lib(), asked, DEFAULT_DURATION_S, &a.out)?;
-    Ok(resolve::run_plan(plan, a.flags.quiet)?)
+    Ok(rtscope_session::measure::run_plan(plan, a.flags.quiet)?)
 }

@@ -1,4 +1,4 @@
-//! `rtscope runs`: list stored runs, filtered, as a table or JSON (`rtscope_session::stored`).
+//! `rtscope runs`: list stored runs, filtered, as a table or JSON (`rtscope_verbs::stored`).
 
 use super::db::{self, DbArgs};
 
@@ -39,7 +39,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let q = rtscope_session::stored::RunsQuery {
+    let q = rtscope_verbs::stored::RunsQuery {
         tags: a.tag,
         campaign: a.campaign,
         host: a.host,
@@ -50,7 +50,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         until: a.until,
         limit: a.limit,
     };
-    Ok(rtscope_session::stored::runs(
+    Ok(rtscope_verbs::stored::runs(
         a.db.db.as_deref(),
         q,
         &a.json.dest(),

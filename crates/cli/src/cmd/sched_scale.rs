@@ -63,7 +63,7 @@ pub fn run(a: Args) -> Result<()> {
     };
     let cfg = flags.resolve(&input::Rules)?;
     let files = (a.csv.as_deref(), a.svg.as_deref());
-    Ok(rtscope_session::bench::sched_scale(
+    Ok(rtscope_verbs::bench::sched_scale(
         &cfg,
         cfg.sleep_ns as f64 / 1e6,
         files,

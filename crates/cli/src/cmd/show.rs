@@ -14,7 +14,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    Ok(rtscope_session::stored::show(
+    Ok(rtscope_verbs::stored::show(
         a.db.db.as_deref(),
         &a.run,
         &a.json.dest(),

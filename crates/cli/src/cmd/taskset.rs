@@ -243,12 +243,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         Sub::Run(r) => {
             let tags = r.out.validate()?;
             let job = job::prepare(&r.lib(), &Rules)?;
-            rtscope_session::taskset::run(&job, &r.out.lib(), tags)?;
+            rtscope_verbs::taskset::run(&job, &r.out.lib(), tags)?;
         }
         Sub::Sweep(w) => {
             let tags = w.out.validate()?;
             let job = rtscope_bench::taskset::sweep::prepare(&w.lib(), &Rules)?;
-            rtscope_session::taskset::sweep(&job, &w.out.lib(), tags)?;
+            rtscope_verbs::taskset::sweep(&job, &w.out.lib(), tags)?;
         }
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! (no samples: `rtscope measure --trace` adds those), stored as a run that points at the file.
 //! Useful alone to look at what a machine's CPUs do, and to test the capture mechanisms.
 //! `rtscope trace thread-vars`: ECRTS'20 Table 1's thread variables from the preemptirq events,
-//! reduced in the kernel (eBPF) or streamed from tracefs (rtscope_session::thread_vars).
+//! reduced in the kernel (eBPF) or streamed from tracefs (rtscope_verbs::thread_vars).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -95,14 +95,14 @@ pub fn run(a: Args) -> anyhow::Result<()> {
 fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
     let secs = super::common::parse_duration("--duration", &a.duration)?;
     let cpus = super::common::resolve_cpus("--cpus", a.cpus.as_deref())?;
-    let mech: rtscope_session::thread_vars::Mechanism = a
+    let mech: rtscope_verbs::thread_vars::Mechanism = a
         .mechanism
         .parse()
         .map_err(|e| crate::usage!("--mechanism: {e}"))?;
     a.json.check()?;
     super::common::install_signal_handlers();
     use rtscope_trace::preemptirq::MeasureError;
-    let mut run = rtscope_session::thread_vars::measure(
+    let mut run = rtscope_verbs::thread_vars::measure(
         mech,
         &cpus,
         Duration::from_secs_f64(secs),
@@ -121,7 +121,7 @@ fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
 }
 
 fn record(a: RecordArgs) -> anyhow::Result<()> {
-    let r = rtscope_session::capture::Record {
+    let r = rtscope_verbs::capture::Record {
         duration: a.duration,
         cpus: a.cpus,
         mechanism: a.mechanism,
@@ -129,5 +129,5 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         keep: a.keep,
         preemptirq: a.preemptirq,
     };
-    Ok(rtscope_session::capture::record(&r, &a.out.lib())?)
+    Ok(rtscope_verbs::capture::record(&r, &a.out.lib())?)
 }

@@ -9,19 +9,6 @@ use rtscope_store::{RunFilter, Store, StoreError};
 use std::collections::BTreeSet;
 use std::path::Path;
 
-impl From<StoreError> for VerbError {
-    fn from(e: StoreError) -> VerbError {
-        match e {
-            StoreError::UnknownRun(_)
-            | StoreError::Ambiguous { .. }
-            | StoreError::BadUrl(_)
-            | StoreError::Missing(_)
-            | StoreError::Empty(_) => VerbError::BadInput(e.to_string()),
-            e => VerbError::failed(e),
-        }
-    }
-}
-
 /// Open for a verb that stores (creating the database if needed).
 pub fn open(db: Option<&str>) -> Result<Store, VerbError> {
     Ok(Store::open(db)?)

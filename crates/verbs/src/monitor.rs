@@ -1,7 +1,7 @@
 //! `rtscope monitor`: a measurement that runs as long as the host does and publishes what it
 //! measures as Prometheus metrics, for fleets watched by Prometheus and Grafana.
 //!
-//! The measurement is the ordinary streamed run (`crate::execute`), so memory stays flat for any
+//! The measurement is the ordinary streamed run (`rtscope_session::measure`), so memory stays flat for any
 //! run length and the record is checkpointed into the store every window. This module is a
 //! [`View`] of that run: it sees every sample the orchestrating thread drains from the rings and
 //! the interim record built every window, and turns them into metrics held by the
@@ -690,7 +690,6 @@ pub fn run(
             }
         );
     }
-    plan.warnings.extend(crate::work::recover_leftovers());
     let total = plan.config.duration_s.map(Duration::from_secs_f64);
     let mut view = MonitorView::new(
         metrics,
@@ -700,10 +699,9 @@ pub fn run(
         },
         crate::live::default_view(flags.quiet, total),
     );
-    let outcome = crate::execute(&plan, &mut view).map_err(crate::input::VerbError::failed)?;
+    let outcome = crate::measure::run(&plan, &mut view)?;
     drop(server);
-    let json_stdout = plan.outputs.json.as_deref() == Some(std::path::Path::new("-"));
-    crate::outputs::report_outcome(&outcome, !json_stdout)
+    crate::measure::report(&plan, &outcome)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::path::Path;
 /// (a family without series is not encoded).
 fn exported() -> BTreeSet<String> {
     use rtscope_session::live::{LiveSnapshot, ThreadLive, View};
-    use rtscope_session::monitor::{Metrics, MonitorOptions, MonitorView};
+    use rtscope_verbs::monitor::{Metrics, MonitorOptions, MonitorView};
     use std::sync::Arc;
     use std::time::Duration;
     let m = Arc::new(Metrics::new());
@@ -81,7 +81,7 @@ fn family_of(name: &str, families: &BTreeSet<String>) -> Option<String> {
 fn every_panel_queries_an_exported_metric() {
     let families = exported();
     // The registry holds what docs/fleet.md lists.
-    for m in rtscope_session::monitor::METRICS {
+    for m in rtscope_verbs::monitor::METRICS {
         assert!(
             families.contains(*m),
             "{m} not in the registry: {families:?}"

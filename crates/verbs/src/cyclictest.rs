@@ -146,8 +146,7 @@ pub fn run(argv: &[String]) -> Result<(), VerbError> {
     if let Some(j) = &ct.json {
         input::output("cyclictest --json", std::path::Path::new(j))?;
     }
-    let mut r = crate::resolve::measure(&mf, "cyclictest", None)?;
-    r.warnings.extend(crate::work::recover_leftovers());
+    let r = crate::resolve::measure(&mf, "cyclictest", None)?;
     if r.config.hold_cpu_dma_latency && ct.hist.is_none() {
         println!("# /dev/cpu_dma_latency set to 0us");
     }
@@ -162,7 +161,7 @@ pub fn run(argv: &[String]) -> Result<(), VerbError> {
         live: !ct.quiet && std::io::stdout().is_terminal(),
         last: String::new(),
     };
-    let outcome = crate::execute(&r, &mut view).map_err(VerbError::failed)?;
+    let outcome = crate::measure::run(&r, &mut view)?;
     let rec = outcome.record;
     let hist_size = ct.hist.unwrap_or(10_000);
     let mut res = rtscope_report::cyclictest::from_record(&rec, hist_size);

@@ -196,6 +196,8 @@ impl Running {
         // only samples whose wake-up was due inside a running burst, past its first moments
         // (what runs at a burst's start is learnt from its events), are explained.
         let bursts = plan.config.trace_bursts.filter(|_| traced);
+        // The first burst's clock runs from its capture's start, before the threads start.
+        let burst = BurstClock::new(bursts);
         if let (Some(_), Some(x)) = (bursts, explain.as_mut()) {
             x.in_bursts();
         }
@@ -239,7 +241,7 @@ impl Running {
             stopped_capture: None,
             explain,
             bursts,
-            burst: BurstClock::new(bursts),
+            burst,
             raw_csv,
             checkpointer,
             last_checkpoint: None,

@@ -4,8 +4,11 @@
 
 use crate::input::{self, VerbError};
 use crate::outputs::RecordOutputs;
+use crate::work::Work;
 use rtscope_load::{LoadKind, LoadSettings};
-use std::time::Duration;
+use rtscope_model::RunRecord;
+use rtscope_session::tool::{run_tool, Flow, Tool};
+use std::time::{Duration, Instant};
 
 /// The verb's flags as given.
 #[derive(Clone, Debug, Default)]
@@ -36,57 +39,117 @@ pub fn run(l: &LoadOnly, out: &RecordOutputs) -> Result<(), VerbError> {
     let opts = l.settings.options(cpus, l.force, l.exec.clone())?;
     rtscope_load::validate(&l.kinds, &opts)?;
 
-    // The session's one set of handlers: SIGINT, SIGTERM and SIGHUP stop the loads cleanly.
-    let work = crate::work::begin("load", crate::privilege::Need::Nothing, "")?;
-    let mut warnings = Vec::new();
-    let loads = rtscope_load::start(&l.kinds, &opts)?;
-    let names: Vec<&str> = l.kinds.iter().map(|k| k.name()).collect();
-    match duration {
-        _ if out.quiet => {}
-        Some(d) => eprintln!(
-            "rtscope: load {} running for {d:?} (Ctrl-C stops)",
-            names.join(",")
-        ),
-        None => eprintln!("rtscope: load {} running until Ctrl-C", names.join(",")),
+    run_tool(LoadTool {
+        kinds: &l.kinds,
+        opts,
+        duration,
+        tags,
+        out,
+        running: None,
+        reports: Vec::new(),
+        interrupted: false,
+    })
+}
+
+/// The loads on their own, as a tool of the one lifecycle: start them, wait (a step every
+/// 20 ms) until `-D` or a stop signal, stop them, record their figures.
+struct LoadTool<'a> {
+    kinds: &'a [LoadKind],
+    opts: rtscope_load::LoadOptions,
+    duration: Option<Duration>,
+    tags: std::collections::BTreeMap<String, String>,
+    out: &'a RecordOutputs,
+    /// The loads and when they began to run (`-D` counts from there).
+    running: Option<(rtscope_load::RunningLoads, Instant)>,
+    reports: Vec<rtscope_model::LoadReport>,
+    interrupted: bool,
+}
+
+impl Tool for LoadTool<'_> {
+    type Output = ();
+
+    fn begin(&mut self) -> Result<Work, VerbError> {
+        // The session's one set of handlers: SIGINT, SIGTERM and SIGHUP stop the loads cleanly.
+        crate::work::begin("load", crate::privilege::Need::Nothing, "")
     }
-    // `-D` counts from when the loads run.
-    let t0 = std::time::Instant::now();
-    let stopped = crate::signals::stop_requested;
-    while !stopped() && duration.is_none_or(|d| t0.elapsed() < d) {
+
+    fn start(&mut self, _w: &Work) -> Result<(), VerbError> {
+        let loads = rtscope_load::start(self.kinds, &self.opts)?;
+        let names: Vec<&str> = self.kinds.iter().map(|k| k.name()).collect();
+        match self.duration {
+            _ if self.out.quiet => {}
+            Some(d) => eprintln!(
+                "rtscope: load {} running for {d:?} (Ctrl-C stops)",
+                names.join(",")
+            ),
+            None => eprintln!("rtscope: load {} running until Ctrl-C", names.join(",")),
+        }
+        self.running = Some((loads, Instant::now()));
+        Ok(())
+    }
+
+    fn step(&mut self, _w: &Work) -> Result<Flow, VerbError> {
+        let up = self.running.as_ref().map(|(_, t0)| t0.elapsed());
+        if self.interrupted || self.duration.zip(up).is_some_and(|(d, up)| up >= d) {
+            return Ok(Flow::Done);
+        }
         std::thread::sleep(Duration::from_millis(20));
+        Ok(Flow::Continue)
     }
-    let interrupted = stopped();
-    let reports = loads.stop();
-    if out.text() {
-        print!("{}", rtscope_report::bench::loads(&reports, interrupted));
+
+    fn request_stop(&mut self) {
+        self.interrupted = true;
     }
-    for r in &reports {
-        for w in &r.warnings {
-            warnings.push(rtscope_model::Warning::new(
-                rtscope_model::WarningCode::Load,
-                format!("load {}: {w}", r.kind),
-            ));
+
+    fn stop(&mut self, _w: &Work) -> Result<(), VerbError> {
+        if let Some((loads, _)) = self.running.take() {
+            self.reports = loads.stop();
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, work: &Work) -> Result<Option<RunRecord>, VerbError> {
+        let mut warnings = Vec::new();
+        for r in &self.reports {
+            for w in &r.warnings {
+                warnings.push(rtscope_model::Warning::new(
+                    rtscope_model::WarningCode::Load,
+                    format!("load {}: {w}", r.kind),
+                ));
+            }
+        }
+        let policy = match self.opts.policy {
+            rtscope_load::LoadPolicy::Other => "other".to_string(),
+            rtscope_load::LoadPolicy::Fifo(p) => format!("fifo:{p}"),
+        };
+        Ok(Some(work.record(crate::record::WorkInfo {
+            verb: "load".into(),
+            cpus: if self.opts.cpus.is_empty() {
+                rtscope_probe::sys::online_cpus().unwrap_or_default()
+            } else {
+                self.opts.cpus.clone()
+            },
+            interrupted: self.interrupted,
+            hygiene: rtscope_model::Hygiene::default(),
+            warnings,
+            tags: std::mem::take(&mut self.tags),
+            loads: self.reports.clone(),
+            kind: rtscope_model::RunKind::Load(Box::new(rtscope_model::LoadOnly { policy })),
+        })))
+    }
+
+    fn outputs(self, _w: &Work, rec: Option<RunRecord>) -> Result<(), VerbError> {
+        if self.out.text() {
+            print!(
+                "{}",
+                rtscope_report::bench::loads(&self.reports, self.interrupted)
+            );
+        }
+        match rec {
+            Some(rec) => self.out.emit(&rec),
+            None => Ok(()),
         }
     }
-    let policy = match opts.policy {
-        rtscope_load::LoadPolicy::Other => "other".to_string(),
-        rtscope_load::LoadPolicy::Fifo(p) => format!("fifo:{p}"),
-    };
-    let rec = work.record(crate::record::WorkInfo {
-        verb: "load".into(),
-        cpus: if opts.cpus.is_empty() {
-            rtscope_probe::sys::online_cpus().unwrap_or_default()
-        } else {
-            opts.cpus.clone()
-        },
-        interrupted,
-        hygiene: rtscope_model::Hygiene::default(),
-        warnings,
-        tags,
-        loads: reports,
-        kind: rtscope_model::RunKind::Load(Box::new(rtscope_model::LoadOnly { policy })),
-    });
-    out.emit(&rec)
 }
 
 #[cfg(test)]

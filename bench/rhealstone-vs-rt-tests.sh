@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 for r in $(seq 1 "$ROUNDS"); do
     echo "round $r/$ROUNDS" >&2
     "$RTSCOPE" rhealstone --cpu "$CPU" --priority "$PRIO" --iterations "$LOOPS" \
-        --only intertask_message,semaphore_shuffle --max-seconds 60 \
+        --only intertask_message,semaphore_shuffle --timeout 60s \
         --json "$OUT/rtscope-$r.json" > "$OUT/rtscope-$r.txt"
     ptsematest  -a "$CPU" -p "$PRIO" -i "$INTERVAL" -l "$LOOPS" -q --json="$OUT/ptsematest-$r.json"  > /dev/null
     svsematest  -a "$CPU" -p "$PRIO" -i "$INTERVAL" -l "$LOOPS" -q --json="$OUT/svsematest-$r.json"  > /dev/null

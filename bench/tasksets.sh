@@ -45,7 +45,7 @@ run_one() { # set policy placement tag…
 
 part_uni() { # per-core load R on one CPU (its own root domain)
 	local r=$1 cpu=${PART_CPU:-$((CPUS - 1))} n=$((NTASKS / 2))
-	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin-us 50 --seed "$SEED" --cpus 1 \
+	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin-us 50 --seed "$SEED" --cpu-count 1 \
 		--count "$SETS" -o "$OUT/sets/uni-$r/" >/dev/null
 	# Runtime Q = C × margin + UNI_MARGIN_US (default 0: no absolute allowance); Σ Q/P must stay
 	# within the per-CPU limit (0.95 − 0.05 fair server = 0.90 here): margin 1.1 while
@@ -73,7 +73,7 @@ wss_sweep() {
 	local WORK=calibrated # seen by run_one: the jobs' work is accesses over the working set
 	local llc_kb
 	llc_kb=$(cat /sys/devices/system/cpu/cpu0/cache/index*/size 2>/dev/null | sed 's/K$//' | sort -n | tail -1)
-	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin-us 50 --seed "$SEED" --cpus 1 \
+	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin-us 50 --seed "$SEED" --cpu-count 1 \
 		--count "$SETS" -o "$OUT/sets/wss-$r/" >/dev/null
 	for kb in 16 256 $((2 * ${llc_kb:-8192})); do
 		for s in "$OUT/sets/wss-$r"/set-*.json; do

@@ -118,7 +118,7 @@ for load in $LOADS; do
     if [[ $DRY -eq 0 ]]; then
         for f in "$OUT/$load"-*.rtt; do
             [[ -e $f ]] || continue
-            "$RTSCOPE" analyze --json --top 1 "$f" >"${f%.rtt}.analyze.json" 2>/dev/null || true
+            "$RTSCOPE" analyze --json --worst 1 "$f" >"${f%.rtt}.analyze.json" 2>/dev/null || true
         done
     fi
 done

@@ -166,7 +166,7 @@ impl Config {
             ));
         }
         if !(100_000_000..=86_400_000_000_000).contains(&self.max_duration_ns) {
-            return bad("--max-seconds: must be 0.1..=86400".into());
+            return bad("--timeout: must be 0.1s..=1d".into());
         }
         if self.points > 0 && self.syscall != Syscall::Driver {
             return bad(format!(
@@ -800,7 +800,7 @@ impl Flags {
         }
         if !self.max_seconds.is_finite() || !(0.1..=86_400.0).contains(&self.max_seconds) {
             return Err(BenchError::Invalid(format!(
-                "--max-seconds: must be 0.1..=86400, got {}",
+                "--timeout: must be 0.1s..=1d, got {} s",
                 self.max_seconds
             ))
             .into());
@@ -1042,10 +1042,10 @@ mod tests {
         assert_eq!(c.range_ns, Some((-2000, 100_000)));
         let rows: Vec<(Flags, &str)> = vec![
             (Flags { step_us: 0.0, ..f.clone() }, "--step-us: must be 0.01..=1000000, got 0"),
-            (Flags { max_seconds: 0.0, ..f.clone() }, "--max-seconds: must be 0.1..=86400, got 0"),
+            (Flags { max_seconds: 0.0, ..f.clone() }, "--timeout: must be 0.1s..=1d, got 0 s"),
             (
                 Flags { cpus: Some("0-1".into()), ..f.clone() },
-                "--cpus: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. --cpus 1",
+                "--cpu: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. --cpu 1",
             ),
             (
                 Flags { consumer_priority: 90, ..f.clone() },

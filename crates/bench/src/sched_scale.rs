@@ -103,7 +103,7 @@ impl Config {
         }
         if !(100_000..=10_000_000_000).contains(&self.sleep_ns) {
             return bad(format!(
-                "--sleep-ms: must be 0.1..=10000 ms, got {} ms",
+                "--sleep: must be 0.1ms..=10s, got {} ms",
                 self.sleep_ns as f64 / 1e6
             ));
         }
@@ -452,7 +452,7 @@ pub struct Flags {
     pub wakeups: Option<u64>,
     /// [default: 10]
     pub sleep_ms: Option<f64>,
-    /// A paper's protocol (`heursch2001`), instead of --loads/--wakeups/--sleep-ms.
+    /// A paper's protocol (`heursch2001`), instead of --loads/--wakeups/--sleep.
     pub protocol: Option<String>,
     pub no_trace: bool,
     /// auto | on | off
@@ -477,7 +477,7 @@ impl Flags {
             Some("heursch2001") => {
                 if self.loads.is_some() || self.wakeups.is_some() || self.sleep_ms.is_some() {
                     return Err(BenchError::Invalid(
-                        "--protocol heursch2001 sets --loads, --wakeups and --sleep-ms (Table 3's N, 200 wake-ups 1000 ms apart); leave them out".into(),
+                        "--protocol heursch2001 sets --loads, --wakeups and --sleep (Table 3's N, 200 wake-ups 1000 ms apart); leave them out".into(),
                     )
                     .into());
                 }
@@ -497,7 +497,7 @@ impl Flags {
         };
         if !sleep_ms.is_finite() || !(0.1..=10_000.0).contains(&sleep_ms) {
             return Err(BenchError::Invalid(format!(
-                "--sleep-ms: must be 0.1..=10000, got {sleep_ms}"
+                "--sleep: must be 0.1ms..=10s, got {sleep_ms} ms"
             ))
             .into());
         }
@@ -625,7 +625,7 @@ mod tests {
         }
         .resolve(&crate::common::tests::NoMachine)
         .unwrap_err();
-        assert_eq!(e.to_string(), "--sleep-ms: must be 0.1..=10000, got 0");
+        assert_eq!(e.to_string(), "--sleep: must be 0.1ms..=10s, got 0 ms");
         let e = Flags {
             sched_time: "yes".into(),
             ..f.clone()

@@ -4,7 +4,7 @@
 //! 3 a comparison found a regression beyond the user's threshold.
 
 /// The exit-code table, the same for every verb (`rtscope --help`, README, docs/cli.md).
-pub const TABLE: &str = "Exit codes (every verb):\n  0  done (also a run stopped by SIGINT/SIGTERM/SIGHUP: partial results, marked interrupted)\n  1  the work failed (the kernel refused, an I/O error after the work started)\n  2  bad input: one line naming the flag or field and the accepted range; nothing was started\n  3  compare: a regression beyond --threshold";
+pub const TABLE: &str = "Exit codes (every verb):\n  0  done (also a run stopped by SIGINT/SIGTERM/SIGHUP: partial results, marked interrupted)\n  1  the work failed (the kernel refused, an I/O error after the work started)\n  2  bad input: one line naming the flag or field and the accepted range; nothing was started\n  3  compare: a regression beyond --fail-above-pct";
 
 pub const FAILURE: i32 = 1;
 pub const USAGE: i32 = 2;
@@ -38,9 +38,11 @@ pub fn report(r: anyhow::Result<()>) -> i32 {
     match r {
         Ok(()) => 0,
         Err(e) => {
-            if let Some(rtscope_session::VerbError::BadInput(m)) = e.downcast_ref() {
-                eprintln!("rtscope: error: {}", redact(m));
-                return USAGE;
+            if let Some(v) = e.downcast_ref::<rtscope_session::VerbError>() {
+                if v.is_bad_input() {
+                    eprintln!("rtscope: error: {}", redact(&v.render(crate::fields::flag)));
+                    return USAGE;
+                }
             }
             if let Some(c) = e.downcast_ref::<ExitCode>() {
                 if !c.1.is_empty() {
@@ -53,4 +55,17 @@ pub fn report(r: anyhow::Result<()>) -> i32 {
             FAILURE
         }
     }
+}
+
+/// clap's refusal as one line: the flag, the value and what is accepted.
+pub fn clap_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let line: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:")
+        })
+        .collect();
+    line.join(" ")
 }

@@ -4,7 +4,12 @@
 //! configuration before anything starts, then handed to the crate that does the work.
 
 mod cmd;
+mod deprecated;
 mod exit;
+mod fields;
+#[cfg(test)]
+mod flag_table;
+mod resolver;
 
 use clap::{Parser, Subcommand};
 
@@ -81,7 +86,13 @@ enum Command {
 }
 
 fn main() {
-    let cli = match Cli::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let text: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    rtscope_session::record::set_cmdline(&text);
+    let cli = match Cli::try_parse_from(deprecated::rewrite_argv(&argv)) {
         Ok(c) => c,
         Err(e) => {
             // clap's own help/version output is not an error.
@@ -89,21 +100,11 @@ fn main() {
                 let _ = e.print();
                 std::process::exit(0);
             }
-            // Bad flags: one line naming the flag (and the accepted values), exit 2.
-            let text = e.render().to_string();
-            let line: Vec<&str> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| {
-                    !l.is_empty()
-                        && !l.starts_with("For more information")
-                        && !l.starts_with("Usage:")
-                })
-                .collect();
-            // clap quotes the offending value: a password in a --db URL is masked.
+            // Bad flags: one line naming the flag (and the accepted values), exit 2. clap
+            // quotes the offending value: a password in a --db URL is masked.
             eprintln!(
                 "rtscope: {}",
-                rtscope_model::secrets::redact(&line.join(" "))
+                rtscope_model::secrets::redact(&exit::clap_line(&e))
             );
             std::process::exit(exit::USAGE);
         }

@@ -262,3 +262,107 @@ fn load_choices_are_listed_and_typos_suggested() {
         }
     }
 }
+
+/// A renamed flag's old spelling still works, with one notice on stderr naming the new one: the
+/// old and the new spelling end the same way (here: the same refusal of a bad value, exit 2).
+#[test]
+fn old_spellings_still_work_with_a_notice() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("none.db").display().to_string();
+    let rows: &[(&[&str], &[&str], &str)] = &[
+        (
+            &["measure", "--threshold", "0"],
+            &["measure", "--record-above", "0"],
+            "--record-above",
+        ),
+        (
+            &["noise", "--threshold=x"],
+            &["noise", "--min-noise=x"],
+            "--min-noise",
+        ),
+        (
+            &["noise", "-p", "x"],
+            &["noise", "--period", "x"],
+            "--period",
+        ),
+        (
+            &["compare", "--db", &db, "--threshold=x", "a"],
+            &["compare", "--db", &db, "--fail-above-pct=x", "a"],
+            "--fail-above-pct",
+        ),
+        (
+            &["analyze", "--top", "x", "none.rtt"],
+            &["analyze", "--worst", "x", "none.rtt"],
+            "--worst",
+        ),
+        (
+            &["trace", "record", "--keep", "some"],
+            &["trace", "record", "--trace-keep", "some"],
+            "--trace-keep",
+        ),
+        (
+            &["rhealstone", "--cpus", "x"],
+            &["rhealstone", "--cpu", "x"],
+            "--cpu",
+        ),
+        (&["pdlt", "--cpus", "x"], &["pdlt", "--cpu", "x"], "--cpu"),
+        (
+            &["sched-scale", "--cpus", "x"],
+            &["sched-scale", "--cpu", "x"],
+            "--cpu",
+        ),
+        (
+            &["rhealstone", "--max-seconds", "0"],
+            &["rhealstone", "--timeout", "0"],
+            "--timeout",
+        ),
+        (
+            &["pdlt", "--max-seconds", "0"],
+            &["pdlt", "--timeout", "0"],
+            "--timeout",
+        ),
+        (
+            &["sched-scale", "--sleep-ms", "0"],
+            &["sched-scale", "--sleep", "0ms"],
+            "--sleep",
+        ),
+        (
+            &["taskset", "gen", "--cpus", "x"],
+            &["taskset", "gen", "--cpu-count", "x"],
+            "--cpu-count",
+        ),
+    ];
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+            .args(args)
+            .env("XDG_DATA_HOME", d.path())
+            .output()
+            .expect("rtscope");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let mut bad = Vec::new();
+    for (old, new, flag) in rows {
+        let (code_old, err_old) = run(old);
+        let (code_new, err_new) = run(new);
+        let mut lines = err_old.lines().filter(|l| !l.trim().is_empty());
+        let notice = lines.next().unwrap_or("");
+        let rest: Vec<&str> = lines.collect();
+        if !(notice.starts_with("rtscope: warning: ")
+            && notice.contains(&format!("is deprecated, use {flag}")))
+        {
+            bad.push(format!("{old:?}: no notice naming {flag}: {err_old}"));
+        }
+        if code_old != code_new || rest.join("\n") != err_new.trim_end() {
+            bad.push(format!(
+                "{old:?} ({code_old:?}: {err_old}) ends unlike {new:?} ({code_new:?}: {err_new})"
+            ));
+        }
+        if err_new.contains("deprecated") || code_new != Some(2) || !err_new.contains(flag) {
+            bad.push(format!("{new:?}: exit {code_new:?}, {err_new}"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

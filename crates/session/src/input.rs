@@ -12,6 +12,10 @@ pub enum VerbError {
     /// One line naming the flag or file and the accepted range; nothing was started (exit 2).
     #[error("{0}")]
     BadInput(String),
+    /// A value of a typed request ([`Field`]) refused; the caller names it in its own terms
+    /// (the cli: the flag) and renders the fields `msg` refers to. Exit 2, nothing started.
+    #[error("{field}: {msg}")]
+    Field { field: Field, msg: String },
     /// The work failed: the kernel refused, an I/O error after the work started (exit 1).
     #[error(transparent)]
     Failed(Box<dyn Error + Send + Sync>),
@@ -34,7 +38,16 @@ impl VerbError {
     }
 
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, VerbError::BadInput(_))
+        matches!(self, VerbError::BadInput(_) | VerbError::Field { .. })
+    }
+
+    /// The error as one line, each [`Field`] named by `name` (the cli passes its flag names).
+    pub fn render(&self, name: impl Fn(Field) -> &'static str) -> String {
+        let line = match self {
+            VerbError::Field { field, msg } => format!("{}: {msg}", name(*field)),
+            e => e.to_string(),
+        };
+        Field::render(&line, name)
     }
 }
 
@@ -52,6 +65,175 @@ impl From<rtscope_store::StoreError> for VerbError {
         }
     }
 }
+
+/// The values of a measurement request ([`crate::resolve::MeasureRequest`]) an error or a
+/// warning can be about. A message refers to a field by its token (`⟨interval⟩`, the field's
+/// [`Display`](std::fmt::Display)); whoever shows the message to a person renders the tokens in
+/// that person's terms ([`Field::render`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Cpus,
+    Interval,
+    Distance,
+    Aligned,
+    Policy,
+    Priority,
+    Nice,
+    DlRuntime,
+    DlDeadline,
+    DlPeriod,
+    Duration,
+    Loops,
+    Timer,
+    Clock,
+    BreakAbove,
+    RecordAbove,
+    Worst,
+    LinearMax,
+    Json,
+    HistogramFile,
+    CyclictestJson,
+    Raw,
+    Tags,
+    Load,
+    LoadCpus,
+    Wss,
+    Trace,
+    TraceFile,
+    TraceFileMode,
+    TraceKeep,
+    Checkpoint,
+    NoStore,
+    Bound,
+    BoundPoints,
+    Preset,
+    AllowUnprivileged,
+    OutDir,
+}
+
+impl Field {
+    pub const ALL: [Field; 37] = [
+        Field::Cpus,
+        Field::Interval,
+        Field::Distance,
+        Field::Aligned,
+        Field::Policy,
+        Field::Priority,
+        Field::Nice,
+        Field::DlRuntime,
+        Field::DlDeadline,
+        Field::DlPeriod,
+        Field::Duration,
+        Field::Loops,
+        Field::Timer,
+        Field::Clock,
+        Field::BreakAbove,
+        Field::RecordAbove,
+        Field::Worst,
+        Field::LinearMax,
+        Field::Json,
+        Field::HistogramFile,
+        Field::CyclictestJson,
+        Field::Raw,
+        Field::Tags,
+        Field::Load,
+        Field::LoadCpus,
+        Field::Wss,
+        Field::Trace,
+        Field::TraceFile,
+        Field::TraceFileMode,
+        Field::TraceKeep,
+        Field::Checkpoint,
+        Field::NoStore,
+        Field::Bound,
+        Field::BoundPoints,
+        Field::Preset,
+        Field::AllowUnprivileged,
+        Field::OutDir,
+    ];
+
+    /// The field's name in the request (snake case).
+    pub fn key(self) -> &'static str {
+        match self {
+            Field::Cpus => "cpus",
+            Field::Interval => "interval",
+            Field::Distance => "distance",
+            Field::Aligned => "aligned",
+            Field::Policy => "policy",
+            Field::Priority => "priority",
+            Field::Nice => "nice",
+            Field::DlRuntime => "dl_runtime",
+            Field::DlDeadline => "dl_deadline",
+            Field::DlPeriod => "dl_period",
+            Field::Duration => "duration",
+            Field::Loops => "loops",
+            Field::Timer => "timer",
+            Field::Clock => "clock",
+            Field::BreakAbove => "break_above",
+            Field::RecordAbove => "record_above",
+            Field::Worst => "worst",
+            Field::LinearMax => "linear_max",
+            Field::Json => "json",
+            Field::HistogramFile => "histogram_file",
+            Field::CyclictestJson => "cyclictest_json",
+            Field::Raw => "raw",
+            Field::Tags => "tags",
+            Field::Load => "load",
+            Field::LoadCpus => "load_cpus",
+            Field::Wss => "wss",
+            Field::Trace => "trace",
+            Field::TraceFile => "trace_file",
+            Field::TraceFileMode => "trace_file_mode",
+            Field::TraceKeep => "trace_keep",
+            Field::Checkpoint => "checkpoint",
+            Field::NoStore => "no_store",
+            Field::Bound => "bound",
+            Field::BoundPoints => "bound_points",
+            Field::Preset => "preset",
+            Field::AllowUnprivileged => "allow_unprivileged",
+            Field::OutDir => "out_dir",
+        }
+    }
+
+    /// Every field token in `text` replaced by `name(field)`.
+    pub fn render(text: &str, name: impl Fn(Field) -> &'static str) -> String {
+        if !text.contains('⟨') {
+            return text.to_string();
+        }
+        Field::ALL
+            .iter()
+            .fold(text.to_string(), |t, f| t.replace(&f.to_string(), name(*f)))
+    }
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "⟨{}⟩", self.key())
+    }
+}
+
+/// `v` within `lo..=hi`, or a [`VerbError::Field`] naming the field, the value and the range.
+pub fn field_range<T: PartialOrd + std::fmt::Display + Copy>(
+    field: Field,
+    v: T,
+    lo: T,
+    hi: T,
+    unit: &str,
+) -> Result<T, VerbError> {
+    if v < lo || v > hi {
+        return Err(VerbError::Field {
+            field,
+            msg: format!("{v} is out of range ({lo}..={hi}{unit})"),
+        });
+    }
+    Ok(v)
+}
+
+/// `field!(Field::Nice, "only applies to {} other", Field::Policy)`: a [`VerbError::Field`].
+macro_rules! field {
+    ($f:expr, $($t:tt)*) => { $crate::input::VerbError::Field { field: $f, msg: format!($($t)*) } };
+}
+pub(crate) use field;
 
 #[derive(Debug)]
 struct Context {
@@ -93,6 +275,25 @@ fn online() -> Result<Vec<u32>, VerbError> {
         .map_err(|e| VerbError::context("reading /sys/devices/system/cpu/online", e))
 }
 
+/// A parsed CPU list checked against the online CPUs (all of them when absent).
+pub fn online_cpus(field: Field, list: Option<&[u32]>) -> Result<Vec<u32>, VerbError> {
+    let online = online()?;
+    let Some(list) = list else {
+        return Ok(online);
+    };
+    if list.is_empty() {
+        return Err(field!(field, "empty CPU list"));
+    }
+    if let Some(c) = list.iter().find(|c| !online.contains(c)) {
+        return Err(field!(
+            field,
+            "CPU {c} is not online (online CPUs: {})",
+            fmt_cpus(&online)
+        ));
+    }
+    Ok(list.to_vec())
+}
+
 /// A CPU list resolved against the online CPUs (all of them when absent); every listed CPU must
 /// be online.
 pub fn cpus(flag: &str, spec: Option<&str>) -> Result<Vec<u32>, VerbError> {
@@ -116,15 +317,15 @@ pub fn cpus(flag: &str, spec: Option<&str>) -> Result<Vec<u32>, VerbError> {
     Ok(cpus)
 }
 
-/// The one CPU a benchmark pins every thread to: `--cpus` with exactly one online CPU, or
+/// The one CPU a benchmark pins every thread to: `--cpu`, an online CPU, or
 /// `default` (the bench crate's choice, the last online CPU).
 pub fn one_cpu(spec: Option<&str>, default: impl FnOnce() -> u32) -> Result<u32, VerbError> {
     match spec {
         None => Ok(default()),
-        Some(s) => match cpus("--cpus", Some(s))?.as_slice() {
+        Some(s) => match cpus("--cpu", Some(s))?.as_slice() {
             [c] => Ok(*c),
             many => Err(bad!(
-                "--cpus: this benchmark runs on one CPU, got {} ({s}); give one, e.g. --cpus {}",
+                "--cpu: this benchmark runs on one CPU, got {} ({s}); give one, e.g. --cpu {}",
                 many.len(),
                 many[many.len() - 1]
             )),

@@ -1,18 +1,25 @@
-//! `--preset NAME`: a published measurement set-up in one flag. The preset fills what the user
-//! left at its default; a flag given with another value wins, and the record then says that
-//! the run is not the publication's set-up (a warning naming each difference).
+//! A preset: a published measurement set-up in one value. The preset fills what the request
+//! left at its default; a value given otherwise wins, and the record then says that the run is
+//! not the publication's set-up (a warning naming each difference).
 
-use crate::input::{bad, VerbError};
-use crate::resolve::MeasureFlags;
+use crate::input::Field;
+use crate::resolve::{MeasureRequest, Preset};
 use rtscope_model::Policy;
+use std::time::Duration;
 
-pub const NAMES: &[&str] = &["ospert13"];
-
-/// The flags with the preset applied, and the preset's differences from what the user gave.
+/// The request with the preset applied, and the preset's differences from what was asked.
 pub struct Applied {
-    pub flags: MeasureFlags,
+    pub request: MeasureRequest,
     pub name: &'static str,
     pub overridden: Vec<String>,
+}
+
+impl Preset {
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Ospert13 => "ospert13",
+        }
+    }
 }
 
 /// Cerqueira & Brandenburg, OSPERT'13, §2.2 and §3: cyclictest with one SCHED_FIFO thread of
@@ -20,59 +27,71 @@ pub struct Applied {
 /// thread (`-i 1000 -d 500`, cyclictest's defaults as they ran it), 20 minutes per
 /// configuration; the CPU-bound load with a 20 MiB working set per core (§3.2); the I/O load's
 /// disk part by bonnie++ with direct I/O (§3.3, here when installed). The scenario itself is
-/// `--load` (idle, cpu-cache, io).
-fn ospert13(f: &MeasureFlags) -> Applied {
+/// the load.
+fn ospert13(f: &MeasureRequest) -> Applied {
     let mut g = f.clone();
     let mut over = Vec::new();
     if f.policy != Policy::Fifo {
-        over.push(format!("--policy {} (the paper: fifo)", f.policy.name()));
+        over.push(format!(
+            "{} {} (the paper: fifo)",
+            Field::Policy,
+            f.policy.name()
+        ));
     }
     match f.priority {
         None => g.priority = Some(99),
         Some(99) => {}
-        Some(p) => over.push(format!("--priority {p} (the paper: 99)")),
+        Some(p) => over.push(format!("{} {p} (the paper: 99)", Field::Priority)),
     }
-    if f.interval != 1000 {
-        over.push(format!("--interval {} (the paper: 1000 us)", f.interval));
+    if f.interval_us != 1000 {
+        over.push(format!(
+            "{} {} (the paper: 1000 us)",
+            Field::Interval,
+            f.interval_us
+        ));
     }
-    match f.distance {
-        0 => g.distance = 500,
+    match f.distance_us {
+        0 => g.distance_us = 500,
         500 => {}
-        d => over.push(format!("--distance {d} (the paper: 500 us)")),
+        d => over.push(format!("{} {d} (the paper: 500 us)", Field::Distance)),
     }
-    match (&f.duration, f.loops) {
-        (None, None) => g.duration = Some("20m".into()),
-        (Some(d), _) if d == "20m" || d == "1200" || d == "1200s" => {}
-        (Some(d), _) => over.push(format!("--duration {d} (the paper: 20 min)")),
-        (None, Some(l)) => over.push(format!("--loops {l} (the paper: 20 min)")),
+    const PAPER: Duration = Duration::from_secs(1200);
+    match (f.duration, f.loops) {
+        (None, None) => g.duration = Some(PAPER),
+        (Some(d), _) if d == PAPER => {}
+        (Some(d), _) => over.push(format!(
+            "{} {} (the paper: 20 min)",
+            Field::Duration,
+            rtscope_model::duration::human(d.as_secs_f64())
+        )),
+        (None, Some(l)) => over.push(format!("{} {l} (the paper: 20 min)", Field::Loops)),
     }
     if let Some(c) = &f.cpus {
-        over.push(format!("--cpus {c} (the paper: one thread on every core)"));
+        over.push(format!(
+            "{} {} (the paper: one thread on every core)",
+            Field::Cpus,
+            crate::input::fmt_cpus(c)
+        ));
     }
     match &f.load_settings.wss {
         None => g.load_settings.wss = Some("20M".into()),
         Some(w) if rtscope_load::parse_size(w) == Ok(20 << 20) => {}
-        Some(w) => over.push(format!("--wss {w} (the paper: 20 MiB per core)")),
+        Some(w) => over.push(format!("{} {w} (the paper: 20 MiB per core)", Field::Wss)),
     }
     if f.load_settings.disk_tool == rtscope_load::DiskTool::Builtin {
         g.load_settings.disk_tool = rtscope_load::DiskTool::Auto;
     }
     Applied {
-        flags: g,
-        name: "ospert13",
+        request: g,
+        name: Preset::Ospert13.name(),
         overridden: over,
     }
 }
 
-/// Apply `--preset` (None: the flags as given).
-pub fn apply(f: &MeasureFlags) -> Result<Option<Applied>, VerbError> {
-    match f.preset.as_deref() {
-        None => Ok(None),
-        Some("ospert13") => Ok(Some(ospert13(f))),
-        Some(other) => Err(bad!(
-            "--preset: unknown preset '{other}'; accepted: {}",
-            NAMES.join(", ")
-        )),
+/// Apply the request's preset (None: the request as given).
+pub fn apply(f: &MeasureRequest) -> Option<Applied> {
+    match f.preset? {
+        Preset::Ospert13 => Some(ospert13(f)),
     }
 }
 
@@ -82,50 +101,37 @@ mod tests {
 
     #[test]
     fn ospert13_fills_the_defaults_and_names_what_was_given() {
-        let f = MeasureFlags {
-            preset: Some("ospert13".into()),
-            ..MeasureFlags::default()
+        let f = MeasureRequest {
+            preset: Some(Preset::Ospert13),
+            ..crate::resolve::tests::request()
         };
-        let a = apply(&f).unwrap().unwrap();
-        assert_eq!(a.flags.priority, Some(99));
-        assert_eq!(a.flags.distance, 500);
-        assert_eq!(a.flags.interval, 1000);
-        assert_eq!(a.flags.duration.as_deref(), Some("20m"));
-        assert_eq!(a.flags.load_settings.wss.as_deref(), Some("20M"));
+        let a = apply(&f).unwrap();
+        assert_eq!(a.request.priority, Some(99));
+        assert_eq!(a.request.distance_us, 500);
+        assert_eq!(a.request.interval_us, 1000);
+        assert_eq!(a.request.duration, Some(Duration::from_secs(1200)));
+        assert_eq!(a.request.load_settings.wss.as_deref(), Some("20M"));
         assert_eq!(
-            a.flags.load_settings.disk_tool,
+            a.request.load_settings.disk_tool,
             rtscope_load::DiskTool::Auto
         );
         assert!(a.overridden.is_empty());
 
-        let f = MeasureFlags {
-            preset: Some("ospert13".into()),
+        let f = MeasureRequest {
+            preset: Some(Preset::Ospert13),
             priority: Some(80),
-            duration: Some("2m".into()),
-            ..MeasureFlags::default()
+            duration: Some(Duration::from_secs(120)),
+            ..crate::resolve::tests::request()
         };
-        let a = apply(&f).unwrap().unwrap();
-        assert_eq!(a.flags.priority, Some(80));
-        assert_eq!(a.flags.duration.as_deref(), Some("2m"));
+        let a = apply(&f).unwrap();
+        assert_eq!(a.request.priority, Some(80));
+        assert_eq!(a.request.duration, Some(Duration::from_secs(120)));
         assert_eq!(
             a.overridden,
             [
-                "--priority 80 (the paper: 99)",
-                "--duration 2m (the paper: 20 min)"
+                "⟨priority⟩ 80 (the paper: 99)",
+                "⟨duration⟩ 2m (the paper: 20 min)"
             ]
-        );
-    }
-
-    #[test]
-    fn an_unknown_preset_is_bad_input() {
-        let f = MeasureFlags {
-            preset: Some("ospert14".into()),
-            ..MeasureFlags::default()
-        };
-        let e = apply(&f).err().unwrap().to_string();
-        assert!(
-            e.contains("--preset: unknown preset 'ospert14'; accepted: ospert13"),
-            "{e}"
         );
     }
 }

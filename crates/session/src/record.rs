@@ -254,8 +254,16 @@ pub fn work_record(started: std::time::SystemTime, wall_s: f64, w: WorkInfo) -> 
     }
 }
 
-/// This process's command line as it may be stored and shown: passwords masked
-/// (`rtscope_model::secrets`).
+static CMDLINE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// The command line this process was given by its caller (the binary, once, before any work),
+/// stored with every record; the library never reads the process's arguments itself.
+pub fn set_cmdline(argv: &[String]) {
+    let _ = CMDLINE.set(argv.to_vec());
+}
+
+/// The command line as it may be stored and shown: passwords masked
+/// (`rtscope_model::secrets`); empty when the caller gave none.
 pub fn cmdline() -> Vec<String> {
-    rtscope_model::secrets::redact_argv(&std::env::args().collect::<Vec<_>>())
+    rtscope_model::secrets::redact_argv(CMDLINE.get().map_or(&[][..], Vec::as_slice))
 }

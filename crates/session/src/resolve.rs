@@ -1,41 +1,60 @@
-//! The measuring verbs' flags (`measure`, `run`, `cyclictest`) resolved into a validated
-//! [`Plan`]: every value checked against its range and this machine (CPUs online, the capture
-//! mechanism, privileges) before a thread starts or a kernel knob is touched. Each refusal is one
-//! line naming the flag and what it accepts.
+//! A measurement request (`measure`, `run`, `monitor`, `cyclictest`, a campaign's cells)
+//! resolved into a validated [`Plan`]: every value checked against its range and this machine
+//! (CPUs online, the capture mechanism, privileges) before a thread starts or a kernel knob is
+//! touched. The request is typed (the caller parsed its own syntax); each refusal is one
+//! [`VerbError::Field`] naming the value and what it accepts.
 
-use crate::input::{self, bad, VerbError};
+use crate::input::{self, bad, field, Field, VerbError};
 use crate::{Outputs, Plan, StorePlan, TraceFileMode};
 use rtscope_model::{ClockId, DeadlineParams, Policy, RunConfig, TimerMode};
 use rtscope_model::{WarningCode, Warnings};
 use rtscope_probe::MeasureSpec;
+use rtscope_trace::{Keep, Mechanism};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The measurement flags as given (`rtscope measure --help`); [`Default`] is every flag at its
-/// default.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MeasureFlags {
-    pub cpus: Option<String>,
-    pub interval: u64,
-    pub distance: u64,
+/// Whether a stored run writes interim records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checkpoint {
+    Off,
+    Every(Duration),
+}
+
+/// A published set-up ([`crate::preset`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    Ospert13,
+}
+
+/// What a measurement is asked to be: typed values, every one given (the caller owns the
+/// defaults). `None` where the resolution derives the value from others.
+#[derive(Clone, Debug)]
+pub struct MeasureRequest {
+    /// `None`: every online CPU.
+    pub cpus: Option<Vec<u32>>,
+    pub interval_us: u64,
+    pub distance_us: u64,
     pub aligned: bool,
     pub policy: Policy,
+    /// `None`: 95 for fifo/rr.
     pub priority: Option<u32>,
+    /// `None`: 0 for other.
     pub nice: Option<i32>,
-    pub dl_runtime: Option<u64>,
-    pub dl_deadline: Option<u64>,
-    pub dl_period: Option<u64>,
+    pub dl_runtime_us: Option<u64>,
+    pub dl_deadline_us: Option<u64>,
+    pub dl_period_us: Option<u64>,
     pub dl_no_reset_on_fork: bool,
     pub dl_overrun: bool,
-    pub duration: Option<String>,
+    pub duration: Option<Duration>,
     pub loops: Option<u64>,
     pub timer: TimerMode,
     pub clock: ClockId,
     pub no_dma_latency: bool,
-    pub break_above: Option<u64>,
-    pub threshold: Option<u64>,
+    pub break_above_us: Option<u64>,
+    pub record_above_us: Option<u64>,
     pub worst: usize,
-    pub linear_max: u32,
+    pub linear_max_us: u32,
     pub json: Option<PathBuf>,
     pub histogram_file: Option<PathBuf>,
     pub cyclictest_json: Option<PathBuf>,
@@ -44,75 +63,26 @@ pub struct MeasureFlags {
     pub allow_unprivileged: bool,
     pub db: Option<String>,
     pub no_store: bool,
-    pub tags: Vec<String>,
+    pub tags: BTreeMap<String, String>,
     pub load: Option<Vec<rtscope_load::LoadKind>>,
-    pub load_cpus: Option<String>,
+    pub load_cpus: Option<Vec<u32>>,
     pub load_exec: Vec<String>,
     pub force: bool,
     pub load_settings: rtscope_load::LoadSettings,
-    /// auto, bpf, tracefs or off.
-    pub trace: String,
+    pub trace: Mechanism,
     pub trace_file: Option<PathBuf>,
-    /// flight or all.
-    pub trace_file_mode: String,
-    /// A duration or `off`.
-    pub checkpoint: Option<String>,
-    /// relevant or all.
-    pub trace_keep: Option<String>,
+    pub trace_file_mode: TraceFileMode,
+    /// `None`: 10 min when stored.
+    pub checkpoint: Option<Checkpoint>,
+    /// `None`: relevant, all under SCHED_OTHER.
+    pub trace_keep: Option<Keep>,
     pub bound: bool,
     pub bound_points: u32,
-    /// `--preset NAME` ([`crate::preset`]).
-    pub preset: Option<String>,
-}
-
-impl Default for MeasureFlags {
-    fn default() -> Self {
-        MeasureFlags {
-            cpus: None,
-            interval: 1000,
-            distance: 0,
-            aligned: false,
-            policy: Policy::Fifo,
-            priority: None,
-            nice: None,
-            dl_runtime: None,
-            dl_deadline: None,
-            dl_period: None,
-            dl_no_reset_on_fork: false,
-            dl_overrun: false,
-            duration: None,
-            loops: None,
-            timer: TimerMode::AbsNanosleep,
-            clock: ClockId::Monotonic,
-            no_dma_latency: false,
-            break_above: None,
-            threshold: None,
-            worst: 10,
-            linear_max: 10_000,
-            json: None,
-            histogram_file: None,
-            cyclictest_json: None,
-            raw: None,
-            quiet: false,
-            allow_unprivileged: false,
-            db: None,
-            no_store: false,
-            tags: Vec::new(),
-            load: None,
-            load_cpus: None,
-            load_exec: Vec::new(),
-            force: false,
-            load_settings: rtscope_load::LoadSettings::default(),
-            trace: "off".into(),
-            trace_file: None,
-            trace_file_mode: "flight".into(),
-            checkpoint: None,
-            trace_keep: None,
-            bound: false,
-            bound_points: 60,
-            preset: None,
-        }
-    }
+    pub preset: Option<Preset>,
+    /// The command line as it is stored with the run (passwords masked).
+    pub cmdline: Vec<String>,
+    /// How the caller names each field: the warnings of the plan refer to fields through it.
+    pub field_names: fn(Field) -> &'static str,
 }
 
 impl From<rtscope_load::LoadError> for VerbError {
@@ -125,16 +95,16 @@ impl From<rtscope_load::LoadError> for VerbError {
     }
 }
 
-/// Resolve `f` for `verb`; without `-D` or `-l` the run lasts `default_duration` seconds (None:
+/// Resolve `f` for `verb`; without a duration or loops the run lasts `default_duration` (None:
 /// until stopped).
 pub fn measure(
-    f: &MeasureFlags,
+    f: &MeasureRequest,
     verb: &str,
-    default_duration: Option<f64>,
+    default_duration: Option<Duration>,
 ) -> Result<Plan, VerbError> {
     let mut warnings = Vec::new();
-    let preset = crate::preset::apply(f)?;
-    let f = preset.as_ref().map_or(f, |p| &p.flags);
+    let preset = crate::preset::apply(f);
+    let f = preset.as_ref().map_or(f, |p| &p.request);
     if let Some(p) = &preset {
         if !p.overridden.is_empty() {
             warnings.warn(
@@ -147,52 +117,66 @@ pub fn measure(
             );
         }
     }
-    let cpus = input::cpus("--cpus", f.cpus.as_deref())?;
-    input::range("--interval", f.interval, 10, 10_000_000, " us")?;
-    input::range("--distance", f.distance, 0, 1_000_000, " us")?;
+    let cpus = input::online_cpus(Field::Cpus, f.cpus.as_deref())?;
+    input::field_range(Field::Interval, f.interval_us, 10, 10_000_000, " us")?;
+    input::field_range(Field::Distance, f.distance_us, 0, 1_000_000, " us")?;
     let mut policy = f.policy;
     let priority = match (policy, f.priority) {
-        (Policy::Fifo | Policy::Rr, p) => input::range("--priority", p.unwrap_or(95), 1, 99, "")?,
+        (Policy::Fifo | Policy::Rr, p) => {
+            input::field_range(Field::Priority, p.unwrap_or(95), 1, 99, "")?
+        }
         (_, Some(_)) => {
-            return Err(bad!(
-                "--priority: only applies to --policy fifo or rr (got --policy {})",
+            return Err(field!(
+                Field::Priority,
+                "only applies to {} fifo or rr (got {} {})",
+                Field::Policy,
+                Field::Policy,
                 policy.name()
             ))
         }
         (_, None) => 0,
     };
     let nice = match (policy, f.nice) {
-        (Policy::Other, n) => input::range("--nice", n.unwrap_or(0), -20, 19, "")?,
-        (_, Some(_)) => return Err(bad!("--nice: only applies to --policy other")),
+        (Policy::Other, n) => input::field_range(Field::Nice, n.unwrap_or(0), -20, 19, "")?,
+        (_, Some(_)) => {
+            return Err(field!(
+                Field::Nice,
+                "only applies to {} other",
+                Field::Policy
+            ))
+        }
         (_, None) => 0,
     };
-    let dl_given = f.dl_runtime.is_some() || f.dl_deadline.is_some() || f.dl_period.is_some();
+    let dl_given =
+        f.dl_runtime_us.is_some() || f.dl_deadline_us.is_some() || f.dl_period_us.is_some();
     if dl_given && policy != Policy::Deadline {
         return Err(bad!(
-            "--dl-runtime/--dl-deadline/--dl-period: only apply to --policy deadline"
+            "{}/{}/{}: only apply to {} deadline",
+            Field::DlRuntime,
+            Field::DlDeadline,
+            Field::DlPeriod,
+            Field::Policy
         ));
     }
     let deadline = if policy == Policy::Deadline {
-        let period = f.dl_period.unwrap_or(f.interval);
-        let dl = f.dl_deadline.unwrap_or(period);
-        let rt = f.dl_runtime.unwrap_or((f.interval / 10).max(50).min(dl));
+        let period = f.dl_period_us.unwrap_or(f.interval_us);
+        let dl = f.dl_deadline_us.unwrap_or(period);
+        let rt = f
+            .dl_runtime_us
+            .unwrap_or((f.interval_us / 10).max(50).min(dl));
         // Kernel limits: runtime ≥ 1024 ns, period ≥ sched_deadline_period_min_us (100 µs by
         // default) and ≤ sched_deadline_period_max_us (~4.2 s by default).
-        input::range("--dl-period", period, 100, 4_000_000, " us")?;
-        input::range(
-            "--dl-deadline",
-            dl,
-            2,
-            period,
-            " us (must be ≤ --dl-period)",
-        )?;
-        input::range("--dl-runtime", rt, 2, dl, " us (must be ≤ --dl-deadline)")?;
-        if f.dl_period.is_some() && period != f.interval {
+        input::field_range(Field::DlPeriod, period, 100, 4_000_000, " us")?;
+        let within_period = format!(" us (must be ≤ {})", Field::DlPeriod);
+        input::field_range(Field::DlDeadline, dl, 2, period, &within_period)?;
+        let within_deadline = format!(" us (must be ≤ {})", Field::DlDeadline);
+        input::field_range(Field::DlRuntime, rt, 2, dl, &within_deadline)?;
+        if f.dl_period_us.is_some() && period != f.interval_us {
             warnings.warn(
                 WarningCode::Other,
                 format!(
                     "DEADLINE period {period} us differs from the interval {} us",
-                    f.interval
+                    f.interval_us
                 ),
             );
         }
@@ -206,35 +190,32 @@ pub fn measure(
     } else {
         None
     };
-    let mut duration_s = match &f.duration {
-        Some(d) => Some(input::duration("--duration", d)?),
-        None => None,
-    };
+    let mut duration_s = f.duration.map(|d| d.as_secs_f64());
     if duration_s.is_none() && f.loops.is_none() {
-        duration_s = default_duration;
+        duration_s = default_duration.map(|d| d.as_secs_f64());
     }
     if let Some(l) = f.loops {
-        input::range("--loops", l, 1, u64::MAX / 2, "")?;
+        input::field_range(Field::Loops, l, 1, u64::MAX / 2, "")?;
     }
-    if let Some(b) = f.break_above {
-        input::range("--break-above", b, 1, 100_000_000, " us")?;
+    if let Some(b) = f.break_above_us {
+        input::field_range(Field::BreakAbove, b, 1, 100_000_000, " us")?;
     }
-    if let Some(t) = f.threshold {
-        input::range("--threshold", t, 1, 100_000_000, " us")?;
+    if let Some(t) = f.record_above_us {
+        input::field_range(Field::RecordAbove, t, 1, 100_000_000, " us")?;
     }
-    input::range("--worst", f.worst, 0, 10_000, "")?;
-    input::range("--linear-max", f.linear_max, 1, 1_000_000, " us")?;
-    for (flag, p) in [
-        ("--json", &f.json),
-        ("--histogram-file", &f.histogram_file),
-        ("--cyclictest-json", &f.cyclictest_json),
-        ("--raw", &f.raw),
+    input::field_range(Field::Worst, f.worst, 0, 10_000, "")?;
+    input::field_range(Field::LinearMax, f.linear_max_us, 1, 1_000_000, " us")?;
+    for (fld, p) in [
+        (Field::Json, &f.json),
+        (Field::HistogramFile, &f.histogram_file),
+        (Field::CyclictestJson, &f.cyclictest_json),
+        (Field::Raw, &f.raw),
     ] {
         if let Some(p) = p.as_deref().filter(|p| *p != std::path::Path::new("-")) {
-            input::output(flag, p)?;
+            output(fld, p)?;
         }
     }
-    let mut tags = input::tags("--tag", &f.tags)?;
+    let mut tags = f.tags.clone();
     if let Some(p) = &preset {
         tags.entry("preset".into()).or_insert_with(|| p.name.into());
     }
@@ -242,7 +223,7 @@ pub fn measure(
         None => None,
         Some(kinds) => {
             rtscope_load::check_kinds(kinds)?;
-            let lcpus = input::cpus("--load-cpus", f.load_cpus.as_deref())?;
+            let lcpus = input::online_cpus(Field::LoadCpus, f.load_cpus.as_deref())?;
             let opts = f
                 .load_settings
                 .options(lcpus, f.force, f.load_exec.clone())?;
@@ -250,81 +231,70 @@ pub fn measure(
             Some((kinds.clone(), opts))
         }
     };
-    let asked: rtscope_trace::Mechanism =
-        f.trace.parse().map_err(|e: String| bad!("--trace: {e}"))?;
+    let asked = f.trace;
     let trace = match rtscope_trace::check(asked) {
-        Ok(rtscope_trace::Mechanism::Off) if asked == rtscope_trace::Mechanism::Auto => {
+        Ok(Mechanism::Off) if asked == Mechanism::Auto => {
             warnings.warn(
                 WarningCode::Trace,
                 format!(
-                    "--trace=auto: no capture mechanism works here ({}); the run is untraced",
+                    "{}=auto: no capture mechanism works here ({}); the run is untraced",
+                    Field::Trace,
                     rtscope_trace::unavailable_reasons().join("; ")
                 ),
             );
-            rtscope_trace::Mechanism::Off
+            Mechanism::Off
         }
         Ok(m) => m,
-        // --trace=bpf|tracefs asked explicitly: fail fast with the reason, nothing started.
-        Err(e) => return Err(bad!("--trace={}: {e}", asked.name())),
+        // A mechanism asked explicitly: fail fast with the reason, nothing started.
+        Err(e) => return Err(bad!("{}={}: {e}", Field::Trace, asked.name())),
     };
-    if trace != rtscope_trace::Mechanism::Off && f.clock != ClockId::Monotonic {
+    if trace != Mechanism::Off && f.clock != ClockId::Monotonic {
         return Err(bad!(
-            "--clock realtime: tracing needs --clock monotonic (kernel event timestamps are CLOCK_MONOTONIC)"
+            "{c} realtime: tracing needs {c} monotonic (kernel event timestamps are CLOCK_MONOTONIC)",
+            c = Field::Clock
         ));
     }
-    if f.trace_file.is_some() && trace == rtscope_trace::Mechanism::Off {
-        return Err(bad!("--trace-file: needs --trace"));
+    if f.trace_file.is_some() && trace == Mechanism::Off {
+        return Err(field!(Field::TraceFile, "needs {}", Field::Trace));
     }
     if let Some(p) = &f.trace_file {
-        input::output("--trace-file", p)?;
+        output(Field::TraceFile, p)?;
     }
-    let trace_file_mode = match f.trace_file_mode.as_str() {
-        "flight" => TraceFileMode::default(),
-        "all" => TraceFileMode::All,
-        other => {
-            return Err(bad!(
-                "--trace-file-mode: must be flight or all; got '{other}'"
-            ))
-        }
-    };
     if !f.no_store {
         input::db_writable(f.db.as_deref())?;
     }
-    let checkpoint = match f.checkpoint.as_deref() {
+    let checkpoint = match f.checkpoint {
         None if f.no_store => None,
         None => Some(crate::DEFAULT_CHECKPOINT),
-        Some("off") => None,
-        Some(t) => {
-            if f.no_store {
-                return Err(bad!(
-                    "--checkpoint: checkpoints go to the results store; not with --no-store"
-                ));
-            }
-            let secs = input::duration("--checkpoint", t)?;
+        Some(Checkpoint::Off) => None,
+        Some(Checkpoint::Every(_)) if f.no_store => {
+            return Err(field!(
+                Field::Checkpoint,
+                "checkpoints go to the results store; not with {}",
+                Field::NoStore
+            ))
+        }
+        Some(Checkpoint::Every(d)) => {
+            let secs = d.as_secs_f64();
             if !(1.0..=7.0 * 86400.0).contains(&secs) {
-                return Err(bad!(
-                    "--checkpoint: {t} is out of range (1s ..= 7d, or off)"
+                return Err(field!(
+                    Field::Checkpoint,
+                    "{} is out of range (1s ..= 7d, or off)",
+                    rtscope_model::duration::human(secs)
                 ));
             }
-            Some(Duration::from_secs_f64(secs))
+            Some(d)
         }
     };
-    let trace_keep_asked = match &f.trace_keep {
-        Some(k) => {
-            if trace == rtscope_trace::Mechanism::Off {
-                return Err(bad!("--trace-keep: needs --trace"));
-            }
-            Some(
-                k.parse::<rtscope_trace::Keep>()
-                    .map_err(|e| bad!("--trace-keep: {e}"))?,
-            )
-        }
-        None => None,
-    };
-    input::range("--bound-points", f.bound_points, 1, 1000, "")?;
-    if f.bound && trace == rtscope_trace::Mechanism::Off {
-        return Err(bad!(
-            "--bound: needs a trace (--trace, --trace=bpf or --trace=tracefs): the bound is computed from the run's kernel events"
+    if f.trace_keep.is_some() && trace == Mechanism::Off {
+        return Err(field!(Field::TraceKeep, "needs {}", Field::Trace));
+    }
+    input::field_range(Field::BoundPoints, f.bound_points, 1, 1000, "")?;
+    if f.bound && trace == Mechanism::Off {
+        return Err(field!(
+            Field::Bound,
+            "needs a trace ({t}, {t}=bpf or {t}=tracefs): the bound is computed from the run's kernel events",
+            t = Field::Trace
         ));
     }
     // Privileges: one rule for every verb (crate::privilege).
@@ -333,8 +303,9 @@ pub fn measure(
     if !privs.allows(policy) {
         if f.allow_unprivileged {
             warnings.warn(WarningCode::NotRealtime, format!(
-                "not root and no CAP_SYS_NICE: measuring under SCHED_OTHER instead of {} (--allow-unprivileged); the figures are not real-time latencies",
-                policy.name()
+                "not root and no CAP_SYS_NICE: measuring under SCHED_OTHER instead of {} ({}); the figures are not real-time latencies",
+                policy.name(),
+                Field::AllowUnprivileged
             ));
             policy = Policy::Other;
         } else {
@@ -351,18 +322,18 @@ pub fn measure(
         } else {
             None
         },
-        interval_us: f.interval,
-        distance_us: f.distance,
+        interval_us: f.interval_us,
+        distance_us: f.distance_us,
         aligned: f.aligned,
         duration_s,
         loops: f.loops,
         timer: f.timer,
         clock: f.clock,
         hold_cpu_dma_latency: !f.no_dma_latency,
-        break_above_us: f.break_above,
-        threshold_us: f.threshold,
+        break_above_us: f.break_above_us,
+        threshold_us: f.record_above_us,
         worst_n: f.worst,
-        linear_max_us: f.linear_max,
+        linear_max_us: f.linear_max_us,
         loads: loads
             .as_ref()
             .map(|(k, _)| k.iter().map(|x| x.to_string()).collect())
@@ -382,24 +353,29 @@ pub fn measure(
     }
     // SCHED_OTHER measurement threads: their own switches and wake-ups are what the filter
     // leaves out, so keep everything.
-    let trace_keep = match (trace_keep_asked, policy) {
-        (Some(rtscope_trace::Keep::Relevant), Policy::Other) => {
+    let trace_keep = match (f.trace_keep, policy) {
+        (Some(Keep::Relevant), Policy::Other) => {
             return Err(bad!(
-                "--trace-keep relevant: not with --policy other (the filter leaves out SCHED_OTHER switches and wake-ups, the measured threads' own); use --trace-keep all"
+                "{k} relevant: not with {p} other (the filter leaves out SCHED_OTHER switches and wake-ups, the measured threads' own); use {k} all",
+                p = Field::Policy,
+                k = Field::TraceKeep
             ))
         }
         (Some(k), _) => k,
-        (None, Policy::Other) => rtscope_trace::Keep::All,
-        (None, _) => rtscope_trace::Keep::Relevant,
+        (None, Policy::Other) => Keep::All,
+        (None, _) => Keep::Relevant,
     };
+    for w in &mut warnings {
+        w.message = Field::render(&w.message, f.field_names);
+    }
     Ok(Plan {
         id: crate::record::new_run_id(),
         verb: verb.to_string(),
-        cmdline: crate::record::cmdline(),
+        cmdline: f.cmdline.clone(),
         tags,
         trace,
         trace_file: f.trace_file.clone(),
-        trace_file_mode,
+        trace_file_mode: f.trace_file_mode,
         trace_keep,
         bound_points: f.bound.then_some(f.bound_points),
         loads,
@@ -420,31 +396,31 @@ pub fn measure(
     })
 }
 
-/// `rtscope run`: the default job. Its plan is `measure`'s, traced (`--trace auto` unless
-/// `trace_asked`) and lasting `duration_s` unless told otherwise; its files go into
-/// `out/<run-id>/` (record, histogram, summary, report, and the trace when traced, which also
-/// carries the latency bound).
+/// An output file of the run can be written.
+fn output(fld: Field, p: &std::path::Path) -> Result<(), VerbError> {
+    rtscope_files::check_output(p, Some(input::OUTPUT_FILE_BYTES))
+        .map_err(|e| bad!("{fld} {}: {e}", p.display()))
+}
+
+/// `rtscope run`: the default job. Its plan is `measure`'s, lasting `duration` unless told
+/// otherwise; its files go into `out/<run-id>/` (record, histogram, summary, report, and the
+/// trace when traced, which also carries the latency bound).
 pub fn default_job(
-    f: &MeasureFlags,
-    trace_asked: bool,
-    duration_s: f64,
+    f: &MeasureRequest,
+    duration: Duration,
     out: &std::path::Path,
 ) -> Result<Plan, VerbError> {
-    let mut flags = f.clone();
-    if !trace_asked {
-        flags.trace = "auto".into();
-    }
-    let mut plan = measure(&flags, "run", Some(duration_s))?;
+    let mut plan = measure(f, "run", Some(duration))?;
     let dir = out.join(&plan.id);
     // The run's files (record, report, histogram, flight-recorder trace) take a few MB; a run
     // must not go for its whole duration only to find the disk full.
     rtscope_files::check_output_dir(&dir, Some(RUN_DIR_BYTES))
-        .map_err(|e| bad!("--out {}: {e}", dir.display()))?;
-    if plan.trace != rtscope_trace::Mechanism::Off {
+        .map_err(|e| bad!("{} {}: {e}", Field::OutDir, dir.display()))?;
+    if plan.trace != Mechanism::Off {
         if plan.trace_file.is_none() {
             plan.trace_file = Some(dir.join("trace.rtt"));
         }
-        plan.bound_points.get_or_insert(flags.bound_points);
+        plan.bound_points.get_or_insert(f.bound_points);
     }
     plan.outputs.run_dir = Some(dir);
     Ok(plan)
@@ -455,128 +431,167 @@ pub fn default_job(
 const RUN_DIR_BYTES: u64 = 16 << 20;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn refused(f: &MeasureFlags) -> String {
+    /// The request the cli builds from `rtscope measure` with no flags.
+    pub(crate) fn request() -> MeasureRequest {
+        MeasureRequest {
+            cpus: None,
+            interval_us: 1000,
+            distance_us: 0,
+            aligned: false,
+            policy: Policy::Fifo,
+            priority: None,
+            nice: None,
+            dl_runtime_us: None,
+            dl_deadline_us: None,
+            dl_period_us: None,
+            dl_no_reset_on_fork: false,
+            dl_overrun: false,
+            duration: None,
+            loops: None,
+            timer: TimerMode::AbsNanosleep,
+            clock: ClockId::Monotonic,
+            no_dma_latency: false,
+            break_above_us: None,
+            record_above_us: None,
+            worst: 10,
+            linear_max_us: 10_000,
+            json: None,
+            histogram_file: None,
+            cyclictest_json: None,
+            raw: None,
+            quiet: false,
+            allow_unprivileged: false,
+            db: None,
+            no_store: false,
+            tags: BTreeMap::new(),
+            load: None,
+            load_cpus: None,
+            load_exec: Vec::new(),
+            force: false,
+            load_settings: rtscope_load::LoadSettings::default(),
+            trace: Mechanism::Off,
+            trace_file: None,
+            trace_file_mode: TraceFileMode::default(),
+            checkpoint: None,
+            trace_keep: None,
+            bound: false,
+            bound_points: 60,
+            preset: None,
+            cmdline: Vec::new(),
+            field_names: Field::key,
+        }
+    }
+
+    fn refused(f: &MeasureRequest) -> String {
         match measure(f, "measure", None) {
             Err(e) => e.to_string(),
             Ok(_) => panic!("accepted: {f:?}"),
         }
     }
 
-    fn other() -> MeasureFlags {
-        MeasureFlags {
+    fn other() -> MeasureRequest {
+        MeasureRequest {
             policy: Policy::Other,
             no_store: true,
-            ..MeasureFlags::default()
+            ..request()
         }
     }
 
-    /// Flag combinations refused before anything starts, with the exact line.
+    /// Requests refused before anything starts, with the exact line (fields as tokens: the
+    /// caller names them).
     #[test]
-    fn refusals_name_the_flag_and_the_range() {
-        let rows: Vec<(MeasureFlags, &str)> = vec![
+    fn refusals_name_the_field_and_the_range() {
+        let rows: Vec<(MeasureRequest, &str)> = vec![
             (
-                MeasureFlags { interval: 5, ..other() },
-                "--interval: 5 is out of range (10..=10000000 us)",
+                MeasureRequest { interval_us: 5, ..other() },
+                "⟨interval⟩: 5 is out of range (10..=10000000 us)",
             ),
             (
-                MeasureFlags { distance: 2_000_000, ..other() },
-                "--distance: 2000000 is out of range (0..=1000000 us)",
+                MeasureRequest { distance_us: 2_000_000, ..other() },
+                "⟨distance⟩: 2000000 is out of range (0..=1000000 us)",
             ),
             (
-                MeasureFlags { policy: Policy::Fifo, priority: Some(100), ..other() },
-                "--priority: 100 is out of range (1..=99)",
+                MeasureRequest { policy: Policy::Fifo, priority: Some(100), ..other() },
+                "⟨priority⟩: 100 is out of range (1..=99)",
             ),
             (
-                MeasureFlags { priority: Some(50), ..other() },
-                "--priority: only applies to --policy fifo or rr (got --policy other)",
+                MeasureRequest { priority: Some(50), ..other() },
+                "⟨priority⟩: only applies to ⟨policy⟩ fifo or rr (got ⟨policy⟩ other)",
             ),
             (
-                MeasureFlags { policy: Policy::Fifo, nice: Some(5), ..other() },
-                "--nice: only applies to --policy other",
+                MeasureRequest { policy: Policy::Fifo, nice: Some(5), ..other() },
+                "⟨nice⟩: only applies to ⟨policy⟩ other",
             ),
             (
-                MeasureFlags { nice: Some(30), ..other() },
-                "--nice: 30 is out of range (-20..=19)",
+                MeasureRequest { nice: Some(30), ..other() },
+                "⟨nice⟩: 30 is out of range (-20..=19)",
             ),
             (
-                MeasureFlags { dl_period: Some(1000), ..other() },
-                "--dl-runtime/--dl-deadline/--dl-period: only apply to --policy deadline",
+                MeasureRequest { dl_period_us: Some(1000), ..other() },
+                "⟨dl_runtime⟩/⟨dl_deadline⟩/⟨dl_period⟩: only apply to ⟨policy⟩ deadline",
             ),
             (
-                MeasureFlags {
+                MeasureRequest {
                     policy: Policy::Deadline,
-                    dl_runtime: Some(900),
-                    dl_period: Some(500),
+                    dl_runtime_us: Some(900),
+                    dl_period_us: Some(500),
                     ..other()
                 },
-                "--dl-runtime: 900 is out of range (2..=500 us (must be ≤ --dl-deadline))",
+                "⟨dl_runtime⟩: 900 is out of range (2..=500 us (must be ≤ ⟨dl_deadline⟩))",
             ),
             (
-                MeasureFlags { policy: Policy::Deadline, dl_period: Some(50), ..other() },
-                "--dl-period: 50 is out of range (100..=4000000 us)",
+                MeasureRequest { policy: Policy::Deadline, dl_period_us: Some(50), ..other() },
+                "⟨dl_period⟩: 50 is out of range (100..=4000000 us)",
             ),
             (
-                MeasureFlags { duration: Some("31d".into()), ..other() },
-                "--duration: 31d is out of range (1ms ..= 30d)",
+                MeasureRequest { loops: Some(0), ..other() },
+                "⟨loops⟩: 0 is out of range (1..=9223372036854775807)",
             ),
             (
-                MeasureFlags { loops: Some(0), ..other() },
-                "--loops: 0 is out of range (1..=9223372036854775807)",
+                MeasureRequest { worst: 20_000, ..other() },
+                "⟨worst⟩: 20000 is out of range (0..=10000)",
             ),
             (
-                MeasureFlags { worst: 20_000, ..other() },
-                "--worst: 20000 is out of range (0..=10000)",
+                MeasureRequest { linear_max_us: 0, ..other() },
+                "⟨linear_max⟩: 0 is out of range (1..=1000000 us)",
             ),
             (
-                MeasureFlags { linear_max: 0, ..other() },
-                "--linear-max: 0 is out of range (1..=1000000 us)",
-            ),
-            (
-                MeasureFlags { tags: vec!["nokv".into()], ..other() },
-                "--tag: 'nokv' is not key=value",
-            ),
-            (
-                MeasureFlags {
+                MeasureRequest {
                     load: Some(vec![rtscope_load::LoadKind::Io, rtscope_load::LoadKind::Disk]),
                     ..other()
                 },
                 "--load: 'disk' overlaps 'io' in 'io,disk' (io = hackbench+disk+net)",
             ),
             (
-                MeasureFlags { trace: "sometimes".into(), ..other() },
-                "--trace: must be one of auto, bpf, tracefs, off; got 'sometimes'",
+                MeasureRequest { trace_file: Some("x.rtt".into()), ..other() },
+                "⟨trace_file⟩: needs ⟨trace⟩",
             ),
             (
-                MeasureFlags { trace_file: Some("x.rtt".into()), ..other() },
-                "--trace-file: needs --trace",
+                MeasureRequest {
+                    checkpoint: Some(Checkpoint::Every(Duration::from_secs(300))),
+                    ..other()
+                },
+                "⟨checkpoint⟩: checkpoints go to the results store; not with ⟨no_store⟩",
             ),
             (
-                MeasureFlags { trace_file_mode: "most".into(), ..other() },
-                "--trace-file-mode: must be flight or all; got 'most'",
+                MeasureRequest { trace_keep: Some(Keep::All), ..other() },
+                "⟨trace_keep⟩: needs ⟨trace⟩",
             ),
             (
-                MeasureFlags { checkpoint: Some("5m".into()), ..other() },
-                "--checkpoint: checkpoints go to the results store; not with --no-store",
+                MeasureRequest { bound_points: 0, ..other() },
+                "⟨bound_points⟩: 0 is out of range (1..=1000)",
             ),
             (
-                MeasureFlags { trace_keep: Some("all".into()), ..other() },
-                "--trace-keep: needs --trace",
-            ),
-            (
-                MeasureFlags { bound_points: 0, ..other() },
-                "--bound-points: 0 is out of range (1..=1000)",
-            ),
-            (
-                MeasureFlags { bound: true, ..other() },
-                "--bound: needs a trace (--trace, --trace=bpf or --trace=tracefs): the bound is computed from the run's kernel events",
+                MeasureRequest { bound: true, ..other() },
+                "⟨bound⟩: needs a trace (⟨trace⟩, ⟨trace⟩=bpf or ⟨trace⟩=tracefs): the bound is computed from the run's kernel events",
             ),
         ];
-        for (flags, want) in rows {
-            match measure(&flags, "measure", None) {
-                Err(VerbError::BadInput(got)) => assert_eq!(got, want),
+        for (req, want) in rows {
+            match measure(&req, "measure", None) {
+                Err(e) if e.is_bad_input() => assert_eq!(e.to_string(), want),
                 Err(e) => panic!("{want}: not bad input: {e}"),
                 Ok(_) => panic!("{want}: accepted"),
             }
@@ -585,37 +600,35 @@ mod tests {
 
     #[test]
     fn checkpoints_need_the_store_and_a_sane_period() {
-        let stored = |c: &str| MeasureFlags {
-            checkpoint: Some(c.into()),
+        let every = |s: u64| Some(Checkpoint::Every(Duration::from_secs(s)));
+        let stored = |c| MeasureRequest {
+            checkpoint: c,
             no_store: false,
             db: Some("/proc/rtscope/r.db".into()),
             ..other()
         };
-        // The database's directory is checked first: a refusal names --db.
-        let e = refused(&stored("5m"));
+        // The database's directory is checked first: a refusal names the database.
+        let e = refused(&stored(every(300)));
         assert!(e.starts_with("--db /proc/rtscope/r.db: "), "{e}");
         let d = tempfile::tempdir().unwrap();
         let db = d.path().join("r.db").display().to_string();
-        for (c, want) in [
-            ("0s", "--checkpoint: 0s is out of range (1ms ..= 30d)"),
-            ("9d", "--checkpoint: 9d is out of range (1s ..= 7d, or off)"),
-        ] {
-            let f = MeasureFlags {
-                db: Some(db.clone()),
-                ..stored(c)
-            };
-            assert_eq!(refused(&f), want);
-        }
-        let f = MeasureFlags {
+        let f = MeasureRequest {
             db: Some(db.clone()),
-            ..stored("off")
+            ..stored(every(9 * 86400))
+        };
+        assert_eq!(
+            refused(&f),
+            "⟨checkpoint⟩: 9d is out of range (1s ..= 7d, or off)"
+        );
+        let f = MeasureRequest {
+            db: Some(db.clone()),
+            ..stored(Some(Checkpoint::Off))
         };
         let p = measure(&f, "measure", None).unwrap();
         assert_eq!(p.store.map(|s| s.checkpoint), Some(None));
-        let f = MeasureFlags {
-            checkpoint: None,
+        let f = MeasureRequest {
             db: Some(db),
-            ..stored("")
+            ..stored(None)
         };
         let p = measure(&f, "measure", None).unwrap();
         assert_eq!(
@@ -624,9 +637,9 @@ mod tests {
         );
     }
 
-    /// Accepted combinations and the configuration they resolve to.
+    /// Accepted requests and the configuration they resolve to.
     #[test]
-    fn accepted_flags_resolve_to_the_config() {
+    fn accepted_requests_resolve_to_the_config() {
         let online = match rtscope_probe::sys::online_cpus() {
             Ok(o) => o,
             Err(e) => {
@@ -634,17 +647,18 @@ mod tests {
                 return;
             }
         };
-        let f = MeasureFlags {
-            cpus: Some(online[0].to_string()),
-            interval: 500,
-            distance: 100,
+        let minute = Some(Duration::from_secs(60));
+        let f = MeasureRequest {
+            cpus: Some(vec![online[0]]),
+            interval_us: 500,
+            distance_us: 100,
             nice: Some(-5),
-            duration: Some("2m".into()),
+            duration: Some(Duration::from_secs(120)),
             timer: TimerMode::Timerfd,
-            tags: vec!["k=v".into()],
+            tags: [("k".to_string(), "v".to_string())].into(),
             ..other()
         };
-        let p = measure(&f, "measure", Some(60.0)).unwrap();
+        let p = measure(&f, "measure", minute).unwrap();
         let c = &p.config;
         assert_eq!(
             (
@@ -661,28 +675,31 @@ mod tests {
             (Some(120.0), TimerMode::Timerfd, Policy::Other)
         );
         assert_eq!(p.tags.get("k").map(String::as_str), Some("v"));
-        assert_eq!(
-            (c.trace.as_str(), p.trace_keep),
-            ("off", rtscope_trace::Keep::All)
-        );
+        assert_eq!((c.trace.as_str(), p.trace_keep), ("off", Keep::All));
         assert!(p.store.is_none() && p.loads.is_none() && p.bound_points.is_none());
-        // No -D and no -l: the verb's default duration; -l alone runs by count.
-        let p = measure(&other(), "run", Some(60.0)).unwrap();
+        // A CPU that is not online is refused, naming the field.
+        let e = refused(&MeasureRequest {
+            cpus: Some(vec![4095]),
+            ..other()
+        });
+        assert!(e.starts_with("⟨cpus⟩: CPU 4095 is not online"), "{e}");
+        // No duration and no loops: the verb's default duration; loops alone run by count.
+        let p = measure(&other(), "run", minute).unwrap();
         assert_eq!((p.verb.as_str(), p.config.duration_s), ("run", Some(60.0)));
         let p = measure(
-            &MeasureFlags {
+            &MeasureRequest {
                 loops: Some(10),
                 ..other()
             },
             "run",
-            Some(60.0),
+            minute,
         )
         .unwrap();
         assert_eq!((p.config.duration_s, p.config.loops), (None, Some(10)));
         if crate::privilege::Privileges::current().sys_nice {
-            let f = MeasureFlags {
+            let f = MeasureRequest {
                 policy: Policy::Deadline,
-                interval: 1000,
+                interval_us: 1000,
                 ..other()
             };
             let d = measure(&f, "measure", None)
@@ -696,7 +713,7 @@ mod tests {
                 (100_000, 1_000_000, 1_000_000, true)
             );
             let p = measure(
-                &MeasureFlags {
+                &MeasureRequest {
                     policy: Policy::Fifo,
                     ..other()
                 },
@@ -704,10 +721,7 @@ mod tests {
                 None,
             )
             .unwrap();
-            assert_eq!(
-                (p.config.priority, p.trace_keep),
-                (95, rtscope_trace::Keep::Relevant)
-            );
+            assert_eq!((p.config.priority, p.trace_keep), (95, Keep::Relevant));
         } else {
             rtscope_testkit::skipped("DEADLINE/FIFO resolution needs CAP_SYS_NICE");
         }

@@ -51,7 +51,7 @@ pub fn file(a: &AnalyzeFlags, json: &JsonDest) -> Result<(), VerbError> {
     };
     json.check()?;
     if a.top > 10_000 {
-        return Err(bad!("--top: must be 0..=10000, got {}", a.top));
+        return Err(bad!("--worst: must be 0..=10000, got {}", a.top));
     }
     if !(1..=1_000_000).contains(&a.gap_threshold_us) {
         return Err(bad!(
@@ -222,7 +222,7 @@ mod tests {
                 JsonDest(None),
                 "FILE: the .rtt trace file to analyse is required",
             ),
-            (AnalyzeFlags { top: 10_001, ..f.clone() }, JsonDest(None), "--top: must be 0..=10000, got 10001"),
+            (AnalyzeFlags { top: 10_001, ..f.clone() }, JsonDest(None), "--worst: must be 0..=10000, got 10001"),
             (
                 AnalyzeFlags { gap_threshold_us: 0, ..f.clone() },
                 JsonDest(None),

@@ -98,7 +98,7 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
         None => rtscope_trace::Keep::Relevant,
         Some(k) => k
             .parse::<rtscope_trace::Keep>()
-            .map_err(|e| bad!("--keep: {e}"))?,
+            .map_err(|e| bad!("--trace-keep: {e}"))?,
     };
     // The preemptirq events go to the thread analysis (`rtscope bound --trace`), which follows
     // every switch: the relevance filter would take some away. The eBPF capture has no
@@ -106,8 +106,8 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
     let mech = if a.preemptirq {
         if keep == rtscope_trace::Keep::Relevant {
             return Err(bad!(
-                "--keep relevant: --preemptirq needs every switch (the thread analysis follows \
-                 each one): use --keep all or leave --keep out"
+                "--trace-keep relevant: --preemptirq needs every switch (the thread analysis follows \
+                 each one): use --trace-keep all or leave --trace-keep out"
             ));
         }
         match mech {
@@ -259,14 +259,14 @@ mod tests {
                     keep: Some("some".into()),
                     ..r.clone()
                 },
-                "--keep: ",
+                "--trace-keep: ",
             ),
             (
                 Record {
                     preemptirq: true,
                     ..r.clone()
                 },
-                "--keep relevant: --preemptirq needs every switch",
+                "--trace-keep relevant: --preemptirq needs every switch",
             ),
             (
                 Record {

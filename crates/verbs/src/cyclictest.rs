@@ -6,13 +6,13 @@
 //! footer to ns but the `-h` buckets stay 1 µs wide.
 
 use crate::input::{self, bad, VerbError};
-use crate::resolve::MeasureFlags;
+use crate::resolve::MeasureRequest;
 use rtscope_model::Policy;
 use rtscope_report::cyclictest_args::{parse, CtFlags};
 use std::io::{IsTerminal, Write};
 
-/// Map cyclictest flags onto rtscope's measurement flags.
-pub fn measure_flags(ct: &CtFlags) -> Result<MeasureFlags, VerbError> {
+/// Map cyclictest flags onto a measurement request; the rest is `base` (the caller's defaults).
+pub fn measure_request(ct: &CtFlags, base: MeasureRequest) -> Result<MeasureRequest, VerbError> {
     let online = rtscope_probe::sys::online_cpus().map_err(VerbError::failed)?;
     let affinity: Vec<u32> = match (&ct.affinity, ct.smp) {
         (Some(Some(list)), _) => {
@@ -69,24 +69,30 @@ pub fn measure_flags(ct: &CtFlags) -> Result<MeasureFlags, VerbError> {
     }
     let hist = ct.hist.unwrap_or(10_000);
     input::range("cyclictest -h/-H", hist, 1, 1_000_000, " us")?;
-    Ok(MeasureFlags {
-        cpus: Some(input::fmt_cpus(&cpus)),
-        interval: ct.interval,
-        distance: ct.distance,
+    let duration = ct
+        .duration
+        .as_deref()
+        .map(|d| input::duration("cyclictest -D", d));
+    Ok(MeasureRequest {
+        cpus: Some(cpus),
+        interval_us: ct.interval,
+        distance_us: ct.distance,
         policy,
         priority: rt.then_some(ct.prio),
-        duration: ct.duration.clone(),
+        duration: duration
+            .transpose()?
+            .map(std::time::Duration::from_secs_f64),
         loops: ct.loops,
-        break_above: ct.breaktrace,
+        break_above_us: ct.breaktrace,
         // Overflow cycle numbers: cyclictest lists every sample ≥ the histogram size, so keep
         // every sample above (size − 1) µs; the writer filters to ≥ size.
-        threshold: ct.hist.map(|h| (h as u64).saturating_sub(1).max(1)),
-        linear_max: hist.saturating_sub(1).max(1),
+        record_above_us: ct.hist.map(|h| (h as u64).saturating_sub(1).max(1)),
+        linear_max_us: hist.saturating_sub(1).max(1),
         quiet: true,
         // The drop-in behaves like cyclictest: it prints, it does not store.
         no_store: true,
-        tags: vec!["compat=cyclictest".into()],
-        ..MeasureFlags::default()
+        tags: [("compat".to_string(), "cyclictest".to_string())].into(),
+        ..base
     })
 }
 
@@ -136,13 +142,14 @@ impl crate::View for CtView {
     }
 }
 
-pub fn run(argv: &[String]) -> Result<(), VerbError> {
+/// Run cyclictest's `argv`; what cyclictest has no flag for is `base` (the caller's defaults).
+pub fn run(argv: &[String], base: MeasureRequest) -> Result<(), VerbError> {
     let ct = parse(argv).map_err(VerbError::BadInput)?;
     if ct.help {
         println!("rtscope cyclictest: drop-in for rt-tests' cyclictest.\nSupported flags: -m -S -t [N] -a [CPUS] -p PRIO -i US -d US -D TIME -l LOOPS -h US -H US -q -N -b US --policy NAME --json FILE");
         return Ok(());
     }
-    let mf = measure_flags(&ct)?;
+    let mf = measure_request(&ct, base)?;
     if let Some(j) = &ct.json {
         input::output("cyclictest --json", std::path::Path::new(j))?;
     }
@@ -200,9 +207,10 @@ pub fn run(argv: &[String]) -> Result<(), VerbError> {
 mod tests {
     use super::*;
 
-    fn flags(s: &str) -> Result<MeasureFlags, VerbError> {
+    fn flags(s: &str) -> Result<MeasureRequest, VerbError> {
         let argv: Vec<String> = s.split_whitespace().map(String::from).collect();
-        measure_flags(&parse(&argv).map_err(VerbError::BadInput)?)
+        let base = crate::resolve::tests::request();
+        measure_request(&parse(&argv).map_err(VerbError::BadInput)?, base)
     }
 
     #[test]
@@ -218,21 +226,29 @@ mod tests {
         // and does not store.
         let m = flags("").unwrap();
         assert_eq!(
-            (m.cpus.clone(), m.policy, m.priority, m.interval, m.distance),
-            (Some(online[0].to_string()), Policy::Other, None, 1000, 500)
+            (
+                m.cpus.clone(),
+                m.policy,
+                m.priority,
+                m.interval_us,
+                m.distance_us
+            ),
+            (Some(vec![online[0]]), Policy::Other, None, 1000, 500)
         );
-        assert_eq!((m.threshold, m.linear_max), (None, 9999));
-        assert!(m.quiet && m.no_store && m.tags == ["compat=cyclictest"]);
+        assert_eq!((m.record_above_us, m.linear_max_us), (None, 9999));
+        assert!(
+            m.quiet && m.no_store && m.tags.get("compat").map(String::as_str) == Some("cyclictest")
+        );
         let m = flags("-m -p 80 -i 200 -d0 -h 100 -l 1000 -b 500").unwrap();
         assert_eq!(
-            (m.policy, m.priority, m.interval, m.distance),
+            (m.policy, m.priority, m.interval_us, m.distance_us),
             (Policy::Fifo, Some(80), 200, 0)
         );
         // Overflow cycles: every sample ≥ the histogram size is kept.
-        assert_eq!((m.threshold, m.linear_max), (Some(99), 99));
-        assert_eq!((m.loops, m.break_above), (Some(1000), Some(500)));
+        assert_eq!((m.record_above_us, m.linear_max_us), (Some(99), 99));
+        assert_eq!((m.loops, m.break_above_us), (Some(1000), Some(500)));
         let m = flags("-S -p 90 --policy rr").unwrap();
-        assert_eq!(m.cpus, Some(input::fmt_cpus(&online)));
+        assert_eq!(m.cpus, Some(online.clone()));
         assert_eq!(m.policy, Policy::Rr);
         let rows: Vec<(&str, String)> = vec![
             (

@@ -656,7 +656,7 @@ pub fn trace_bursts(v: &str) -> Result<rtscope_model::TraceBursts, crate::input:
 /// Validate everything, bind the endpoint, then measure until stopped (or `-D`), serving the
 /// metrics and checkpointing the record into the store every window.
 pub fn run(
-    flags: &crate::resolve::MeasureFlags,
+    flags: &crate::resolve::MeasureRequest,
     mf: &MonitorFlags,
 ) -> Result<(), crate::input::VerbError> {
     if flags.checkpoint.is_some() {
@@ -667,11 +667,13 @@ pub fn run(
     let window = crate::input::duration_in("--window", &mf.window, 1.0, 86_400.0)?;
     let mut f = flags.clone();
     if !f.no_store {
-        f.checkpoint = Some(format!("{window}s"));
+        f.checkpoint = Some(crate::resolve::Checkpoint::Every(Duration::from_secs_f64(
+            window,
+        )));
     }
     let bursts = mf.trace_burst.as_deref().map(trace_bursts).transpose()?;
-    if bursts.is_some() && f.trace == "off" {
-        f.trace = "auto".into();
+    if bursts.is_some() && f.trace == rtscope_trace::Mechanism::Off {
+        f.trace = rtscope_trace::Mechanism::Auto;
     }
     let mut plan = crate::resolve::measure(&f, "monitor", None)?;
     plan.config.trace_bursts = bursts;

@@ -89,7 +89,7 @@ pub fn check_noise(p: &NoisePlan) -> Result<(), VerbError> {
     }
     if let Some(t) = p.threshold_us {
         if !(1..=1_000_000).contains(&t) {
-            return Err(bad!("--threshold: must be 1..=1000000 µs; got {t}"));
+            return Err(bad!("--min-noise: must be 1..=1000000 µs; got {t}"));
         }
     }
     if let Some(t) = p.stop_us {
@@ -482,7 +482,7 @@ mod tests {
             ..np()
         })
         .unwrap_err();
-        assert!(e.to_string().starts_with("--threshold"));
+        assert!(e.to_string().starts_with("--min-noise"));
     }
 
     #[test]

@@ -205,7 +205,7 @@ pub fn compare(
     })?;
     if let Some(t) = q.threshold {
         if !(0.0..=10_000.0).contains(&t) {
-            return Err(bad!("--threshold: must be 0..=10000 percent, got {t}"));
+            return Err(bad!("--fail-above-pct: must be 0..=10000 percent, got {t}"));
         }
     }
     let mut ids = q.runs.to_vec();
@@ -438,7 +438,7 @@ mod tests {
         );
         assert_eq!(
             c("p99", Some(-1.0), &ids),
-            "--threshold: must be 0..=10000 percent, got -1"
+            "--fail-above-pct: must be 0..=10000 percent, got -1"
         );
         assert_eq!(
             c("p99", None, &ids[..1]),

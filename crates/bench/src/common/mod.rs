@@ -116,15 +116,15 @@ pub trait Values {
     fn require_realtime(&self, verb: &str, why: &str) -> std::result::Result<(), Self::Error>;
 }
 
-/// The one CPU a benchmark pins every thread to: `--cpus` with exactly one online CPU, or
+/// The one CPU a benchmark pins every thread to: `--cpu`, an online CPU, or
 /// [`default_cpu`].
 pub fn one_cpu<V: Values>(v: &V, spec: Option<&str>) -> std::result::Result<u32, V::Error> {
     match spec {
         None => Ok(default_cpu()),
-        Some(s) => match v.cpus("--cpus", Some(s))?.as_slice() {
+        Some(s) => match v.cpus("--cpu", Some(s))?.as_slice() {
             [c] => Ok(*c),
             many => Err(BenchError::Invalid(format!(
-                "--cpus: this benchmark runs on one CPU, got {} ({s}); give one, e.g. --cpus {}",
+                "--cpu: this benchmark runs on one CPU, got {} ({s}); give one, e.g. --cpu {}",
                 many.len(),
                 many[many.len() - 1]
             ))
@@ -185,7 +185,7 @@ pub(crate) mod tests {
         assert_eq!(one_cpu(&NoMachine, None).unwrap(), default_cpu());
         assert_eq!(
             one_cpu(&NoMachine, Some("0-1")).unwrap_err().to_string(),
-            "--cpus: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. --cpus 1"
+            "--cpu: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. --cpu 1"
         );
     }
 }

@@ -123,7 +123,7 @@ impl Config {
             ));
         }
         if !(100_000_000..=3_600_000_000_000).contains(&self.max_duration_ns) {
-            return bad("--max-seconds: must be 0.1..=3600".to_string());
+            return bad("--timeout: must be 0.1s..=1h".to_string());
         }
         for m in &self.only {
             if !METRICS.contains(&m.as_str()) {
@@ -1131,10 +1131,9 @@ impl Flags {
     ) -> std::result::Result<Config, V::Error> {
         let secs = self.max_seconds;
         if !secs.is_finite() || !(0.1..=3600.0).contains(&secs) {
-            return Err(BenchError::Invalid(format!(
-                "--max-seconds: must be 0.1..=3600, got {secs}"
-            ))
-            .into());
+            return Err(
+                BenchError::Invalid(format!("--timeout: must be 0.1s..=1h, got {secs} s")).into(),
+            );
         }
         for m in &self.only {
             if !METRICS.contains(&m.as_str()) {
@@ -1222,7 +1221,7 @@ mod tests {
                     max_seconds: 0.0,
                     ..f.clone()
                 },
-                "--max-seconds: must be 0.1..=3600, got 0".into(),
+                "--timeout: must be 0.1s..=1h, got 0 s".into(),
             ),
             (
                 Flags {

@@ -10,8 +10,8 @@ pub struct Args {
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
     /// How many worst samples to show with their full timeline (0..=10000).
-    #[arg(long = "top", default_value_t = 10)]
-    top: usize,
+    #[arg(long = "worst", default_value_t = 10)]
+    worst: usize,
     /// Eventless stretches at least this long (µs) count as "no guest activity" (1..=1000000).
     #[arg(long = "gap-threshold-us", default_value_t = 100)]
     gap_threshold_us: u64,
@@ -38,7 +38,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     }
     let f = rtscope_verbs::analyze::AnalyzeFlags {
         file: a.file,
-        top: a.top,
+        top: a.worst,
         gap_threshold_us: a.gap_threshold_us,
         busy_gap_threshold_us: a.busy_gap_threshold_us,
         threshold_us: a.threshold_us,

@@ -1,11 +1,127 @@
-//! The flags every verb shares (`--json`, the output group, `--db`) and the value parsers of the
-//! libraries' typed choices; what they mean is in `rtscope_session::{input, outputs}`.
+//! The flags every verb shares (`--json`, the output and store groups, `--db`), the typed values
+//! of the one grammar (durations, CPU lists, one CPU, tags) and the value parsers of the
+//! libraries' typed choices; what they mean is in `rtscope_session::{input, outputs}`. Each is a
+//! clap value parser, so a refusal names the flag and what it accepts.
 
 use anyhow::Result;
 use clap::builder::{PossibleValue, PossibleValuesParser, StringValueParser, TypedValueParser};
 use rtscope_session::outputs::{JsonDest, RecordOutputs};
 use std::ffi::OsStr;
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// A duration in the one grammar (`30s`, `1.5h`, `250ms`; a bare number is seconds) within
+/// `lo..=hi` seconds.
+pub fn duration(lo: f64, hi: f64) -> impl TypedValueParser<Value = Duration> {
+    StringValueParser::new().try_map(move |s| {
+        rtscope_model::duration::parse_secs_in(&s, lo, hi).map(Duration::from_secs_f64)
+    })
+}
+
+/// A duration of 1 ms ..= 30 days (`-D` of every verb).
+pub fn run_time() -> impl TypedValueParser<Value = Duration> {
+    duration(0.001, 30.0 * 86400.0)
+}
+
+/// A latency or period in whole microseconds, written as a duration (`50us`, `1ms`, `0.5ms`);
+/// a bare number is microseconds, as cyclictest and the kernel's tracers count.
+pub fn micros(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if let Ok(n) = t.parse::<u64>() {
+        return Ok(n);
+    }
+    let secs = rtscope_model::duration::parse_secs(t)?;
+    let us = secs * 1e6;
+    if us.fract().abs() > 1e-6 || us < 0.0 || us > u64::MAX as f64 {
+        return Err(format!("'{s}' is not a whole number of microseconds"));
+    }
+    Ok(us.round() as u64)
+}
+
+/// [`micros`] into a `u32`.
+pub fn micros32(s: &str) -> Result<u32, String> {
+    let v = micros(s)?;
+    u32::try_from(v).map_err(|_| format!("'{s}' is out of range (at most {} us)", u32::MAX))
+}
+
+/// A CPU list (`0,2-3`): syntax here; that each CPU is online is the session's check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<u32>);
+
+impl std::str::FromStr for CpuList {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CpuList, String> {
+        match rtscope_probe::sys::parse_cpu_list(s) {
+            Ok(v) if v.is_empty() => Err("empty CPU list".into()),
+            Ok(v) => Ok(CpuList(v)),
+            Err(e) => Err(format!("{e} (expected a list like 0,2-3)")),
+        }
+    }
+}
+
+impl std::fmt::Display for CpuList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&rtscope_session::input::fmt_cpus(&self.0))
+    }
+}
+
+/// `--cpus LIST`: the CPUs a verb uses [default: every online CPU].
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CpuListArg {
+    /// CPUs, e.g. 0,2-3 [default: all online CPUs]
+    #[arg(short = 'c', long = "cpus", value_name = "LIST")]
+    pub cpus: Option<CpuList>,
+}
+
+impl CpuListArg {
+    /// The list as the libraries' string form (`None`: all online).
+    pub fn spec(&self) -> Option<String> {
+        self.cpus.as_ref().map(ToString::to_string)
+    }
+    /// The list against the online CPUs (all of them when absent).
+    pub fn resolve(&self) -> Result<Vec<u32>> {
+        resolve_cpus("--cpus", self.spec().as_deref())
+    }
+}
+
+/// `--cpu N`: the one CPU a benchmark pins every thread to.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CpuArg {
+    /// The one CPU every thread is pinned to [default: the last online CPU]
+    #[arg(long = "cpu", value_name = "CPU")]
+    pub cpu: Option<u32>,
+}
+
+/// `-D/--duration TIME` with a verb's default.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DurationArg {
+    /// Run time: 30s, 5m, 1h, 1d (1ms ..= 30d)
+    #[arg(short = 'D', long, value_name = "TIME", value_parser = run_time(), allow_hyphen_values = true)]
+    pub duration: Option<Duration>,
+}
+
+impl DurationArg {
+    /// The duration in the grammar's text (the libraries' string form).
+    pub fn text(&self) -> Option<String> {
+        self.duration
+            .map(|d| rtscope_model::duration::human(d.as_secs_f64()))
+    }
+}
+
+/// `key=value` for every `--tag`: keys are `[A-Za-z0-9_.-]+`.
+pub fn parse_tag(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not key=value"))?;
+    if k.is_empty()
+        || !k
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+    {
+        return Err(format!("key '{k}' must be [A-Za-z0-9_.-]+"));
+    }
+    Ok((k.to_string(), v.to_string()))
+}
 
 pub use rtscope_session::signals::{install_handlers as install_signal_handlers, stop_requested};
 
@@ -56,17 +172,12 @@ impl JsonOut {
     }
 }
 
-/// The output flags of every verb that produces a run: `--json FILE|-`, `--db`, `--no-store`,
-/// `--tag`, `-q`. Every such verb stores by default.
+/// Where a run is stored: `--db`, `--no-store`, `--tag` (every producing verb stores by
+/// default).
 #[derive(clap::Args, Debug, Clone)]
-pub struct OutArgs {
-    /// The RunRecord as JSON: FILE, or stdout with `-` (the text is then not printed)
+pub struct StoreArgs {
     #[command(flatten)]
-    pub json: JsonOut,
-    /// Results database: a SQLite file path or postgres://user@host/db [default:
-    /// $XDG_DATA_HOME/rtscope/results.db]
-    #[arg(long, value_parser = db_url, value_name = "PATH|URL")]
-    pub db: Option<String>,
+    pub db: super::db::DbArgs,
     /// Do not store the run in the results database
     #[arg(long, conflicts_with = "store")]
     pub no_store: bool,
@@ -74,8 +185,25 @@ pub struct OutArgs {
     #[arg(long, hide = true)]
     pub store: bool,
     /// key=value tag stored with the run (repeatable)
-    #[arg(long = "tag", value_name = "K=V")]
-    pub tags: Vec<String>,
+    #[arg(long = "tag", value_name = "K=V", value_parser = parse_tag)]
+    pub tags: Vec<(String, String)>,
+}
+
+impl StoreArgs {
+    /// The tags as `key=value` text.
+    pub fn tag_texts(&self) -> Vec<String> {
+        self.tags.iter().map(|(k, v)| format!("{k}={v}")).collect()
+    }
+}
+
+/// The output flags of every verb that produces a run: `--json FILE|-`, the store group, `-q`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct OutArgs {
+    /// The RunRecord as JSON: FILE, or stdout with `-` (the text is then not printed)
+    #[command(flatten)]
+    pub json: JsonOut,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// No progress lines (the result and errors are still printed)
     #[arg(short, long)]
     pub quiet: bool,
@@ -85,9 +213,9 @@ impl OutArgs {
     pub fn lib(&self) -> RecordOutputs {
         RecordOutputs {
             json: self.json.dest(),
-            db: self.db.clone(),
-            no_store: self.no_store,
-            tags: self.tags.clone(),
+            db: self.store.db.db.clone(),
+            no_store: self.store.no_store,
+            tags: self.store.tag_texts(),
             quiet: self.quiet,
         }
     }

@@ -1,5 +1,5 @@
 //! `rtscope compare RUN…`: side-by-side statistics and a verdict per pair against the baseline
-//! (the first run, or `--baseline`; `rtscope_verbs::stored::compare`). With `--threshold PCT`,
+//! (the first run, or `--baseline`; `rtscope_verbs::stored::compare`). With `--fail-above-pct PCT`,
 //! exits 3 when a candidate regressed on `--metric` by more than PCT and the difference is
 //! significant at 99 %: a CI gate.
 
@@ -18,8 +18,8 @@ pub struct Args {
     baseline: Option<String>,
     /// Exit with code 3 when a run regressed on --metric by more than PCT percent (0..=10000)
     #[arg(long, value_name = "PCT")]
-    threshold: Option<f64>,
-    /// Metric the threshold applies to: avg, median, p99, p99.99, max
+    fail_above_pct: Option<f64>,
+    /// Metric --fail-above-pct applies to: avg, median, p99, p99.99, max
     #[arg(long, default_value = "p99", value_parser = ["avg", "mean", "median", "p50", "p99", "p99.99", "p9999", "max"])]
     metric: String,
     /// The comparison as JSON (FILE, or stdout with `-`); tables otherwise
@@ -31,7 +31,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let q = rtscope_verbs::stored::CompareQuery {
         runs: &a.runs,
         baseline: a.baseline.as_deref(),
-        threshold: a.threshold,
+        threshold: a.fail_above_pct,
         metric: &a.metric,
     };
     match rtscope_verbs::stored::compare(a.db.db.as_deref(), &q, &a.json.dest())? {

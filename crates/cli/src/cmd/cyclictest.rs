@@ -8,5 +8,6 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    Ok(rtscope_verbs::cyclictest::run(&a.argv)?)
+    let base = super::measure::defaults();
+    rtscope_verbs::cyclictest::run(&a.argv, base).map_err(crate::fields::usage)
 }

@@ -1,4 +1,4 @@
-//! The `--db` flag of the result verbs (runs, show, export, compare, report, campaign); what they
+//! The `--db` flag of the result verbs (runs, show, export, compare, report, campaign) and of every verb that stores; what they
 //! do with the store is `rtscope_verbs::stored`.
 
 /// `--db PATH|postgres://…`; default `$XDG_DATA_HOME/rtscope/results.db`.
@@ -8,12 +8,4 @@ pub struct DbArgs {
     /// [default: $XDG_DATA_HOME/rtscope/results.db]
     #[arg(long, value_parser = super::common::db_url, value_name = "PATH|URL")]
     pub db: Option<String>,
-}
-
-/// `key=value`, for `--tag`.
-pub fn parse_tag(s: &str) -> Result<(String, String), String> {
-    match s.split_once('=') {
-        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(format!("'{s}' is not key=value")),
-    }
 }

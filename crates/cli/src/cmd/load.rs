@@ -56,12 +56,13 @@ pub struct Args {
     /// idle, cpu-cache, hackbench, disk, net, io (= hackbench+disk+net) or exec, comma-separated
     #[arg(value_name = "KIND[,KIND…]", value_parser = LoadKindsParser)]
     kinds: LoadKinds,
-    /// How long to run (e.g. 30s, 5m, 1h; plain number = seconds) [default: until Ctrl-C]
-    #[arg(short = 'D', long, value_name = "TIME")]
-    duration: Option<String>,
+    /// How long to run (e.g. 30s, 5m, 1h; plain number = seconds; 1ms..=30d) [default: until
+    /// Ctrl-C]
+    #[command(flatten)]
+    duration: super::common::DurationArg,
     /// CPUs the loads may use (e.g. 0-1,3) [default: all online]
-    #[arg(long, value_name = "LIST")]
-    cpus: Option<String>,
+    #[command(flatten)]
+    cpus: super::common::CpuListArg,
     /// Confirm a real-time load policy (--load-policy fifo)
     #[arg(long)]
     force: bool,
@@ -77,8 +78,8 @@ pub struct Args {
 pub fn run(a: Args) -> anyhow::Result<()> {
     let l = rtscope_verbs::load_only::LoadOnly {
         kinds: a.kinds.0,
-        duration: a.duration,
-        cpus: a.cpus,
+        duration: a.duration.text(),
+        cpus: a.cpus.spec(),
         force: a.force,
         settings: a.flags.settings(),
         exec: a.exec,

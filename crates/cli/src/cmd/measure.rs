@@ -1,13 +1,19 @@
-//! `rtscope measure`: the cyclictest-class latency probe. The flags are resolved into a
-//! validated plan (`rtscope_session::resolve`: nothing has started yet; every error names its
-//! flag and range, exit 2) and run by the session.
+//! `rtscope measure`: the cyclictest-class latency probe. The flags are resolved into a typed
+//! request, validated against the machine (`rtscope_session::resolve`: nothing has started yet;
+//! every refusal names its flag and range, exit 2) and run by the session.
 
+use super::common::{self, micros, micros32, CpuList, OutArgs};
+use crate::fields;
 use clap::ValueEnum;
 use rtscope_model::{ClockId, Policy, TimerMode};
-use rtscope_session::resolve;
+use rtscope_session::input::Field;
+use rtscope_session::resolve::{self, Checkpoint, MeasureRequest, Preset};
+use rtscope_session::TraceFileMode;
+use rtscope_trace::{Keep, Mechanism};
 use std::path::PathBuf;
+use std::time::Duration;
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PolicyArg {
     Fifo,
     Rr,
@@ -15,7 +21,7 @@ pub enum PolicyArg {
     Deadline,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum TimerArg {
     /// clock_nanosleep(TIMER_ABSTIME)
     Abs,
@@ -33,16 +39,104 @@ pub enum ClockArg {
     Realtime,
 }
 
+/// `--trace`: how kernel events are captured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TraceArg {
+    /// eBPF, else tracefs, else untraced with a warning
+    Auto,
+    Bpf,
+    Tracefs,
+    Off,
+}
+
+impl TraceArg {
+    pub fn mechanism(self) -> Mechanism {
+        match self {
+            TraceArg::Auto => Mechanism::Auto,
+            TraceArg::Bpf => Mechanism::Bpf,
+            TraceArg::Tracefs => Mechanism::Tracefs,
+            TraceArg::Off => Mechanism::Off,
+        }
+    }
+}
+
+/// `--trace-keep`: what a capture keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum KeepArg {
+    Relevant,
+    All,
+}
+
+impl KeepArg {
+    pub fn keep(self) -> Keep {
+        match self {
+            KeepArg::Relevant => Keep::Relevant,
+            KeepArg::All => Keep::All,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TraceFileModeArg {
+    Flight,
+    All,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PresetArg {
+    Ospert13,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProbeArg {
+    /// a pinned thread per CPU, cyclictest-class
+    User,
+    /// the kernel's timerlat tracer: per CPU the IRQ and the thread latency (docs/rtla.md)
+    Timerlat,
+}
+
+/// `--checkpoint TIME|off` (1s ..= 7d).
+fn checkpoint(s: &str) -> Result<Checkpoint, String> {
+    if s.trim() == "off" {
+        return Ok(Checkpoint::Off);
+    }
+    rtscope_model::duration::parse_secs_in(s, 1.0, 7.0 * 86400.0)
+        .map(|v| Checkpoint::Every(Duration::from_secs_f64(v)))
+}
+
+/// The capture flags of the measuring verbs.
+#[derive(clap::Args, Clone, Debug)]
+pub struct TraceArgs {
+    /// Capture kernel events on the measured CPUs and explain every sample: auto (eBPF, else
+    /// tracefs, else untraced with a warning), bpf, tracefs, or off [default: off; `run`: auto]
+    #[arg(long, value_name = "MODE", num_args = 0..=1, default_missing_value = "auto", value_enum)]
+    pub trace: Option<TraceArg>,
+    /// Write the trace to this .rtt file for `rtscope analyze`: by default a flight recorder
+    /// (the event windows of the worst samples and of the worst of each cause, plus 1 s of
+    /// everything every 10 min), `--trace-file-mode all` for every event and sample
+    #[arg(long, value_name = "FILE")]
+    pub trace_file: Option<PathBuf>,
+    /// What --trace-file keeps: `flight` (bounded: megabytes for any run length) or `all`
+    /// (every event and every sample; grows with the run)
+    #[arg(long, value_enum, default_value_t = TraceFileModeArg::Flight)]
+    pub trace_file_mode: TraceFileModeArg,
+    /// With --trace: `relevant` leaves out what no sample's attribution needs (switches between
+    /// two SCHED_OTHER tasks except the last before each recorded event, wake-ups of SCHED_OTHER
+    /// tasks; docs/tracing.md) or `all` [default: relevant; all with --policy other]
+    #[arg(long, value_enum)]
+    pub trace_keep: Option<KeepArg>,
+}
+
 #[derive(clap::Args, Clone, Debug)]
 pub struct MeasureFlags {
     /// CPUs to measure, e.g. 0,2-3 (default: all online CPUs, one pinned thread each)
     #[arg(short = 'c', long = "cpus", value_name = "LIST")]
-    pub cpus: Option<String>,
-    /// Wake-up interval in µs (10..=10000000)
-    #[arg(short = 'i', long, default_value_t = 1000, value_name = "US")]
+    pub cpus: Option<CpuList>,
+    /// Wake-up interval (10us..=10s; a bare number is µs)
+    #[arg(short = 'i', long, default_value = "1000", value_name = "US", value_parser = micros)]
     pub interval: u64,
-    /// Each further thread's interval is longer by this many µs (0..=1000000)
-    #[arg(short = 'd', long, default_value_t = 0, value_name = "US")]
+    /// Each further thread's interval is longer by this much (0..=1s; a bare number is µs)
+    #[arg(short = 'd', long, default_value = "0", value_name = "US", value_parser = micros)]
     pub distance: u64,
     /// Start every thread's timer at the same instant (default: thread i starts i/n of an
     /// interval later, so the threads' wake-ups never coincide)
@@ -57,14 +151,14 @@ pub struct MeasureFlags {
     /// Nice value for --policy other (-20..=19)
     #[arg(long, allow_hyphen_values = true)]
     pub nice: Option<i32>,
-    /// DEADLINE runtime in µs (default: 10 % of the interval, at least 50 µs)
-    #[arg(long, value_name = "US")]
+    /// DEADLINE runtime (default: 10 % of the interval, at least 50 µs; a bare number is µs)
+    #[arg(long, value_name = "US", value_parser = micros)]
     pub dl_runtime: Option<u64>,
-    /// DEADLINE relative deadline in µs (default: the interval)
-    #[arg(long, value_name = "US")]
+    /// DEADLINE relative deadline (default: the interval; a bare number is µs)
+    #[arg(long, value_name = "US", value_parser = micros)]
     pub dl_deadline: Option<u64>,
-    /// DEADLINE period in µs (default: the interval)
-    #[arg(long, value_name = "US")]
+    /// DEADLINE period (default: the interval; a bare number is µs)
+    #[arg(long, value_name = "US", value_parser = micros)]
     pub dl_period: Option<u64>,
     /// Do not set SCHED_FLAG_RESET_ON_FORK on DEADLINE threads
     #[arg(long)]
@@ -72,9 +166,9 @@ pub struct MeasureFlags {
     /// Set SCHED_FLAG_DL_OVERRUN (the kernel signals runtime overruns)
     #[arg(long)]
     pub dl_overrun: bool,
-    /// Run time: 30s, 5m, 1h, 1d (default for measure: until Ctrl-C or --loops)
-    #[arg(short = 'D', long, value_name = "TIME", allow_hyphen_values = true)]
-    pub duration: Option<String>,
+    /// Run time: 30s, 5m, 1h, 1d (1ms..=30d; default for measure: until Ctrl-C or --loops)
+    #[arg(short = 'D', long, value_name = "TIME", allow_hyphen_values = true, value_parser = common::run_time())]
+    pub duration: Option<Duration>,
     /// Stop each thread after this many samples
     #[arg(short = 'l', long, value_name = "N")]
     pub loops: Option<u64>,
@@ -87,22 +181,19 @@ pub struct MeasureFlags {
     /// Do not hold /dev/cpu_dma_latency at 0 during the run
     #[arg(long)]
     pub no_dma_latency: bool,
-    /// Stop at the first sample above this many µs and say which thread/cycle
-    #[arg(short = 'b', long, value_name = "US")]
+    /// Stop at the first sample above this latency and say which thread/cycle (a bare number
+    /// is µs)
+    #[arg(short = 'b', long, value_name = "US", value_parser = micros)]
     pub break_above: Option<u64>,
-    /// Keep cycle number and time of every sample above this many µs
-    #[arg(long, value_name = "US")]
-    pub threshold: Option<u64>,
+    /// Keep cycle number and time of every sample above this latency (a bare number is µs)
+    #[arg(long, value_name = "US", value_parser = micros)]
+    pub record_above: Option<u64>,
     /// How many worst samples to keep per thread (0..=10000)
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub worst: usize,
-    /// Size of the linear 1 µs histogram (cyclictest -h view), µs (1..=1000000)
-    #[arg(long, default_value_t = 10_000, value_name = "US")]
+    /// Size of the linear 1 µs histogram (cyclictest -h view), 1us..=1s (a bare number is µs)
+    #[arg(long, default_value = "10000", value_name = "US", value_parser = micros32)]
     pub linear_max: u32,
-    /// The RunRecord (rtscope JSON schema) as JSON: FILE, or stdout with `-` (the summary is
-    /// then not printed)
-    #[arg(long, value_name = "FILE|-", num_args = 0..=1, default_missing_value = "-")]
-    pub json: Option<PathBuf>,
     /// Write the histogram in cyclictest's -h text format here
     #[arg(long, value_name = "FILE")]
     pub histogram_file: Option<PathBuf>,
@@ -112,29 +203,19 @@ pub struct MeasureFlags {
     /// Write every sample as CSV (cpu,tid,cycle,expected_ns,latency_ns)
     #[arg(long, value_name = "FILE")]
     pub raw: Option<PathBuf>,
-    /// Quiet: no live view, only the final summary
-    #[arg(short, long)]
-    pub quiet: bool,
+    /// The RunRecord (rtscope JSON schema) as JSON; -q: no live view, only the final summary
+    #[command(flatten)]
+    pub out: OutArgs,
     /// Without root/CAP_SYS_NICE: measure under SCHED_OTHER instead of failing
     #[arg(long)]
     pub allow_unprivileged: bool,
-    /// Results database: a SQLite file path or postgres://user@host/db [default:
-    /// $XDG_DATA_HOME/rtscope/results.db]
-    #[arg(long, value_parser = super::common::db_url, value_name = "PATH|URL")]
-    pub db: Option<String>,
-    /// Do not store the run in the results database
-    #[arg(long)]
-    pub no_store: bool,
-    /// Free tags key=value (repeatable), stored with the run
-    #[arg(long = "tag", value_name = "K=V")]
-    pub tags: Vec<String>,
     /// Background load during the run: idle, cpu-cache, hackbench, disk, net, io, exec
     /// (comma-separated); its intensity figures are stored with the run
-    #[arg(long, value_name = "KIND[,KIND…]", value_parser = super::common::LoadKindsParser)]
-    pub load: Option<super::common::LoadKinds>,
+    #[arg(long, value_name = "KIND[,KIND…]", value_parser = common::LoadKindsParser)]
+    pub load: Option<common::LoadKinds>,
     /// CPUs the load may use [default: all online]
     #[arg(long, value_name = "LIST")]
-    pub load_cpus: Option<String>,
+    pub load_cpus: Option<CpuList>,
     /// Command for `--load exec` (repeat for each argument: --load-exec stress-ng --load-exec --cpu …)
     #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
     pub load_exec: Vec<String>,
@@ -143,29 +224,13 @@ pub struct MeasureFlags {
     pub force: bool,
     #[command(flatten)]
     pub load_flags: super::load::LoadFlags,
-    /// Capture kernel events on the measured CPUs and explain every sample: auto (eBPF, else
-    /// tracefs, else untraced with a warning), bpf, tracefs, or off
-    #[arg(long, value_name = "MODE", default_value = "off", num_args = 0..=1, default_missing_value = "auto", value_parser = ["auto", "bpf", "tracefs", "off"])]
-    pub trace: String,
-    /// Write the trace to this .rtt file for `rtscope analyze`: by default a flight recorder
-    /// (the event windows of the worst samples and of the worst of each cause, plus 1 s of
-    /// everything every 10 min), `--trace-file-mode all` for every event and sample
-    #[arg(long, value_name = "FILE")]
-    pub trace_file: Option<PathBuf>,
-    /// What --trace-file keeps: `flight` (bounded: megabytes for any run length) or `all`
-    /// (every event and every sample; grows with the run)
-    #[arg(long, value_name = "flight|all", default_value = "flight", value_parser = ["flight", "all"])]
-    pub trace_file_mode: String,
-    /// Store an interim record every TIME (e.g. 10m, 1h; `off` for none) so that a run killed
-    /// by SIGKILL, the OOM killer or a power cut keeps everything up to its last checkpoint
-    /// [default: 10m when the run is stored]
-    #[arg(long, value_name = "TIME|off")]
-    pub checkpoint: Option<String>,
-    /// With --trace: `relevant` leaves out what no sample's attribution needs (switches between
-    /// two SCHED_OTHER tasks except the last before each recorded event, wake-ups of SCHED_OTHER
-    /// tasks; docs/tracing.md) or `all` [default: relevant; all with --policy other]
-    #[arg(long, value_name = "relevant|all")]
-    pub trace_keep: Option<String>,
+    #[command(flatten)]
+    pub trace: TraceArgs,
+    /// Store an interim record every TIME (1s..=7d, e.g. 10m, 1h; `off` for none) so that a run
+    /// killed by SIGKILL, the OOM killer or a power cut keeps everything up to its last
+    /// checkpoint [default: 10m when the run is stored]
+    #[arg(long, value_name = "TIME|off", value_parser = checkpoint)]
+    pub checkpoint: Option<Checkpoint>,
     /// With --trace: compute the ECRTS'20 latency bound (six interrupt characterizations) from
     /// the run's events beside the observed maximum, and how the sliding-window bound and the
     /// observed maximum evolved (time to bound). Without preemptirq tracepoints the thread terms
@@ -179,8 +244,8 @@ pub struct MeasureFlags {
     /// one pinned thread per CPU, -i 1000 -d 500, 20 min, cpu-cache working set 20M per CPU,
     /// the disk load by bonnie++ when installed. Flags given explicitly win (and the record
     /// says the run is not the paper's set-up); the scenario is --load
-    #[arg(long, value_name = "NAME")]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME", value_enum)]
+    pub preset: Option<PresetArg>,
 }
 
 #[derive(clap::Args)]
@@ -189,17 +254,20 @@ pub struct Args {
     pub flags: MeasureFlags,
     /// Who measures: `user` (a pinned thread per CPU, cyclictest-class) or `timerlat` (the
     /// kernel's timerlat tracer: per CPU the IRQ and the thread latency; docs/rtla.md)
-    #[arg(long, default_value = "user", value_parser = ["user", "timerlat"])]
-    pub probe: String,
+    #[arg(long, value_enum, default_value_t = ProbeArg::User)]
+    pub probe: ProbeArg,
 }
 
 impl MeasureFlags {
-    pub fn lib(&self) -> resolve::MeasureFlags {
+    /// The typed request (the library's input): every value given, `trace` as the verb
+    /// decides when `--trace` was not given.
+    pub fn request(&self, trace_default: TraceArg) -> MeasureRequest {
         let f = self.clone();
-        resolve::MeasureFlags {
-            cpus: f.cpus,
-            interval: f.interval,
-            distance: f.distance,
+        let store = &f.out.store;
+        MeasureRequest {
+            cpus: f.cpus.map(|c| c.0),
+            interval_us: f.interval,
+            distance_us: f.distance,
             aligned: f.aligned,
             policy: match f.policy {
                 PolicyArg::Fifo => Policy::Fifo,
@@ -209,9 +277,9 @@ impl MeasureFlags {
             },
             priority: f.priority,
             nice: f.nice,
-            dl_runtime: f.dl_runtime,
-            dl_deadline: f.dl_deadline,
-            dl_period: f.dl_period,
+            dl_runtime_us: f.dl_runtime,
+            dl_deadline_us: f.dl_deadline,
+            dl_period_us: f.dl_period,
             dl_no_reset_on_fork: f.dl_no_reset_on_fork,
             dl_overrun: f.dl_overrun,
             duration: f.duration,
@@ -227,123 +295,133 @@ impl MeasureFlags {
                 ClockArg::Realtime => ClockId::Realtime,
             },
             no_dma_latency: f.no_dma_latency,
-            break_above: f.break_above,
-            threshold: f.threshold,
+            break_above_us: f.break_above,
+            record_above_us: f.record_above,
             worst: f.worst,
-            linear_max: f.linear_max,
-            json: f.json,
+            linear_max_us: f.linear_max,
+            json: f.out.json.path.clone(),
             histogram_file: f.histogram_file,
             cyclictest_json: f.cyclictest_json,
             raw: f.raw,
-            quiet: f.quiet,
+            quiet: f.out.quiet,
             allow_unprivileged: f.allow_unprivileged,
-            db: f.db,
-            no_store: f.no_store,
-            tags: f.tags,
+            db: store.db.db.clone(),
+            no_store: store.no_store,
+            tags: store.tags.iter().cloned().collect(),
             load: f.load.map(|k| k.0),
-            load_cpus: f.load_cpus,
+            load_cpus: f.load_cpus.map(|c| c.0),
             load_exec: f.load_exec,
             force: f.force,
             load_settings: f.load_flags.settings(),
-            trace: f.trace,
-            trace_file: f.trace_file,
-            trace_file_mode: f.trace_file_mode,
+            trace: f.trace.trace.unwrap_or(trace_default).mechanism(),
+            trace_file: f.trace.trace_file,
+            trace_file_mode: match f.trace.trace_file_mode {
+                TraceFileModeArg::Flight => TraceFileMode::default(),
+                TraceFileModeArg::All => TraceFileMode::All,
+            },
             checkpoint: f.checkpoint,
-            trace_keep: f.trace_keep,
+            trace_keep: f.trace.trace_keep.map(KeepArg::keep),
             bound: f.bound,
             bound_points: f.bound_points,
-            preset: f.preset,
+            preset: f.preset.map(|PresetArg::Ospert13| Preset::Ospert13),
+            cmdline: rtscope_session::record::cmdline(),
+            field_names: fields::flag,
         }
     }
 }
 
+/// `rtscope measure` with every flag at its default: the base of the cyclictest drop-in (what
+/// cyclictest has no flag for).
+pub fn defaults() -> MeasureRequest {
+    use clap::{Args as _, FromArgMatches};
+    let m = MeasureFlags::augment_args(clap::Command::new("measure"))
+        .try_get_matches_from(["measure"])
+        .and_then(|m| MeasureFlags::from_arg_matches(&m));
+    match m {
+        Ok(f) => f.request(TraceArg::Off),
+        // The defaults are constants of this file: a failure is a bug caught by the tests.
+        Err(e) => panic!("measure's defaults do not parse: {e}"),
+    }
+}
+
 pub fn run(a: Args) -> anyhow::Result<()> {
-    if a.probe == "timerlat" {
+    if a.probe == ProbeArg::Timerlat {
         return timerlat(&a.flags);
     }
-    let plan = resolve::measure(&a.flags.lib(), "measure", None)?;
-    Ok(rtscope_session::measure::run_plan(plan, a.flags.quiet)?)
+    let plan = resolve::measure(&a.flags.request(TraceArg::Off), "measure", None)
+        .map_err(fields::usage)?;
+    Ok(rtscope_session::measure::run_plan(plan, a.flags.out.quiet)?)
 }
 
 /// The flags `--probe timerlat` has no use for: the kernel's threads are SCHED_FIFO, wake on
 /// an absolute hrtimer, and are read through the tracer, not through samples of ours.
 fn timerlat_refusals(f: &MeasureFlags) -> Option<&'static str> {
-    let d = resolve::MeasureFlags::default();
-    let l = f.lib();
+    let d = defaults();
+    let l = f.request(TraceArg::Off);
     [
-        (l.distance != d.distance, "--distance"),
-        (l.aligned, "--aligned"),
-        (l.policy != d.policy, "--policy"),
-        (l.nice.is_some(), "--nice"),
+        (l.distance_us != d.distance_us, Field::Distance),
+        (l.aligned, Field::Aligned),
+        (l.policy != d.policy, Field::Policy),
+        (l.nice.is_some(), Field::Nice),
         (
-            l.dl_runtime.is_some() || l.dl_deadline.is_some() || l.dl_period.is_some(),
-            "--dl-*",
+            l.dl_runtime_us.is_some() || l.dl_deadline_us.is_some() || l.dl_period_us.is_some(),
+            Field::DlRuntime,
         ),
-        (l.loops.is_some(), "--loops"),
-        (l.timer != d.timer, "--timer"),
-        (l.clock != d.clock, "--clock"),
-        (l.break_above.is_some(), "--break-above"),
-        (l.threshold.is_some(), "--threshold"),
-        (l.histogram_file.is_some(), "--histogram-file"),
-        (l.cyclictest_json.is_some(), "--cyclictest-json"),
-        (l.raw.is_some(), "--raw"),
-        (l.load.is_some(), "--load"),
-        (l.trace != d.trace, "--trace"),
-        (l.trace_file.is_some(), "--trace-file"),
-        (l.bound, "--bound"),
-        (l.checkpoint.is_some(), "--checkpoint"),
-        (l.allow_unprivileged, "--allow-unprivileged"),
-        (l.worst != d.worst, "--worst"),
+        (l.loops.is_some(), Field::Loops),
+        (l.timer != d.timer, Field::Timer),
+        (l.clock != d.clock, Field::Clock),
+        (l.break_above_us.is_some(), Field::BreakAbove),
+        (l.record_above_us.is_some(), Field::RecordAbove),
+        (l.histogram_file.is_some(), Field::HistogramFile),
+        (l.cyclictest_json.is_some(), Field::CyclictestJson),
+        (l.raw.is_some(), Field::Raw),
+        (l.load.is_some(), Field::Load),
+        (l.trace != d.trace, Field::Trace),
+        (l.trace_file.is_some(), Field::TraceFile),
+        (l.bound, Field::Bound),
+        (l.checkpoint.is_some(), Field::Checkpoint),
+        (l.allow_unprivileged, Field::AllowUnprivileged),
+        (l.worst != d.worst, Field::Worst),
     ]
     .into_iter()
-    .find_map(|(set, flag)| set.then_some(flag))
+    .find_map(|(set, field)| set.then_some(fields::flag(field)))
 }
 
 fn timerlat(f: &MeasureFlags) -> anyhow::Result<()> {
     if let Some(flag) = timerlat_refusals(f) {
+        let flag = if flag == "--dl-runtime" {
+            "--dl-*"
+        } else {
+            flag
+        };
         return Err(crate::usage!(
             "{flag}: not with --probe timerlat (the kernel's timerlat threads are measured; accepted: --cpus, --interval, --priority, -D, --linear-max, the output flags)"
         ));
     }
     let plan = rtscope_verbs::osnoise::TimerlatPlan {
-        cpus: super::common::resolve_cpus("--cpus", f.cpus.as_deref())?,
+        cpus: common::resolve_cpus(
+            "--cpus",
+            f.cpus.as_ref().map(ToString::to_string).as_deref(),
+        )?,
         period_us: f.interval,
-        duration_s: f
-            .duration
-            .as_deref()
-            .map(|d| super::common::parse_duration("--duration", d))
-            .transpose()?,
+        duration_s: f.duration.map(|d| d.as_secs_f64()),
         priority: f.priority,
         linear_max_us: f.linear_max,
         lab_hint: super::noise::lab_hint(),
     };
-    let out = rtscope_session::outputs::RecordOutputs {
-        json: rtscope_session::outputs::JsonDest(f.json.clone()),
-        db: f.db.clone(),
-        no_store: f.no_store,
-        tags: f.tags.clone(),
-        quiet: f.quiet,
-    };
-    Ok(rtscope_verbs::osnoise::timerlat(&plan, &out)?)
+    Ok(rtscope_verbs::osnoise::timerlat(&plan, &f.out.lib())?)
 }
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Defaults {
-        #[command(flatten)]
-        flags: super::MeasureFlags,
-    }
-
-    /// The library's defaults are the flags' defaults.
+    /// The flags' defaults parse into a request the library accepts as given.
     #[test]
-    fn defaults_agree() {
-        let d = Defaults::try_parse_from(["rtscope"]).map(|d| d.flags.lib());
+    fn defaults_parse() {
+        let d = super::defaults();
         assert_eq!(
-            d.ok(),
-            Some(rtscope_session::resolve::MeasureFlags::default())
+            (d.interval_us, d.worst, d.linear_max_us),
+            (1000, 10, 10_000)
         );
+        assert_eq!(d.trace, rtscope_trace::Mechanism::Off);
     }
 }

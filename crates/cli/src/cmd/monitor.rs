@@ -34,5 +34,6 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         expose_names: a.expose_names,
         trace_burst: a.trace_burst,
     };
-    Ok(rtscope_verbs::monitor::run(&a.flags.lib(), &m)?)
+    let req = a.flags.request(super::measure::TraceArg::Off);
+    rtscope_verbs::monitor::run(&req, &m).map_err(crate::fields::usage)
 }

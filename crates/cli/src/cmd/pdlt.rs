@@ -11,9 +11,8 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// CPU of consumer and producer [default: the last online CPU]
-    /// (one CPU, e.g. `--cpus 1`; `--cpu N`, its old name, still works)
-    #[arg(long = "cpus", value_name = "LIST", alias = "cpu")]
-    cpus: Option<String>,
+    #[command(flatten)]
+    cpu: super::common::CpuArg,
     /// SCHED_FIFO priority of the producer (2..=99).
     #[arg(long, default_value_t = 80)]
     priority: u32,
@@ -48,9 +47,9 @@ pub struct Args {
     /// Scan under every preemption model (needs a writable /sys/kernel/debug/sched/preempt).
     #[arg(long)]
     compare_preempt: bool,
-    /// Cap on each scan's duration, seconds (0.1..=86400).
-    #[arg(long, default_value_t = 300.0)]
-    max_seconds: f64,
+    /// Cap on each scan's duration (100ms..=1d).
+    #[arg(long, default_value = "300s", value_name = "TIME", value_parser = super::common::duration(0.1, 86400.0))]
+    timeout: std::time::Duration,
     /// Write every point as CSV.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
@@ -63,7 +62,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let flags = pdlt::Flags {
-        cpus: a.cpus.clone(),
+        cpus: a.cpu.cpu.map(|c| c.to_string()),
         priority: a.priority,
         consumer_priority: a.consumer_priority,
         syscall: a.syscall.clone(),
@@ -73,7 +72,7 @@ pub fn run(a: Args) -> Result<()> {
         repeats: a.repeats,
         scratch_dir: a.scratch_dir.clone(),
         compare_preempt: a.compare_preempt,
-        max_seconds: a.max_seconds,
+        max_seconds: a.timeout.as_secs_f64(),
         points: a.points,
     };
     let cfg = flags.resolve(&input::Rules)?;

@@ -11,18 +11,17 @@ use rtscope_session::input;
 #[derive(clap::Args)]
 pub struct Args {
     /// CPU every benchmark thread is pinned to [default: the last online CPU]
-    /// (one CPU, e.g. `--cpus 1`; `--cpu N`, its old name, still works)
-    #[arg(long = "cpus", value_name = "LIST", alias = "cpu")]
-    cpus: Option<String>,
+    #[command(flatten)]
+    cpu: super::common::CpuArg,
     /// Highest SCHED_FIFO priority (21..=99); the medium and low threads run 10 and 20 below.
     #[arg(long, default_value_t = 80)]
     priority: u32,
     /// Samples per metric (1..=100000000).
     #[arg(long, default_value_t = 1_000_000)]
     iterations: u64,
-    /// Cap on each metric's run time, seconds (0.1..=3600).
-    #[arg(long, default_value_t = 10.0)]
-    max_seconds: f64,
+    /// Cap on each metric's run time (100ms..=1h).
+    #[arg(long, default_value = "10s", value_name = "TIME", value_parser = super::common::duration(0.1, 3600.0))]
+    timeout: std::time::Duration,
     /// Timer period of the preemption and interrupt-response metrics, µs (10..=10000).
     #[arg(long, default_value_t = 50)]
     timer_interval_us: u64,
@@ -52,10 +51,10 @@ pub struct Args {
 pub fn run(a: Args) -> Result<()> {
     // Everything is validated before a thread starts or a resource exists.
     let flags = rhealstone::Flags {
-        cpus: a.cpus,
+        cpus: a.cpu.cpu.map(|c| c.to_string()),
         priority: a.priority,
         iterations: a.iterations,
-        max_seconds: a.max_seconds,
+        max_seconds: a.timeout.as_secs_f64(),
         timer_interval_us: a.timer_interval_us,
         irq_iterations: a.irq_iterations,
         medium_burst_us: a.medium_burst_us,
@@ -66,7 +65,7 @@ pub fn run(a: Args) -> Result<()> {
     let cfg = flags.resolve(&input::Rules)?;
     Ok(rtscope_verbs::bench::rhealstone(
         &cfg,
-        a.max_seconds,
+        a.timeout.as_secs_f64(),
         &a.out.lib(),
     )?)
 }

@@ -5,11 +5,12 @@
 //! `summary.txt`, `report.html` (self-contained, inline SVG) and `trace.rtt` when traced. A traced
 //! run also carries the latency bound (as `measure --bound`).
 
-use super::measure::MeasureFlags;
+use super::measure::{MeasureFlags, TraceArg};
 use rtscope_session::resolve;
 use std::path::PathBuf;
+use std::time::Duration;
 
-pub const DEFAULT_DURATION_S: f64 = 60.0;
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -26,7 +27,8 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
-    let asked = std::env::args().any(|x| x == "--trace" || x.starts_with("--trace="));
-    let plan = resolve::default_job(&a.flags.lib(), asked, DEFAULT_DURATION_S, &a.out)?;
-    Ok(rtscope_session::measure::run_plan(plan, a.flags.quiet)?)
+    let req = a.flags.request(TraceArg::Auto);
+    let plan =
+        resolve::default_job(&req, DEFAULT_DURATION, &a.out).map_err(crate::fields::usage)?;
+    Ok(rtscope_session::measure::run_plan(plan, a.flags.out.quiet)?)
 }

@@ -1,13 +1,13 @@
 //! `rtscope runs`: list stored runs, filtered, as a table or JSON (`rtscope_verbs::stored`).
 
-use super::db::{self, DbArgs};
+use super::db::DbArgs;
 
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
     db: DbArgs,
     /// Only runs carrying this tag (repeatable; all must match)
-    #[arg(long, value_name = "K=V", value_parser = db::parse_tag)]
+    #[arg(long, value_name = "K=V", value_parser = super::common::parse_tag)]
     tag: Vec<(String, String)>,
     /// Only runs of this campaign (same as --tag campaign=NAME)
     #[arg(long)]

@@ -8,12 +8,20 @@ use rtscope_bench::sched_scale;
 use rtscope_session::input;
 use std::path::PathBuf;
 
+/// `--sched-time`: whether the scheduler itself is timed.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum SchedTime {
+    Auto,
+    On,
+    Preemptirq,
+    Off,
+}
+
 #[derive(clap::Args)]
 pub struct Args {
     /// CPU of the SCHED_FIFO thread and all load processes [default: the last online CPU]
-    /// (one CPU, e.g. `--cpus 1`; `--cpu N`, its old name, still works)
-    #[arg(long = "cpus", value_name = "LIST", alias = "cpu")]
-    cpus: Option<String>,
+    #[command(flatten)]
+    cpu: super::common::CpuArg,
     /// SCHED_FIFO priority of the measuring thread (1..=99).
     #[arg(long, default_value_t = 80)]
     priority: u32,
@@ -24,10 +32,10 @@ pub struct Args {
     /// Wake-ups per load level (2..=100000; the paper used 200) [default: 200]
     #[arg(long)]
     wakeups: Option<u64>,
-    /// Sleep between wake-ups, ms (0.1..=10000; the paper slept 1000 ms) [default: 10]
-    #[arg(long)]
-    sleep_ms: Option<f64>,
-    /// A paper's whole protocol instead of --loads/--wakeups/--sleep-ms: heursch2001 (Table 3's
+    /// Sleep between wake-ups (100us..=10s; the paper slept 1s) [default: 10ms]
+    #[arg(long, value_name = "TIME", value_parser = super::common::duration(0.0001, 10.0))]
+    sleep: Option<std::time::Duration>,
+    /// A paper's whole protocol instead of --loads/--wakeups/--sleep: heursch2001 (Table 3's
     /// N, 200 wake-ups 1000 ms apart per N: about 31 minutes)
     #[arg(long, value_name = "NAME")]
     protocol: Option<String>,
@@ -38,8 +46,8 @@ pub struct Args {
     /// preempt_schedule_irq → sched_switch; on PREEMPT_RT the preemptirq tracepoints mark the
     /// entry): auto (when the kernel allows it), on (stop with exit 2 when it cannot attach),
     /// preemptirq (on, with the tracepoint method on any kernel), off
-    #[arg(long, default_value = "auto", value_name = "auto|on|preemptirq|off")]
-    sched_time: String,
+    #[arg(long, value_enum, default_value_t = SchedTime::Auto)]
+    sched_time: SchedTime,
     /// Write the per-N table as CSV.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
@@ -52,14 +60,16 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let flags = sched_scale::Flags {
-        cpus: a.cpus.clone(),
+        cpus: a.cpu.cpu.map(|c| c.to_string()),
         priority: a.priority,
         loads: a.loads.clone(),
         wakeups: a.wakeups,
-        sleep_ms: a.sleep_ms,
+        sleep_ms: a.sleep.map(|d| d.as_secs_f64() * 1e3),
         protocol: a.protocol.clone(),
         no_trace: a.no_trace,
-        sched_time: a.sched_time.clone(),
+        sched_time: clap::ValueEnum::to_possible_value(&a.sched_time)
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default(),
     };
     let cfg = flags.resolve(&input::Rules)?;
     let files = (a.csv.as_deref(), a.svg.as_deref());

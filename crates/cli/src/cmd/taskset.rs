@@ -49,8 +49,9 @@ struct SweepArgs {
     duration: String,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// SCHED_DEADLINE runtime = C × margin + margin-us.
-    #[arg(long, default_value_t = 1.0)]
+    /// SCHED_DEADLINE runtime = C × margin + margin-us (Lelli 2014 §2.3: "slightly larger than
+    /// C"; the same default as `taskset run`/`check`).
+    #[arg(long, default_value_t = 1.1)]
     margin: f64,
     /// SCHED_DEADLINE runtime allowance added after the margin (µs): per-job overhead.
     #[arg(long, default_value_t = 50)]
@@ -123,8 +124,8 @@ struct GenArgs {
     #[arg(long, default_value_t = 1)]
     count: u32,
     /// How many CPUs the set is meant for: U above this is rejected (default: the online
-    /// CPUs). `--cpus N` (its old name) still works; `--cpus` elsewhere is a CPU list.
-    #[arg(long = "cpu-count", value_name = "N", alias = "cpus")]
+    /// CPUs).
+    #[arg(long = "cpu-count", value_name = "N")]
     cpus: Option<u32>,
     /// Output file, or directory (count > 1, an existing directory or a path ending in '/':
     /// set-000.json …); stdout when absent.

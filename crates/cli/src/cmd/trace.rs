@@ -72,8 +72,8 @@ struct RecordArgs {
     /// recorded event) and wake-ups of SCHED_OTHER tasks — right when the latency you study is a
     /// real-time or DEADLINE thread's; `all` keeps every event (docs/tracing.md). Default:
     /// relevant; all with --preemptirq.
-    #[arg(long = "keep", value_name = "relevant|all", value_parser = ["relevant", "all"])]
-    keep: Option<String>,
+    #[arg(long = "trace-keep", value_enum)]
+    trace_keep: Option<super::measure::KeepArg>,
     /// Record the preemptirq events too (preempt/irq disable/enable; tracefs only, the kernel
     /// needs CONFIG_PREEMPTIRQ_TRACEPOINTS), so `rtscope bound --trace FILE` measures the thread
     /// terms from them. Hundreds of thousands of events a second per CPU: keep -D short.
@@ -126,7 +126,7 @@ fn record(a: RecordArgs) -> anyhow::Result<()> {
         cpus: a.cpus,
         mechanism: a.mechanism,
         output: a.output,
-        keep: a.keep,
+        keep: a.trace_keep.map(|k| k.keep().name().to_string()),
         preemptirq: a.preemptirq,
     };
     Ok(rtscope_verbs::capture::record(&r, &a.out.lib())?)

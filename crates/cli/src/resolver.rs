@@ -1,0 +1,120 @@
+//! A campaign cell's `rtscope measure` arguments read by this binary's own grammar: the
+//! campaign file's `extra_args` are parsed by the same clap definitions as the command line
+//! (old spellings rewritten with their notice), then resolved by the session, with every
+//! refusal one line naming the flag. The campaign worker calls [`measure_plan`] for each cell
+//! instead of running a child `rtscope measure`.
+
+use crate::cmd::measure::{Args, ProbeArg, TraceArg};
+use clap::Parser;
+use rtscope_session::{resolve, Plan, VerbError};
+use rtscope_store::campaign::Campaign;
+
+#[derive(Parser)]
+#[command(name = "measure", no_binary_name = false)]
+struct Measure {
+    #[command(flatten)]
+    args: Args,
+}
+
+/// `args` (what follows `rtscope measure`) parsed; a refusal is clap's one line.
+fn parse(args: &[String]) -> Result<Args, VerbError> {
+    let argv: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    let argv =
+        std::iter::once("measure".into()).chain(crate::deprecated::rewrite("measure", &argv));
+    let m = Measure::try_parse_from(argv)
+        .map_err(|e| VerbError::BadInput(format!("measure {}", crate::exit::clap_line(&e))))?;
+    if m.args.probe == ProbeArg::Timerlat {
+        return Err(VerbError::BadInput(
+            "--probe timerlat: a campaign cell is a user-space measurement".into(),
+        ));
+    }
+    Ok(m.args)
+}
+
+/// A cell's measurement, resolved: `args` as they follow `rtscope measure` (the cell's axes,
+/// then the campaign's `extra_args`). The record's command line is that `measure` command.
+#[cfg_attr(not(test), allow(dead_code))] // the campaign worker's resolver
+pub fn measure_plan(args: &[String]) -> Result<Plan, VerbError> {
+    let a = parse(args)?;
+    let mut req = a.flags.request(TraceArg::Off);
+    let cmdline: Vec<String> = ["rtscope", "measure"]
+        .into_iter()
+        .map(String::from)
+        .chain(args.iter().cloned())
+        .collect();
+    req.cmdline = rtscope_model::secrets::redact_argv(&cmdline);
+    resolve::measure(&req, "measure", None).map_err(|e| match e {
+        e if e.is_bad_input() => VerbError::BadInput(e.render(crate::fields::flag)),
+        e => e,
+    })
+}
+
+/// The arguments of a cell's `measure`: its axes, then the campaign's `extra_args`.
+pub fn cell_args(c: &Campaign, cell: &rtscope_store::campaign::Cell) -> Vec<String> {
+    let axes = [
+        "--policy".to_string(),
+        cell.policy.clone(),
+        "--load".into(),
+        cell.load.replace('+', ","),
+        "-i".into(),
+        cell.interval_us.to_string(),
+        "-D".into(),
+        cell.duration.clone(),
+    ];
+    axes.into_iter()
+        .chain(c.extra_args.iter().cloned())
+        .collect()
+}
+
+/// Every cell's arguments parse (nothing is resolved against this machine: a lab cell runs
+/// elsewhere), before the first cell starts.
+pub fn check_campaign(c: &Campaign) -> Result<(), VerbError> {
+    for cell in c.cells() {
+        parse(&cell_args(c, &cell))
+            .map_err(|e| VerbError::BadInput(format!("campaign cell {}: {e}", cell.id)))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn extra_args_are_read_by_the_measure_grammar() {
+        let e = measure_plan(&v("--policy other --no-store --interval 5"))
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("--interval: 5 is out of range (10..=10000000 us)")
+        );
+        let e = measure_plan(&v("--no-store --bogus"))
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            e.as_deref().is_some_and(|e| e.contains("'--bogus'")),
+            "{e:?}"
+        );
+        let e = measure_plan(&v("--no-store -D 31d"))
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            e.as_deref()
+                .is_some_and(|e| e.contains("--duration") && e.contains("30d")),
+            "{e:?}"
+        );
+        let p = measure_plan(&v("--policy other --no-store -D 2s --threshold 50"));
+        match p {
+            Ok(p) => {
+                assert_eq!(p.config.threshold_us, Some(50));
+                assert_eq!(p.cmdline[..2], ["rtscope", "measure"]);
+            }
+            Err(e) => println!("SKIPPED: not resolvable here: {e}"),
+        }
+    }
+}

@@ -113,6 +113,12 @@ impl Histogram {
         self.clamped = self.clamped.saturating_add(other.clamped);
     }
 
+    /// Bytes of its counter array (what one histogram costs beyond its struct; the same for
+    /// every histogram: the array covers 1 ns … 100 s).
+    pub fn heap_bytes(&self) -> u64 {
+        (self.hdr.distinct_values() as u64).saturating_mul(8)
+    }
+
     pub fn count(&self) -> u64 {
         self.count
     }

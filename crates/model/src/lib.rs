@@ -11,6 +11,7 @@ pub mod cpus;
 pub mod duration;
 pub mod event;
 pub mod histogram;
+pub mod json_keys;
 pub mod limits;
 pub mod live;
 pub mod load;

@@ -9,15 +9,29 @@
 //! checked, so a crafted count cannot wrap a total.
 //!
 //! The ratio covers honest inputs with room: an `.rtt` event costs 48 bytes in memory for about 1.5
-//! to 3 compressed bytes on disk (16–32×); a cyclictest histogram row of `T` threads costs `8·T`
-//! bytes for at least `7·T` bytes of text.
+//! to 3 compressed bytes on disk (16–32×), hence [`RATIO`] for binary inputs; text and JSON
+//! (cyclictest outputs, run records, bound inputs, rtsl databases) build at most a few bytes per
+//! byte read once every item is charged at its real size, hence [`TEXT_RATIO`].
+//!
+//! What is charged is what is allocated: every parsed item that causes an allocation is charged
+//! at its real size through [`Budget::charge`] — an imported thread ([`thread_bytes`]: its HDR
+//! histogram is a fixed ~230 KB whatever it holds), a CPU, an interrupt source, an arrival, an
+//! event, a sample. So a small file that lists many cheap-looking items (20 000 one-line
+//! threads, 300 000 CPUs) is refused the same way as one huge claim.
+//!
+//! The default is `FLOOR + ratio × input`, at most [`CAP_BYTES`]; `RTSCOPE_MAX_DECODE_MB` or
+//! [`set_override_mb`] (for a command-line flag) replaces it for every decoder of the process.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 /// Structures anyone may build whatever the input, bytes.
 pub const FLOOR_BYTES: u64 = 64 << 20;
-/// Bytes of structure per input byte.
+/// Bytes of structure per input byte, binary inputs (`.rtt`: compressed events).
 pub const RATIO: u64 = 64;
+/// Bytes of structure per input byte, text and JSON inputs and SQLite databases.
+pub const TEXT_RATIO: u64 = 8;
 /// Largest budget from the input's size alone, bytes (a larger input is refused unless the
 /// user raises the limit with `RTSCOPE_MAX_DECODE_MB`).
 pub const CAP_BYTES: u64 = 8 << 30;
@@ -66,12 +80,24 @@ impl Budget {
         Budget { limit, used: 0 }
     }
 
-    /// [`Budget::for_input`] with the user's `RTSCOPE_MAX_DECODE_MB`, if set.
+    /// [`Budget::for_input`] with the process-wide override ([`set_override_mb`], else
+    /// `RTSCOPE_MAX_DECODE_MB`), if set. For binary inputs (`.rtt`).
     pub fn for_input_env(input_len: u64) -> Budget {
-        Budget::for_input(
-            input_len,
-            override_from(std::env::var(OVERRIDE_VAR).ok().as_deref()),
-        )
+        Budget::for_input(input_len, override_mb())
+    }
+
+    /// The budget of a text, JSON or SQLite input of `input_len` bytes: `FLOOR + TEXT_RATIO ×
+    /// input_len`, at most `CAP`, or the process-wide override.
+    pub fn for_text(input_len: u64) -> Budget {
+        match override_mb() {
+            Some(mb) => Budget::for_input(input_len, Some(mb)),
+            None => Budget {
+                limit: FLOOR_BYTES
+                    .saturating_add(input_len.saturating_mul(TEXT_RATIO))
+                    .min(CAP_BYTES),
+                used: 0,
+            },
+        }
     }
 
     /// A fixed budget (tests, inner decoders).
@@ -101,6 +127,12 @@ impl Budget {
         Ok(())
     }
 
+    /// Charge `n` parsed items of `size` bytes each, kept for good (the name of the call every
+    /// reader uses where it allocates; the same as [`Budget::take`]).
+    pub fn charge(&mut self, n: u64, size: u64, what: &str) -> Result<(), OverBudget> {
+        self.take(n, size, what)
+    }
+
     /// Reserve `n` items of `size` bytes for good.
     pub fn take(&mut self, n: u64, size: u64, what: &str) -> Result<(), OverBudget> {
         self.check(n, size, what)?;
@@ -111,6 +143,44 @@ impl Budget {
 
 /// The environment variable that sets every decoder's budget, MiB.
 pub const OVERRIDE_VAR: &str = "RTSCOPE_MAX_DECODE_MB";
+
+/// 0: no override set by the program.
+static OVERRIDE_MB: AtomicU64 = AtomicU64::new(0);
+
+/// Set every decoder's budget for this process, MiB (a command-line flag); `None` goes back to
+/// `RTSCOPE_MAX_DECODE_MB` or the default from the input's size.
+pub fn set_override_mb(mb: Option<u64>) {
+    OVERRIDE_MB.store(mb.unwrap_or(0), Ordering::Relaxed);
+}
+
+/// The override in force: [`set_override_mb`], else `RTSCOPE_MAX_DECODE_MB`.
+pub fn override_mb() -> Option<u64> {
+    match OVERRIDE_MB.load(Ordering::Relaxed) {
+        0 => override_from(std::env::var(OVERRIDE_VAR).ok().as_deref()),
+        mb => Some(mb),
+    }
+}
+
+/// What the bound's analysis builds per CPU of its input (its terms, iterations and report),
+/// bytes: ~8 KB measured (300 000 CPUs took 2.4 GB).
+pub const BOUND_CPU_BYTES: u64 = 8 << 10;
+/// Per interrupt source (a name, its arrays, its curves and report line): ~1.5 KB measured
+/// (1 M sources took 1.5 GB).
+pub const BOUND_SOURCE_BYTES: u64 = 1536;
+/// Per interrupt instance: the reader's row (24 bytes) and the source's two arrays (16 bytes).
+pub const BOUND_INSTANCE_BYTES: u64 = 40;
+
+/// What one imported or decoded measurement thread costs in memory, bytes: its
+/// [`crate::ThreadResult`] with the HDR histogram's counters (a fixed array, ~230 KB, whatever
+/// the thread holds), plus its share of the run's merged histogram. Its linear histogram is
+/// charged apart, from its length.
+pub fn thread_bytes() -> u64 {
+    static BYTES: OnceLock<u64> = OnceLock::new();
+    *BYTES.get_or_init(|| {
+        let h = crate::Histogram::new().heap_bytes();
+        (std::mem::size_of::<crate::ThreadResult>() as u64).saturating_add(h.saturating_mul(2))
+    })
+}
 
 /// `RTSCOPE_MAX_DECODE_MB` parsed (None when unset or not a positive integer).
 pub fn override_from(value: Option<&str>) -> Option<u64> {
@@ -187,6 +257,13 @@ pub fn check_run_record_json(text: &str, budget: &mut Budget) -> Result<(), Stri
                 "the linear histograms of {} threads ({cells} buckets)",
                 p.threads.len()
             ),
+        )
+        .map_err(|e| e.to_string())?;
+    budget
+        .charge(
+            p.threads.len() as u64,
+            thread_bytes(),
+            &format!("threads: {} threads", p.threads.len()),
         )
         .map_err(|e| e.to_string())?;
     // The record's own text: parsed structures take a few times it.

@@ -347,6 +347,7 @@ pub fn decode_run_record(text: &str) -> Result<RunRecord, DecodeError> {
     struct Version {
         schema_version: Option<u64>,
     }
+    crate::json_keys::reject_duplicate_keys(text).map_err(DecodeError::Parse)?;
     let v: Version = serde_json::from_str(text).map_err(|e| DecodeError::Parse(e.to_string()))?;
     match v.schema_version {
         None => Err(DecodeError::Parse("no schema_version".into())),

@@ -9,7 +9,7 @@
 //! Both are produced from and parsed into [`CtResult`], the common model; `rtscope import
 //! cyclictest` turns that into a RunRecord.
 
-use rtscope_model::limits::{checked_sum, Budget};
+use rtscope_model::limits::{checked_sum, thread_bytes, Budget};
 use rtscope_model::{RunRecord, ThreadResult};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -230,10 +230,18 @@ pub fn status_line(
     }
 }
 
+/// Each thread read becomes a thread of the imported record, which costs
+/// [`thread_bytes`] whatever the file says of it.
+fn charge_threads(budget: &mut Budget, n: u64, total: u64, whence: &str) -> Result<(), CtError> {
+    budget
+        .charge(n, thread_bytes(), &format!("{total} threads {whence}"))
+        .map_err(|e| CtError::Limit(e.to_string()))
+}
+
 /// Parse cyclictest's histogram text (as printed with `-h`/`-H`, with or without `-q`: status
 /// lines and other chatter are skipped).
 pub fn parse_histogram(text: &str) -> Result<CtResult, CtError> {
-    parse_histogram_within(text, &mut Budget::for_input_env(text.len() as u64))
+    parse_histogram_within(text, &mut Budget::for_text(text.len() as u64))
 }
 
 /// [`parse_histogram`] with an explicit memory budget: the dense per-thread bucket arrays are
@@ -330,6 +338,7 @@ pub fn parse_histogram_within(text: &str, budget: &mut Budget) -> Result<CtResul
             totals.len()
         )));
     }
+    charge_threads(budget, n as u64, n as u64, "in the footer")?;
     let size = rows.iter().map(|(b, _)| b + 1).max().unwrap_or(0);
     budget
         .take(
@@ -431,7 +440,7 @@ pub fn text_kind(text: &str) -> TextKind {
 /// One thread's status line, `T:%2d (%5d) P:%2d I:%ld C:%7lu Min:%7ld Act:%5ld Avg:%5ld Max:%8ld`
 /// (rt-tests 2.x; `-q` prints it once at the end, otherwise it is redrawn in place with `\r` or a
 /// cursor-up escape).
-fn summary_line(l: &str) -> Option<StatusLine> {
+fn summary_line(l: &str) -> Option<Result<StatusLine, String>> {
     // Cursor movement (`ESC [ n A`) and carriage returns come before the line when redrawn.
     let l = l
         .rsplit('\x1b')
@@ -456,17 +465,43 @@ fn summary_line(l: &str) -> Option<StatusLine> {
             (None, None) => return None,
         }
     }
-    let num = |k: &str| kv.get(k)?.parse::<u64>().ok();
-    Some(StatusLine {
-        thread: idx.trim().parse().ok()?,
-        tid: tid.trim().parse().ok()?,
-        priority: num("P")? as u32,
-        interval_us: num("I")?,
-        cycles: num("C")?,
-        min_us: num("Min")?,
-        avg_us: kv.get("Avg")?.parse::<f64>().ok()?,
-        max_us: num("Max")?,
-    })
+    // Without its keys this is not a status line; with them, a bad value is named.
+    if !["P", "I", "C", "Min", "Avg", "Max"]
+        .iter()
+        .all(|k| kv.contains_key(k))
+    {
+        return None;
+    }
+    let num = |k: &str, max: u64| -> Result<u64, String> {
+        let v = kv.get(k).copied().unwrap_or("");
+        match v.parse::<u64>() {
+            Ok(n) if n <= max => Ok(n),
+            _ => Err(format!("{k}: '{v}' is not a number in 0..={max}")),
+        }
+    };
+    let field = |k: &str, v: &str| -> Result<u32, String> {
+        v.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("{k}: '{}' is not a number in 0..={}", v.trim(), u32::MAX))
+    };
+    Some((|| {
+        let avg = kv.get("Avg").copied().unwrap_or("");
+        Ok(StatusLine {
+            thread: field("T", idx)?,
+            tid: field("tid", tid)?,
+            // SCHED_FIFO/RR priorities are 1..=99; 0 is SCHED_OTHER.
+            priority: num("P", 99)? as u32,
+            interval_us: num("I", u64::MAX)?,
+            cycles: num("C", u64::MAX)?,
+            min_us: num("Min", u64::MAX)?,
+            avg_us: avg
+                .parse::<f64>()
+                .ok()
+                .filter(|a| a.is_finite() && *a >= 0.0)
+                .ok_or_else(|| format!("Avg: '{avg}' is not a non-negative number"))?,
+            max_us: num("Max", u64::MAX)?,
+        })
+    })())
 }
 
 /// The fields of one status line (µs).
@@ -485,11 +520,20 @@ struct StatusLine {
 /// thread the last line's cycles, min, average and max, µs. No distribution: `hist_size` stays
 /// None and every thread's `counts` is empty.
 pub fn parse_summary(text: &str) -> Result<CtResult, CtError> {
-    let mut threads: Vec<CtThread> = Vec::new();
+    parse_summary_within(text, &mut Budget::for_text(text.len() as u64))
+}
+
+/// [`parse_summary`] with an explicit memory budget: each thread becomes a thread of the record
+/// ([`thread_bytes`]), however short its line.
+pub fn parse_summary_within(text: &str, budget: &mut Budget) -> Result<CtResult, CtError> {
+    let mut threads: std::collections::BTreeMap<u32, CtThread> = Default::default();
     let mut prio = None;
     let mut interval = None;
     for (n, l) in text.split(['\n', '\r']).enumerate() {
-        let Some(StatusLine {
+        let Some(line) = summary_line(l) else {
+            continue;
+        };
+        let StatusLine {
             thread: idx,
             tid,
             priority: p,
@@ -498,10 +542,7 @@ pub fn parse_summary(text: &str) -> Result<CtResult, CtError> {
             min_us: min,
             avg_us: avg,
             max_us: max,
-        }) = summary_line(l)
-        else {
-            continue;
-        };
+        } = line.map_err(|msg| CtError::Text { line: n + 1, msg })?;
         if idx as usize > threads.len() + 1024 {
             return Err(CtError::Text {
                 line: n + 1,
@@ -521,19 +562,18 @@ pub fn parse_summary(text: &str) -> Result<CtResult, CtError> {
             ..Default::default()
         };
         // Redrawn screens repeat each thread: the last line holds the final values.
-        match threads.iter_mut().find(|x| x.index == idx) {
-            Some(x) => *x = t,
-            None => threads.push(t),
+        if !threads.contains_key(&idx) {
+            charge_threads(budget, 1, threads.len() as u64 + 1, "of the status lines")?;
         }
+        threads.insert(idx, t);
     }
     if threads.is_empty() {
         return Err(CtError::NotCyclictest(
             "no `T: n (tid) P:… I:… C:… Min:… Avg:… Max:…` status line".into(),
         ));
     }
-    threads.sort_by_key(|t| t.index);
     Ok(CtResult {
-        threads,
+        threads: threads.into_values().collect(),
         dma_latency_line: text.contains("/dev/cpu_dma_latency set to"),
         cmdline: None,
         summary_priority: prio,
@@ -547,7 +587,7 @@ pub fn parse_summary(text: &str) -> Result<CtResult, CtError> {
 /// sample is there, so the histogram (1 µs buckets up to the largest latency), min, max and
 /// average are exact.
 pub fn parse_verbose(text: &str) -> Result<CtResult, CtError> {
-    parse_verbose_within(text, &mut Budget::for_input_env(text.len() as u64))
+    parse_verbose_within(text, &mut Budget::for_text(text.len() as u64))
 }
 
 /// [`parse_verbose`] with an explicit memory budget (the dense buckets go up to the largest
@@ -566,7 +606,16 @@ pub fn parse_verbose_within(text: &str, budget: &mut Budget) -> Result<CtResult,
         }
         if let Some(rest) = l.strip_prefix("Thread ") {
             if let Some((t, c)) = rest.split_once(" using cpu ") {
-                if let (Ok(t), Ok(c)) = (t.trim().parse::<u32>(), c.trim_end_matches('.').parse()) {
+                if let Ok(t) = t.trim().parse::<u32>() {
+                    let c = c.trim_end_matches('.');
+                    let c = c
+                        .parse::<i64>()
+                        .ok()
+                        .filter(|c| (-1..=i64::from(u32::MAX)).contains(c))
+                        .ok_or_else(|| CtError::Text {
+                            line: i + 1,
+                            msg: format!("cpu '{c}' is not a CPU number (-1..={})", u32::MAX),
+                        })?;
                     cpus.insert(t, c);
                 }
             }
@@ -606,6 +655,7 @@ pub fn parse_verbose_within(text: &str, budget: &mut Budget) -> Result<CtResult,
         .max()
         .map_or(1, |&m| m + 1);
     let n = per.len() as u64;
+    charge_threads(budget, n, n, "of the 'thread: cycle: latency' lines")?;
     budget
         .take(
             n.saturating_mul(size),
@@ -711,7 +761,7 @@ pub fn write_json(r: &CtResult) -> String {
 }
 
 pub fn parse_json(text: &str) -> Result<CtResult, CtError> {
-    parse_json_within(text, &mut Budget::for_input_env(text.len() as u64))
+    parse_json_within(text, &mut Budget::for_text(text.len() as u64))
 }
 
 /// [`parse_json`] with an explicit memory budget: every thread's dense bucket array is as long
@@ -721,6 +771,7 @@ pub fn parse_json_within(text: &str, budget: &mut Budget) -> Result<CtResult, Ct
     budget
         .take(text.len() as u64, 8, "the JSON document")
         .map_err(|e| CtError::Limit(e.to_string()))?;
+    rtscope_model::json_keys::reject_duplicate_keys(text).map_err(CtError::Json)?;
     let v: Value = serde_json::from_str(text).map_err(|e| CtError::Json(e.to_string()))?;
     let obj = v
         .as_object()
@@ -768,6 +819,7 @@ pub fn parse_json_within(text: &str, budget: &mut Budget) -> Result<CtResult, Ct
         }
     }
     let n_threads = threads.len() as u64;
+    charge_threads(budget, n_threads, n_threads, "of the \"thread\" object")?;
     budget
         .take(
             n_threads.saturating_mul(max_bucket as u64),
@@ -800,15 +852,46 @@ pub fn parse_json_within(text: &str, budget: &mut Budget) -> Result<CtResult, Ct
         }
         checked_sum(counts.iter().copied(), &format!("thread {k} histogram"))
             .map_err(CtError::Limit)?;
-        let (min, max, avg, cycles) = (num("min")?, num("max")?, num("avg")?, num("cycles")?);
-        if min < 0.0 || max < 0.0 || avg < 0.0 || cycles < 0.0 {
-            return Err(CtError::Json(format!("thread {k}: negative value")));
+        let (min, max, avg) = (num("min")?, num("max")?, num("avg")?);
+        for (f, v) in [("min", min), ("max", max), ("avg", avg)] {
+            if v < 0.0 {
+                return Err(CtError::Json(format!(
+                    "thread {k}: {f}: negative value {v}"
+                )));
+            }
         }
+        // A count: a whole number a u64 holds (1e300 is not a number of cycles).
+        let cycles = match t.get("cycles") {
+            Some(c) => c.as_u64().ok_or_else(|| {
+                CtError::Json(format!(
+                    "thread {k}: cycles: must be an integer 0..={}, got {c}",
+                    u64::MAX
+                ))
+            })?,
+            None => {
+                return Err(CtError::Json(format!(
+                    "thread {k}: missing number \"cycles\""
+                )))
+            }
+        };
+        let cpu = match t.get("cpu") {
+            None | Some(Value::Null) => None,
+            Some(c) => Some(
+                c.as_i64()
+                    .filter(|&c| (-1..=i64::from(u32::MAX)).contains(&c))
+                    .ok_or_else(|| {
+                        CtError::Json(format!(
+                            "thread {k}: cpu: must be an integer -1..={}, got {c}",
+                            u32::MAX
+                        ))
+                    })?,
+            ),
+        };
         r.threads.push(CtThread {
             index,
             tid: None,
-            cpu: t.get("cpu").and_then(Value::as_i64),
-            cycles: cycles as u64,
+            cpu,
+            cycles,
             min_us: min as u64,
             avg_us: avg,
             max_us: max as u64,

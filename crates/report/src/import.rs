@@ -146,9 +146,21 @@ pub fn from_cyclictest(
         merged.merge(&h);
         // from_counts keeps at least one bucket, so an empty histogram is still well-formed.
         let lin = LinearHistogram::from_counts(t.counts.clone(), t.overflows);
+        // cyclictest says -1 for a thread not pinned to a CPU; a CPU number is a u32.
+        let cpu = match t.cpu {
+            None => t.index,
+            Some(c) if c < 0 => t.index,
+            Some(c) => u32::try_from(c).map_err(|_| {
+                format!(
+                    "thread {}: cpu {c} out of range (-1..={})",
+                    t.index,
+                    u32::MAX
+                )
+            })?,
+        };
         threads.push(ThreadResult {
             index: t.index,
-            cpu: t.cpu.unwrap_or(t.index as i64).max(0) as u32,
+            cpu,
             tid: t.tid.unwrap_or(0),
             observed_policy: "unknown".into(),
             observed_priority: flags.prio as i32,
@@ -191,7 +203,10 @@ pub fn from_cyclictest(
         system.preempt_model_source = "cyclictest sysinfo.realtime".into();
     }
     let stats = if summary_only {
-        let n: u64 = threads.iter().map(|t| t.stats.samples).sum();
+        let n = rtscope_model::limits::checked_sum(
+            threads.iter().map(|t| t.stats.samples),
+            "C (the threads' cycle counts)",
+        )?;
         let weighted: f64 = threads
             .iter()
             .map(|t| t.stats.samples as f64 * t.stats.avg_ns.unwrap_or(0.0))

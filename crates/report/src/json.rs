@@ -19,7 +19,7 @@ pub enum ReadError {
 pub fn parse_run_record(text: &str) -> Result<RunRecord, ReadError> {
     rtscope_model::limits::check_run_record_json(
         text,
-        &mut rtscope_model::limits::Budget::for_input_env(text.len() as u64),
+        &mut rtscope_model::limits::Budget::for_text(text.len() as u64),
     )
     .map_err(ReadError::Parse)?;
     rtscope_model::decode_run_record(text).map_err(|e| match e {

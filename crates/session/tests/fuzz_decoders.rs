@@ -51,6 +51,11 @@ fn d_ct_verbose(b: &[u8]) -> Result<(), String> {
         .map(|_| ())
         .map_err(|e| e.to_string())
 }
+fn d_ct_summary(b: &[u8]) -> Result<(), String> {
+    rtscope_report::cyclictest::parse_summary(text(b)?)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
 fn d_ct_json(b: &[u8]) -> Result<(), String> {
     rtscope_report::cyclictest::parse_json(text(b)?)
         .map(|_| ())
@@ -89,6 +94,7 @@ fn formats() -> Vec<(&'static str, Decode)> {
         ("cyclictest-text", d_ct_text as Decode),
         ("cyclictest-json", d_ct_json as Decode),
         ("cyclictest-verbose", d_ct_verbose as Decode),
+        ("cyclictest-summary", d_ct_summary as Decode),
         ("run-record", d_record as Decode),
         ("taskset-json", d_set_json as Decode),
         ("taskset-toml", d_set_toml as Decode),

@@ -11,6 +11,7 @@ mod backend;
 pub mod campaign;
 pub mod fallback;
 pub mod fixture;
+pub mod guard;
 pub mod queue;
 pub mod rtsl;
 pub mod schema;
@@ -90,6 +91,9 @@ impl StoreError {
 
     pub(crate) fn from_sqlite(e: rusqlite::Error) -> StoreError {
         use rusqlite::ErrorCode;
+        if let Some(m) = guard::explain(&e) {
+            return StoreError::Other(m);
+        }
         if let rusqlite::Error::SqliteFailure(f, _) = &e {
             match f.code {
                 ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
@@ -268,7 +272,7 @@ pub(crate) fn decode_record(id: &str, json: &str) -> Result<RunRecord, StoreErro
     };
     rtscope_model::limits::check_run_record_json(
         json,
-        &mut rtscope_model::limits::Budget::for_input_env(json.len() as u64),
+        &mut rtscope_model::limits::Budget::for_text(json.len() as u64),
     )
     .map_err(bad)?;
     rtscope_model::decode_run_record(json).map_err(|e| StoreError::BadRecord {
@@ -474,6 +478,7 @@ impl Store {
         }
         .map_err(|e| StoreError::from_sqlite(e).with_location(&location))?;
         backend::install_busy_handler(&c)
+            .and_then(|()| guard::bound_reader(&c))
             .map_err(|e| StoreError::from_sqlite(e).with_location(&location))?;
         let mut conn = Conn::Sqlite(c);
         let version =
@@ -671,6 +676,12 @@ impl Store {
 
     /// Resolve a full id or a unique prefix of one.
     pub fn resolve_id(&mut self, id_or_prefix: &str) -> Result<String, StoreError> {
+        // A corrupt page met by this query is named with the database, as at the open.
+        self.resolve_id_here(id_or_prefix)
+            .map_err(|e| e.with_location(&self.location))
+    }
+
+    fn resolve_id_here(&mut self, id_or_prefix: &str) -> Result<String, StoreError> {
         let exact = self.conn.query(
             "SELECT id FROM runs WHERE id = ?1",
             &[Val::text(id_or_prefix)],
@@ -700,6 +711,12 @@ impl Store {
 
     /// The whole record of a run (id or unique prefix).
     pub fn get_run(&mut self, id_or_prefix: &str) -> Result<RunRecord, StoreError> {
+        // A corrupt page met by this query is named with the database, as at the open.
+        self.get_run_here(id_or_prefix)
+            .map_err(|e| e.with_location(&self.location))
+    }
+
+    fn get_run_here(&mut self, id_or_prefix: &str) -> Result<RunRecord, StoreError> {
         let id = self.resolve_id(id_or_prefix)?;
         let rows = self.conn.query(
             "SELECT record_json FROM runs WHERE id = ?1",
@@ -715,6 +732,12 @@ impl Store {
 
     /// Runs matching `f`, oldest first (the last `limit` when a limit is given).
     pub fn list_runs(&mut self, f: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        // A corrupt page met by this query is named with the database, as at the open.
+        self.list_runs_here(f)
+            .map_err(|e| e.with_location(&self.location))
+    }
+
+    fn list_runs_here(&mut self, f: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
         let mut sql = String::from(
             "SELECT id, started_at, hostname, kernel_release, verb, policy, scenario, samples, state,
                     min_ns, max_ns, avg_ns FROM runs WHERE 1 = 1",

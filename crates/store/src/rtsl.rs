@@ -11,6 +11,7 @@
 //! that integer; unsorted arrivals are sorted later by the analysis (and reported).
 
 use rtscope_model::bound::{RawCpu, RawInstance, RawSource, ThreadVars};
+use rtscope_model::limits::{Budget, BOUND_CPU_BYTES, BOUND_INSTANCE_BYTES, BOUND_SOURCE_BYTES};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use std::collections::BTreeMap;
@@ -37,9 +38,12 @@ fn bad(origin: &str, message: impl Into<String>) -> RtslError {
 }
 
 fn sq(origin: &str) -> impl Fn(rusqlite::Error) -> RtslError + '_ {
-    move |source| RtslError::Sqlite {
-        origin: origin.to_string(),
-        source,
+    move |source| match crate::guard::explain(&source) {
+        Some(m) => bad(origin, m),
+        None => RtslError::Sqlite {
+            origin: origin.to_string(),
+            source,
+        },
     }
 }
 
@@ -50,6 +54,12 @@ pub fn read_paths(paths: &[&Path]) -> Result<Vec<RawCpu>, RtslError> {
     if paths.is_empty() {
         return Err(bad("--rtsl-db", "no database given"));
     }
+    // One budget for all the files: what is built from them is kept together.
+    let bytes = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .fold(0u64, |t, m| t.saturating_add(m.len()));
+    let mut budget = Budget::for_text(bytes);
     for p in paths {
         let origin = p.display().to_string();
         if !p.is_file() {
@@ -60,7 +70,8 @@ pub fn read_paths(paths: &[&Path]) -> Result<Vec<RawCpu>, RtslError> {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(sq(&origin))?;
-        for c in read_conn(&conn, &origin)? {
+        crate::guard::bound_reader(&conn).map_err(sq(&origin))?;
+        for c in read_conn_within(&conn, &origin, &mut budget)? {
             if let Some((other, _)) = all.get(&c.cpu) {
                 return Err(bad(&origin, format!("CPU {} is also in {other}", c.cpu)));
             }
@@ -163,6 +174,59 @@ fn check_table(
 
 /// Reads one open database. `origin` (the file name) prefixes every error.
 pub fn read_conn(conn: &Connection, origin: &str) -> Result<Vec<RawCpu>, RtslError> {
+    read_conn_within(conn, origin, &mut Budget::for_text(0))
+}
+
+/// Charges what one row makes the bound build: a CPU and a source the first time each is seen,
+/// an instance every time.
+struct Charges<'a> {
+    budget: &'a mut Budget,
+    cpus: std::collections::HashSet<u32>,
+    origin: &'a str,
+}
+
+impl Charges<'_> {
+    /// `what` names the field, built only when the budget refuses (this runs once per row).
+    fn charge(
+        &mut self,
+        n: u64,
+        size: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), RtslError> {
+        match self.budget.check(n, size, "") {
+            Ok(()) => self.budget.charge(n, size, ""),
+            Err(_) => self.budget.charge(n, size, &what()),
+        }
+        .map_err(|e| bad(self.origin, e.to_string()))
+    }
+    fn cpu(&mut self, cpu: u32, table: &str) -> Result<(), RtslError> {
+        if self.cpus.insert(cpu) {
+            let n = self.cpus.len();
+            self.charge(1, BOUND_CPU_BYTES, || {
+                format!("table {table} column cpu: {n} CPUs")
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// [`read_conn`] charging what it reads to `budget` (rows, CPUs, sources).
+pub fn read_conn_within(
+    conn: &Connection,
+    origin: &str,
+    budget: &mut Budget,
+) -> Result<Vec<RawCpu>, RtslError> {
+    let mut ch = Charges {
+        budget,
+        cpus: Default::default(),
+        origin,
+    };
+    let mut tables: Vec<&str> = THREAD_TABLES.to_vec();
+    tables.extend(["irq", "nmi"]);
+    // A view would run the file's own query (a recursive one never ends).
+    crate::guard::plain_tables(conn, &tables)
+        .map_err(sq(origin))?
+        .map_err(|m| bad(origin, m))?;
     for t in THREAD_TABLES {
         check_table(conn, origin, t, &["cpu", "value"])?;
     }
@@ -185,6 +249,7 @@ pub fn read_conn(conn: &Connection, origin: &str) -> Result<Vec<RawCpu>, RtslErr
             let rowid: i64 = r.get(0).map_err(sq(origin))?;
             let cpu = cpu_of(origin, t, rowid, r.get_ref(1).map_err(sq(origin))?)?;
             let v = nonneg(origin, t, rowid, "value", r.get_ref(2).map_err(sq(origin))?)?;
+            ch.cpu(cpu, t)?;
             let slot = &mut thread.entry(cpu).or_default()[ti];
             *slot = Some(slot.map_or(v, |m| m.max(v)));
         }
@@ -227,15 +292,23 @@ pub fn read_conn(conn: &Connection, origin: &str) -> Result<Vec<RawCpu>, RtslErr
                 "duration",
                 r.get_ref(4).map_err(sq(origin))?,
             )?;
-            irqs.entry(cpu)
-                .or_default()
-                .entry(vector)
-                .or_default()
-                .push(RawInstance {
-                    start_ns: start,
-                    duration_ns: dur,
-                    row: rowid as u64,
-                });
+            ch.cpu(cpu, "irq")?;
+            ch.charge(1, BOUND_INSTANCE_BYTES, || {
+                format!("table irq: the rows up to rowid {rowid}")
+            })?;
+            let per_cpu = irqs.entry(cpu).or_default();
+            if !per_cpu.contains_key(&vector) {
+                ch.charge(
+                    1,
+                    BOUND_SOURCE_BYTES.saturating_add(vector.len() as u64),
+                    || format!("table irq column vector: the sources of CPU {cpu}"),
+                )?;
+            }
+            per_cpu.entry(vector).or_default().push(RawInstance {
+                start_ns: start,
+                duration_ns: dur,
+                row: rowid as u64,
+            });
         }
     }
     let mut nmis: BTreeMap<u32, Vec<RawInstance>> = BTreeMap::new();
@@ -261,6 +334,15 @@ pub fn read_conn(conn: &Connection, origin: &str) -> Result<Vec<RawCpu>, RtslErr
                 "duration",
                 r.get_ref(3).map_err(sq(origin))?,
             )?;
+            ch.cpu(cpu, "nmi")?;
+            ch.charge(1, BOUND_INSTANCE_BYTES, || {
+                format!("table nmi: the rows up to rowid {rowid}")
+            })?;
+            if !nmis.contains_key(&cpu) {
+                ch.charge(1, BOUND_SOURCE_BYTES, || {
+                    "table nmi: the NMI sources".into()
+                })?;
+            }
             nmis.entry(cpu).or_default().push(RawInstance {
                 start_ns: start,
                 duration_ns: dur,

@@ -143,6 +143,15 @@ fn backfill_state(c: &mut Conn) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The tables an rtscope database holds (each must be a plain table when read).
+const OWN_TABLES: &[&str] = &[
+    "rtscope_meta",
+    "runs",
+    "run_tags",
+    "campaigns",
+    "campaign_cells",
+];
+
 /// Read the version of an rtscope database (0 = empty database, nothing created yet).
 /// A database holding other tables but no rtscope marker is foreign.
 pub(crate) fn read_version(c: &mut Conn, location: &str) -> Result<i64, StoreError> {
@@ -162,6 +171,17 @@ pub(crate) fn read_version(c: &mut Conn, location: &str) -> Result<i64, StoreErr
     .into_iter()
     .filter_map(|r| r[0].as_text().map(str::to_string))
     .collect();
+    if let Conn::Sqlite(s) = c {
+        // Reading a view runs the file's own query (which may never end).
+        if let Err(detail) =
+            crate::guard::plain_tables(s, OWN_TABLES).map_err(StoreError::from_sqlite)?
+        {
+            return Err(StoreError::Foreign {
+                location: location.to_string(),
+                detail,
+            });
+        }
+    }
     if !tables.iter().any(|t| t == "rtscope_meta") {
         // PostgreSQL databases are shared: only our own table names make it foreign there.
         let foreign = if c.is_pg() {

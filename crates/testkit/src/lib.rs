@@ -205,3 +205,122 @@ pub mod lab {
             .find(|p| p.is_file())
     }
 }
+
+/// What [`run_measured`] saw of a child.
+pub struct Measured {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    /// Peak resident set, KiB (`ru_maxrss` from wait4).
+    pub maxrss_kib: u64,
+    pub elapsed: std::time::Duration,
+    /// Killed with SIGKILL after the timeout.
+    pub timed_out: bool,
+}
+
+/// Run `c` (stdin closed, output captured), SIGKILL it after `timeout`, and read its exit code
+/// (128 + signal when killed), peak RSS and wall time.
+///
+/// A child's `ru_maxrss` starts from the memory of the process it was forked from (Linux folds
+/// the old address space's high-water mark in at exec), and a test that generated large inputs
+/// is large: so the command runs under `/usr/bin/time -f %M`, a small process whose own child's
+/// peak it reports. Without `/usr/bin/time` the child's wait4 figure is used (an upper bound).
+pub fn run_measured(c: std::process::Command, timeout: std::time::Duration) -> Measured {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let time = Path::new("/usr/bin/time");
+    let rss_file = tempfile::NamedTempFile::new().expect("a temporary file");
+    let mut c = if time.exists() {
+        let mut w = std::process::Command::new(time);
+        w.args(["-f", "%M", "-o"])
+            .arg(rss_file.path())
+            .arg(c.get_program())
+            .args(c.get_args());
+        for (k, v) in c.get_envs() {
+            match v {
+                Some(v) => w.env(k, v),
+                None => w.env_remove(k),
+            };
+        }
+        if let Some(d) = c.get_current_dir() {
+            w.current_dir(d);
+        }
+        w
+    } else {
+        c
+    };
+    // Its own group: the timeout kills the command and its wrapper together.
+    c.process_group(0);
+    let t0 = std::time::Instant::now();
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Reaped by wait4 below (for its rusage), not by Child::wait.
+    #[allow(clippy::zombie_processes)]
+    let mut child = c.spawn().expect("spawn the child");
+    let pid = child.id() as i32;
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = so.read_to_end(&mut v);
+        String::from_utf8_lossy(&v).into_owned()
+    });
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = se.read_to_end(&mut v);
+        String::from_utf8_lossy(&v).into_owned()
+    });
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let late = rx.recv_timeout(timeout).is_err();
+        if late {
+            // SAFETY: our own child's group, not reaped yet (the reaper sends first).
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+        late
+    });
+    let mut status = 0;
+    // SAFETY: zeroed rusage is valid; wait4 fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child (std has not reaped it: `child` is never waited).
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(r, pid, "wait4");
+    let elapsed = t0.elapsed();
+    let _ = tx.send(());
+    let timed_out = watchdog.join().unwrap_or(false);
+    let mut code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    let mut stderr = err.join().unwrap_or_default();
+    let mut maxrss_kib = ru.ru_maxrss as u64;
+    let measured = std::fs::read_to_string(rss_file.path()).unwrap_or_default();
+    // GNU time writes "Command exited with non-zero status N" (or "terminated by signal N")
+    // before the figure; its own exit is the command's, and it says a signal on stderr.
+    if let Some(kib) = measured.lines().last().and_then(|l| l.trim().parse().ok()) {
+        maxrss_kib = kib;
+        if let Some(sig) = measured
+            .lines()
+            .find_map(|l| l.strip_prefix("Command terminated by signal "))
+            .and_then(|n| n.trim().parse::<i32>().ok())
+        {
+            code = 128 + sig;
+        }
+        stderr = stderr
+            .lines()
+            .filter(|l| !l.starts_with("Command terminated by signal"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+    }
+    Measured {
+        code,
+        stdout: out.join().unwrap_or_default(),
+        stderr,
+        maxrss_kib,
+        elapsed,
+        timed_out,
+    }
+}

@@ -792,6 +792,8 @@ pub fn decode_within(buf: &[u8], budget: &mut Budget) -> Result<RttFile, RttErro
                 budget
                     .take(len as u64, 8, "META section")
                     .map_err(|e| over(sec_at, e))?;
+                rtscope_model::json_keys::reject_duplicate_keys(&String::from_utf8_lossy(body))
+                    .map_err(|e| corrupt(body_at, format!("META: {e}")))?;
                 let m: RttMeta = serde_json::from_slice(body)
                     .map_err(|e| corrupt(body_at, format!("META: {e}")))?;
                 meta_at = body_at;
@@ -893,6 +895,10 @@ pub fn decode_within(buf: &[u8], budget: &mut Budget) -> Result<RttFile, RttErro
         truncated_at.get_or_insert(pos as u64);
     }
     let meta = meta.ok_or_else(|| corrupt(HEADER_LEN, "no META section"))?;
+    // Loss counts are added up wherever they are reported: a total past 2^64 would wrap to a
+    // small number and hide the loss.
+    rtscope_model::limits::checked_sum(meta.lost_per_cpu.values().copied(), "META: lost_per_cpu")
+        .map_err(|e| corrupt(meta_at, e))?;
     // The last META is the file's (a writer's first one is provisional: end_ns 0 until the
     // capture ends). An end before the start would make every rate nonsense.
     if meta.end_ns != 0 && meta.end_ns < meta.start_ns {
@@ -945,15 +951,33 @@ pub fn decode_within(buf: &[u8], budget: &mut Budget) -> Result<RttFile, RttErro
 /// of a flight file may overlap. Duplicates of one event lie in the same (ts, cpu) run.
 /// In place: no second copy of the events.
 fn dedup_events(events: &mut Vec<Event>) {
+    // A run longer than this is searched through a set of the kept events' encodings (a crafted
+    // file can put every event at one timestamp: a linear search per event would be quadratic).
+    const SHORT_RUN: usize = 16;
     let mut kept = 0usize;
     let mut run_start = 0usize;
+    let mut seen: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    let key = |e: &Event| {
+        let mut b = Vec::with_capacity(16);
+        encode_event(&mut b, &e.kind);
+        b
+    };
     for r in 0..events.len() {
         let starts_run = kept == 0
             || (events[kept - 1].ts_ns, events[kept - 1].cpu) != (events[r].ts_ns, events[r].cpu);
         if starts_run {
             run_start = kept;
+            seen.clear();
         }
-        if !events[run_start..kept].contains(&events[r]) {
+        let dup = if kept - run_start < SHORT_RUN {
+            events[run_start..kept].contains(&events[r])
+        } else {
+            if seen.is_empty() {
+                seen.extend(events[run_start..kept].iter().map(key));
+            }
+            !seen.insert(key(&events[r]))
+        };
+        if !dup {
             // Slots kept..r hold events already dropped: the swap moves one of them back.
             events.swap(kept, r);
             kept += 1;

@@ -35,8 +35,13 @@ fn span(ns: u64) -> String {
 
 /// What a flight-recorder file holds, and the attribution of its kept samples.
 pub struct FlightView {
-    /// Per CPU, the kept stretches [from, to] (ns, inclusive), merged, sorted.
-    kept: BTreeMap<u32, Vec<(u64, u64)>>,
+    /// Per CPU, its kept windows [from, to] (ns, inclusive), merged, sorted.
+    windows_kept: BTreeMap<u32, Vec<(u64, u64)>>,
+    /// The snapshots (every CPU), merged, sorted: kept once, not once per CPU (a file can list
+    /// many CPUs and many snapshots).
+    snaps: Vec<(u64, u64)>,
+    /// Every CPU the file names (META, samples, windows).
+    cpus: Vec<u32>,
     windows: u64,
     snapshots: u64,
     /// Windows by their first reason's kind: "worst-n", "worst-of-cause", ...
@@ -44,6 +49,67 @@ pub struct FlightView {
     /// Kept samples whose window is wholly inside one kept stretch, grouped by it.
     groups: Vec<((u32, u64, u64), Vec<RawSample>)>,
     pub not_attributable: u64,
+}
+
+/// Sorted, merged intervals (touching ones joined).
+fn merged(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort_unstable();
+    let mut m: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match m.last_mut() {
+            Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+            _ => m.push((a, b)),
+        }
+    }
+    m
+}
+
+/// The interval of merged list `v` that holds or touches `[a, b]` on the left/right: the one
+/// containing `p`, if any.
+fn holding(v: &[(u64, u64)], p: u64) -> Option<(u64, u64)> {
+    let i = v.partition_point(|&(a, _)| a <= p);
+    (i > 0 && v[i - 1].1 >= p).then(|| v[i - 1])
+}
+
+/// The stretch of the union of two merged lists that contains `p`: grown left and right while
+/// an interval of either list overlaps or touches it.
+fn union_stretch(w: &[(u64, u64)], s: &[(u64, u64)], p: u64) -> Option<(u64, u64)> {
+    let (mut a, mut b) = match (holding(w, p), holding(s, p)) {
+        (None, None) => return None,
+        (Some(x), None) | (None, Some(x)) => x,
+        (Some(x), Some(y)) => (x.0.min(y.0), x.1.max(y.1)),
+    };
+    loop {
+        let (a0, b0) = (a, b);
+        for v in [w, s] {
+            // Left: the last interval starting before a that reaches a - 1.
+            let i = v.partition_point(|&(x, _)| x < a);
+            if i > 0 && v[i - 1].1.saturating_add(1) >= a {
+                a = a.min(v[i - 1].0);
+            }
+            // Right: the last interval starting at or before b + 1.
+            let j = v.partition_point(|&(x, _)| x <= b.saturating_add(1));
+            if j > 0 && v[j - 1].1 > b {
+                b = v[j - 1].1;
+            }
+        }
+        if (a, b) == (a0, b0) {
+            return Some((a, b));
+        }
+    }
+}
+
+/// ns covered by merged list `w`, merged list `s`, or both (each counted once).
+fn union_ns(w: &[(u64, u64)], s: &[(u64, u64)]) -> u64 {
+    let len = |v: &[(u64, u64)]| v.iter().fold(0u64, |t, (a, b)| t.saturating_add(b - a + 1));
+    let mut overlap = 0u64;
+    for &(a, b) in w {
+        let from = s.partition_point(|&(_, y)| y < a);
+        for &(x, y) in s[from..].iter().take_while(|&&(x, _)| x <= b) {
+            overlap = overlap.saturating_add(b.min(y) - a.max(x) + 1);
+        }
+    }
+    len(w).saturating_add(len(s)).saturating_sub(overlap)
 }
 
 impl FlightView {
@@ -54,6 +120,7 @@ impl FlightView {
         cpus.sort_unstable();
         cpus.dedup();
         let mut raw: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+        let mut snaps = Vec::new();
         let (mut windows, mut snapshots) = (0u64, 0u64);
         let mut by_reason: BTreeMap<String, u64> = BTreeMap::new();
         for w in &f.windows {
@@ -71,39 +138,28 @@ impl FlightView {
                 }
                 _ => {
                     snapshots += 1;
-                    for &c in &cpus {
-                        raw.entry(c).or_default().push((w.from_ns, w.to_ns));
-                    }
+                    snaps.push((w.from_ns, w.to_ns));
                 }
             }
         }
-        let mut kept: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
-        for (c, mut v) in raw {
-            v.sort_unstable();
-            let mut m: Vec<(u64, u64)> = Vec::with_capacity(v.len());
-            for (a, b) in v {
-                match m.last_mut() {
-                    Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
-                    _ => m.push((a, b)),
-                }
-            }
-            kept.insert(c, m);
-        }
+        let snaps = merged(snaps);
+        let windows_kept: BTreeMap<u32, Vec<(u64, u64)>> =
+            raw.into_iter().map(|(c, v)| (c, merged(v))).collect();
         let mut groups: BTreeMap<(u32, u64, u64), Vec<RawSample>> = BTreeMap::new();
         let mut not_attributable = 0u64;
         for s in &f.samples {
             let end = s.expected_ns.saturating_add(s.latency_ns);
-            let stretch = kept.get(&s.cpu).and_then(|v| {
-                let i = v.partition_point(|&(a, _)| a <= s.expected_ns);
-                (i > 0 && end <= v[i - 1].1).then(|| v[i - 1])
-            });
+            let w = windows_kept.get(&s.cpu).map_or(&[][..], |v| v.as_slice());
+            let stretch = union_stretch(w, &snaps, s.expected_ns).filter(|&(_, b)| end <= b);
             match stretch {
                 Some((a, b)) => groups.entry((s.cpu, a, b)).or_default().push(*s),
                 None => not_attributable += 1,
             }
         }
         FlightView {
-            kept,
+            windows_kept,
+            snaps,
+            cpus,
             windows,
             snapshots,
             by_reason,
@@ -190,10 +246,15 @@ impl FlightView {
     }
 
     pub fn json(&self, f: &RttFile) -> serde_json::Value {
+        // Every CPU with something kept: its windows and the snapshots.
         let kept_ns: BTreeMap<u32, u64> = self
-            .kept
+            .cpus
             .iter()
-            .map(|(c, v)| (*c, v.iter().map(|(a, b)| b - a + 1).sum()))
+            .filter(|c| !self.snaps.is_empty() || self.windows_kept.contains_key(c))
+            .map(|c| {
+                let w = self.windows_kept.get(c).map_or(&[][..], |v| v.as_slice());
+                (*c, union_ns(w, &self.snaps))
+            })
             .collect();
         serde_json::json!({
             "windows": self.windows,

@@ -470,7 +470,7 @@ fn attribute_one(
                     cause: UNATTRIBUTED.into(),
                     detail: String::new(),
                 }];
-                out.events = win.clone().filter_map(|i| ev_out(ce, i, s.cpu)).collect();
+                out.events = timeline_events(ce, win.clone(), s.cpu);
             }
             return out;
         }
@@ -660,12 +660,7 @@ fn attribute_one(
     if keep_timeline {
         cap_segments(&mut segs);
         out.segments = segs;
-        let mut evs: Vec<Event> = win.filter_map(|i| ev_out(ce, i, s.cpu)).collect();
-        if evs.len() > TIMELINE_CAP {
-            evs.drain(TIMELINE_CAP / 2..evs.len() - TIMELINE_CAP / 2);
-            evs.shrink_to_fit();
-        }
-        out.events = evs;
+        out.events = timeline_events(ce, win, s.cpu);
     }
     out
 }
@@ -698,6 +693,29 @@ fn cap_segments(segs: &mut Vec<Segment>) {
     segs.shrink_to_fit();
 }
 
+/// The events of a window for a timeline, at most [`TIMELINE_CAP`]: the first and last halves
+/// of a longer window, taken without building the middle (a window can span a whole file).
+fn timeline_events(ce: CpuSlice<'_>, win: std::ops::Range<usize>, cpu: u32) -> Vec<Event> {
+    let half = TIMELINE_CAP / 2;
+    let mut head: Vec<Event> = win
+        .clone()
+        .filter_map(|i| ev_out(ce, i, cpu))
+        .take(TIMELINE_CAP + 1)
+        .collect();
+    if head.len() <= TIMELINE_CAP {
+        return head;
+    }
+    head.truncate(half);
+    let mut tail: Vec<Event> = win
+        .rev()
+        .filter_map(|i| ev_out(ce, i, cpu))
+        .take(half)
+        .collect();
+    tail.reverse();
+    head.extend(tail);
+    head
+}
+
 fn ev_out(ce: CpuSlice<'_>, i: usize, cpu: u32) -> Option<Event> {
     match ce.ev[i] {
         Ev::K(k) => Some(Event {
@@ -723,6 +741,30 @@ fn ev_out(ce: CpuSlice<'_>, i: usize, cpu: u32) -> Option<Event> {
     }
 }
 
+/// Passes over the events the samples' windows may take together (the comment in
+/// [`attribute_samples`]); at least [`WALK_FLOOR`] event visits.
+pub const WALK_PER_EVENT: u64 = 16;
+pub const WALK_FLOOR: u64 = 1 << 24;
+
+/// A sample left out because the windows before it had taken the whole walk.
+fn not_walked(s: &RawSample, limit: u64) -> SampleAttribution {
+    SampleAttribution {
+        cpu: s.cpu,
+        tid: s.tid,
+        cycle: s.cycle,
+        expected_ns: s.expected_ns,
+        latency_ns: s.latency_ns,
+        unattributed_reason: Some(format!(
+            "not analysed: the samples' windows overlap so much that walking them would visit more than {limit} events ({WALK_PER_EVENT} per event of the file)"
+        )),
+        parts: vec![(UNATTRIBUTED.to_string(), s.latency_ns)],
+        anchors: Anchors::default(),
+        threads: Vec::new(),
+        segments: Vec::new(),
+        events: Vec::new(),
+    }
+}
+
 /// Per-sample attributions for all samples (timelines only where `keep` says so), in the order
 /// of `samples`, plus the whole-run eventless-stretch totals per CPU.
 pub fn attribute_samples(
@@ -741,6 +783,15 @@ pub fn attribute_samples(
     let mut order: Vec<usize> = (0..samples.len()).collect();
     order.sort_by_key(|&i| (samples[i].cpu, samples[i].expected_ns));
     let mut gaps: Vec<(u32, u64)> = Vec::new();
+    // Each sample walks the events of its window. Real windows of one CPU barely overlap (one
+    // thread's next window starts after it woke, bar overruns, whose windows hold few events),
+    // so the walk is about one pass over the events; a crafted file can make every window span
+    // every event. The walk is bounded to WALK_PER_EVENT passes: samples past it are left
+    // unattributed, and say why.
+    let walk_limit = (events.len() as u64)
+        .saturating_mul(WALK_PER_EVENT)
+        .max(WALK_FLOOR);
+    let mut walked = 0u64;
     let mut i = 0;
     while i < order.len() {
         let cpu = samples[order[i]].cpu;
@@ -754,15 +805,14 @@ pub fn attribute_samples(
                 st.apply(ce.ts[cursor], &ce.ev[cursor]);
                 cursor += 1;
             }
-            out[k] = Some(attribute_one(
-                s,
-                ce.slice(),
-                cursor,
-                &st,
-                names,
-                opts,
-                keep(k),
-            ));
+            let r = s.expected_ns.saturating_add(s.latency_ns);
+            let window = ce.ts[cursor..].partition_point(|&t| t < r) as u64;
+            walked = walked.saturating_add(window);
+            out[k] = Some(if walked > walk_limit {
+                not_walked(s, walk_limit)
+            } else {
+                attribute_one(s, ce.slice(), cursor, &st, names, opts, keep(k))
+            });
             i += 1;
         }
     }

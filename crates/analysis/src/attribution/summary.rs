@@ -60,7 +60,7 @@ pub fn summarize(
         if a.unattributed_reason.is_some() {
             unattributed += 1;
         }
-        let sum: u64 = a.parts.iter().map(|p| p.1).sum();
+        let sum: u64 = a.parts.iter().fold(0u64, |t, p| t.saturating_add(p.1));
         let err = sum.abs_diff(a.latency_ns);
         sum_check.samples_checked += 1;
         sum_check.max_abs_error_ns = sum_check.max_abs_error_ns.max(err);
@@ -68,17 +68,18 @@ pub fn summarize(
             sum_check.violations += 1;
         }
         if in_p99 {
-            tail_p99_lat += a.latency_ns;
+            tail_p99_lat = tail_p99_lat.saturating_add(a.latency_ns);
             tail_p99_n += 1;
             let c = cpu_tail.entry(a.cpu).or_default();
             c.0 += 1;
-            c.1 += a.latency_ns;
+            c.1 = c.1.saturating_add(a.latency_ns);
             for (cause, ns) in &a.parts {
-                *c.2.entry(cause.clone()).or_default() += ns;
+                let t = c.2.entry(cause.clone()).or_default();
+                *t = t.saturating_add(*ns);
             }
         }
         if in_thr {
-            tail_thr_lat += a.latency_ns;
+            tail_thr_lat = tail_thr_lat.saturating_add(a.latency_ns);
             tail_thr_n += 1;
         }
         for (cause, ns) in &a.parts {
@@ -91,14 +92,14 @@ pub fn summarize(
                 None => aggs.entry(cause.clone()).or_default(),
             };
             g.affected += 1;
-            g.total += ns;
+            g.total = g.total.saturating_add(*ns);
             g.max = g.max.max(*ns);
             g.nonzero.push(*ns);
             if in_p99 {
-                g.tail_p99 += ns;
+                g.tail_p99 = g.tail_p99.saturating_add(*ns);
             }
             if in_thr {
-                g.tail_thr += ns;
+                g.tail_thr = g.tail_thr.saturating_add(*ns);
             }
         }
     }
@@ -143,7 +144,7 @@ pub fn summarize(
         .iter()
         .filter(|s| lost.get(&s.cpu).is_some_and(|&l| l > 0))
         .count() as u64;
-    let lost_events: u64 = lost.values().sum();
+    let lost_events: u64 = lost.values().fold(0u64, |t, &l| t.saturating_add(l));
     let warnings = run_warnings(
         lost_events,
         samples_on_lossy_cpus,
@@ -151,6 +152,16 @@ pub fn summarize(
         n as u64,
         sum_check.violations,
     );
+    let mut warnings = warnings;
+    // Latencies come from the file: sums of crafted values can pass 2^64 ns (585 years).
+    if tail_p99_lat == u64::MAX
+        || tail_thr_lat == u64::MAX
+        || causes.iter().any(|c| c.total_ns == u64::MAX)
+    {
+        warnings.push(
+            "total_ns: the sum of the samples' latencies exceeds 2^64-1 ns and was clamped there (the file's latencies cannot be real)".to_string(),
+        );
+    }
     let steal_check = steal_checks(&gaps, opts);
     let worst: Vec<SampleAttribution> = worst_idx
         .iter()

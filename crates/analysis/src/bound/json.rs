@@ -7,6 +7,7 @@
 
 use super::{BoundError, BoundInput, CpuInput, InterruptSource, RawInstance, SourceKind};
 use rtscope_model::bound::ThreadVars;
+use rtscope_model::limits::{Budget, BOUND_CPU_BYTES, BOUND_INSTANCE_BYTES, BOUND_SOURCE_BYTES};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -74,6 +75,18 @@ fn nonneg(origin: &str, path: &str, v: i64) -> Result<u64, BoundError> {
 
 /// Parses and validates the interchange JSON. `origin` (the file name) prefixes every error.
 pub fn parse(text: &str, origin: &str) -> Result<BoundInput, BoundError> {
+    parse_within(text, origin, &mut Budget::for_text(text.len() as u64))
+}
+
+/// [`parse`] charging what the bound will build to `budget` (`rtscope_model::limits`): every
+/// CPU, interrupt source and instance, at what its analysis costs.
+pub fn parse_within(
+    text: &str,
+    origin: &str,
+    budget: &mut Budget,
+) -> Result<BoundInput, BoundError> {
+    rtscope_model::json_keys::reject_duplicate_keys(text)
+        .map_err(|e| err(origin, format!("invalid bound input JSON: {e}")))?;
     let doc: Doc = serde_json::from_str(text)
         .map_err(|e| err(origin, format!("invalid bound input JSON: {e}")))?;
     if let Some(v) = doc.schema_version {
@@ -90,6 +103,24 @@ pub fn parse(text: &str, origin: &str) -> Result<BoundInput, BoundError> {
             "cpus: empty, at least one CPU is needed".into(),
         ));
     }
+    let over = |e: rtscope_model::limits::OverBudget| err(origin, e.to_string());
+    budget
+        .charge(
+            doc.cpus.len() as u64,
+            BOUND_CPU_BYTES,
+            &format!("cpus: {} CPUs", doc.cpus.len()),
+        )
+        .map_err(over)?;
+    let instances = doc.cpus.iter().fold(0u64, |t, c| {
+        t.saturating_add((c.irqs.len() + c.nmis.len()) as u64)
+    });
+    budget
+        .charge(
+            instances,
+            BOUND_INSTANCE_BYTES,
+            &format!("cpus[].irqs and cpus[].nmis: {instances} instances"),
+        )
+        .map_err(over)?;
     let mut out = BoundInput::default();
     let mut seen = BTreeMap::new();
     for (ci, c) in doc.cpus.into_iter().enumerate() {
@@ -143,6 +174,15 @@ pub fn parse(text: &str, origin: &str) -> Result<BoundInput, BoundError> {
                 duration_ns: nonneg(origin, &format!("{q}.duration_ns"), irq.duration_ns)?,
                 row: ii as u64,
             };
+            if !by_src.contains_key(&irq.source) {
+                budget
+                    .charge(
+                        1,
+                        BOUND_SOURCE_BYTES.saturating_add(irq.source.len() as u64),
+                        &format!("{q}.source: source {} of {p}", by_src.len() + 1),
+                    )
+                    .map_err(over)?;
+            }
             by_src.entry(irq.source).or_default().push(r);
         }
         let mut nmis = Vec::with_capacity(c.nmis.len());
@@ -153,6 +193,11 @@ pub fn parse(text: &str, origin: &str) -> Result<BoundInput, BoundError> {
                 duration_ns: nonneg(origin, &format!("{q}.duration_ns"), n.duration_ns)?,
                 row: ni as u64,
             });
+        }
+        if !nmis.is_empty() {
+            budget
+                .charge(1, BOUND_SOURCE_BYTES, &format!("{p}.nmis"))
+                .map_err(over)?;
         }
         let mut sources = Vec::new();
         if !nmis.is_empty() {

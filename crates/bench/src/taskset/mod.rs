@@ -72,7 +72,8 @@ pub fn parse_set(text: &str, toml_format: bool) -> Result<rtscope_model::taskset
     let set: rtscope_model::taskset::TaskSet = if toml_format {
         toml::from_str(text).map_err(|e| toml_one_line(&e, text))?
     } else {
-        serde_json::from_str(text).map_err(|e| e.to_string())?
+        rtscope_model::json_keys::reject_duplicate_keys(text)
+            .and_then(|()| serde_json::from_str(text).map_err(|e| e.to_string()))?
     };
     if !(1..=rtscope_model::SCHEMA_VERSION).contains(&set.schema_version) {
         return Err(format!(

@@ -253,8 +253,9 @@ const GLOBAL_KEYS: &[&str] = &[
 
 /// Parse an rt-app workload. `online` bounds the CPU numbers.
 pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
-    let v: Value = serde_json::from_str(&strip_json_extensions(text))
-        .map_err(|e| RtAppError(format!("not JSON: {e}")))?;
+    let text = strip_json_extensions(text);
+    rtscope_model::json_keys::reject_duplicate_keys(&text).map_err(RtAppError)?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| RtAppError(format!("not JSON: {e}")))?;
     let root = v
         .as_object()
         .ok_or_else(|| RtAppError("top level must be an object".into()))?;

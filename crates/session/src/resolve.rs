@@ -430,59 +430,66 @@ pub fn default_job(
 /// hour), with margin.
 const RUN_DIR_BYTES: u64 = 16 << 20;
 
+/// The request the cli builds from `rtscope measure` with no flags: a fixture for the tests of
+/// this crate and of the verbs built on it (the defaults themselves are the cli's).
+#[doc(hidden)]
+pub fn request_fixture() -> MeasureRequest {
+    MeasureRequest {
+        cpus: None,
+        interval_us: 1000,
+        distance_us: 0,
+        aligned: false,
+        policy: Policy::Fifo,
+        priority: None,
+        nice: None,
+        dl_runtime_us: None,
+        dl_deadline_us: None,
+        dl_period_us: None,
+        dl_no_reset_on_fork: false,
+        dl_overrun: false,
+        duration: None,
+        loops: None,
+        timer: TimerMode::AbsNanosleep,
+        clock: ClockId::Monotonic,
+        no_dma_latency: false,
+        break_above_us: None,
+        record_above_us: None,
+        worst: 10,
+        linear_max_us: 10_000,
+        json: None,
+        histogram_file: None,
+        cyclictest_json: None,
+        raw: None,
+        quiet: false,
+        allow_unprivileged: false,
+        db: None,
+        no_store: false,
+        tags: BTreeMap::new(),
+        load: None,
+        load_cpus: None,
+        load_exec: Vec::new(),
+        force: false,
+        load_settings: rtscope_load::LoadSettings::default(),
+        trace: Mechanism::Off,
+        trace_file: None,
+        trace_file_mode: TraceFileMode::default(),
+        checkpoint: None,
+        trace_keep: None,
+        bound: false,
+        bound_points: 60,
+        preset: None,
+        cmdline: Vec::new(),
+        field_names: Field::key,
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
 
     /// The request the cli builds from `rtscope measure` with no flags.
     pub(crate) fn request() -> MeasureRequest {
-        MeasureRequest {
-            cpus: None,
-            interval_us: 1000,
-            distance_us: 0,
-            aligned: false,
-            policy: Policy::Fifo,
-            priority: None,
-            nice: None,
-            dl_runtime_us: None,
-            dl_deadline_us: None,
-            dl_period_us: None,
-            dl_no_reset_on_fork: false,
-            dl_overrun: false,
-            duration: None,
-            loops: None,
-            timer: TimerMode::AbsNanosleep,
-            clock: ClockId::Monotonic,
-            no_dma_latency: false,
-            break_above_us: None,
-            record_above_us: None,
-            worst: 10,
-            linear_max_us: 10_000,
-            json: None,
-            histogram_file: None,
-            cyclictest_json: None,
-            raw: None,
-            quiet: false,
-            allow_unprivileged: false,
-            db: None,
-            no_store: false,
-            tags: BTreeMap::new(),
-            load: None,
-            load_cpus: None,
-            load_exec: Vec::new(),
-            force: false,
-            load_settings: rtscope_load::LoadSettings::default(),
-            trace: Mechanism::Off,
-            trace_file: None,
-            trace_file_mode: TraceFileMode::default(),
-            checkpoint: None,
-            trace_keep: None,
-            bound: false,
-            bound_points: 60,
-            preset: None,
-            cmdline: Vec::new(),
-            field_names: Field::key,
-        }
+        super::request_fixture()
     }
 
     fn refused(f: &MeasureRequest) -> String {

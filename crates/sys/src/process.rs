@@ -111,6 +111,16 @@ pub fn wait(pid: i32) -> io::Result<(i32, i32)> {
     Ok((r, st))
 }
 
+/// wait4(pid, 0): block until child `pid` ends; (raw wait status, the child's peak RSS in KiB).
+pub fn wait_with_max_rss(pid: i32) -> io::Result<(i32, u64)> {
+    let mut st = 0;
+    // SAFETY: a zeroed rusage is a valid value; wait4 fills it and the status.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to locals that outlive the call.
+    crate::check(unsafe { libc::wait4(pid, &mut st, 0, &mut ru) })?;
+    Ok((st, ru.ru_maxrss.max(0) as u64))
+}
+
 /// waitpid(pid, WNOHANG): a child that has ended, if any; (pid, raw wait status).
 pub fn try_wait(pid: i32) -> io::Result<Option<(i32, i32)>> {
     let mut st = 0;

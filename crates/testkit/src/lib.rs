@@ -276,27 +276,20 @@ pub fn run_measured(c: std::process::Command, timeout: std::time::Duration) -> M
     let watchdog = std::thread::spawn(move || {
         let late = rx.recv_timeout(timeout).is_err();
         if late {
-            // SAFETY: our own child's group, not reaped yet (the reaper sends first).
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            // Our own child's group, not reaped yet (the reaper sends first).
+            let _ = rtscope_sys::process::kill(-pid, rtscope_sys::Signal::SIGKILL);
         }
         late
     });
-    let mut status = 0;
-    // SAFETY: zeroed rusage is valid; wait4 fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child (std has not reaped it: `child` is never waited).
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-    assert_eq!(r, pid, "wait4");
+    // Reaped here (for its peak RSS), not by Child::wait.
+    let (status, child_rss_kib) = rtscope_sys::process::wait_with_max_rss(pid).expect("wait4");
     let elapsed = t0.elapsed();
     let _ = tx.send(());
     let timed_out = watchdog.join().unwrap_or(false);
-    let mut code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        128 + libc::WTERMSIG(status)
-    };
+    let mut code = rtscope_sys::process::exit_code(status)
+        .unwrap_or_else(|| 128 + rtscope_sys::process::term_signal(status).unwrap_or(0));
     let mut stderr = err.join().unwrap_or_default();
-    let mut maxrss_kib = ru.ru_maxrss as u64;
+    let mut maxrss_kib = child_rss_kib;
     let measured = std::fs::read_to_string(rss_file.path()).unwrap_or_default();
     // GNU time writes "Command exited with non-zero status N" (or "terminated by signal N")
     // before the figure; its own exit is the command's, and it says a signal on stderr.

@@ -209,7 +209,7 @@ mod tests {
 
     fn flags(s: &str) -> Result<MeasureRequest, VerbError> {
         let argv: Vec<String> = s.split_whitespace().map(String::from).collect();
-        let base = crate::resolve::tests::request();
+        let base = crate::resolve::request_fixture();
         measure_request(&parse(&argv).map_err(VerbError::BadInput)?, base)
     }
 

@@ -5,5 +5,6 @@ pub mod attribution;
 pub mod benchstats;
 pub mod bound;
 pub mod compare;
+pub mod interrupts;
 pub mod mbwi;
 pub mod sched;

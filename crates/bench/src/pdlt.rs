@@ -824,22 +824,16 @@ impl Flags {
     }
 }
 
-/// `--size`: a whole number with an optional K/M/G suffix.
+/// `--size`: a whole number with an optional binary K/M/G/T suffix
+/// ([`rtscope_model::size::parse_size`], the one size parser).
 pub fn parse_size(s: &str) -> Result<u64> {
-    let t = s.trim();
-    let (num, mult) = match t.chars().last() {
-        Some('K' | 'k') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('M' | 'm') => (&t[..t.len() - 1], 1 << 20),
-        Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    let v: u64 = num.parse().map_err(|_| {
-        BenchError::Invalid(format!(
-            "--size: '{s}' is not a size (a whole number, optional K/M/G suffix)"
-        ))
-    })?;
-    v.checked_mul(mult)
-        .ok_or_else(|| BenchError::Invalid(format!("--size: '{s}' is too large")))
+    use rtscope_model::size::SizeError;
+    rtscope_model::size::parse_size(s).map_err(|e| {
+        BenchError::Invalid(match e {
+            SizeError::Overflow(_) => format!("--size: '{s}' is too large"),
+            _ => format!("--size: '{s}' is not a size (a whole number, optional K/M/G suffix)"),
+        })
+    })
 }
 
 /// `--offsets-us START:END` in ns.

@@ -1,7 +1,7 @@
 //! Files as rtscope writes and reads them, in one place so every writer behaves the same.
 //!
-//! * **Writing** goes through [`AtomicFile`]: a temporary created in the target's directory with
-//!   `O_CREAT|O_EXCL|O_NOFOLLOW` under an unpredictable name (64 random bits), so a link planted
+//! * **Writing** goes through [`AtomicFile`]: a temporary (tempfile's `NamedTempFile`) created in
+//!   the target's directory with `O_CREAT|O_EXCL` under an unpredictable name (64 random bits), so a link planted
 //!   at a guessable name in a shared directory is never followed and never overwritten; it is
 //!   synced, then renamed over the target (a reader sees the old file or the new one, never half
 //!   of one; `rename(2)` replaces a link at the target instead of writing through it). If
@@ -18,8 +18,9 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use tempfile::NamedTempFile;
 
 /// Mode of files that hold command lines, host details or measurements (before the umask).
 pub const PRIVATE_FILE: u32 = 0o600;
@@ -64,6 +65,15 @@ pub fn create_temp_styled(
     mode: u32,
     style: TempStyle,
 ) -> io::Result<(File, PathBuf)> {
+    named_temp(target, mode, style)?.keep().map_err(|e| e.error)
+}
+
+/// The temporary as tempfile's [`NamedTempFile`]: created `O_CREAT|O_EXCL` (which fails on any
+/// existing name, a symbolic link included, so no link is ever followed), close-on-exec, with
+/// `mode`, removed when dropped. The 64 random bits of the name come from rand's CSPRNG
+/// ([`random_u64`]) rather than tempfile's non-cryptographic generator, and keep the
+/// `<16 hex>` form readers of partial traces know; a taken name is retried here.
+fn named_temp(target: &Path, mode: u32, style: TempStyle) -> io::Result<NamedTempFile> {
     let dir = parent_dir(target);
     let name = target
         .file_name()
@@ -76,18 +86,18 @@ pub fn create_temp_styled(
         })?;
     let mut last = None;
     for _ in 0..16 {
-        let p = match style {
-            TempStyle::Hidden => dir.join(format!(".{name}.{:016x}.tmp", random_u64())),
-            TempStyle::Partial => dir.join(format!("{name}.{:016x}.partial", random_u64())),
+        let (prefix, suffix) = match style {
+            TempStyle::Hidden => (format!(".{name}.{:016x}", random_u64()), ".tmp"),
+            TempStyle::Partial => (format!("{name}.{:016x}", random_u64()), ".partial"),
         };
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&p)
+        match tempfile::Builder::new()
+            .prefix(&prefix)
+            .suffix(suffix)
+            .rand_bytes(0)
+            .permissions(std::fs::Permissions::from_mode(mode))
+            .tempfile_in(&dir)
         {
-            Ok(f) => return Ok((f, p)),
+            Ok(f) => return Ok(f),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
         }
@@ -96,11 +106,10 @@ pub fn create_temp_styled(
 }
 
 /// A file written in full or not at all (module docs). Write to it, then [`AtomicFile::persist`];
-/// dropping it unpersisted removes the temporary.
+/// dropping it unpersisted removes the temporary (tempfile's [`NamedTempFile`] underneath).
 #[derive(Debug)]
 pub struct AtomicFile {
-    file: Option<File>,
-    tmp: PathBuf,
+    file: Option<NamedTempFile>,
     target: PathBuf,
 }
 
@@ -110,17 +119,15 @@ impl AtomicFile {
     }
 
     pub fn create_styled(target: &Path, mode: u32, style: TempStyle) -> io::Result<AtomicFile> {
-        let (file, tmp) = create_temp_styled(target, mode, style)?;
         Ok(AtomicFile {
-            file: Some(file),
-            tmp,
+            file: Some(named_temp(target, mode, style)?),
             target: target.to_path_buf(),
         })
     }
 
-    /// Where the data go until [`AtomicFile::persist`].
+    /// Where the data go until [`AtomicFile::persist`] (empty once persisted).
     pub fn temp_path(&self) -> &Path {
-        &self.tmp
+        self.file.as_ref().map_or(Path::new(""), |f| f.path())
     }
 
     pub fn target(&self) -> &Path {
@@ -130,6 +137,7 @@ impl AtomicFile {
     fn file(&mut self) -> io::Result<&mut File> {
         self.file
             .as_mut()
+            .map(|f| f.as_file_mut())
             .ok_or_else(|| io::Error::other("the file was already closed"))
     }
 
@@ -138,18 +146,17 @@ impl AtomicFile {
         self.file()?.sync_data()
     }
 
-    /// Sync, then rename over the target. On failure the temporary is removed and the target
-    /// is as it was.
+    /// Sync (data and size: a disk-full error surfaces here, before the rename), then rename
+    /// over the target in the same directory. On failure the temporary is removed and the
+    /// target is as it was.
     pub fn persist(mut self) -> io::Result<PathBuf> {
-        let f = self.file.take();
-        let r = match f {
-            Some(f) => f.sync_all(),
-            None => Err(io::Error::other("the file was already closed")),
-        }
-        .and_then(|_| std::fs::rename(&self.tmp, &self.target));
-        r?;
-        // Renamed: nothing left for Drop to remove.
-        self.tmp = PathBuf::new();
+        let f = self
+            .file
+            .take()
+            .ok_or_else(|| io::Error::other("the file was already closed"))?;
+        // On an error `f` (or the PersistError's file) is dropped, which removes the temporary.
+        f.as_file().sync_all()?;
+        f.persist(&self.target).map_err(|e| e.error)?;
         Ok(self.target.clone())
     }
 }
@@ -163,15 +170,6 @@ impl Write for AtomicFile {
     }
     fn flush(&mut self) -> io::Result<()> {
         self.file()?.flush()
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if !self.tmp.as_os_str().is_empty() {
-            self.file.take();
-            let _ = std::fs::remove_file(&self.tmp);
-        }
     }
 }
 
@@ -194,21 +192,18 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
 /// Whether this process may write `path` (access(2) with W_OK: false on a read-only mount
 /// too, where root's permission bypass does not apply).
 pub fn may_write(path: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a valid NUL-terminated path.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
 /// Create `path` as a new empty file with `mode` unless it exists (so a program that then
 /// opens it by name, like SQLite, does not create it with its own wider default mode).
 pub fn precreate(path: &Path, mode: u32) -> io::Result<()> {
+    // create_new is O_CREAT|O_EXCL, which fails on an existing link rather than following it;
+    // std opens close-on-exec.
     match OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(path)
     {
         Ok(_) => Ok(()),
@@ -280,13 +275,7 @@ const PSEUDO_FS: &[(i64, &str)] = &[
 /// The file system type of `dir`, when it is a kernel pseudo file system.
 #[allow(clippy::unnecessary_cast)] // f_type's width differs between architectures
 fn pseudo_fs(dir: &Path) -> Option<&'static str> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: statfs fills the zeroed struct; `c` is a valid NUL-terminated path.
-    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statfs(c.as_ptr(), &mut s) } != 0 {
-        return None;
-    }
-    let t = s.f_type as i64;
+    let t = nix::sys::statfs::statfs(dir).ok()?.filesystem_type().0 as i64;
     PSEUDO_FS.iter().find(|(m, _)| *m == t).map(|(_, n)| *n)
 }
 
@@ -294,13 +283,8 @@ fn pseudo_fs(dir: &Path) -> Option<&'static str> {
 /// reserved blocks too, but a run should not depend on them).
 #[allow(clippy::unnecessary_cast)] // statvfs field widths differ between architectures
 pub fn free_bytes(dir: &Path) -> Option<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: statvfs fills the zeroed struct; `c` is a valid NUL-terminated path.
-    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
-        return None;
-    }
-    Some((s.f_bavail as u64).saturating_mul(s.f_frsize as u64))
+    let s = nix::sys::statvfs::statvfs(dir).ok()?;
+    Some((s.blocks_available() as u64).saturating_mul(s.fragment_size() as u64))
 }
 
 /// Can `target` be written, before any work starts? (module docs). `need_bytes`: the size when

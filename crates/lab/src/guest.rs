@@ -887,6 +887,10 @@ mod tests {
         tar[..9].copy_from_slice(b"./rec.txt");
         tar[124..136].copy_from_slice(b"00000000003\0");
         tar[156] = b'0';
+        // The header checksum tar readers check: the byte sum, the field counted as spaces.
+        tar[148..156].copy_from_slice(b"        ");
+        let sum: u32 = tar.iter().map(|&b| u32::from(b)).sum();
+        tar[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
         tar.extend_from_slice(b"abc");
         tar.resize(1024 + 1024, 0);
         let b = base64::engine::general_purpose::STANDARD.encode(&tar);

@@ -94,6 +94,8 @@ impl Archive {
     }
 
     /// Write the archive. Entries in path order (parents before children), then the trailer.
+    /// Each entry's header comes from the `cpio` crate's newc builder: inode numbers 1.. in
+    /// that order, owner root, mtime 0, nlink 2 for a directory and 1 otherwise.
     pub fn write_to(&self, out: &mut impl Write) -> Result<u64> {
         let mut w = Counting { w: out, n: 0 };
         for (ino, (path, (mode, e))) in self.files.iter().enumerate() {
@@ -105,11 +107,23 @@ impl Archive {
                 Entry::Dir => (&[][..]).into(),
                 Entry::Symlink(t) => t.as_bytes().into(),
             };
-            header(&mut w, ino as u32 + 1, *mode, body.len() as u32, path)?;
-            w.write_all(&body).map_err(io("writing the initramfs"))?;
-            pad(&mut w)?;
+            // newc's sizes are 32-bit.
+            let size = u32::try_from(body.len()).map_err(|_| {
+                LabError::Failed(format!(
+                    "initramfs: {path} is {} bytes, more than newc's 4 GiB limit",
+                    body.len()
+                ))
+            })?;
+            let nlink = if mode & 0o170000 == 0o040000 { 2 } else { 1 };
+            let mut f = cpio::newc::Builder::new(path)
+                .ino(ino as u32 + 1)
+                .mode(*mode)
+                .nlink(nlink)
+                .write(&mut w, size);
+            f.write_all(&body).map_err(io("writing the initramfs"))?;
+            f.finish().map_err(io("writing the initramfs"))?;
         }
-        header(&mut w, 0, 0, 0, "TRAILER!!!")?;
+        cpio::newc::trailer(&mut w).map_err(io("writing the initramfs"))?;
         Ok(w.n)
     }
 }
@@ -128,31 +142,6 @@ impl<W: Write> Write for Counting<'_, W> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.w.flush()
     }
-}
-
-fn pad<W: Write>(w: &mut Counting<'_, W>) -> Result<()> {
-    let n = (4 - (w.n % 4) as usize) % 4;
-    w.write_all(&[0u8; 3][..n])
-        .map_err(io("writing the initramfs"))
-}
-
-fn header<W: Write>(
-    w: &mut Counting<'_, W>,
-    ino: u32,
-    mode: u32,
-    size: u32,
-    name: &str,
-) -> Result<()> {
-    let nlink = if mode & 0o170000 == 0o040000 { 2 } else { 1 };
-    let h = format!(
-        "070701{ino:08x}{mode:08x}{:08x}{:08x}{nlink:08x}{:08x}{size:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}",
-        0, 0, 0, 0, 0, 0, 0, name.len() + 1, 0
-    );
-    w.write_all(h.as_bytes())
-        .and_then(|_| w.write_all(name.as_bytes()))
-        .and_then(|_| w.write_all(&[0]))
-        .map_err(io("writing the initramfs"))?;
-    pad(w)
 }
 
 /// The shared libraries of a dynamically linked executable (`ldd`), none for a static one.
@@ -238,5 +227,78 @@ mod tests {
         let pos = |n: &str| names.iter().position(|x| x == n).unwrap();
         assert!(pos("etc") < pos("etc/deep") && pos("etc/deep") < pos("etc/deep/x.txt"));
         assert!(names.contains(&"init".to_string()) && names.contains(&"out".to_string()));
+    }
+
+    /// The bytes, field by field, as the kernel's initramfs unpacker (init/initramfs.c) reads
+    /// them: per entry a 110-byte header `070701` + 13 eight-digit hex fields (ino, mode, uid,
+    /// gid, nlink, mtime, filesize, devmajor, devminor, rdevmajor, rdevminor, namesize, check),
+    /// the NUL-terminated name padded to 4, the data padded to 4; then `TRAILER!!!` (ino 0, mode
+    /// 0, nlink 1). Directories have nlink 2, everything else 1; inodes count from 1 in path
+    /// order; owner, times and devices are 0.
+    #[test]
+    fn newc_bytes_follow_the_kernel_format() {
+        let mut a = Archive::new();
+        a.data("init", 0o755, b"#!/bin/sh\n".to_vec());
+        a.data("etc/x", 0o600, vec![7u8; 5]);
+        a.symlink("bin/sh", "busybox");
+        let mut got = Vec::new();
+        a.write_to(&mut got).unwrap();
+
+        let mut want = Vec::new();
+        let pad = |v: &mut Vec<u8>| v.resize(v.len().div_ceil(4) * 4, 0);
+        let entry = |v: &mut Vec<u8>, ino: u32, mode: u32, name: &str, body: &[u8]| {
+            let nlink = if mode & 0o170000 == 0o040000 { 2 } else { 1 };
+            let fields = [
+                ino,
+                mode,
+                0,
+                0,
+                nlink,
+                0,
+                body.len() as u32,
+                0,
+                0,
+                0,
+                0,
+                name.len() as u32 + 1,
+                0,
+            ];
+            v.extend_from_slice(b"070701");
+            for f in fields {
+                v.extend_from_slice(format!("{f:08x}").as_bytes());
+            }
+            v.extend_from_slice(name.as_bytes());
+            v.push(0);
+            pad(v);
+            v.extend_from_slice(body);
+            pad(v);
+        };
+        let entries: Vec<(&str, u32, &[u8])> = vec![
+            ("bin", 0o040755, b""),
+            ("bin/sh", 0o120777, b"busybox"),
+            ("dev", 0o040755, b""),
+            ("etc", 0o040755, b""),
+            ("etc/x", 0o100600, &[7u8; 5]),
+            ("init", 0o100755, b"#!/bin/sh\n"),
+            ("lib", 0o040755, b""),
+            ("lib64", 0o040755, b""),
+            ("out", 0o040755, b""),
+            ("proc", 0o040755, b""),
+            ("sys", 0o040755, b""),
+            ("tmp", 0o040755, b""),
+            ("usr", 0o040755, b""),
+            ("usr/lib", 0o040755, b""),
+            ("var", 0o040755, b""),
+            ("var/tmp", 0o041777, b""),
+        ];
+        for (i, (name, mode, body)) in entries.iter().enumerate() {
+            entry(&mut want, i as u32 + 1, *mode, name, body);
+        }
+        entry(&mut want, 0, 0, "TRAILER!!!", b"");
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(&want)
+        );
+        assert_eq!(got, want);
     }
 }

@@ -3,59 +3,44 @@
 //! the host chose), and every size is bounded before anything is allocated.
 
 use crate::{LabError, Result};
+use std::io::Read;
 
 /// Regular files of an archive: (relative path, contents). `max_total` bounds the sum of sizes.
+/// The archive is read by the `tar` crate (ustar and GNU headers, long names, checksums); a
+/// trailing piece shorter than one 512-byte block is ignored, as tar readers do.
 pub fn files(buf: &[u8], max_total: u64) -> Result<Vec<(String, Vec<u8>)>> {
     let bad = |m: &str| LabError::Failed(format!("the guest's results archive: {m}"));
+    let whole = &buf[..buf.len() / 512 * 512];
+    let mut archive = tar::Archive::new(whole);
     let mut out = Vec::new();
-    let mut off = 0usize;
     let mut total = 0u64;
-    let mut long_name: Option<String> = None;
-    while off + 512 <= buf.len() {
-        let h = &buf[off..off + 512];
-        if h.iter().all(|&b| b == 0) {
-            break;
+    for entry in archive.entries().map_err(|e| bad(&e.to_string()))? {
+        let mut entry = entry.map_err(|e| bad(&e.to_string()))?;
+        if !entry.header().entry_type().is_file() {
+            continue;
         }
-        let field = |a: usize, b: usize| {
-            let s = &h[a..b];
-            let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
-            String::from_utf8_lossy(&s[..end]).trim().to_string()
-        };
-        let size = u64::from_str_radix(&field(124, 136), 8)
-            .map_err(|_| bad("a header's size is not octal"))?;
-        let typ = h[156];
-        let mut name = field(0, 100);
-        let prefix = field(345, 500);
-        if !prefix.is_empty() {
-            name = format!("{prefix}/{name}");
-        }
-        if let Some(l) = long_name.take() {
-            name = l;
-        }
-        let start = off + 512;
-        let padded = size.div_ceil(512) * 512;
-        if size > (buf.len() - start) as u64 {
+        let size = entry.size();
+        // Bounded before anything is allocated: the header's size against the bytes left.
+        let left = whole.len() as u64 - entry.raw_file_position().min(whole.len() as u64);
+        if size > left {
             return Err(bad("truncated (a file runs past the end)"));
         }
-        let body = &buf[start..start + size as usize];
-        match typ {
-            b'0' | 0 => {
-                total += size;
-                if total > max_total {
-                    return Err(bad(&format!("more than {max_total} bytes of files")));
-                }
-                if let Some(rel) = safe_relative(&name) {
-                    out.push((rel, body.to_vec()));
-                }
-            }
-            // GNU long name: the next header's name.
-            b'L' => {
-                let end = body.iter().position(|&c| c == 0).unwrap_or(body.len());
-                long_name = Some(String::from_utf8_lossy(&body[..end]).to_string());
-            }
-            _ => {}
+        total += size;
+        if total > max_total {
+            return Err(bad(&format!("more than {max_total} bytes of files")));
         }
-        off = (start as u64 + padded).min(buf.len() as u64) as usize;
+        let name = entry
+            .path()
+            .map_err(|e| bad(&e.to_string()))?
+            .to_string_lossy()
+            .into_owned();
+        let mut body = Vec::with_capacity(size as usize);
+        entry
+            .read_to_end(&mut body)
+            .map_err(|e| bad(&e.to_string()))?;
+        if let Some(rel) = safe_relative(&name) {
+            out.push((rel, body));
+        }
     }
     Ok(out)
 }
@@ -79,8 +64,18 @@ mod tests {
         let s = format!("{size:011o}\0");
         h[124..136].copy_from_slice(s.as_bytes());
         h[156] = typ;
-        h[257..263].copy_from_slice(b"ustar\0");
+        // The GNU magic and version, as busybox tar writes them.
+        h[257..265].copy_from_slice(b"ustar  \0");
+        checksum(&mut h);
         h
+    }
+
+    /// The header checksum (the byte sum with the field itself as spaces), which tar readers
+    /// check.
+    fn checksum(h: &mut [u8]) {
+        h[148..156].copy_from_slice(b"        ");
+        let sum: u32 = h.iter().map(|&b| b as u32).sum();
+        h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
     }
 
     fn entry(name: &str, body: &[u8], typ: u8) -> Vec<u8> {
@@ -112,6 +107,7 @@ mod tests {
         // A header claiming 8 GiB in a 1 KiB buffer.
         let mut t = header("big", 0, b'0');
         t[124..136].copy_from_slice(b"77777777777\0");
+        checksum(&mut t[..512]);
         t.extend(vec![0u8; 512]);
         assert!(matches!(files(&t, 1 << 20), Err(LabError::Failed(m)) if m.contains("truncated")));
         let t = entry("a", &[1u8; 2000], b'0');
@@ -119,5 +115,51 @@ mod tests {
             matches!(files(&t, 1000), Err(LabError::Failed(m)) if m.contains("more than 1000"))
         );
         assert!(files(b"short", 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn gnu_long_names() {
+        // A GNU long-name header ('L', "././@LongLink") names the entry after it.
+        let long = format!("data/{}/results.json", "d".repeat(120));
+        let mut name = long.clone().into_bytes();
+        name.push(0);
+        let mut t = entry("././@LongLink", &name, b'L');
+        t.extend(entry("data/ddd", b"{}", b'0'));
+        t.extend(vec![0u8; 1024]);
+        assert_eq!(files(&t, 100).unwrap(), vec![(long, b"{}".to_vec())]);
+    }
+
+    /// An archive written by the host's tar (GNU tar: long names, a directory, a symlink) reads
+    /// back as its regular files.
+    #[test]
+    fn host_tar_reads_back() {
+        let d = tempfile::tempdir().unwrap();
+        let deep = d.path().join("out").join("x".repeat(110));
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("run.json"), b"{\"a\":1}").unwrap();
+        std::fs::write(d.path().join("out/t.rtt"), vec![9u8; 1500]).unwrap();
+        std::os::unix::fs::symlink("t.rtt", d.path().join("out/link")).unwrap();
+        let Ok(o) = std::process::Command::new("tar")
+            .arg("-C")
+            .arg(d.path())
+            .args(["-cf", "-", "out"])
+            .output()
+        else {
+            eprintln!("no tar on this host: skipped");
+            return;
+        };
+        assert!(o.status.success());
+        let mut got = files(&o.stdout, 1 << 20).unwrap();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                ("out/t.rtt".to_string(), vec![9u8; 1500]),
+                (
+                    format!("out/{}/run.json", "x".repeat(110)),
+                    b"{\"a\":1}".to_vec()
+                ),
+            ]
+        );
     }
 }

@@ -330,28 +330,10 @@ impl LoadSettings {
     }
 }
 
-/// Parses a byte size: `4096`, `64K`, `20M`, `20MiB`, `1G`, `1GiB` (binary multiples).
+/// Parses a byte size: `4096`, `64K`, `20M`, `20MiB`, `1G`, `1GiB` (binary multiples; the one
+/// parser is [`rtscope_model::size::parse_size`]).
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("expected a size like 4096, 64K, 20M or 1G, got '{s}'"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        "t" | "tb" | "tib" => 1 << 40,
-        _ => {
-            return Err(format!(
-                "unknown size unit '{unit}' in '{s}' (use K, M, G, T)"
-            ))
-        }
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("size '{s}' overflows 64 bits"))
+    rtscope_model::size::parse_size(s).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

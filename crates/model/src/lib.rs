@@ -20,7 +20,9 @@ pub mod noise;
 pub mod practise;
 pub mod record;
 mod record_v1;
+pub mod rng;
 pub mod secrets;
+pub mod size;
 pub mod slack;
 pub mod stats;
 pub mod system;
@@ -28,6 +30,7 @@ pub mod taskset;
 pub mod thread_vars;
 pub mod timerlat;
 pub mod warning;
+pub mod worst;
 
 pub use config::*;
 pub use histogram::Histogram;

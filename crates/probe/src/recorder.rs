@@ -2,6 +2,7 @@
 //! sample is a few integer updates (see benches/record.rs: the cost is measured, not assumed).
 
 use rtscope_model::histogram::LinearHistogram;
+use rtscope_model::worst::WorstN;
 use rtscope_model::{Histogram, SampleRef};
 
 pub struct Recorder {
@@ -11,9 +12,7 @@ pub struct Recorder {
     pub linear: LinearHistogram,
     pub cycles: u64,
     pub overruns: u64,
-    worst: Vec<SampleRef>,
-    worst_n: usize,
-    worst_floor: u64,
+    worst: WorstN<SampleRef>,
     threshold_ns: u64,
     pub above: Vec<SampleRef>,
     pub above_dropped: u64,
@@ -35,9 +34,7 @@ impl Recorder {
             linear: LinearHistogram::new(linear_max_us),
             cycles: 0,
             overruns: 0,
-            worst: Vec::with_capacity(worst_n),
-            worst_n,
-            worst_floor: 0,
+            worst: WorstN::new(worst_n),
             threshold_ns: threshold_ns.unwrap_or(u64::MAX),
             above: Vec::with_capacity(if threshold_ns.is_some() { above_cap } else { 0 }),
             above_dropped: 0,
@@ -47,8 +44,8 @@ impl Recorder {
     /// Bytes of buffers this recorder holds (reported as prefaulted heap).
     pub fn footprint_bytes(&self) -> u64 {
         (std::mem::size_of::<u64>() * (self.linear.counts().len() + 28 * 1024)
-            + std::mem::size_of::<SampleRef>() * (self.worst.capacity() + self.above.capacity()))
-            as u64
+            + self.worst.heap_bytes()
+            + std::mem::size_of::<SampleRef>() * self.above.capacity()) as u64
     }
 
     #[inline]
@@ -57,7 +54,7 @@ impl Recorder {
         self.cycles += 1;
         self.hist.record(latency_ns);
         self.linear.record(latency_ns);
-        if latency_ns > self.worst_floor || self.worst.len() < self.worst_n {
+        if self.worst.enters(latency_ns, cycle) {
             self.push_worst(cycle, expected_ns, latency_ns);
         }
         if latency_ns > self.threshold_ns {
@@ -67,18 +64,8 @@ impl Recorder {
 
     #[cold]
     fn push_worst(&mut self, cycle: u64, expected_ns: u64, latency_ns: u64) {
-        if self.worst_n == 0 {
-            return;
-        }
         let s = self.sample(cycle, expected_ns, latency_ns);
-        if self.worst.len() < self.worst_n {
-            self.worst.push(s);
-        } else if let Some(min) = self.worst.iter_mut().min_by_key(|w| w.latency_ns) {
-            *min = s;
-        }
-        if self.worst.len() == self.worst_n {
-            self.worst_floor = self.worst.iter().map(|w| w.latency_ns).min().unwrap_or(0);
-        }
+        self.worst.push(latency_ns, cycle, s);
     }
 
     #[cold]
@@ -103,9 +90,7 @@ impl Recorder {
 
     /// The worst samples, largest first.
     pub fn worst(&self) -> Vec<SampleRef> {
-        let mut w = self.worst.clone();
-        w.sort_by(|a, b| b.latency_ns.cmp(&a.latency_ns).then(a.cycle.cmp(&b.cycle)));
-        w
+        self.worst.iter().copied().collect()
     }
 }
 

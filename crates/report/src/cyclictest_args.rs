@@ -1,6 +1,8 @@
 //! cyclictest's command line (rt-tests), with getopt's syntax: read by the `rtscope cyclictest`
-//! drop-in and from the command line a cyclictest JSON output records (imports). Optional
-//! arguments (`-t [N]`, `-a [CPUS]`) attach (`-t2`) or follow when the next word is not a flag.
+//! drop-in and from the command line a cyclictest JSON output records (imports). The tokens come
+//! from lexopt, which follows getopt_long: `-p95`, `-p 95`, bundled `-mq`, `--json=F`,
+//! `--json F`, `--` ends the flags. Optional arguments (`-t [N]`, `-a [CPUS]`) attach (`-t2`,
+//! `--threads=2`) or, as cyclictest reads them, follow when the next word is not a flag.
 
 /// The cyclictest flags rtscope understands.
 #[derive(Debug, Default, PartialEq)]
@@ -30,7 +32,6 @@ pub fn parse(argv: &[String]) -> Result<CtFlags, String> {
         distance: 500,
         ..Default::default()
     };
-    let mut i = 0;
     let num = |flag: &str, v: &str| -> Result<u64, String> {
         v.trim()
             .parse::<u64>()
@@ -47,74 +48,59 @@ pub fn parse(argv: &[String]) -> Result<CtFlags, String> {
         }
         Ok(n as u32)
     };
-    while i < argv.len() {
-        let a = &argv[i];
-        i += 1;
-        let (name, attached): (String, Option<String>) = if let Some(l) = a.strip_prefix("--") {
-            match l.split_once('=') {
-                Some((n, v)) => (format!("--{n}"), Some(v.to_string())),
-                None => (format!("--{l}"), None),
+    let mut p = lexopt::Parser::from_args(argv.iter().map(String::as_str));
+    loop {
+        let arg = match p.next() {
+            Ok(Some(a)) => a,
+            Ok(None) => break,
+            Err(lexopt::Error::UnexpectedValue { option, .. }) => {
+                return Err(format!("cyclictest {option}: takes no value"))
             }
-        } else if a.starts_with('-') && a.len() >= 2 {
-            let (n, rest) = a.split_at(2);
-            (n.to_string(), (!rest.is_empty()).then(|| rest.to_string()))
-        } else {
-            return Err(format!("cyclictest: unexpected argument '{a}'"));
+            Err(e) => return Err(format!("cyclictest: {e}")),
         };
-        let required = |i: &mut usize| -> Result<String, String> {
-            if let Some(v) = attached.clone() {
-                return Ok(v);
+        let name = match arg {
+            lexopt::Arg::Short(c) => format!("-{c}"),
+            lexopt::Arg::Long(l) => format!("--{l}"),
+            lexopt::Arg::Value(v) => {
+                return Err(format!(
+                    "cyclictest: unexpected argument '{}'",
+                    v.to_string_lossy()
+                ))
             }
-            let v = argv
-                .get(*i)
-                .cloned()
-                .ok_or_else(|| format!("cyclictest {name}: needs a value"))?;
-            *i += 1;
-            Ok(v)
         };
-        let optional = |i: &mut usize| -> Option<String> {
-            if attached.is_some() {
-                return attached.clone();
-            }
-            match argv.get(*i) {
-                Some(v) if !v.starts_with('-') => {
-                    *i += 1;
-                    Some(v.clone())
-                }
-                _ => None,
-            }
+        let mut required = || -> Result<String, String> {
+            p.value()
+                .map(|v| v.to_string_lossy().into_owned())
+                .map_err(|_| format!("cyclictest {name}: needs a value"))
         };
         match name.as_str() {
             "-m" | "--mlockall" => {}
             "-S" | "--smp" => f.smp = true,
             "-t" | "--threads" => {
-                let v = optional(&mut i);
-                f.threads = Some(match v {
+                f.threads = Some(match optional(&mut p) {
                     Some(v) => Some(small("-t", &v, 1, 4096, " threads")?),
                     None => None,
                 });
             }
-            "-a" | "--affinity" => f.affinity = Some(optional(&mut i)),
-            "-p" | "--priority" => f.prio = small("-p", &required(&mut i)?, 0, 99, "")?,
-            "-i" | "--interval" => f.interval = num("-i", &required(&mut i)?)?,
-            "-d" | "--distance" => f.distance = num("-d", &required(&mut i)?)?,
-            "-D" | "--duration" => f.duration = Some(required(&mut i)?),
+            "-a" | "--affinity" => f.affinity = Some(optional(&mut p)),
+            "-p" | "--priority" => f.prio = small("-p", &required()?, 0, 99, "")?,
+            "-i" | "--interval" => f.interval = num("-i", &required()?)?,
+            "-d" | "--distance" => f.distance = num("-d", &required()?)?,
+            "-D" | "--duration" => f.duration = Some(required()?),
             "-l" | "--loops" => {
-                let l = num("-l", &required(&mut i)?)?;
+                let l = num("-l", &required()?)?;
                 f.loops = (l > 0).then_some(l);
             }
-            "-h" | "--histogram" => {
-                f.hist = Some(small("-h", &required(&mut i)?, 1, 1_000_000, " us")?)
-            }
+            "-h" | "--histogram" => f.hist = Some(small("-h", &required()?, 1, 1_000_000, " us")?),
             "-H" | "--histofall" => {
-                f.hist = Some(small("-H", &required(&mut i)?, 1, 1_000_000, " us")?);
+                f.hist = Some(small("-H", &required()?, 1, 1_000_000, " us")?);
                 f.histofall = true;
             }
             "-q" | "--quiet" => f.quiet = true,
             "-N" | "--nsecs" => f.nsecs = true,
-            "-b" | "--breaktrace" => f.breaktrace = Some(num("-b", &required(&mut i)?)?),
-            "--policy" => f.policy = Some(required(&mut i)?),
-            "--json" => f.json = Some(required(&mut i)?),
+            "-b" | "--breaktrace" => f.breaktrace = Some(num("-b", &required()?)?),
+            "--policy" => f.policy = Some(required()?),
+            "--json" => f.json = Some(required()?),
             "--help" | "-?" => f.help = true,
             other => {
                 return Err(format!(
@@ -124,6 +110,17 @@ pub fn parse(argv: &[String]) -> Result<CtFlags, String> {
         }
     }
     Ok(f)
+}
+
+/// An optional argument: attached (`-t2`, `--threads=2`), or the next word when it is not a
+/// flag (`-a 0-1`; getopt itself only takes the attached form, cyclictest looks ahead).
+fn optional(p: &mut lexopt::Parser) -> Option<String> {
+    if let Some(v) = p.optional_value() {
+        return Some(v.to_string_lossy().into_owned());
+    }
+    let mut raw = p.raw_args().ok()?;
+    raw.next_if(|v| !v.to_string_lossy().starts_with('-'))
+        .map(|v| v.to_string_lossy().into_owned())
 }
 
 #[cfg(test)]
@@ -181,5 +178,31 @@ mod tests {
         }
         assert_eq!(parse(&v("-l 0")).unwrap().loops, None);
         assert!(parse(&v("-?")).unwrap().help);
+    }
+
+    #[test]
+    fn getopt_long_forms() {
+        // Bundled short flags, `=` on long ones, an attached optional argument.
+        let f = parse(&v("-mSq --threads=3 --affinity=2 --priority=70 -t")).unwrap();
+        assert!(f.smp && f.quiet);
+        assert_eq!(f.threads, Some(None), "the last -t wins, with no count");
+        assert_eq!(f.affinity, Some(Some("2".into())));
+        assert_eq!(f.prio, 70);
+        // As getopt reads an optional argument: the rest of the word is the value.
+        assert_eq!(
+            parse(&v("-tq")).unwrap_err(),
+            "cyclictest -t: 'q' is not a non-negative integer"
+        );
+        let f = parse(&v("-t 4 -a -q")).unwrap();
+        assert_eq!((f.threads, f.affinity), (Some(Some(4)), Some(None)));
+        assert!(f.quiet);
+        assert_eq!(
+            parse(&v("--quiet=1")).unwrap_err(),
+            "cyclictest --quiet: takes no value"
+        );
+        assert_eq!(
+            parse(&v("--interval")).unwrap_err(),
+            "cyclictest --interval: needs a value"
+        );
     }
 }

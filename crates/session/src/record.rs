@@ -158,28 +158,23 @@ pub fn reported_cpu(policy: Policy, pinned: u32, last: u32) -> u32 {
     }
 }
 
-/// RFC 3339 UTC timestamp of a SystemTime (civil-from-days; no timezone database needed).
+/// RFC 3339 UTC timestamp of a SystemTime, to the second ("2026-11-28T02:15:00Z"): the run id
+/// takes its digits. Times before 1970 read as the epoch; past year 9999 (where RFC 3339 ends) as
+/// its last second.
 pub fn rfc3339(t: std::time::SystemTime) -> String {
-    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = if month <= 2 { y + 1 } else { y };
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60
-    )
+    const LAST_RFC3339_SECOND: u64 = 253_402_300_799; // 9999-12-31T23:59:59Z
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
+        .min(LAST_RFC3339_SECOND);
+    time::OffsetDateTime::from_unix_timestamp(secs as i64)
+        .ok()
+        .and_then(|d| {
+            d.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_string())
 }
 
 /// Peak resident set of this process, KiB.
@@ -266,4 +261,25 @@ pub fn set_cmdline(argv: &[String]) {
 /// (`rtscope_model::secrets`); empty when the caller gave none.
 pub fn cmdline() -> Vec<String> {
     rtscope_model::secrets::redact_argv(CMDLINE.get().map_or(&[][..], Vec::as_slice))
+}
+
+#[cfg(test)]
+mod rfc3339_tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn seconds_in_utc() {
+        assert_eq!(super::rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let leap_day = UNIX_EPOCH + Duration::from_secs(951_782_400 + 3_723);
+        assert_eq!(super::rfc3339(leap_day), "2000-02-29T01:02:03Z");
+        // Sub-second parts are dropped: the run id reads exactly 14 digits.
+        let t = UNIX_EPOCH + Duration::new(1_700_000_000, 999_999_999);
+        assert_eq!(super::rfc3339(t), "2023-11-14T22:13:20Z");
+        assert_eq!(
+            super::rfc3339(UNIX_EPOCH - Duration::from_secs(5)),
+            "1970-01-01T00:00:00Z"
+        );
+        let far = UNIX_EPOCH + Duration::from_secs(u64::MAX / 4);
+        assert_eq!(super::rfc3339(far), "9999-12-31T23:59:59Z");
+    }
 }

@@ -16,19 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
-struct Rng(rand::rngs::SmallRng);
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(rand::SeedableRng::seed_from_u64(seed))
-    }
-    fn next(&mut self) -> u64 {
-        rand::RngCore::next_u64(&mut self.0)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use rtscope_model::rng::Rng;
 
 type Decode = fn(&[u8]) -> Result<(), String>;
 
@@ -122,29 +110,29 @@ fn mutate(rng: &mut Rng, d: &mut Vec<u8>, binary: bool) {
     if d.is_empty() {
         d.push(b'0');
     }
-    let at = rng.below(d.len());
-    match rng.below(8) {
-        0 => d[at] ^= 1 << rng.below(8),
+    let at = rng.index(d.len());
+    match rng.index(8) {
+        0 => d[at] ^= 1 << rng.index(8),
         1 => {
             const I: &[u8] = &[
                 0, 0xff, 0x7f, 0x80, b'9', b'-', b'"', b'{', b'}', b'[', b'\n',
             ];
-            d[at] = I[rng.below(I.len())];
+            d[at] = I[rng.index(I.len())];
         }
         2 => {
-            let n = (1 + rng.below(16)).min(d.len() - at);
+            let n = (1 + rng.index(16)).min(d.len() - at);
             d.drain(at..at + n);
         }
         3 => {
-            for _ in 0..1 + rng.below(16) {
-                let b = rng.next() as u8;
+            for _ in 0..1 + rng.index(16) {
+                let b = rng.next_u64() as u8;
                 d.insert(at, b);
             }
         }
         4 => {
-            let n = (1 + rng.below(64)).min(d.len() - at);
+            let n = (1 + rng.index(64)).min(d.len() - at);
             let chunk: Vec<u8> = d[at..at + n].to_vec();
-            let to = rng.below(d.len());
+            let to = rng.index(d.len());
             d.splice(to..to, chunk);
         }
         5 => d.truncate(at),
@@ -154,13 +142,13 @@ fn mutate(rng: &mut Rng, d: &mut Vec<u8>, binary: bool) {
                 let e = (s..d.len())
                     .find(|&i| !d[i].is_ascii_digit())
                     .unwrap_or(d.len());
-                let h = HUGE[rng.below(HUGE.len())].as_bytes().to_vec();
+                let h = HUGE[rng.index(HUGE.len())].as_bytes().to_vec();
                 d.splice(s..e, h);
             }
         }
         _ => {
             // A LEB128 varint of a huge value over binary data (counts, lengths).
-            let mut v = [1u64 << 40, u64::MAX, 1 << 32, 1 << 20][rng.below(4)];
+            let mut v = [1u64 << 40, u64::MAX, 1 << 32, 1 << 20][rng.index(4)];
             let mut i = at;
             loop {
                 let byte = (v as u8 & 0x7f) | if v >= 0x80 { 0x80 } else { 0 };
@@ -263,11 +251,11 @@ fn every_decoder_survives_mutated_inputs() {
             Rng::new(0x9E37_79B9_7F4A_7C15 ^ (fi as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03));
         let (mut ok, mut rejected) = (0usize, 0usize);
         for case in 0..cases {
-            let mut d = seeds[rng.below(seeds.len())].clone();
-            for _ in 0..1 + rng.below(4) {
+            let mut d = seeds[rng.index(seeds.len())].clone();
+            for _ in 0..1 + rng.index(4) {
                 mutate(&mut rng, &mut d, binary);
             }
-            if binary && rng.below(2) == 0 {
+            if binary && rng.index(2) == 0 {
                 fix_rtt_crcs(&mut d);
             }
             match std::panic::catch_unwind(|| decode(&d)) {

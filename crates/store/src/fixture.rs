@@ -50,20 +50,8 @@ impl Spec {
     }
 }
 
-/// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
-pub struct Rng(rand::rngs::SmallRng);
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(rand::SeedableRng::seed_from_u64(seed))
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        rand::RngCore::next_u64(&mut self.0)
-    }
-    /// Uniform in (0, 1).
-    pub fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-}
+/// The seeded generator of every fixture stream.
+pub use rtscope_model::rng::Rng;
 
 /// Latency samples of one CPU as described by `spec`.
 pub fn samples(spec: &Spec, cpu: u32) -> Vec<u64> {

@@ -554,19 +554,7 @@ mod tests {
         assert!(e.contains("CPU 0 is also in"), "{e}");
     }
 
-    /// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
-    struct Rng(rand::rngs::SmallRng);
-    impl Rng {
-        fn new(seed: u64) -> Rng {
-            Rng(rand::SeedableRng::seed_from_u64(seed))
-        }
-        fn next(&mut self) -> u64 {
-            rand::RngCore::next_u64(&mut self.0)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n.max(1)
-        }
-    }
+    use rtscope_model::rng::Rng;
 
     fn cases(default: u64) -> u64 {
         std::env::var("RTSCOPE_FUZZ_CASES")
@@ -670,7 +658,7 @@ mod tests {
             let mut b = src.clone();
             for _ in 0..=rng.below(16) {
                 let i = rng.below(b.len() as u64) as usize;
-                b[i] = rng.next() as u8;
+                b[i] = rng.next_u64() as u8;
             }
             if rng.below(10) == 0 {
                 b.truncate(rng.below(b.len() as u64) as usize);

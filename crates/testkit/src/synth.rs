@@ -52,22 +52,7 @@ impl Default for SynthConfig {
     }
 }
 
-/// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
-struct Rng(rand::rngs::SmallRng);
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(rand::SeedableRng::seed_from_u64(seed))
-    }
-    fn next(&mut self) -> u64 {
-        rand::RngCore::next_u64(&mut self.0)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo).max(1)
-    }
-}
+use rtscope_model::rng::Rng;
 
 struct CpuGen {
     cpu: u32,
@@ -137,11 +122,11 @@ impl Synth {
         };
         let mut v: Vec<Event> = Vec::with_capacity(16);
         // Host stall: the vCPU does not run; the planned wake-up is served when it ends.
-        if self.cpus[i].stalled_until == 0 && self.rng.unit() < self.cfg.stall_prob {
+        if self.cpus[i].stalled_until == 0 && self.rng.unit_from_zero() < self.cfg.stall_prob {
             self.cpus[i].stalled_until = e + self.rng.range(2_000_000, 19_000_000);
         }
         let stall_end = self.cpus[i].stalled_until;
-        let busy = self.rng.unit() < self.cfg.busy_prob;
+        let busy = self.rng.unit_from_zero() < self.cfg.busy_prob;
         // Delivery delay of the timer interrupt (LAPIC emulation on a VM): mostly 12–30 µs.
         let mut a = self.rng.range(12_000, 30_000);
         if stall_end > e {
@@ -202,7 +187,7 @@ impl Synth {
                 next_prio: FIFO95_PRIO,
             },
         ));
-        if self.rng.unit() < self.cfg.nmi_prob {
+        if self.rng.unit_from_zero() < self.cfg.nmi_prob {
             let d = self.rng.range(2_000, 20_000);
             t += d;
             v.push(ev(t, EventKind::Nmi { delta_ns: d }));
@@ -284,7 +269,7 @@ impl Synth {
             ));
         }
         let p_dev = self.cfg.device_irq_hz * (next - e) as f64 / 1e9;
-        if self.rng.unit() < p_dev && idle_to > idle_from + 60_000 {
+        if self.rng.unit_from_zero() < p_dev && idle_to > idle_from + 60_000 {
             let at = self.rng.range(idle_from, idle_to - 50_000);
             let d = self.rng.range(3_000, 8_000);
             v.push(ev(at, EventKind::IrqEntry { irq: DEVICE_IRQ }));

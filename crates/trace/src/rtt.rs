@@ -188,30 +188,11 @@ fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
-/// CRC-32 (IEEE, reflected 0xEDB88320), bitwise table built once. Public for the fuzz test,
+/// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, init and final xor !0): the checksum
+/// zlib, gzip and PNG use, so any of their tools can check a section. Public for the fuzz test,
 /// which repairs checksums so mutations reach the section parsers.
 pub fn crc32(data: &[u8]) -> u32 {
-    static TABLE: std::sync::OnceLock<[u32; 256]> = std::sync::OnceLock::new();
-    let t = TABLE.get_or_init(|| {
-        let mut t = [0u32; 256];
-        for (i, e) in t.iter_mut().enumerate() {
-            let mut c = i as u32;
-            for _ in 0..8 {
-                c = if c & 1 != 0 {
-                    0xEDB8_8320 ^ (c >> 1)
-                } else {
-                    c >> 1
-                };
-            }
-            *e = c;
-        }
-        t
-    });
-    let mut c = !0u32;
-    for &b in data {
-        c = t[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
-    }
-    !c
+    crc32fast::hash(data)
 }
 
 /// A bounds-checked reader over a byte slice that reports absolute file offsets.

@@ -36,7 +36,7 @@ pub use online::{ONLINE_RELATIVE_RESOLUTION, OTHER_CAUSES};
 pub use stream::{KeptWindow, StreamingAttribution, MAX_LOOKBACK_EVENTS};
 pub use summary::summarize;
 
-use rtscope_model::event::{softirq_name, Event, EventKind, NameTables, Vector, IDLE_EXIT};
+use rtscope_model::event::{softirq_name, Event, EventKind, NameTables, IDLE_EXIT};
 use rtscope_model::record::RawSample;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -157,23 +157,12 @@ pub struct AttributionResult {
 
 // ---------- per-CPU state machine ----------
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ctx {
-    Irq(u32),
-    Softirq(u32),
-    Vector(Vector),
-    Nmi,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Frame {
-    ctx: Ctx,
-    start_ns: u64,
-}
+use crate::interrupts::{boundary, Context as Ctx, ContextStack, Frame};
 
 #[derive(Clone, Debug, Default)]
 struct CpuState {
-    stack: Vec<Frame>,
+    /// Open interrupt frames (the one matcher the bound uses too).
+    stack: ContextStack,
     /// (pid, prio) of the thread on the CPU, once a switch was seen.
     current: Option<(u32, i32)>,
     /// Inside cpu_idle (entered, not exited).
@@ -182,8 +171,6 @@ struct CpuState {
     /// than the filter's split distance), so no stretch here is "no guest activity".
     background: bool,
 }
-
-const MAX_DEPTH: usize = 16;
 
 /// Per-CPU event as the sweep sees it: NMIs become a start/end pair.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -204,31 +191,26 @@ enum Ev {
 }
 
 impl CpuState {
-    fn pop(&mut self, ctx: Ctx) {
-        if let Some(i) = self.stack.iter().rposition(|f| f.ctx == ctx) {
-            self.stack.truncate(i);
-        }
-    }
-    fn push(&mut self, ctx: Ctx, ts: u64) {
-        if self.stack.len() >= MAX_DEPTH {
-            // Missing exits (lost events): forget the oldest frame rather than grow forever.
-            self.stack.remove(0);
-        }
-        self.stack.push(Frame { ctx, start_ns: ts });
-    }
     fn apply(&mut self, ts: u64, ev: &Ev) {
-        match *ev {
-            Ev::NmiStart => self.push(Ctx::Nmi, ts),
-            Ev::NmiEnd => self.pop(Ctx::Nmi),
-            Ev::BackgroundEnd => self.background = false,
-            Ev::RemoteWaking { .. } => {}
-            Ev::K(k) => match k {
-                EventKind::IrqEntry { irq } => self.push(Ctx::Irq(irq), ts),
-                EventKind::IrqExit { irq, .. } => self.pop(Ctx::Irq(irq)),
-                EventKind::SoftirqEntry { vec } => self.push(Ctx::Softirq(vec), ts),
-                EventKind::SoftirqExit { vec } => self.pop(Ctx::Softirq(vec)),
-                EventKind::VectorEntry { vector } => self.push(Ctx::Vector(vector), ts),
-                EventKind::VectorExit { vector } => self.pop(Ctx::Vector(vector)),
+        let k = match *ev {
+            Ev::NmiStart => return self.stack.enter(Ctx::Nmi, ts),
+            Ev::NmiEnd => {
+                self.stack.exit(Ctx::Nmi);
+                return;
+            }
+            Ev::BackgroundEnd => {
+                self.background = false;
+                return;
+            }
+            Ev::RemoteWaking { .. } => return,
+            Ev::K(k) => k,
+        };
+        match boundary(&k) {
+            Some((ctx, true)) => self.stack.enter(ctx, ts),
+            Some((ctx, false)) => {
+                self.stack.exit(ctx);
+            }
+            None => match k {
                 EventKind::Switch {
                     next_pid,
                     next_prio,
@@ -421,7 +403,7 @@ fn attribute_one(
         match ce.ev[i] {
             Ev::K(EventKind::Waking { pid, prio, .. }) if pid == s.tid => {
                 waking = Some((i, prio));
-                handler = st.stack.last().copied();
+                handler = st.stack.top().copied();
                 break;
             }
             Ev::RemoteWaking { pid, prio, from } if pid == s.tid => {
@@ -568,7 +550,7 @@ fn attribute_one(
             // only for kept timelines), which keeps the sweep allocation-free per event.
             let key = if len >= gap_thr && !st.background {
                 Key::Static(NO_GUEST)
-            } else if let Some(f) = st.stack.last() {
+            } else if let Some(f) = st.stack.top() {
                 if Some(*f) == handler {
                     Key::Static(TIMER_HANDLER)
                 } else {
@@ -840,14 +822,11 @@ pub fn worst_samples(
     samples: &[RawSample],
     top_n: usize,
 ) -> (Vec<usize>, std::collections::HashSet<usize>) {
-    let mut idx: Vec<usize> = (0..samples.len()).collect();
-    idx.sort_by(|&a, &b| {
-        samples[b]
-            .latency_ns
-            .cmp(&samples[a].latency_ns)
-            .then(a.cmp(&b))
-    });
-    idx.truncate(top_n);
+    let mut worst = rtscope_model::worst::WorstN::new(top_n);
+    for (i, s) in samples.iter().enumerate() {
+        worst.push(s.latency_ns, i as u64, i);
+    }
+    let idx = worst.into_vec();
     let keep = idx.iter().copied().collect();
     (idx, keep)
 }

@@ -33,6 +33,7 @@ use super::{
 };
 use rtscope_model::event::{Event, NameTables};
 use rtscope_model::record::RawSample;
+use rtscope_model::worst::WorstN;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Events kept per CPU before the oldest pending sample for context, whatever the lookback.
@@ -162,8 +163,8 @@ impl CpuStream {
         self.ts.capacity() * size_of::<u64>()
             + self.ev.capacity() * size_of::<Ev>()
             + self.pending.capacity() * size_of::<Pending>()
-            + (self.base.stack.capacity() + self.at_cursor.stack.capacity())
-                * size_of::<super::Frame>()
+            + self.base.stack.heap_bytes()
+            + self.at_cursor.stack.heap_bytes()
     }
 }
 
@@ -178,7 +179,7 @@ pub struct StreamingAttribution {
     next_seq: u64,
     summary: OnlineSummary,
     /// The worst `top_n` explained so far, worst first (ties: earlier arrival first).
-    worst: Vec<(u64, SampleAttribution)>,
+    worst: WorstN<SampleAttribution>,
     late_events: u64,
     late_samples: u64,
     nmi_starts_below_watermark: u64,
@@ -194,12 +195,12 @@ impl StreamingAttribution {
     pub fn new(opts: AttributionOptions, lookback_ns: u64) -> Self {
         StreamingAttribution {
             summary: OnlineSummary::new(opts.tail_threshold_ns),
+            worst: WorstN::new(opts.top_n),
             opts,
             lookback_ns,
             cpus: BTreeMap::new(),
             watermark_ns: 0,
             next_seq: 0,
-            worst: Vec::new(),
             late_events: 0,
             late_samples: 0,
             nmi_starts_below_watermark: 0,
@@ -332,7 +333,7 @@ impl StreamingAttribution {
             .filter(|(_, c)| c.has_events)
             .map(|(&cpu, c)| (cpu, c.gap_total(self.watermark_ns, &self.opts)))
             .collect();
-        let worst = self.worst.iter().map(|(_, a)| a.clone()).collect();
+        let worst = self.worst.iter().cloned().collect();
         let mut r = self.summary.result(&self.opts, worst, gaps, names);
         if self.late_events > 0 {
             r.warnings.push(format!(
@@ -398,12 +399,8 @@ impl StreamingAttribution {
             .values()
             .map(|c| size_of::<(u32, CpuStream)>() + c.heap_bytes())
             .sum();
-        let worst: usize = self.worst.capacity() * size_of::<(u64, SampleAttribution)>()
-            + self
-                .worst
-                .iter()
-                .map(|(_, a)| attribution_heap_bytes(a))
-                .sum::<usize>();
+        let worst: usize =
+            self.worst.heap_bytes() + self.worst.iter().map(attribution_heap_bytes).sum::<usize>();
         cpus + worst
             + self.summary.heap_bytes()
             + self.ready.capacity() * size_of::<Pending>()
@@ -419,15 +416,7 @@ impl StreamingAttribution {
 
     /// Does a sample with this latency and arrival enter the worst `top_n` so far?
     fn enters_worst(&self, latency_ns: u64, seq: u64) -> bool {
-        if self.opts.top_n == 0 {
-            return false;
-        }
-        if self.worst.len() < self.opts.top_n {
-            return true;
-        }
-        self.worst.last().is_some_and(|(ls, la)| {
-            latency_ns > la.latency_ns || (latency_ns == la.latency_ns && seq < *ls)
-        })
+        self.worst.enters(latency_ns, seq)
     }
 
     /// Explain the pending samples whose window ends below `limit` (all with None), per CPU in
@@ -514,12 +503,7 @@ impl StreamingAttribution {
                     reasons.push(format!("worst-of:{}", self.summary.cause_name(id)));
                 }
                 if enters_worst {
-                    let lat = s.latency_ns;
-                    let pos = self.worst.partition_point(|(ws, wa)| {
-                        wa.latency_ns > lat || (wa.latency_ns == lat && *ws < p.seq)
-                    });
-                    self.worst.insert(pos, (p.seq, a.clone()));
-                    self.worst.truncate(self.opts.top_n);
+                    self.worst.push(s.latency_ns, p.seq, a.clone());
                 }
                 keep(KeptWindow {
                     sample: *s,

@@ -10,24 +10,7 @@ use proptest::prelude::*;
 use rtscope_model::event::{Event, EventKind as K, NameTables, Vector};
 use rtscope_model::record::RawSample;
 
-/// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
-struct Rng(rand::rngs::SmallRng);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(rand::SeedableRng::seed_from_u64(seed))
-    }
-    fn next(&mut self) -> u64 {
-        rand::RngCore::next_u64(&mut self.0)
-    }
-    /// Uniform in [lo, hi).
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo).max(1)
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        ((self.next() >> 11) as f64) < p * (1u64 << 53) as f64
-    }
-}
+use rtscope_model::rng::Rng;
 
 const RT_HOG: u32 = 77;
 const KWORKER: u32 = 300;

@@ -2,10 +2,12 @@
 //!
 //! IRQ lines: `irq:irq_handler_entry/exit` (source = the IRQ number). System vectors:
 //! `irq_vectors:*_entry/exit` (source = the vector's name). NMI: `nmi:nmi_handler` fires after the
-//! handler with its duration, so the instance is (ts − delta, delta). An entry whose exit was lost
+//! handler with its duration, so the instance is (ts − delta, delta). Entries and exits are paired
+//! by [`crate::interrupts`], the matcher the attribution uses too; an entry whose exit was lost
 //! (or an exit without entry) is dropped and counted: a half-seen instance has no duration.
 
 use super::{thread, BoundError, BoundInput, CpuInput, InterruptSource, RawInstance, SourceKind};
+use crate::interrupts::{boundary, Context, ContextStack};
 use rtscope_model::bound::ThreadVars;
 use rtscope_model::event::{Event, EventKind, Vector};
 use rtscope_model::record::RawSample;
@@ -53,23 +55,21 @@ pub struct Instance {
 }
 
 /// Pairs entry and exit events into interrupt instances, event by event (per CPU in time
-/// order, any interleaving across CPUs). A second entry of a source already open on the CPU
-/// replaces the first (whose exit was lost) and an exit without its entry is dropped: both are
-/// counted unmatched. Memory: one open entry per (CPU, source) at most.
+/// order, any interleaving across CPUs), with the one matcher the attribution uses too
+/// ([`crate::interrupts::ContextStack`]: nesting, lost exits and entries, a context switch
+/// closing what is open); every half-seen instance is counted unmatched. Memory: a bounded
+/// stack of open frames per CPU.
 #[derive(Clone, Debug, Default)]
 pub struct InstanceMatcher {
-    open: BTreeMap<(u32, SourceKey), u64>,
-    unmatched: u64,
+    cpus: BTreeMap<u32, ContextStack>,
+    /// Exits stamped before their entry (time going backwards in a broken trace).
+    inverted: u64,
 }
 
 impl InstanceMatcher {
     /// The instance `e` completes, if any. NMIs complete at their only event.
     pub fn push(&mut self, e: &Event) -> Option<Instance> {
-        let (key, entry) = match e.kind {
-            EventKind::IrqEntry { irq } => (SourceKey::Irq(irq), true),
-            EventKind::IrqExit { irq, .. } => (SourceKey::Irq(irq), false),
-            EventKind::VectorEntry { vector } => (SourceKey::Vector(vector), true),
-            EventKind::VectorExit { vector } => (SourceKey::Vector(vector), false),
+        let (ctx, entry) = match e.kind {
             EventKind::Nmi { delta_ns } => {
                 return Some(Instance {
                     cpu: e.cpu,
@@ -78,36 +78,56 @@ impl InstanceMatcher {
                     duration_ns: delta_ns,
                 })
             }
-            _ => return None,
-        };
-        if entry {
-            if self.open.insert((e.cpu, key), e.ts_ns).is_some() {
-                self.unmatched += 1;
+            EventKind::Switch { .. } => {
+                if let Some(st) = self.cpus.get_mut(&e.cpu) {
+                    st.clear();
+                }
+                return None;
             }
+            ref k => boundary(k)?,
+        };
+        let key = match ctx {
+            Context::Irq(n) => SourceKey::Irq(n),
+            Context::Vector(v) => SourceKey::Vector(v),
+            // Softirqs run in thread-like context with interrupts on: not an interrupt source.
+            Context::Softirq(_) | Context::Nmi => return None,
+        };
+        let st = self.cpus.entry(e.cpu).or_default();
+        if entry {
+            st.enter(ctx, e.ts_ns);
             return None;
         }
-        match self.open.remove(&(e.cpu, key)) {
-            Some(start) if e.ts_ns >= start => Some(Instance {
+        match st.exit(ctx) {
+            Some(f) if e.ts_ns >= f.start_ns => Some(Instance {
                 cpu: e.cpu,
                 key,
-                start_ns: start,
-                duration_ns: e.ts_ns - start,
+                start_ns: f.start_ns,
+                duration_ns: e.ts_ns - f.start_ns,
             }),
-            _ => {
-                self.unmatched += 1;
+            Some(_) => {
+                self.inverted += 1;
                 None
             }
+            None => None,
         }
     }
 
     /// Unpartnered events so far, counting the entries still open as at the end of a trace.
     pub fn unmatched(&self) -> u64 {
-        self.unmatched + self.open.len() as u64
+        self.inverted
+            + self
+                .cpus
+                .values()
+                .map(|st| st.unmatched() + st.frames().len() as u64)
+                .sum::<u64>()
     }
 
     /// Heap held by the open entries (approximate), for memory accounting.
     pub fn heap_bytes(&self) -> usize {
-        self.open.len() * std::mem::size_of::<((u32, SourceKey), u64)>()
+        self.cpus
+            .values()
+            .map(|st| std::mem::size_of::<(u32, ContextStack)>() + st.heap_bytes())
+            .sum()
     }
 }
 

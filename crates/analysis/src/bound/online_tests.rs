@@ -10,24 +10,7 @@ use rtscope_model::event::{Event, EventKind, Vector};
 use rtscope_model::record::RawSample;
 use std::collections::BTreeMap;
 
-/// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
-struct Rng(rand::rngs::SmallRng);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(rand::SeedableRng::seed_from_u64(seed))
-    }
-    fn next(&mut self) -> u64 {
-        rand::RngCore::next_u64(&mut self.0)
-    }
-    /// Uniform in [lo, hi).
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo)
-    }
-    fn chance(&mut self, per_mille: u64) -> bool {
-        self.next() % 1000 < per_mille
-    }
-}
+use rtscope_model::rng::Rng;
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
@@ -65,7 +48,7 @@ fn cpu_stream(
     let mut k = 1;
     while k * MS < run_ns {
         let t = k * MS + rng.range(0, 60 * US) - 30 * US;
-        let d = if rng.chance(10) {
+        let d = if rng.per_mille(10) {
             rng.range(15 * US, 40 * US)
         } else {
             rng.range(US, 6 * US)
@@ -120,18 +103,18 @@ fn cpu_stream(
         };
         // Lost events: an exit (the next entry of the line replaces the open one) or an entry
         // (its exit has no partner).
-        if rng.chance(2) {
+        if rng.per_mille(2) {
             lost += 1;
         } else {
             out.push((s, 2, entry));
         }
-        if rng.chance(2) {
+        if rng.per_mille(2) {
             lost += 1;
         } else {
             out.push((s + d, 0, exit));
         }
         // NET_RX after a third of IRQ 33's instances, with IRQs enabled: later IRQs nest in it.
-        if matches!(h, Hw::Irq(33)) && s + d >= softirq_until && rng.chance(330) {
+        if matches!(h, Hw::Irq(33)) && s + d >= softirq_until && rng.per_mille(330) {
             let e = s + d + rng.range(20 * US, 150 * US);
             out.push((s + d, 2, EventKind::SoftirqEntry { vec: 3 }));
             out.push((e, 0, EventKind::SoftirqExit { vec: 3 }));
@@ -143,7 +126,7 @@ fn cpu_stream(
     while t < run_ns {
         let i = ran.partition_point(|r| r.0 < t).min(ran.len() - 1);
         let (s, d, _) = ran[i];
-        let (ts, delta) = if rng.chance(500) && d >= 4 {
+        let (ts, delta) = if rng.per_mille(500) && d >= 4 {
             (s + d / 2 + 1, rng.range(1, d / 2))
         } else {
             (t, rng.range(US, 4 * US))
@@ -156,7 +139,7 @@ fn cpu_stream(
         // wake-up, and sections that postpone the scheduler, every 0.3–2 ms.
         let mut t = rng.range(0, MS);
         while t + 200 * US < run_ns {
-            if rng.chance(500) {
+            if rng.per_mille(500) {
                 out.push((
                     t,
                     2,
@@ -615,7 +598,7 @@ fn memory_cap_shortens_windows_soundly() {
                 handled: true,
             },
         ));
-        let gap_max = if rng.chance(5) { 2 * MS } else { 8_000 };
+        let gap_max = if rng.per_mille(5) { 2 * MS } else { 8_000 };
         t += d + rng.range(100, gap_max);
     }
     let samples: Vec<RawSample> = (0..150)

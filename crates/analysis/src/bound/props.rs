@@ -172,19 +172,7 @@ proptest! {
     }
 }
 
-/// rand's SmallRng (Xoshiro256++), seeded: every stream is reproducible from its seed.
-struct Rng(rand::rngs::SmallRng);
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(rand::SeedableRng::seed_from_u64(seed))
-    }
-    fn next(&mut self) -> u64 {
-        rand::RngCore::next_u64(&mut self.0)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+use rtscope_model::rng::Rng;
 
 const SEED_DOC: &str = r#"{"schema_version":1,"cpus":[{"cpu":0,"thread":{"poid_ns":22510,"paie_ns":0,"psd_ns":19702,"dst_ns":19312},"irqs":[{"source":"236","start_ns":0,"duration_ns":20728},{"source":"236","start_ns":60000,"duration_ns":301},{"source":"35","start_ns":100,"duration_ns":12913},{"source":"35","start_ns":14000,"duration_ns":10}],"nmis":[{"start_ns":5,"duration_ns":9}],"observed_max_latency_ns":27000},{"cpu":1,"thread":{"poid_ns":1,"paie_ns":2,"psd_ns":3,"dst_ns":4}}]}"#;
 
@@ -270,7 +258,7 @@ fn fuzz_json_reader() {
                         let alphabet = b"{}[],:\"0-9e.";
                         b.insert(pos, alphabet[rng.below(alphabet.len() as u64) as usize]);
                     }
-                    2 if pos < b.len() => b[pos] = rng.next() as u8,
+                    2 if pos < b.len() => b[pos] = rng.next_u64() as u8,
                     _ => {
                         // Replace the number or token at pos with a splice.
                         let tok = TOKENS[rng.below(TOKENS.len() as u64) as usize].as_bytes();

@@ -20,9 +20,11 @@
 
 pub mod special;
 
+use rand_distr::{Beta, Distribution};
+use rtscope_model::rng::Rng;
 use rtscope_model::Histogram;
 use serde::Serialize;
-use special::{kolmogorov_q, ln_choose, two_sided_p, Rng, Z_99};
+use special::{kolmogorov_q, ln_choose, two_sided_p, Z_99};
 
 /// Empirical distribution as (value, cumulative count), ascending.
 struct Cdf {
@@ -165,17 +167,20 @@ pub fn kolmogorov_smirnov(base: &Histogram, cand: &Histogram) -> Option<Kolmogor
     })
 }
 
-/// Bootstrap draws of the q-quantile of a resample of `c` (see the module comment).
-fn quantile_draws(c: &Cdf, q: f64, rng: &mut Rng, b: usize) -> Vec<f64> {
+/// Bootstrap draws of the q-quantile of a resample of `c` (see the module comment). None only
+/// for an empty `c` (Beta needs r ≥ 1 and n − r + 1 ≥ 1).
+fn quantile_draws(c: &Cdf, q: f64, rng: &mut Rng, b: usize) -> Option<Vec<f64>> {
     let n = c.n;
     let r = ((q * n as f64).ceil() as u64).clamp(1, n);
-    (0..b)
+    let beta = Beta::new(r as f64, (n - r + 1) as f64).ok()?;
+    let draws = (0..b)
         .map(|_| {
-            let u = rng.beta(r as f64, (n - r + 1) as f64);
+            let u = beta.sample(rng);
             let rank = ((u * n as f64).ceil() as u64).clamp(1, n);
             c.at_rank(rank) as f64
         })
-        .collect()
+        .collect();
+    Some(draws)
 }
 
 fn interval(mut xs: Vec<f64>, level: f64) -> (f64, f64) {
@@ -194,7 +199,7 @@ pub fn quantile_ci99(h: &Histogram, q: f64, iterations: usize, seed: u64) -> Opt
     }
     let mut rng = Rng::new(seed);
     Some(interval(
-        quantile_draws(&c, q, &mut rng, iterations.max(100)),
+        quantile_draws(&c, q, &mut rng, iterations.max(100))?,
         0.99,
     ))
 }
@@ -541,8 +546,12 @@ pub fn compare(base: &Histogram, cand: &Histogram, opts: &Options) -> PairCompar
         ] {
             let mut rb = Rng::new(opts.seed ^ (q.to_bits()));
             let mut rc = Rng::new(opts.seed ^ (q.to_bits()).rotate_left(17));
-            let db = quantile_draws(&cb, q, &mut rb, opts.bootstrap_iterations);
-            let dc = quantile_draws(&cc, q, &mut rc, opts.bootstrap_iterations);
+            let (Some(db), Some(dc)) = (
+                quantile_draws(&cb, q, &mut rb, opts.bootstrap_iterations),
+                quantile_draws(&cc, q, &mut rc, opts.bootstrap_iterations),
+            ) else {
+                continue;
+            };
             let diffs: Vec<f64> = dc.iter().zip(&db).map(|(c, b)| c - b).collect();
             let ci = interval(diffs, 1.0 - opts.alpha);
             let (bv, cv) = (

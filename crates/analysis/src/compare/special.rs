@@ -1,4 +1,5 @@
-//! Special functions the comparison statistics need. Pure, deterministic.
+//! Special functions the comparison statistics need. Pure, deterministic. (Random draws come
+//! from rand_distr over the seeded [`rtscope_model::rng::Rng`].)
 
 /// Complementary error function, |relative error| < 1.2e-7 (Numerical Recipes `erfcc`,
 /// Chebyshev fit).
@@ -88,53 +89,11 @@ pub fn kolmogorov_q(lambda: f64) -> f64 {
     (2.0 * sum).clamp(0.0, 1.0)
 }
 
-/// The bootstrap's seeded generator (rand's SmallRng): results are reproducible from the seed.
-pub struct Rng(rand::rngs::SmallRng);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(rand::SeedableRng::seed_from_u64(seed))
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        rand::RngCore::next_u64(&mut self.0)
-    }
-    /// Uniform in (0, 1).
-    pub fn unit(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-    /// Standard normal (Box–Muller).
-    pub fn normal(&mut self) -> f64 {
-        let (u1, u2) = (self.unit(), self.unit());
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
-    /// Gamma(shape, 1) for shape ≥ 1 (Marsaglia & Tsang 2000).
-    pub fn gamma(&mut self, shape: f64) -> f64 {
-        let d = shape - 1.0 / 3.0;
-        let c = 1.0 / (9.0 * d).sqrt();
-        loop {
-            let x = self.normal();
-            let v = 1.0 + c * x;
-            if v <= 0.0 {
-                continue;
-            }
-            let v = v * v * v;
-            let u = self.unit();
-            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
-                return d * v;
-            }
-        }
-    }
-    /// Beta(a, b) for a, b ≥ 1.
-    pub fn beta(&mut self, a: f64, b: f64) -> f64 {
-        let x = self.gamma(a);
-        let y = self.gamma(b);
-        x / (x + y)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand_distr::{Beta, Distribution};
+    use rtscope_model::rng::Rng;
 
     #[test]
     fn erfc_known_values() {
@@ -166,7 +125,8 @@ mod tests {
     fn beta_sampler_mean() {
         // Beta(2, 8): mean 0.2, variance 2·8/(10²·11) = 0.014545…
         let mut r = Rng::new(42);
-        let xs: Vec<f64> = (0..20_000).map(|_| r.beta(2.0, 8.0)).collect();
+        let beta = Beta::new(2.0, 8.0).unwrap();
+        let xs: Vec<f64> = (0..20_000).map(|_| beta.sample(&mut r)).collect();
         let m = xs.iter().sum::<f64>() / xs.len() as f64;
         let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64;
         assert!((m - 0.2).abs() < 0.005, "{m}");

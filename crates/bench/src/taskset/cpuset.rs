@@ -2,7 +2,8 @@
 //! affinity must span its whole root domain (Documentation/scheduler/sched-deadline.rst §5), so
 //! pinning alone is refused by the kernel; each group of CPUs needs a root domain of its own.
 //!
-//! **cgroup v1** (preferred when the cpuset controller is bound to v1, as on our test machine):
+//! **cgroup v1** (preferred when the cpuset controller is bound to v1: a controller bound to a v1
+//! hierarchy cannot be enabled on v2):
 //! exclusive child cpusets with load balancing off in the parent (sched-deadline.rst §5.1; Lelli
 //! 2014 §2.3 used the same set-up); each exclusive child becomes its own root domain once the root
 //! cpuset stops balancing. Directories `rtscope-taskset-<pid>-lb<orig>-<n>`.
@@ -61,8 +62,8 @@ pub enum Hierarchy {
     V2(PathBuf),
 }
 
-/// Find the cpuset hierarchy (v1 first: that is what is mounted on our test machine; when the
-/// controller is bound to v1 it is not available on v2 anyway).
+/// Find the cpuset hierarchy (v1 first: a controller bound to a v1 hierarchy is not available
+/// on v2, so a v2 mount found beside it could not make partitions).
 pub fn detect() -> Option<Hierarchy> {
     let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
     let mut v2 = None;

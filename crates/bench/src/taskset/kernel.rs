@@ -5,11 +5,11 @@
 //! debugfs (/sys/kernel/debug/sched/fair_server/cpuN/{runtime,period}), which kernel lockdown
 //! makes unreadable here; rtscope then assumes the default on kernels ≥ 6.12 and says so.
 //!
-//! (An earlier version bisected the free bandwidth by giving sleeping helper threads
-//! SCHED_DEADLINE reservations. That leaks: a task that leaves SCHED_DEADLINE while blocked keeps
-//! its bandwidth in the root domain's total until the domain is rebuilt — sched_dl_overflow
-//! leaves the decrease to switched_from_dl()'s 0-lag timer, which is only armed for queued tasks —
-//! so every later admission on the machine failed with EBUSY. Do not reintroduce it.)
+//! The free bandwidth is not probed by giving sleeping helper threads SCHED_DEADLINE
+//! reservations: that leaks. A task that leaves SCHED_DEADLINE while blocked keeps its bandwidth
+//! in the root domain's total until the domain is rebuilt — sched_dl_overflow leaves the decrease
+//! to switched_from_dl()'s 0-lag timer, which is only armed for queued tasks — so every later
+//! admission on the machine fails with EBUSY.
 
 use rtscope_probe::sys;
 

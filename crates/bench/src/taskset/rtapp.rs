@@ -24,60 +24,89 @@ fn err<T>(s: impl Into<String>) -> Result<T, RtAppError> {
 }
 
 /// rt-app reads JSON with json-c, which accepts /* */ and // comments and trailing commas;
-/// remove those outside strings so serde_json can parse the same files.
-pub fn strip_json_extensions(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let mut i = 0;
-    let mut in_str = false;
-    while i < b.len() {
-        let c = b[i];
-        if in_str {
-            out.push(c as char);
-            if c == b'\\' && i + 1 < b.len() {
-                out.push(b[i + 1] as char);
-                i += 2;
-                continue;
-            }
-            if c == b'"' {
-                in_str = false;
-            }
-            i += 1;
-            continue;
-        }
-        if c == b'"' {
-            in_str = true;
-            out.push('"');
-            i += 1;
-        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
-            i += 2;
-            while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
-                i += 1;
-            }
-            i += 2;
-        } else if c == b'/' && b.get(i + 1) == Some(&b'/') {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-        } else if c == b',' {
-            let mut j = i + 1;
-            while j < b.len() && (b[j] as char).is_whitespace() {
-                j += 1;
-            }
-            if j < b.len() && (b[j] == b'}' || b[j] == b']') {
-                i += 1;
-            } else {
-                out.push(',');
-                i += 1;
-            }
-        } else {
-            // Non-ASCII bytes only occur inside strings in valid files; copy the char whole.
-            let ch = s[i..].chars().next().unwrap_or(' ');
-            out.push(ch);
-            i += ch.len_utf8();
-        }
+/// json-strip-comments blanks those outside strings (comments become spaces, a trailing comma a
+/// space), so the text keeps its UTF-8 and every byte position: serde_json's error positions
+/// still point into the user's file.
+pub fn strip_json_extensions(s: &str) -> Result<String, RtAppError> {
+    let mut out = s.to_string();
+    json_strip_comments::strip(&mut out)
+        .map_err(|e| RtAppError(format!("not JSON: an unterminated comment or string ({e})")))?;
+    Ok(out)
+}
+
+/// The key order of every object of a JSON document. serde_json's `Map` iterates keys sorted
+/// (its `preserve_order` feature would change the order of every JSON document the workspace
+/// writes), but rt-app runs a thread's events in file order: "sleep0" then "run0" is not
+/// "run0" then "sleep0". Read once beside the `Value`, for the objects whose order matters.
+#[derive(Debug, Default, PartialEq)]
+struct KeyOrder(Vec<(String, KeyOrder)>);
+
+impl KeyOrder {
+    fn get(&self, key: &str) -> Option<&KeyOrder> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, o)| o)
     }
-    out
+
+    /// `obj`'s entries in file order; a repeated key where it first appears, with the value
+    /// serde_json kept (the last), as json-c replaces a repeated key's value in place.
+    fn entries<'a>(&self, obj: &'a Map<String, Value>) -> Vec<(&'a String, &'a Value)> {
+        let mut out: Vec<(&String, &Value)> = Vec::with_capacity(obj.len());
+        for (k, _) in &self.0 {
+            if let Some((key, v)) = obj.get_key_value(k) {
+                if !out.iter().any(|(seen, _)| *seen == key) {
+                    out.push((key, v));
+                }
+            }
+        }
+        out
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for KeyOrder {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = KeyOrder;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<KeyOrder, A::Error> {
+                let mut keys = Vec::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    keys.push((k, m.next_value::<KeyOrder>()?));
+                }
+                Ok(KeyOrder(keys))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<KeyOrder, A::Error> {
+                while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(KeyOrder::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<KeyOrder, E> {
+                Ok(KeyOrder::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<KeyOrder, E> {
+                Ok(KeyOrder::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<KeyOrder, E> {
+                Ok(KeyOrder::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<KeyOrder, E> {
+                Ok(KeyOrder::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<KeyOrder, E> {
+                Ok(KeyOrder::default())
+            }
+            fn visit_unit<E>(self) -> Result<KeyOrder, E> {
+                Ok(KeyOrder::default())
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 fn int(v: &Value, what: &str) -> Result<i64, RtAppError> {
@@ -137,6 +166,7 @@ struct Pattern {
 
 fn parse_events(
     obj: &Map<String, Value>,
+    order: &KeyOrder,
     ctx: &str,
     allowed: &[&str],
 ) -> Result<Pattern, RtAppError> {
@@ -146,7 +176,7 @@ fn parse_events(
         loop_: None,
         cpus: None,
     };
-    for (k, v) in obj {
+    for (k, v) in order.entries(obj) {
         if allowed.contains(&k.as_str()) {
             match k.as_str() {
                 "loop" => p.loop_ = Some(int(v, &format!("{ctx}.loop"))?),
@@ -253,9 +283,13 @@ const GLOBAL_KEYS: &[&str] = &[
 
 /// Parse an rt-app workload. `online` bounds the CPU numbers.
 pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
-    let text = strip_json_extensions(text);
-    rtscope_model::json_keys::reject_duplicate_keys(&text).map_err(RtAppError)?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| RtAppError(format!("not JSON: {e}")))?;
+    let json = strip_json_extensions(text)?;
+    rtscope_model::json_keys::reject_duplicate_keys(&json).map_err(RtAppError)?;
+    let v: Value = serde_json::from_str(&json).map_err(|e| RtAppError(format!("not JSON: {e}")))?;
+    let order: KeyOrder =
+        serde_json::from_str(&json).map_err(|e| RtAppError(format!("not JSON: {e}")))?;
+    let no_order = KeyOrder::default();
+    let task_orders = order.get("tasks").unwrap_or(&no_order);
     let root = v
         .as_object()
         .ok_or_else(|| RtAppError("top level must be an object".into()))?;
@@ -314,6 +348,7 @@ pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
     let mut specs = Vec::new();
     for (name, tv) in tasks {
         let ctx = format!("tasks.{name}");
+        let task_order = task_orders.get(name).unwrap_or(&no_order);
         let t = tv
             .as_object()
             .ok_or_else(|| RtAppError(format!("{ctx}: expected an object")))?;
@@ -347,7 +382,16 @@ pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
                     return err(format!("{ctx}.{k}: unknown key (events belong in the phase when 'phases' is given)"));
                 }
             }
-            let mut p = parse_events(po, &format!("{ctx}.phases.{pn}"), &["loop", "cpus"])?;
+            let phase_order = task_order
+                .get("phases")
+                .and_then(|o| o.get(pn))
+                .unwrap_or(&no_order);
+            let mut p = parse_events(
+                po,
+                phase_order,
+                &format!("{ctx}.phases.{pn}"),
+                &["loop", "cpus"],
+            )?;
             if p.cpus.is_none() {
                 if let Some(c) = get("cpus") {
                     p.cpus = Some(cpus(c, &format!("{ctx}.cpus"))?);
@@ -363,7 +407,7 @@ pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
             }
             p
         } else {
-            parse_events(t, &ctx, THREAD_KEYS)?
+            parse_events(t, task_order, &ctx, THREAD_KEYS)?
         };
         let period = pattern.period_ns.ok_or_else(|| {
             RtAppError(format!(
@@ -607,9 +651,48 @@ mod tests {
 
     #[test]
     fn comment_stripping_keeps_strings() {
-        assert_eq!(
-            strip_json_extensions(r#"{"a": "/* x */", /* y */ "b": [1,2,],}"#),
-            r#"{"a": "/* x */",  "b": [1,2]}"#
+        // Comments and trailing commas are blanked, not removed: byte positions are kept.
+        let src = r#"{"a": "/* x */", /* y */ "b": [1,2,],}"#;
+        let out = strip_json_extensions(src).unwrap();
+        assert_eq!(out, r#"{"a": "/* x */",         "b": [1,2 ] }"#);
+        assert_eq!(out.len(), src.len());
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["a"], "/* x */");
+    }
+
+    #[test]
+    fn events_run_in_file_order_and_names_keep_their_utf8() {
+        let timer = r#""timer0": {"ref": "t", "period": 10000}"#;
+        let sleep_run =
+            format!(r#"{{"tasks": {{"tâche": {{"sleep0": 2000, "run0": 1000, {timer}}}}}}} // é"#);
+        let run_sleep = format!(
+            r#"{{"tasks": {{"tâche": {{"run0": 1000, /* ü */ "sleep0": 2000, {timer},}}}}}}"#
         );
+        let a = parse(&sleep_run, &[0]).unwrap();
+        let b = parse(&run_sleep, &[0]).unwrap();
+        assert_eq!(a.specs[0].task.name.as_deref(), Some("tâche"));
+        assert_eq!(b.specs[0].task.name.as_deref(), Some("tâche"));
+        assert_eq!(
+            a.specs[0].segments,
+            vec![Segment::Sleep(2_000_000), Segment::Run(1_000_000)]
+        );
+        assert_eq!(
+            b.specs[0].segments,
+            vec![Segment::Run(1_000_000), Segment::Sleep(2_000_000)]
+        );
+        // In a phase too.
+        let phased = format!(
+            r#"{{"tasks": {{"t": {{"phases": {{"p": {{"sleep1": 5, "run1": 7, {timer}}}}}}}}}}}"#
+        );
+        let p = parse(&phased, &[0]).unwrap();
+        assert_eq!(
+            p.specs[0].segments,
+            vec![Segment::Sleep(5_000), Segment::Run(7_000)]
+        );
+        // A syntax error's position is the user's, comments included.
+        let e = parse("{\n /* comment */ \"tasks\": ]}", &[0])
+            .unwrap_err()
+            .0;
+        assert!(e.contains("line 2 column 25"), "{e}");
     }
 }

@@ -12,10 +12,12 @@ pub(crate) fn online_cpus() -> Vec<u32> {
     rtscope_sys::affinity::online_cpus_or_all()
 }
 
+/// The kernel's cpu_set_t holds CPUs 0..1024.
+const CPU_SETSIZE: u32 = 1024;
+
 /// Pin the calling process to `cpus` (CPUs beyond CPU_SETSIZE are left out).
 pub(crate) fn set_affinity(cpus: &[u32]) -> io::Result<()> {
-    let max = 8 * std::mem::size_of::<u64>() as u32 * 16;
-    let ok: Vec<u32> = cpus.iter().copied().filter(|&c| c < max).collect();
+    let ok: Vec<u32> = cpus.iter().copied().filter(|&c| c < CPU_SETSIZE).collect();
     rtscope_sys::affinity::set_affinity(0, &ok)
 }
 

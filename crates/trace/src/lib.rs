@@ -703,9 +703,10 @@ impl TraceSession {
     }
 }
 
-/// Remove what SIGKILLed rtscope processes left in tracefs (their instances) and write back the
-/// osnoise settings a killed `noise`/`measure --probe timerlat` had changed; returns what was
-/// done. Without tracefs mounted there is nothing to do.
+/// Remove what SIGKILLed rtscope processes left in tracefs (their instances); returns what was
+/// done. The osnoise settings a killed `noise`/`measure --probe timerlat` had changed are knobs,
+/// written back by `rtscope_sys::knob::repair_stale`. Without tracefs mounted there is nothing
+/// to do.
 pub fn remove_stale_instances() -> Vec<String> {
     let root = std::path::Path::new(tracefs::TRACEFS);
     if !root.join("instances").is_dir() {

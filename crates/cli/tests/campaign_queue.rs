@@ -21,7 +21,9 @@ fn pg_url() -> Option<String> {
     match std::env::var("RTSCOPE_TEST_PG_URL") {
         Ok(u) if !u.is_empty() => Some(u),
         _ => {
-            rtscope_testkit::skipped("needs PostgreSQL: RTSCOPE_TEST_PG_URL is unset (scripts/test.sh starts one)");
+            rtscope_testkit::skipped(
+                "needs PostgreSQL: RTSCOPE_TEST_PG_URL is unset (scripts/test.sh starts one)",
+            );
             None
         }
     }

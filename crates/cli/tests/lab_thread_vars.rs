@@ -227,7 +227,8 @@ fn thread_vars_in_lab(mechanism: &str) -> (Value, String) {
 #[test]
 fn thread_vars_by_tracefs_in_the_trace_kernel() {
     if !has_kernel(bin!(), "trace") {
-        return rtscope_testkit::skipped(format_args!("no `trace` kernel in the lab cache (rtscope lab kernel build --preset trace)"
+        return rtscope_testkit::skipped(format_args!(
+            "no `trace` kernel in the lab cache (rtscope lab kernel build --preset trace)"
         ));
     }
     if !ready(bin!(), "trace") {

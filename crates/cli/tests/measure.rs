@@ -351,7 +351,9 @@ fn output_files_in_every_format() {
 fn real_cyclictest_outputs_are_imported() {
     need_root!("SCHED_FIFO/DEADLINE, mlockall, /dev/cpu_dma_latency");
     if Command::new("cyclictest").arg("--help").output().is_err() {
-        rtscope_testkit::skipped("cyclictest (rt-tests) not installed; scripts/setup.sh installs it");
+        rtscope_testkit::skipped(
+            "cyclictest (rt-tests) not installed; scripts/setup.sh installs it",
+        );
         return;
     }
     let d = tmp();

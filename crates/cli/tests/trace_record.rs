@@ -202,7 +202,8 @@ fn output_flags_are_refused_before_the_capture() {
 #[test]
 fn preemptirq_through_tracefs_is_refused_where_the_kernel_has_none() {
     if Path::new("/sys/kernel/tracing/events/preemptirq").exists() {
-        return rtscope_testkit::skipped(format_args!("this kernel has preemptirq events (tests/lab_thread_vars.rs measures them)"
+        return rtscope_testkit::skipped(format_args!(
+            "this kernel has preemptirq events (tests/lab_thread_vars.rs measures them)"
         ));
     }
     let d = tmp();

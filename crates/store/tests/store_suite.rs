@@ -43,7 +43,9 @@ fn backends(test: &str) -> Vec<Backend> {
                 .expect("drop schema");
             v.push(Backend::Pg { url, schema });
         }
-        _ => rtscope_testkit::skipped(format_args!("PostgreSQL backend of {test}: RTSCOPE_TEST_PG_URL is unset")),
+        _ => rtscope_testkit::skipped(format_args!(
+            "PostgreSQL backend of {test}: RTSCOPE_TEST_PG_URL is unset"
+        )),
     }
     v
 }

@@ -58,7 +58,10 @@ pub fn skipped(reason: impl std::fmt::Display) {
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_default();
     // Cargo's test binaries are `<name>-<hash>`: the hash says nothing to a reader.
-    let exe = exe.rsplit_once('-').map_or(exe.as_str(), |(n, _)| n).to_owned();
+    let exe = exe
+        .rsplit_once('-')
+        .map_or(exe.as_str(), |(n, _)| n)
+        .to_owned();
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("?");
     let line = format!("{exe}\t{test}\t{}\n", reason.replace(['\n', '\t'], " "));

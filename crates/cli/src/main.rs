@@ -1,5 +1,9 @@
 //! `rtscope`: measure, explain and bound real-time latency on Linux.
 //!
+//! What it owns: every clap definition (declared once, in flattened groups with typed values), the
+//! mapping from the library's typed fields to flag names, deprecated spellings, exit codes, help,
+//! man page and completions. What it must not do: measure, analyse or format a result itself.
+//!
 //! This binary only wires the library crates: flags are parsed (clap), resolved into a validated
 //! configuration before anything starts, then handed to the crate that does the work.
 

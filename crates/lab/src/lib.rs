@@ -5,6 +5,9 @@
 //! QEMU/TCG (optionally `-icount`, an instruction-driven guest clock into which no host stall can
 //! leak), runs one rtscope verb inside and brings its records and traces home.
 //!
+//! What it must not do: start a guest without a time limit, leave a QEMU process, scratch disk
+//! or temporary directory behind on any exit path, or change the host's kernel settings.
+//!
 //! - [`preset`]: the presets and their config fragments;
 //! - [`kernel`]: building, the cache (`~/.cache/rtscope/kernels`), what each kernel supports;
 //! - [`initramfs`]: the guest's userland (busybox, rtscope and the libraries they need), as cpio;

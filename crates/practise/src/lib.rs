@@ -6,6 +6,10 @@
 //! kernel's `cpudl` and `cpupri`, the pull min-heap the thesis proposed, and our lock-free flat
 //! array, so that they can be compared on the same workload.
 //!
+//! What it owns: the emulated CPUs, the structures and their checkers. What it must not do: format
+//! output (`rtscope_report` does) or touch the kernel other than through `rtscope_sys` (the
+//! kernel half's fentry probes are `rtscope_trace`'s).
+//!
 //! Modes (§2.3.3):
 //! - **test**: threads float (M may exceed the real CPUs, up to [`MAX_TEST_CPUS`]); a checker
 //!   thread locks every queue every `check_every_ns` and runs each structure's `data_check`

@@ -1,6 +1,11 @@
 //! Kernel event capture for rtscope: eBPF (primary) and a tracefs instance (fallback),
 //! decoded into `rtscope_model::event::Event`, and the `.rtt` trace file (docs/trace-format.md).
 //!
+//! What it owns: the capture mechanisms, their kernel objects (BPF programs and maps, tracefs
+//! instances) and their removal on every exit path, the decoders and the `.rtt` format. What it
+//! must not do: analyse (attribution and the bound are `rtscope_analysis`'s, fed with its events),
+//! format output, or call libc outside the eBPF glue (`bpf.rs`).
+//!
 //! Typical use, all at the end (what `trace record` does):
 //! ```no_run
 //! # use rtscope_trace::*;

@@ -461,7 +461,9 @@ fn tracer_settings_are_restored_after_a_run_and_after_sigint() {
     let w = rec["warnings"].to_string();
     assert!(
         w.contains("removed stale tracefs instance rtscope-")
-            && w.contains("restored the osnoise/timerlat settings of killed pid"),
+            // `w` is JSON text: the quotes around the value are escaped.
+            && w.contains(r#"osnoise/period_us written back to \"1500000\""#)
+            && w.contains("left by a killed run"),
         "{w}"
     );
 }
@@ -511,7 +513,7 @@ fn without_the_tracer_the_verbs_exit_2_naming_it_and_the_lab() {
             &["noise", "--period", "1000", "--runtime", "2000"][..],
             "--runtime",
         ),
-        (&["noise", "--threshold", "0"][..], "--threshold"),
+        (&["noise", "--min-noise", "0"][..], "--min-noise"),
     ] {
         let o = run(bin!(), args, d.path());
         let err = text(&o.stderr);

@@ -98,7 +98,7 @@ done
 
 if [ $BUILD = 1 ]; then
   cargo build --release --locked -p rtscope-cli
-  echo "setup: built $(pwd)/target/release/rtscope"
+  echo "setup: built ${CARGO_TARGET_DIR:-$(pwd)/target}/release/rtscope"
 fi
 
 [ $LAB = 1 ] || exit 0
@@ -121,9 +121,9 @@ LAB_KERNELS=${RTSCOPE_LAB_KERNELS-trace}
 if [ -n "$LAB_KERNELS" ]; then
   if [ $BUILD = 0 ]; then
     cargo build --locked -q -p rtscope-cli
-    RTSCOPE=target/debug/rtscope
+    RTSCOPE=${CARGO_TARGET_DIR:-target}/debug/rtscope
   else
-    RTSCOPE=target/release/rtscope
+    RTSCOPE=${CARGO_TARGET_DIR:-target}/release/rtscope
   fi
   for preset in $LAB_KERNELS; do
     t0=$(date +%s)

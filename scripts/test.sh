@@ -24,7 +24,7 @@ cargo test --workspace --locked -- --test-threads=1 || status=$?
 
 # What this machine cannot do, and so may skip: a lab kernel the set-up does not build.
 allowed=()
-if ! target/debug/rtscope lab list --json - 2>/dev/null | grep -q '"preset": *"rt-trace"'; then
+if ! "${CARGO_TARGET_DIR:-target}"/debug/rtscope lab list --json - 2>/dev/null | grep -q '"preset": *"rt-trace"'; then
   allowed+=("no rt-trace kernel in the lab cache")
 fi
 n=$(wc -l < "$RTSCOPE_SKIP_LOG")

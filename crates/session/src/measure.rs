@@ -196,8 +196,9 @@ impl Running {
         // only samples whose wake-up was due inside a running burst, past its first moments
         // (what runs at a burst's start is learnt from its events), are explained.
         let bursts = plan.config.trace_bursts.filter(|_| traced);
-        // The first burst's clock runs from its capture's start, before the threads start.
-        let burst = BurstClock::new(bursts);
+        // The first burst's clock runs from its capture's start (before the threads start and
+        // before the analysis is set up), so a slow start does not lengthen the first burst.
+        let burst = BurstClock::new(bursts, capture.as_ref().map(|c| c.start_ns()));
         if let (Some(_), Some(x)) = (bursts, explain.as_mut()) {
             x.in_bursts();
         }
@@ -663,8 +664,8 @@ fn drain(m: &Measurement, batch: &mut Vec<RawSample>, mirrors: &mut [mirror::Mir
 
 /// When the bursts of a run traced in bursts start and end.
 struct BurstClock {
-    /// The running burst's start, or the last one's.
-    started: Instant,
+    /// The running burst's capture start, or the last one's (CLOCK_MONOTONIC ns).
+    started_ns: u64,
     /// Samples due from here on are explained (CLOCK_MONOTONIC ns).
     explain_from_ns: u64,
     /// A burst's capture could not start: said once.
@@ -676,10 +677,11 @@ struct BurstClock {
 const BURST_SETTLE_NS: u64 = 2_000_000;
 
 impl BurstClock {
-    fn new(b: Option<rtscope_model::TraceBursts>) -> BurstClock {
+    fn new(b: Option<rtscope_model::TraceBursts>, capture_start_ns: Option<u64>) -> BurstClock {
+        let started_ns = capture_start_ns.unwrap_or_else(crate::mono_now_ns);
         BurstClock {
-            started: Instant::now(),
-            explain_from_ns: b.map_or(0, |_| crate::mono_now_ns() + BURST_SETTLE_NS),
+            started_ns,
+            explain_from_ns: b.map_or(0, |_| started_ns + BURST_SETTLE_NS),
             start_failed: false,
         }
     }
@@ -694,21 +696,24 @@ impl BurstClock {
         done: bool,
         notices: &mut Vec<String>,
     ) -> Result<(), SessionError> {
-        let since = self.started.elapsed().as_secs_f64();
+        let since = crate::mono_now_ns().saturating_sub(self.started_ns) as f64 / 1e9;
         if capture.is_some() && since >= b.length_s && !done {
             if let Some(c) = capture.take() {
                 explain.end_burst(c.finish().map_err(SessionError::Trace)?)?;
             }
         } else if capture.is_none() && since >= b.every_s && !done {
-            self.started = Instant::now();
+            // Restarted from now when the capture cannot start, so a failing start is retried
+            // once per period, not on every tick.
+            self.started_ns = crate::mono_now_ns();
             match rtscope_trace::TraceSession::start_with(
                 &plan.config.cpus,
                 plan.trace,
                 plan.trace_keep,
             ) {
                 Ok(c) => {
+                    self.started_ns = c.start_ns();
+                    self.explain_from_ns = self.started_ns + BURST_SETTLE_NS;
                     *capture = Some(c);
-                    self.explain_from_ns = crate::mono_now_ns() + BURST_SETTLE_NS;
                 }
                 // The measurement goes on untraced until the next burst is due.
                 Err(e) if !self.start_failed => {

@@ -272,6 +272,10 @@ impl BpfSession {
         })
     }
 
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+
     pub fn poll(&mut self, out: &mut Vec<Event>) -> Result<(), TraceError> {
         self.stream
             .poll(out)

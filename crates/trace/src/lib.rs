@@ -603,6 +603,16 @@ impl TraceSession {
         Ok(TraceSession { inner })
     }
 
+    /// When the capture began recording (CLOCK_MONOTONIC ns): after the programs were
+    /// attached or the tracefs instance switched on, so set-up time is not counted as traced.
+    pub fn start_ns(&self) -> u64 {
+        match &self.inner {
+            Inner::Bpf(b) => b.start_ns(),
+            Inner::Tracefs(t) => t.start_ns(),
+            Inner::Off { start_ns, .. } => *start_ns,
+        }
+    }
+
     pub fn mechanism(&self) -> Mechanism {
         match self.inner {
             Inner::Bpf(_) => Mechanism::Bpf,

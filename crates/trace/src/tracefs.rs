@@ -850,6 +850,10 @@ pub(crate) fn remove_instance(inst: &Path, mounted_by_us: bool) {
 }
 
 impl TracefsSession {
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+
     /// Start; the relevance filter runs in the reader when `keep` is [`Keep::Relevant`] (the
     /// instance has no preemptirq events, which would need every switch kept).
     pub fn start(cpus: &[u32], keep: Keep) -> Result<Self, TraceError> {

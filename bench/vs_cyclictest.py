@@ -8,7 +8,10 @@ first. For each run we take, from the tool's own JSON:
     resolution; rtscope's linear 1 us histogram holds the same view of its samples), and
   * the process CPU time: perf's task-clock over all its threads (measurement threads + main
     thread), exact to the ns; without perf, user+sys from wait4's rusage (tick-sampled).
-It prints per-pair values and the median over pairs of the ratios rtscope/cyclictest.
+It prints per-pair values and the median over pairs of the ratios rtscope/cyclictest, each with
+its 95 % interval: a percentile bootstrap over pairs (10 000 resamples of the pairs, fixed seed),
+so the pair-to-pair spread of this kind of machine shows in the answer instead of hiding behind
+one median.
 
 With --trace, rtscope also captures kernel events and explains every sample (its default job's
 setting): the ratios are then the tracing overhead on top of the probe.
@@ -19,7 +22,28 @@ Take it on a quiet machine: the load average is printed before and after, and a 
 usage: bench/vs_cyclictest.py [--pairs 5] [--seconds 30] [--rtscope target/release/rtscope]
                               [--trace] [--extra "--aligned"]
 """
-import argparse, json, os, resource, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, random, shutil, statistics, subprocess, sys, tempfile, time
+
+
+def bootstrap_ci(values, stat=statistics.median, level=0.95, resamples=10000, seed=1):
+    """Percentile bootstrap interval of `stat` over `values` (the pairs): resample the pairs with
+    replacement, take the statistic of each resample, and read the two tail quantiles."""
+    v = [x for x in values if x == x]  # drop NaN (a zero minimum in the denominator)
+    if len(v) < 2:
+        return float("nan"), float("nan")
+    rng = random.Random(seed)
+    stats = sorted(stat(rng.choices(v, k=len(v))) for _ in range(resamples))
+    lo = stats[int((1 - level) / 2 * resamples)]
+    hi = stats[min(resamples - 1, int((1 + level) / 2 * resamples))]
+    return lo, hi
+
+
+def header():
+    """Command, date, git revision, kernel and load: where the figure came from."""
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip() or "unknown"
+    return (f"# command: {' '.join(sys.argv)}\n# date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}"
+            f"  git: {rev}  kernel: {os.uname().release}  CPUs: {os.cpu_count()}")
 
 
 def lin_stats(buckets):
@@ -104,6 +128,7 @@ def main():
         sys.exit("needs root")
     d = tempfile.mkdtemp(prefix="rtscope-bench-")
     ratios = {"min": [], "median": [], "avg": [], "cpu": []}
+    print(header())
     print(f"# {a.pairs} pairs x {a.seconds} s, FIFO 95, all CPUs, 1000 us; values in us (truncated), cpu in s")
     print(f"# CPU time from {'perf task-clock' if PERF else 'rusage (tick-sampled: coarse)'}")
     print(f"# rtscope extra flags: {' '.join(extra) or '(none)'}; load average before: {loadavg()}")
@@ -129,9 +154,11 @@ def main():
         ratios["avg"].append(ravg / cavg)
         ratios["cpu"].append(rcpu / ccpu)
     print(f"\n# load average after: {loadavg()}")
-    print("# median over pairs of rtscope/cyclictest")
+    print("# median over pairs of rtscope/cyclictest [95 % bootstrap interval over pairs]")
     for k, v in ratios.items():
-        print(f"{k:>7}: {statistics.median(v):.3f}   (per pair: {', '.join(f'{x:.3f}' for x in v)})")
+        lo, hi = bootstrap_ci(v)
+        print(f"{k:>7}: {statistics.median(v):.3f} [{lo:.3f}, {hi:.3f}]"
+              f"   (per pair: {', '.join(f'{x:.3f}' for x in v)})")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,12 @@
 # Idempotent and quick when everything is already there. Run as root.
 #   scripts/setup.sh                 install + build (what `rtscope run` needs)
 #   scripts/setup.sh --no-build      install only
-#   scripts/setup.sh --lab           also the kernel lab: linux-source-6.12 and the lab kernels
-#                                    (RTSCOPE_LAB_KERNELS, default "trace"; ~17 min each on 2 CPUs)
+#   scripts/setup.sh --test          also what the test suite uses beside rtscope: PostgreSQL,
+#                                    chromium, Prometheus, bonnie++, QEMU, the shells whose
+#                                    completion scripts the package test checks, dpkg-dev
+#   scripts/setup.sh --lab           also the kernel lab: QEMU, linux-source-6.12 and the lab
+#                                    kernels (RTSCOPE_LAB_KERNELS, default "trace"; ~17 min each
+#                                    on 2 CPUs)
 # The main job does not need the lab kernels: `rtscope lab kernel build` (or `--lab` here, or the
 # test suite's own set-up) builds them when something needs them.
 set -euo pipefail
@@ -12,11 +16,13 @@ cd "$(dirname "$0")/.."
 
 BUILD=1
 LAB=0
+TEST=0
 for a in "$@"; do
   case "$a" in
     --no-build) BUILD=0 ;;
     --lab) LAB=1 ;;
-    *) echo "setup: unknown option $a (accepted: --no-build, --lab)" >&2; exit 2 ;;
+    --test) TEST=1 ;;
+    *) echo "setup: unknown option $a (accepted: --no-build, --test, --lab)" >&2; exit 2 ;;
   esac
 done
 # What the rest needs, said before anything is changed.
@@ -33,16 +39,20 @@ if ! command -v cargo >/dev/null; then
   exit 1
 fi
 
-# clang/llvm/libelf/zlib/pkg-config/bpftool: eBPF skeletons (crates/trace)
-# rt-tests/stress-ng/rt-app: reference tools for side-by-side benchmarks
+# What the main job needs: clang/llvm/libelf/zlib/pkg-config/bpftool build the eBPF skeletons
+# (crates/trace); rt-tests/stress-ng/rt-app are the reference tools and workload engines the
+# verbs call (cyclictest beside `measure`, stress-ng loads, `taskset run --engine rt-app`).
+PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config bpftool make gcc procps
+      rt-tests stress-ng rt-app)
+# The test suite's own tools, with --test:
 # postgresql: the store's PostgreSQL backend tests; chromium: the HTML report browser test
 # iproute2: netns+veth for the net load; sqlite3: inspecting results.db by hand
 # bonnie++: the disk load as OSPERT'13 ran it (--disk-tool bonnie++, --preset ospert13)
-PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config bpftool make gcc
-      rt-tests stress-ng rt-app iproute2 sqlite3 postgresql chromium procps bonnie++)
-# prometheus: the monitor's test scrapes it with the real server (started on 127.0.0.1 by the
-# test; the package's own service is stopped and disabled below)
-PKGS+=(prometheus)
+# prometheus: the monitor's test scrapes it with the real server and lints with promtool
+# dpkg-dev, zsh, fish: the package test (dpkg-shlibdeps, `zsh -n`/`fish -n` on the completions)
+if [ $TEST = 1 ]; then
+  PKGS+=(iproute2 sqlite3 postgresql chromium bonnie++ prometheus dpkg-dev zsh fish)
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -69,6 +79,7 @@ fi
 # Kernels go to ~/.cache/rtscope/qemu (RTSCOPE_QEMU_CACHE); RTSCOPE_QEMU_SERIES="6.1 6.12" adds
 # the 6.12 kernel (RTSCOPE_QEMU_KERNEL=6.12 runs the test on it). rtla: the reference the lab
 # tests run beside `measure --probe timerlat` and `noise` in the trace kernel (lab_rtla.rs).
+if [ $TEST = 1 ] || [ $LAB = 1 ]; then
 QPKGS=(qemu-system-x86 busybox-static rtla)
 qmissing=()
 for p in "${QPKGS[@]}"; do
@@ -95,6 +106,7 @@ for series in ${RTSCOPE_QEMU_SERIES:-6.1}; do
   echo "setup: fetching $pkg into $QCACHE"
   (cd "$QCACHE" && apt-get download -q "$pkg" 2>&1 | grep -v -e '^W: Download is performed unsandboxed' || true)
 done
+fi
 
 if [ $BUILD = 1 ]; then
   cargo build --release --locked -p rtscope-cli

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Packages, then the lab kernels the lab tests boot (built once, cached in ~/.cache/rtscope/kernels).
-scripts/setup.sh --no-build --lab
+scripts/setup.sh --no-build --test --lab
 
 # PostgreSQL on 127.0.0.1 for the store's second backend; the browser for the report test.
 eval "$(scripts/ci-postgres.sh start)"

@@ -86,7 +86,12 @@ enum Command {
         shell: clap_complete::Shell,
     },
     /// Print the manual page (roff), generated from the same flag definitions as --help.
-    Man,
+    Man {
+        /// Write one page per verb instead (rtscope.1, rtscope-measure.1, rtscope-lab-run.1, …)
+        /// into this directory, created if missing: what a package installs in man1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() {
@@ -158,7 +163,8 @@ fn main() {
             clap_complete::generate(shell, &mut c, "rtscope", &mut buf);
             out(&String::from_utf8_lossy(&buf))
         }
-        Command::Man => {
+        Command::Man { dir: Some(dir) } => man_pages(&dir),
+        Command::Man { dir: None } => {
             let c = <Cli as clap::CommandFactory>::command();
             let mut buf = Vec::new();
             clap_mangen::Man::new(c)
@@ -168,6 +174,16 @@ fn main() {
         }
     };
     std::process::exit(exit::report(result));
+}
+
+/// One manual page per verb and sub-verb, as `man rtscope-measure` expects them.
+fn man_pages(dir: &std::path::Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--dir {}: cannot create the directory", dir.display()))?;
+    let c = <Cli as clap::CommandFactory>::command();
+    clap_mangen::generate_to(c, dir)
+        .with_context(|| format!("--dir {}: writing the manual pages", dir.display()))
 }
 
 /// Print to stdout; a closed pipe (`rtscope man | head`) ends the output quietly.

@@ -238,6 +238,117 @@ fn prometheus_scrapes_what_the_record_holds() {
     assert_eq!(runs[0]["state"], "completed");
 }
 
+/// The Grafana dashboard's queries, run by Prometheus itself against a scraped traced run: every
+/// expression parses and evaluates, every metric it names is one the monitor serves, and the
+/// panels that do not depend on tracing show data.
+#[test]
+fn the_dashboard_queries_what_the_monitor_serves() {
+    need_root!("SCHED_FIFO measurement threads and the eBPF capture");
+    let dash: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/grafana/rtscope-latency.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let exprs: Vec<String> = dash["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["expr"].as_str().map(str::to_string))
+        .collect();
+    assert!(exprs.len() >= 10, "{exprs:?}");
+    let d = tmp();
+    let (mport, pport) = (free_port(), free_port());
+    let _monitor = Reap(
+        Command::new(rtscope_testkit::bin!())
+            .args(["monitor", "--listen", &format!("127.0.0.1:{mport}")])
+            .args(["--trace", "bpf", "--window", "2s", "-D", "30s", "-q"])
+            .args(["--no-store"])
+            .env("XDG_DATA_HOME", d.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("rtscope monitor"),
+    );
+    let cfg = d.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: rtscope\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
+        ),
+    )
+    .unwrap();
+    let _prom = Reap(
+        Command::new(prometheus_bin())
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                d.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus"),
+    );
+    // Enough scrapes for rate() and increase() (two points in every range) and a few windows.
+    std::thread::sleep(Duration::from_secs(14));
+    let (status, exposition) = get(mport, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    let served: Vec<&str> = exposition
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let mut empty = Vec::new();
+    for e in &exprs {
+        // The dashboard's template variables, as Grafana substitutes them.
+        let q = e.replace("$cpu", ".*").replace("$__rate_interval", "1m");
+        // Every rtscope_ metric the expression names is served (a family, or a family's
+        // _bucket/_count/_sum/_total sample).
+        for name in q
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| w.starts_with("rtscope_"))
+        {
+            let family = ["_bucket", "_count", "_sum", "_total"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(name);
+            // A labelled family is exposed once it has a series: the bound's once a
+            // characterization converged, which takes longer than this run.
+            let later = ["rtscope_bound_seconds"];
+            assert!(
+                served.contains(&name) || served.contains(&family) || later.contains(&name),
+                "the dashboard queries {name}, which the monitor does not serve"
+            );
+        }
+        // Prometheus parses and evaluates it (`query` asserts a 200 answer).
+        if query(pport, &q).is_empty() {
+            empty.push(e.clone());
+        }
+    }
+    // What needs no cause or bound shows data after a few windows.
+    for must in [
+        "rtscope_latency_seconds_bucket",
+        "rtscope_window_latency_max_seconds",
+        "rtscope_observed_max_seconds",
+        "rtscope_latency_seconds_count",
+        "rtscope_info",
+        "rtscope_overruns_total",
+    ] {
+        assert!(
+            !empty.iter().any(|e| e.contains(must)),
+            "no data for the panel on {must}: {empty:?}"
+        );
+    }
+    println!(
+        "{} dashboard queries evaluated; without data after 14 s: {empty:?}",
+        exprs.len()
+    );
+}
+
 #[test]
 fn a_port_in_use_is_bad_input() {
     let busy = TcpListener::bind("127.0.0.1:0").unwrap();

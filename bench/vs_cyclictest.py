@@ -21,6 +21,8 @@ usage: bench/vs_cyclictest.py [--pairs 5] [--seconds 30] [--rtscope target/relea
 """
 import argparse, json, os, resource, shutil, statistics, subprocess, sys, tempfile, time
 
+import provenance
+
 
 def lin_stats(buckets):
     """buckets: list of (us, count) -> (min, median, avg) over whole-us values."""
@@ -104,6 +106,7 @@ def main():
         sys.exit("needs root")
     d = tempfile.mkdtemp(prefix="rtscope-bench-")
     ratios = {"min": [], "median": [], "avg": [], "cpu": []}
+    provenance.print_header()
     print(f"# {a.pairs} pairs x {a.seconds} s, FIFO 95, all CPUs, 1000 us; values in us (truncated), cpu in s")
     print(f"# CPU time from {'perf task-clock' if PERF else 'rusage (tick-sampled: coarse)'}")
     print(f"# rtscope extra flags: {' '.join(extra) or '(none)'}; load average before: {loadavg()}")

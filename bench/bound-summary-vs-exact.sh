@@ -11,6 +11,7 @@
 # Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ARGS=("$@")
 DURATION=60s
 OUT=""
 while getopts "D:o:" opt; do
@@ -24,7 +25,7 @@ OUT=${OUT:-bench/out/bound-summary-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 RTSCOPE=${RTSCOPE:-target/release/rtscope}
 [ -x "$RTSCOPE" ] || cargo build --release --locked -q -p rtscope-cli
-echo "# $(date -u +%FT%TZ) $(uname -r); load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/summary.txt"
+bench/header.sh -- "$0" "${ARGS[@]}" | tee "$OUT/summary.txt"
 for load in ${LOADS:-idle io}; do
     extra=()
     [ "$load" = idle ] || extra=(--load "$load")

@@ -8,6 +8,7 @@
 # Each run is capped at 3 GiB of address space and 60 s (what the audit's runs were killed
 # at), so a binary that believes a crafted claim fails here instead of taking the machine.
 set -u
+"$(dirname "$0")/header.sh" -- "$0" "$@"
 dir=$1; before=$2; after=$3
 cases='
 threads|import @/threads/q.txt --no-store

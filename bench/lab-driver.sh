@@ -10,6 +10,7 @@ OUT=${OUT:-bench/out/lab-driver}
 mkdir -p "$OUT"
 R=./target/debug/rtscope
 [ -x ./target/release/rtscope ] && R=./target/release/rtscope
+bench/header.sh -- "$0" "$@" | tee "$OUT/header.txt"
 { date -u; uptime; } > "$OUT/before.txt"
 for spec in "trace none 0" "trace none 1" "trace none 2" "trace none 3" "trace none 23" \
             "trace voluntary 0" "trace full 0" "rt-trace - 0" "rt-trace - 23"; do

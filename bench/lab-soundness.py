@@ -17,6 +17,8 @@ it must be explained (a bug, a missing event, an unmodelled effect), never avera
                          [--load-flags "--hackbench-groups 1"]
 """
 import argparse
+
+import provenance
 import json
 import os
 import subprocess
@@ -45,6 +47,7 @@ def main():
     ap.add_argument("--load-flags", default="",
                     help="more flags for measure, e.g. '--hackbench-groups 1' (split on spaces)")
     a = ap.parse_args()
+    provenance.print_header()
     out = a.out or tempfile.mkdtemp(prefix="rtscope-soundness.")
     os.makedirs(out, exist_ok=True)
     db = os.path.join(out, "soundness.db")

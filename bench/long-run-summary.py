@@ -11,6 +11,8 @@ import json
 import re
 import sys
 
+import provenance
+
 
 def load(d):
     rows = []
@@ -36,6 +38,7 @@ for arg in sys.argv[1:]:
     label, d = arg.split("=", 1)
     runs.append((label, d) + load(d))
 
+provenance.print_header(md=True)
 n = max(len(r[2]) for r in runs)
 print("| minute | " + " | ".join(f"{r[0]} RSS MiB" for r in runs) + " |")
 print("|---|" + "---|" * len(runs))

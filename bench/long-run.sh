@@ -8,6 +8,7 @@
 # every 10 minutes go there), its files in OUTDIR/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ARGS=("$@")
 DURATION=1h
 OUT=""
 while getopts "D:o:" opt; do
@@ -23,7 +24,8 @@ mkdir -p "$OUT"
 RTSCOPE=${RTSCOPE:-target/release/rtscope}
 [ -x "$RTSCOPE" ] || cargo build --release --locked -q -p rtscope-cli
 LOG="$OUT/minutes.tsv"
-echo "# $(date -u +%FT%TZ) $(uname -r) nproc=$(nproc); load average before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$OUT/header.txt"
+bench/header.sh -- "$0" "${ARGS[@]}" | tee "$OUT/header.txt"
+echo "# $(date -u +%FT%TZ) $(uname -r) nproc=$(nproc); load average before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/header.txt"
 echo "# $RTSCOPE run -D $DURATION -q --db $OUT/results.db -o $OUT/run $*" | tee -a "$OUT/header.txt"
 "$RTSCOPE" run -D "$DURATION" -q --db "$OUT/results.db" -o "$OUT/run" "$@" \
     >"$OUT/stdout.txt" 2>"$OUT/stderr.txt" &

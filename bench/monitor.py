@@ -20,6 +20,8 @@ usage: bench/monitor.py overhead [--pairs 5] [--seconds 20]
 """
 import argparse, json, os, socket, statistics, subprocess, sys, tempfile, time
 
+import provenance
+
 RTSCOPE = os.environ.get("RTSCOPE", os.path.join(os.path.dirname(__file__), "..", "target", "release", "rtscope"))
 
 
@@ -181,6 +183,7 @@ def main():
     m = sub.add_parser("memory")
     m.add_argument("--minutes", type=int, default=60)
     a = ap.parse_args()
+    provenance.print_header()
     {"overhead": overhead, "scrape": scrape_cost, "memory": memory}[a.what](a)
 
 

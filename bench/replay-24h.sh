@@ -12,6 +12,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -q -p rtscope-session --example replay
-echo "# $(date -u +%FT%TZ) $(uname -r) nproc=$(nproc); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench/header.sh -- "$0" "$@"
 /usr/bin/env time -v target/release/examples/replay "$@" 2> >(grep -E "Maximum resident|Elapsed" >&2)
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -15,6 +15,8 @@ import json
 import statistics
 import sys
 
+import provenance
+
 out, rounds = sys.argv[1], int(sys.argv[2])
 PAIRS = [("semaphore_shuffle", "futex", "release_to_own", "ptsematest"),
          ("semaphore_shuffle", "sysv_sem", "release_to_own", "svsematest"),
@@ -40,6 +42,7 @@ def rs_avg(metric, variant, part, r):
     raise KeyError((metric, variant))
 
 
+provenance.print_header()
 print(f"{'rtscope metric/variant[/part]':42} {'mean_us':>8} {'min':>6} {'max':>8} | {'rt-tests':12} {'avg_us':>7} {'min':>4} {'max':>6} | {'ratio':>6}")
 for metric, variant, part, tool in PAIRS:
     a = [rs_avg(metric, variant, part, r) for r in range(1, rounds + 1)]

@@ -19,6 +19,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+ARGS=("$@")
 DURATION=5m
 OUT=""
 DRY=0
@@ -73,7 +74,8 @@ for s in $SCENARIOS; do
 done
 [[ $DRY -eq 1 ]] && exit 0
 
-python3 - "$OUT" $SCENARIOS > "$OUT/table.md" <<'PY'
+bench/header.sh --md -- "$0" "${ARGS[@]}" > "$OUT/table.md"
+python3 - "$OUT" $SCENARIOS >> "$OUT/table.md" <<'PY'
 import json, math, sys, os
 
 out, scenarios = sys.argv[1], sys.argv[2:]

@@ -25,6 +25,7 @@ DURATION=${DURATION:-10}
 NTASKS=${NTASKS:-8}
 SEED=${SEED:-1}
 WORK=${WORK:-calibrated}
+HEADER=("$(dirname "$0")/header.sh" --md -- "$0" "$@")
 MODE=${1:-quick}
 OUT=${2:-/tmp/rtscope-tasksets-$(date +%Y%m%d-%H%M%S)}
 
@@ -126,6 +127,7 @@ experiment() {
 }
 
 summary() {
+	"${HEADER[@]}"
 	python3 - "$OUT" <<'PY'
 import json, math, os, sys, collections
 out = sys.argv[1]

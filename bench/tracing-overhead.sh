@@ -18,6 +18,7 @@
 # Needs root. Run on an otherwise quiet machine (other users' work is load too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ARGS=("$@")
 
 DURATION=60s
 PAIRS=5
@@ -125,7 +126,8 @@ done
 
 [[ $DRY -eq 1 ]] && exit 0
 
-python3 - "$OUT" "$DSEC" <<'EOF' | tee "$OUT/summary.md"
+bench/header.sh --md -- "$0" "${ARGS[@]}" | tee "$OUT/summary.md"
+python3 - "$OUT" "$DSEC" <<'EOF' | tee -a "$OUT/summary.md"
 import json, os, sys, statistics as st, glob
 out, dsec = sys.argv[1], float(sys.argv[2])
 def load(p):

@@ -38,12 +38,7 @@ def bootstrap_ci(values, stat=statistics.median, level=0.95, resamples=10000, se
     return lo, hi
 
 
-def header():
-    """Command, date, git revision, kernel and load: where the figure came from."""
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip() or "unknown"
-    return (f"# command: {' '.join(sys.argv)}\n# date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}"
-            f"  git: {rev}  kernel: {os.uname().release}  CPUs: {os.cpu_count()}")
+import provenance
 
 
 def lin_stats(buckets):
@@ -128,7 +123,7 @@ def main():
         sys.exit("needs root")
     d = tempfile.mkdtemp(prefix="rtscope-bench-")
     ratios = {"min": [], "median": [], "avg": [], "cpu": []}
-    print(header())
+    provenance.print_header()
     print(f"# {a.pairs} pairs x {a.seconds} s, FIFO 95, all CPUs, 1000 us; values in us (truncated), cpu in s")
     print(f"# CPU time from {'perf task-clock' if PERF else 'rusage (tick-sampled: coarse)'}")
     print(f"# rtscope extra flags: {' '.join(extra) or '(none)'}; load average before: {loadavg()}")

@@ -47,6 +47,12 @@ pub fn unavailable_reason(k: &Kernel) -> Option<String> {
     };
     let bdir = cache.join("build").join(&k.meta.preset);
     let src = source_tree(cache);
+    if matches!(k.meta.preset.as_str(), "lean" | "rt-lean") {
+        return Some(format!(
+            "{} is a lean kernel (the paper's untraced comparison); the test driver is built for the trace and rt-trace presets",
+            k.meta.name
+        ));
+    }
     if !matches!(k.meta.preset.as_str(), "trace" | "rt-trace") {
         return Some(format!(
             "{} is a packaged image without a build tree",

@@ -7,6 +7,44 @@ use crate::{LabError, Result};
 
 pub const TRACE_FRAGMENT: &str = include_str!("../presets/trace.config");
 pub const RT_FRAGMENT: &str = include_str!("../presets/rt-trace.config");
+pub const LEAN_FRAGMENT: &str = include_str!("../presets/lean.config");
+pub const RT_LEAN_FRAGMENT: &str = include_str!("../presets/rt-lean.config");
+
+/// What a `lean` or `rt-lean` kernel must not have after `olddefconfig` (the fragments switch the
+/// roots off; these are the options that would put tracing or its hooks on the measured paths if
+/// anything selected them again): Cerqueira & Brandenburg compared kernels built without any
+/// tracing or debugging option, and so must the lab's untraced comparison.
+pub const LEAN_ABSENT: &[&str] = &[
+    "CONFIG_FTRACE",
+    "CONFIG_TRACING",
+    "CONFIG_TRACEPOINTS",
+    "CONFIG_FUNCTION_TRACER",
+    "CONFIG_DYNAMIC_FTRACE",
+    "CONFIG_IRQSOFF_TRACER",
+    "CONFIG_PREEMPT_TRACER",
+    "CONFIG_SCHED_TRACER",
+    "CONFIG_OSNOISE_TRACER",
+    "CONFIG_TIMERLAT_TRACER",
+    "CONFIG_TRACE_IRQFLAGS",
+    "CONFIG_TRACE_PREEMPT_TOGGLE",
+    "CONFIG_PREEMPTIRQ_TRACEPOINTS",
+    "CONFIG_KPROBES",
+    "CONFIG_KPROBE_EVENTS",
+    "CONFIG_UPROBE_EVENTS",
+    "CONFIG_BPF_EVENTS",
+    "CONFIG_DEBUG_INFO",
+    "CONFIG_DEBUG_INFO_BTF",
+    "CONFIG_SCHEDSTATS",
+    "CONFIG_SCHED_DEBUG",
+    "CONFIG_DEBUG_ENTRY",
+    "CONFIG_DEBUG_PREEMPT",
+    "CONFIG_PROVE_LOCKING",
+    "CONFIG_LOCKDEP",
+    "CONFIG_SLUB_DEBUG",
+    "CONFIG_SOFTLOCKUP_DETECTOR",
+    "CONFIG_HARDLOCKUP_DETECTOR",
+    "CONFIG_DETECT_HUNG_TASK",
+];
 
 /// The source series the built presets use (Debian's `linux-source-<series>` package).
 pub const SOURCE_SERIES: &str = "6.12";
@@ -19,6 +57,10 @@ pub enum Preset {
     Trace,
     /// `trace` with PREEMPT_RT.
     RtTrace,
+    /// The same source without tracing or debugging options (OSPERT'13's kernels), PREEMPT_DYNAMIC.
+    Lean,
+    /// `lean` with PREEMPT_RT.
+    RtLean,
     /// Debian's stock image (`linux-image-6.1.*-amd64-unsigned`), no build.
     DebianStock,
     /// Debian's PREEMPT_RT image (`linux-image-6.1.*-rt-amd64-unsigned`), no build.
@@ -26,9 +68,11 @@ pub enum Preset {
 }
 
 impl Preset {
-    pub const ALL: [Preset; 4] = [
+    pub const ALL: [Preset; 6] = [
         Preset::Trace,
         Preset::RtTrace,
+        Preset::Lean,
+        Preset::RtLean,
         Preset::DebianStock,
         Preset::DebianRt,
     ];
@@ -37,6 +81,8 @@ impl Preset {
         match self {
             Preset::Trace => "trace",
             Preset::RtTrace => "rt-trace",
+            Preset::Lean => "lean",
+            Preset::RtLean => "rt-lean",
             Preset::DebianStock => "debian-stock",
             Preset::DebianRt => "debian-rt",
         }
@@ -60,7 +106,10 @@ impl Preset {
 
     /// Built from source (true) or a Debian image (false).
     pub fn is_built(self) -> bool {
-        matches!(self, Preset::Trace | Preset::RtTrace)
+        matches!(
+            self,
+            Preset::Trace | Preset::RtTrace | Preset::Lean | Preset::RtLean
+        )
     }
 
     /// The fragments applied, in order, over defconfig + kvm_guest.config.
@@ -70,6 +119,11 @@ impl Preset {
             Preset::RtTrace => vec![
                 ("trace.config", TRACE_FRAGMENT),
                 ("rt-trace.config", RT_FRAGMENT),
+            ],
+            Preset::Lean => vec![("lean.config", LEAN_FRAGMENT)],
+            Preset::RtLean => vec![
+                ("lean.config", LEAN_FRAGMENT),
+                ("rt-lean.config", RT_LEAN_FRAGMENT),
             ],
             Preset::DebianStock | Preset::DebianRt => vec![],
         }
@@ -90,6 +144,10 @@ impl Preset {
                 "6.12, PREEMPT_DYNAMIC, preemptirq tracepoints, osnoise/timerlat, BPF+BTF"
             }
             Preset::RtTrace => "6.12 PREEMPT_RT, preemptirq tracepoints, osnoise/timerlat, BPF+BTF",
+            Preset::Lean => {
+                "6.12, PREEMPT_DYNAMIC, no tracing or debugging options (untraced runs)"
+            }
+            Preset::RtLean => "6.12 PREEMPT_RT, no tracing or debugging options (untraced runs)",
             Preset::DebianStock => "Debian 6.1 stock image (PREEMPT_DYNAMIC, no preemptirq)",
             Preset::DebianRt => "Debian 6.1 PREEMPT_RT image",
         }
@@ -161,7 +219,7 @@ mod tests {
         match Preset::parse("rt") {
             Err(LabError::Usage(m)) => {
                 assert!(
-                    m.contains("--preset") && m.contains("rt-trace, debian-stock"),
+                    m.contains("--preset") && m.contains("rt-trace, lean, rt-lean, debian-stock"),
                     "{m}"
                 )
             }
@@ -186,6 +244,30 @@ mod tests {
             assert!(opts.iter().any(|o| o == k), "{k}");
         }
         assert!(RT_FRAGMENT.contains("CONFIG_PREEMPT_RT=y"));
+    }
+
+    #[test]
+    fn lean_fragments_switch_the_tracing_roots_off() {
+        let lean: std::collections::BTreeMap<String, String> =
+            requested_options(LEAN_FRAGMENT).into_iter().collect();
+        for k in [
+            "CONFIG_FTRACE",
+            "CONFIG_KPROBES",
+            "CONFIG_SCHEDSTATS",
+            "CONFIG_DEBUG_ENTRY",
+        ] {
+            assert_eq!(lean.get(k).map(String::as_str), Some("n"), "{k}");
+        }
+        assert_eq!(lean["CONFIG_PREEMPT_DYNAMIC"], "y");
+        assert_eq!(lean["CONFIG_DEBUG_INFO_NONE"], "y");
+        // Nothing the lean preset asks for is on the must-be-absent list.
+        for (k, v) in &lean {
+            assert!(v == "n" || !LEAN_ABSENT.contains(&k.as_str()), "{k}={v}");
+        }
+        let rt = Preset::RtLean.fragments();
+        assert_eq!(rt[0].1, LEAN_FRAGMENT);
+        assert!(rt[1].1.contains("CONFIG_PREEMPT_RT=y"));
+        assert!(Preset::Lean.is_built() && Preset::RtLean.is_built());
     }
 
     #[test]

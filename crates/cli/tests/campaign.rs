@@ -60,7 +60,7 @@ fn a_bad_extra_arg_is_refused_naming_the_cell_and_the_arg() {
 fn load_exec_from_the_file_runs_only_with_allow_exec() {
     let d = tmp();
     let db = d.path().join("r.db");
-    let f = file(d.path(), "\"--load\", \"exec\", \"--load-exec\", \"true\"");
+    let f = file(d.path(), "\"--load-exec\", \"true\"");
     let (code, _, err) = campaign(&[f.to_str().unwrap(), "--db", db.to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");

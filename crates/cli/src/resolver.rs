@@ -1,8 +1,8 @@
 //! A campaign cell's `rtscope measure` arguments read by this binary's own grammar: the
 //! campaign file's `extra_args` are parsed by the same clap definitions as the command line
 //! (old spellings rewritten with their notice), then resolved by the session, with every
-//! refusal one line naming the flag. The campaign worker calls [`measure_plan`] for each cell
-//! instead of running a child `rtscope measure`.
+//! refusal one line naming the flag. The campaign (`rtscope_verbs::campaign`) calls
+//! [`measure_plan`] for each host cell and measures it in this process.
 
 use crate::cmd::measure::{Args, ProbeArg, TraceArg};
 use clap::Parser;
@@ -33,7 +33,6 @@ fn parse(args: &[String]) -> Result<Args, VerbError> {
 
 /// A cell's measurement, resolved: `args` as they follow `rtscope measure` (the cell's axes,
 /// then the campaign's `extra_args`). The record's command line is that `measure` command.
-#[cfg_attr(not(test), allow(dead_code))] // the campaign worker's resolver
 pub fn measure_plan(args: &[String]) -> Result<Plan, VerbError> {
     let a = parse(args)?;
     let mut req = a.flags.request(TraceArg::Off);
@@ -49,29 +48,21 @@ pub fn measure_plan(args: &[String]) -> Result<Plan, VerbError> {
     })
 }
 
-/// The arguments of a cell's `measure`: its axes, then the campaign's `extra_args`.
-pub fn cell_args(c: &Campaign, cell: &rtscope_store::campaign::Cell) -> Vec<String> {
-    let axes = [
-        "--policy".to_string(),
-        cell.policy.clone(),
-        "--load".into(),
-        cell.load.replace('+', ","),
-        "-i".into(),
-        cell.interval_us.to_string(),
-        "-D".into(),
-        cell.duration.clone(),
-    ];
-    axes.into_iter()
-        .chain(c.extra_args.iter().cloned())
-        .collect()
-}
-
-/// Every cell's arguments parse (nothing is resolved against this machine: a lab cell runs
-/// elsewhere), before the first cell starts.
-pub fn check_campaign(c: &Campaign) -> Result<(), VerbError> {
+/// Every cell's `measure` arguments parse (nothing is resolved against this machine: a lab cell
+/// runs elsewhere), before the first cell starts; a refusal is one line naming the cell and the
+/// argument. A command for `--load exec` (`--load-exec`) runs only with `allow_exec`: a
+/// campaign file is often someone else's.
+pub fn check_campaign(c: &Campaign, allow_exec: bool) -> Result<(), VerbError> {
     for cell in c.cells() {
-        parse(&cell_args(c, &cell))
+        let a = parse(&rtscope_verbs::campaign::measure_args(c, &cell))
             .map_err(|e| VerbError::BadInput(format!("campaign cell {}: {e}", cell.id)))?;
+        if !a.flags.load_exec.is_empty() && !allow_exec {
+            return Err(VerbError::BadInput(format!(
+                "campaign cell {}: --load-exec {}: a campaign file runs a command of its own only with --allow-exec",
+                cell.id,
+                a.flags.load_exec.join(" ")
+            )));
+        }
     }
     Ok(())
 }

@@ -84,6 +84,9 @@ pub struct StorePlan {
     pub db: Option<String>,
     /// Interim records every this long (None: none).
     pub checkpoint: Option<Duration>,
+    /// Where a record the database does not take is kept (None: the user's fallback directory,
+    /// `rtscope_store::fallback::fallback_dir`); a campaign worker gives each cell its own.
+    pub fallback_dir: Option<PathBuf>,
 }
 
 /// A fully validated run: nothing has been started when this exists.

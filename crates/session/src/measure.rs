@@ -32,11 +32,7 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// Run a plan from start to end, `view` showing its progress ([`crate::live::default_view`]).
 pub fn run(plan: &Plan, view: &mut dyn View) -> Result<Outcome, VerbError> {
-    run_tool(MeasureTool {
-        plan,
-        view,
-        run: None,
-    })
+    run_tool(MeasureTool::new(plan, view))
 }
 
 /// Run a resolved plan the way `measure` and `run` do: the default live view (none with
@@ -99,6 +95,17 @@ struct Running {
 
 fn failed(e: SessionError) -> VerbError {
     VerbError::failed(e)
+}
+
+impl<'a> MeasureTool<'a> {
+    /// The measurement of `plan`, nothing started yet; `view` shows its progress.
+    pub fn new(plan: &'a Plan, view: &'a mut dyn View) -> MeasureTool<'a> {
+        MeasureTool {
+            plan,
+            view,
+            run: None,
+        }
+    }
 }
 
 impl Tool for MeasureTool<'_> {
@@ -584,8 +591,13 @@ fn store_and_write(
 ) -> Result<Outcome, SessionError> {
     let stored = match &plan.store {
         Some(s) => Some(
-            rtscope_store::replace_or_fallback(s.db.as_deref(), &rec)
-                .map_err(|e| SessionError::Store(e.to_string()))?,
+            match &s.fallback_dir {
+                Some(dir) => {
+                    rtscope_store::fallback::replace_or_fallback_in(s.db.as_deref(), &rec, dir)
+                }
+                None => rtscope_store::replace_or_fallback(s.db.as_deref(), &rec),
+            }
+            .map_err(|e| SessionError::Store(e.to_string()))?,
         ),
         None => None,
     };

@@ -383,6 +383,7 @@ pub fn measure(
         store: (!f.no_store).then(|| StorePlan {
             db: f.db.clone(),
             checkpoint,
+            fallback_dir: None,
         }),
         outputs: Outputs {
             json: f.json.clone(),

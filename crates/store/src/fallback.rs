@@ -82,7 +82,16 @@ pub fn save_or_fallback_in(
 /// [`save_or_fallback`] for a run that may already have a checkpoint stored under its id: the
 /// record replaces it.
 pub fn replace_or_fallback(url: Option<&str>, rec: &RunRecord) -> Result<Saved, StoreError> {
-    save_in(url, rec, &fallback_dir(), true)
+    replace_or_fallback_in(url, rec, &fallback_dir())
+}
+
+/// [`replace_or_fallback`] keeping the record in `fallback_dir` (a campaign cell's own).
+pub fn replace_or_fallback_in(
+    url: Option<&str>,
+    rec: &RunRecord,
+    fallback_dir: &Path,
+) -> Result<Saved, StoreError> {
+    save_in(url, rec, fallback_dir, true)
 }
 
 fn save_in(

@@ -7,12 +7,118 @@
 use crate::input::{self, VerbError};
 use crate::outputs::RecordOutputs;
 use crate::privilege::Need;
+use crate::tool::{run_tool, Flow, Tool};
 use crate::work;
+use crate::work::Work;
 use rtscope_bench::common::{reaper::Reaper, BenchError};
 use rtscope_bench::{pdlt, rhealstone, sched_scale};
-use rtscope_model::RunKind;
+use rtscope_model::{RunKind, RunRecord};
 use rtscope_report::bench as text;
+use std::collections::BTreeMap;
 use std::path::Path;
+
+/// What a benchmark's run made: its text, its files, who ran at which priority (`(cpu,
+/// priority)`), its warnings and its result.
+struct Ran<'a> {
+    body: String,
+    files: Vec<Option<(&'a Path, String)>>,
+    who: (u32, u32),
+    warnings: Vec<rtscope_model::Warning>,
+    /// Taken by the record.
+    kind: Option<RunKind>,
+}
+
+/// A benchmark through the one lifecycle: begin (its privilege, leftovers of killed runs, the
+/// stop signals), start (the cleanup reaper: IPC objects, scratch files and tracefs instances go
+/// on every exit path), one step (the whole benchmark, its progress lines), stop (the reaper's
+/// cleanup), record, outputs (text, CSV/SVG files, the record stored and written).
+struct Bench<'a, R> {
+    verb: &'static str,
+    need: (Need, &'static str),
+    out: &'a RecordOutputs,
+    tags: BTreeMap<String, String>,
+    run: Option<R>,
+    reaper: Option<Reaper>,
+    ran: Option<Ran<'a>>,
+}
+
+impl<'a, R> Bench<'a, R>
+where
+    R: FnOnce(&Reaper, &Work) -> Result<Ran<'a>, VerbError>,
+{
+    fn new(
+        verb: &'static str,
+        need: (Need, &'static str),
+        out: &'a RecordOutputs,
+        tags: BTreeMap<String, String>,
+        run: R,
+    ) -> Self {
+        Bench {
+            verb,
+            need,
+            out,
+            tags,
+            run: Some(run),
+            reaper: None,
+            ran: None,
+        }
+    }
+}
+
+impl<'a, R> Tool for Bench<'a, R>
+where
+    R: FnOnce(&Reaper, &Work) -> Result<Ran<'a>, VerbError>,
+{
+    type Output = ();
+
+    fn begin(&mut self) -> Result<Work, VerbError> {
+        work::begin(self.verb, self.need.0, self.need.1)
+    }
+
+    fn start(&mut self, _w: &Work) -> Result<(), VerbError> {
+        self.reaper = Some(Reaper::start().map_err(VerbError::failed)?);
+        Ok(())
+    }
+
+    fn step(&mut self, w: &Work) -> Result<Flow, VerbError> {
+        let (Some(run), Some(reaper)) = (self.run.take(), self.reaper.as_ref()) else {
+            return Err(VerbError::failed("the benchmark was not started"));
+        };
+        let ran = run(reaper, w);
+        // The reaper cleans up before an error is returned, as after a run that ended well.
+        if ran.is_err() {
+            self.reaper = None;
+        }
+        self.ran = Some(ran?);
+        Ok(Flow::Done)
+    }
+
+    fn stop(&mut self, _w: &Work) -> Result<(), VerbError> {
+        self.reaper = None;
+        Ok(())
+    }
+
+    fn record(&mut self, w: &Work) -> Result<Option<RunRecord>, VerbError> {
+        let Some(ran) = self.ran.as_mut() else {
+            return Ok(None);
+        };
+        let Some(kind) = ran.kind.take() else {
+            return Ok(None);
+        };
+        let warnings = std::mem::take(&mut ran.warnings);
+        let tags = std::mem::take(&mut self.tags);
+        Ok(Some(
+            w.bench_record(self.verb, ran.who, warnings, tags, kind),
+        ))
+    }
+
+    fn outputs(self, w: &Work, rec: Option<RunRecord>) -> Result<(), VerbError> {
+        let (Some(ran), Some(rec)) = (self.ran, rec) else {
+            return Err(VerbError::failed("the benchmark made no record"));
+        };
+        w.finish(self.out, &ran.body, &ran.files, &rec)
+    }
+}
 
 fn check_files(files: [(&str, Option<&Path>); 2]) -> Result<(), VerbError> {
     for (flag, p) in files {
@@ -39,33 +145,39 @@ pub fn pdlt(
             return Err(VerbError::failed(m));
         }
     }
-    let work = work::begin("pdlt", Need::RealTime, "SCHED_FIFO, mlockall")?;
-    let reaper = Reaper::start().map_err(VerbError::failed)?;
-    let what = match cfg.syscall {
-        pdlt::Syscall::Driver => format!(
+    let run = |reaper: &Reaper, _: &Work| -> Result<Ran, VerbError> {
+        let what = match cfg.syscall {
+            pdlt::Syscall::Driver => format!(
             "the test driver's loop of {} iterations with {} preemption point(s), device interrupt",
             cfg.size, cfg.points
         ),
-        s => format!("{} of {}, timer interrupt", s.name(), cfg.size),
-    };
-    out.progress(&format!(
+            s => format!("{} of {}, timer interrupt", s.name(), cfg.size),
+        };
+        out.progress(&format!(
         "rtscope pdlt: {what}, on CPU {}, producer FIFO {}, consumer FIFO {}, step {step_us} µs",
         cfg.cpu, cfg.producer_priority, cfg.consumer_priority,
     ));
-    let res = pdlt::run(cfg, &reaper, |m| {
-        out.progress(&format!("  scanning under preempt={m} …"))
-    });
-    drop(reaper);
-    let res = res?;
-    let files = [
-        csv.map(|p| (p, text::pdlt_csv(&res))),
-        svg.map(|p| (p, text::pdlt_svg(&res))),
-    ];
-    let body = text::pdlt(&res);
-    let who = (cfg.cpu, cfg.producer_priority);
-    let res = RunKind::Pdlt(Box::new(res));
-    let rec = work.bench_record("pdlt", who, Vec::new(), tags, res);
-    work.finish(out, &body, &files, &rec)
+        let res = pdlt::run(cfg, reaper, |m| {
+            out.progress(&format!("  scanning under preempt={m} …"))
+        })?;
+        Ok(Ran {
+            files: vec![
+                csv.map(|p| (p, text::pdlt_csv(&res))),
+                svg.map(|p| (p, text::pdlt_svg(&res))),
+            ],
+            body: text::pdlt(&res),
+            who: (cfg.cpu, cfg.producer_priority),
+            warnings: Vec::new(),
+            kind: Some(RunKind::Pdlt(Box::new(res))),
+        })
+    };
+    run_tool(Bench::new(
+        "pdlt",
+        (Need::RealTime, "SCHED_FIFO, mlockall"),
+        out,
+        tags,
+        run,
+    ))
 }
 
 /// The Rhealstone suite; `max_seconds` as given, for the progress line.
@@ -75,24 +187,26 @@ pub fn rhealstone(
     out: &RecordOutputs,
 ) -> Result<(), VerbError> {
     let tags = out.validate()?;
-    let work = work::begin("rhealstone", Need::RealTime, "SCHED_FIFO, mlockall")?;
-    let reaper = Reaper::start().map_err(VerbError::failed)?;
-    let p = cfg.priority_high;
-    out.progress(&format!(
+    let run = |reaper: &Reaper, _: &Work| -> Result<Ran, VerbError> {
+        let p = cfg.priority_high;
+        out.progress(&format!(
         "rtscope rhealstone: CPU {}, SCHED_FIFO {p}/{}/{}, {} iterations per metric (cap {max_seconds} s each)",
         cfg.cpu,
         p - 10,
         p - 20,
         cfg.iterations,
     ));
-    let res = rhealstone::run(cfg, &reaper, |m, v| out.progress(&format!("  {m} / {v} …")));
-    drop(reaper);
-    let res = res?;
-    let body = text::rhealstone(&res);
-    let warnings = rhealstone::warnings(&res);
-    let res = RunKind::Rhealstone(Box::new(res));
-    let rec = work.bench_record("rhealstone", (cfg.cpu, p), warnings, tags, res);
-    work.finish(out, &body, &[], &rec)
+        let res = rhealstone::run(cfg, reaper, |m, v| out.progress(&format!("  {m} / {v} …")))?;
+        Ok(Ran {
+            files: Vec::new(),
+            body: text::rhealstone(&res),
+            who: (cfg.cpu, p),
+            warnings: rhealstone::warnings(&res),
+            kind: Some(RunKind::Rhealstone(Box::new(res))),
+        })
+    };
+    let need = (Need::RealTime, "SCHED_FIFO, mlockall");
+    run_tool(Bench::new("rhealstone", need, out, tags, run))
 }
 
 /// The sched-scale measurement; `sleep_ms` as given, for the progress line.
@@ -104,28 +218,28 @@ pub fn sched_scale(
 ) -> Result<(), VerbError> {
     check_files([("--csv", csv), ("--svg", svg)])?;
     let tags = out.validate()?;
-    let why = "SCHED_FIFO, mlockall, tracefs";
-    let work = work::begin("sched-scale", Need::Root, why)?;
-    // PREEMPT_RT needs the tracepoint method (fentry's trampoline is a preemption point there).
-    let tracepoints = cfg.sched_time == sched_scale::SchedTime::Preemptirq
-        || rtscope_probe::system::running_preempt_rt();
-    // Attached before anything starts: `--sched-time on` stops here when the kernel refuses.
-    let (mut timer, sched_unavailable) = match cfg.sched_time {
-        sched_scale::SchedTime::Off => (None, None),
-        mode => match rtscope_trace::schedtime::attach(std::process::id(), cfg.cpu, tracepoints) {
-            Ok(t) => (Some(SchedFentry(t)), None),
-            Err(e) if mode != sched_scale::SchedTime::Auto => {
-                return Err(VerbError::BadInput(format!(
-                    "--sched-time {}: the scheduler cannot be timed on this kernel: {e}",
-                    if tracepoints { "preemptirq" } else { "on" }
-                )))
+    let run = |reaper: &Reaper, work: &Work| -> Result<Ran, VerbError> {
+        // PREEMPT_RT needs the tracepoint method (fentry's trampoline is a preemption point there).
+        let tracepoints = cfg.sched_time == sched_scale::SchedTime::Preemptirq
+            || rtscope_probe::system::running_preempt_rt();
+        // Attached before anything starts: `--sched-time on` stops here when the kernel refuses.
+        let (mut timer, sched_unavailable) = match cfg.sched_time {
+            sched_scale::SchedTime::Off => (None, None),
+            mode => {
+                match rtscope_trace::schedtime::attach(std::process::id(), cfg.cpu, tracepoints) {
+                    Ok(t) => (Some(SchedFentry(t)), None),
+                    Err(e) if mode != sched_scale::SchedTime::Auto => {
+                        return Err(VerbError::BadInput(format!(
+                            "--sched-time {}: the scheduler cannot be timed on this kernel: {e}",
+                            if tracepoints { "preemptirq" } else { "on" }
+                        )))
+                    }
+                    Err(e) => (None, Some(e)),
+                }
             }
-            Err(e) => (None, Some(e)),
-        },
-    };
-    let method = rtscope_trace::schedtime::start_method(tracepoints);
-    let reaper = Reaper::start().map_err(VerbError::failed)?;
-    out.progress(&format!(
+        };
+        let method = rtscope_trace::schedtime::start_method(tracepoints);
+        out.progress(&format!(
         "rtscope sched-scale: CPU {}, SCHED_FIFO {}, {} wake-ups every {sleep_ms} ms per level, N = {:?}, time in the scheduler: {}",
         cfg.cpu,
         cfg.priority,
@@ -133,30 +247,32 @@ pub fn sched_scale(
         cfg.loads,
         if timer.is_some() { method } else { "no" }
     ));
-    let res = sched_scale::run(
-        cfg,
-        &reaper,
-        timer
-            .as_mut()
-            .map(|t| t as &mut dyn sched_scale::SchedTimer),
-        |n| out.progress(&format!("  N = {n} …")),
-    );
-    let timed = timer.is_some();
-    drop(timer);
-    drop(reaper);
-    let mut res = res?;
-    res.sched_time_method = timed.then(|| method.to_string());
-    res.sched_time_unavailable = sched_unavailable;
-    let files = [
-        csv.map(|p| (p, text::sched_scale_csv(&res))),
-        svg.map(|p| (p, text::sched_scale_svg(&res))),
-    ];
-    let body = text::sched_scale(&res);
-    let warnings = sched_scale::warnings(&res, work.interrupted());
-    let who = (cfg.cpu, cfg.priority);
-    let res = RunKind::SchedScale(Box::new(res));
-    let rec = work.bench_record("sched-scale", who, warnings, tags, res);
-    work.finish(out, &body, &files, &rec)
+        let res = sched_scale::run(
+            cfg,
+            reaper,
+            timer
+                .as_mut()
+                .map(|t| t as &mut dyn sched_scale::SchedTimer),
+            |n| out.progress(&format!("  N = {n} …")),
+        );
+        let timed = timer.is_some();
+        drop(timer);
+        let mut res = res?;
+        res.sched_time_method = timed.then(|| method.to_string());
+        res.sched_time_unavailable = sched_unavailable;
+        Ok(Ran {
+            files: vec![
+                csv.map(|p| (p, text::sched_scale_csv(&res))),
+                svg.map(|p| (p, text::sched_scale_svg(&res))),
+            ],
+            body: text::sched_scale(&res),
+            who: (cfg.cpu, cfg.priority),
+            warnings: sched_scale::warnings(&res, work.interrupted()),
+            kind: Some(RunKind::SchedScale(Box::new(res))),
+        })
+    };
+    let need = (Need::Root, "SCHED_FIFO, mlockall, tracefs");
+    run_tool(Bench::new("sched-scale", need, out, tags, run))
 }
 
 /// sched-scale's in-kernel scheduler timing (fentry/tp_btf programs of rtscope-trace).

@@ -1,16 +1,23 @@
 //! `rtscope campaign FILE.toml`: a matrix of measurements (format: `rtscope_store::campaign`,
 //! docs/reports.md), run in order, with progress and ETA. Resumable: a cell whose run is stored
 //! complete (tag `campaign=NAME`, `cell=ID`) is skipped, so after Ctrl-C or a crash the same
-//! command continues where it stopped. Each cell is one `rtscope measure` child process — the
-//! very binary running — so a cell is measured exactly as a user's own `measure` would be.
+//! command continues where it stopped. A host cell is a `measure` run in this process by the
+//! one lifecycle, its arguments read by the cli's own grammar (the [`Resolver`] the cli passes
+//! in), so a cell is measured exactly as a user's own `rtscope measure` would be; a lab cell is
+//! a `rtscope lab run` child, whose guest boots from this binary.
 
 use crate::input::{bad, VerbError};
 use rtscope_model::RunRecord;
+use rtscope_session::measure::MeasureTool;
+use rtscope_session::tool::{run_tool, Flow, Tool};
+use rtscope_session::work::Work;
+use rtscope_session::{Outcome, Plan};
 use rtscope_store::campaign::{Campaign, Cell, KernelAxis};
 use rtscope_store::{fallback, RunFilter};
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 fn fmt_dur(s: f64) -> String {
@@ -36,86 +43,211 @@ fn finished_cells(
     Ok(rtscope_store::campaign::finished_cells(name, &runs))
 }
 
-/// The child command of a cell; `more_tags` (`k=v`) go with the campaign's onto its run.
-fn measure_command(
-    c: &Campaign,
-    cell: &Cell,
-    db_arg: &str,
-    more_tags: &[String],
-) -> Result<std::process::Command, VerbError> {
-    let exe = std::env::current_exe()
-        .map_err(|e| VerbError::context("locating the rtscope binary", e))?;
-    let mut cmd = std::process::Command::new(exe);
+/// How the cli turns a host cell's `measure` arguments (what follows `rtscope measure`) into a
+/// resolved measurement: its own clap grammar, then the session's resolution; a refusal is one
+/// line naming the flag. The campaign never reads a flag itself.
+pub type Resolver<'a> = &'a dyn Fn(&[String]) -> Result<Plan, VerbError>;
+
+/// What `rtscope campaign` was asked.
+pub struct Options<'a> {
+    /// SQLite path or postgres:// URL (None: the default SQLite file).
+    pub db: Option<&'a str>,
+    /// Print the cells, their state and their command lines; run nothing.
+    pub dry_run: bool,
+    /// How long a claimed cell stays this worker's without a renewal (PostgreSQL only).
+    pub lease: Option<Duration>,
+    pub resolve: Resolver<'a>,
+}
+
+/// What follows `measure` in a cell's command line, wherever it runs: its axes, `-q`, then the
+/// campaign's `extra_args`.
+pub fn measure_args(c: &Campaign, cell: &Cell) -> Vec<String> {
+    let axes = [
+        "--policy",
+        &cell.policy,
+        "--load",
+        &cell.load.replace('+', ","),
+        "-i",
+        &cell.interval_us.to_string(),
+        "-D",
+        &cell.duration,
+        "-q",
+    ]
+    .map(String::from);
+    axes.into_iter()
+        .chain(c.extra_args.iter().cloned())
+        .collect()
+}
+
+/// A cell's command line after `rtscope`; `more_tags` (`k=v`) go with the campaign's onto its
+/// run. A host cell is a `measure`, run in this process through the [`Resolver`]; a lab cell is
+/// a `lab run` whose guest runs the `measure`.
+fn cell_command(c: &Campaign, cell: &Cell, db_arg: &str, more_tags: &[String]) -> Vec<String> {
+    let s = |x: &str| x.to_string();
     let tags = c
         .tags
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .chain([format!("campaign={}", c.name), format!("cell={}", cell.id)])
-        .chain(more_tags.iter().cloned());
-    let measure = |cmd: &mut std::process::Command| {
-        cmd.arg("measure")
-            .args(["--policy", &cell.policy])
-            .args(["--load", &cell.load.replace('+', ",")])
-            .args(["-i", &cell.interval_us.to_string()])
-            .args(["-D", &cell.duration]);
-    };
+        .chain(more_tags.iter().cloned())
+        .flat_map(|t| [s("--tag"), t]);
+    let mut cmd = Vec::new();
     match &cell.kernel {
         KernelAxis::Host => {
-            measure(&mut cmd);
-            cmd.args(["--db", db_arg]);
-            for t in tags {
-                cmd.args(["--tag", &t]);
-            }
-            cmd.arg("-q").args(&c.extra_args);
+            cmd.extend([s("measure"), s("--db"), s(db_arg)]);
+            cmd.extend(tags);
         }
         // Inside a lab kernel: the lab stores the guest's record in the host's database with
-        // the campaign's tags and its own (kernel, preempt, emulated).
+        // the campaign's tags and its own (kernel, preempt, emulated); the guest's measure
+        // only measures.
         KernelAxis::Lab { kernel, preempt } => {
-            cmd.args(["lab", "run", "--kernel", kernel]);
+            cmd.extend([s("lab"), s("run"), s("--kernel"), kernel.clone()]);
             if let Some(p) = preempt {
-                cmd.args(["--preempt", p]);
+                cmd.extend([s("--preempt"), p.clone()]);
             }
-            cmd.args(&c.lab_args).args(["--db", db_arg]);
-            for t in tags {
-                cmd.args(["--tag", &t]);
-            }
-            cmd.arg("-q").arg("--");
-            measure(&mut cmd);
-            cmd.arg("-q").args(&c.extra_args);
+            cmd.extend(c.lab_args.iter().cloned());
+            cmd.extend([s("--db"), s(db_arg)]);
+            cmd.extend(tags);
+            cmd.extend([s("-q"), s("--"), s("measure")]);
         }
     }
-    // SAFETY: prctl is async-signal-safe; the child dies with us even if we are SIGKILLed.
+    cmd.extend(measure_args(c, cell));
+    cmd
+}
+
+/// A lab cell's `rtscope lab run` child: the guest boots from this very binary, and a cell
+/// whose lease is lost is ended by a signal to it (QEMU goes with it). The child dies with us
+/// even if we are SIGKILLed.
+fn lab_child(argv: &[String], spool: Option<&Path>) -> Result<std::process::Child, VerbError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| VerbError::context("locating the rtscope binary", e))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(argv);
+    if let Some(dir) = spool {
+        cmd.env(fallback::FALLBACK_DIR_ENV, dir);
+    }
+    // SAFETY: prctl is async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
             rtscope_sys::process::set_parent_death_signal(rtscope_sys::Signal::SIGTERM)
         });
     }
-    Ok(cmd)
+    cmd.spawn()
+        .map_err(|e| VerbError::context("starting `rtscope lab run`", e))
 }
 
-/// Run the campaign in `file` (or, with `dry_run`, only say which cells are stored already).
-/// With a PostgreSQL database the cells are a work queue there: any number of workers (this
-/// command on several machines) drain the matrix together, each cell claimed under a `lease`.
-pub fn run(
-    file: &Path,
-    db: Option<&str>,
-    dry_run: bool,
-    lease: Option<&str>,
-) -> Result<(), VerbError> {
+/// A host cell's measurement run in this process by the one lifecycle; `lost` (set by the lease
+/// keeper) ends it early as a stop signal would, keeping what was measured.
+struct CellTool<'a> {
+    inner: MeasureTool<'a>,
+    lost: &'a AtomicBool,
+    stop_asked: bool,
+}
+
+impl Tool for CellTool<'_> {
+    type Output = Outcome;
+    fn begin(&mut self) -> Result<Work, VerbError> {
+        self.inner.begin()
+    }
+    fn start(&mut self, w: &Work) -> Result<(), VerbError> {
+        self.inner.start(w)
+    }
+    fn step(&mut self, w: &Work) -> Result<Flow, VerbError> {
+        if !self.stop_asked && self.lost.load(Ordering::Relaxed) {
+            self.request_stop();
+        }
+        self.inner.step(w)
+    }
+    fn request_stop(&mut self) {
+        self.stop_asked = true;
+        self.inner.request_stop();
+    }
+    fn stop(&mut self, w: &Work) -> Result<(), VerbError> {
+        self.inner.stop(w)
+    }
+    fn record(&mut self, w: &Work) -> Result<Option<RunRecord>, VerbError> {
+        self.inner.record(w)
+    }
+    fn outputs(self, w: &Work, rec: Option<RunRecord>) -> Result<Outcome, VerbError> {
+        self.inner.outputs(w, rec)
+    }
+}
+
+/// Run one cell to its end: a host cell in this process, a lab cell as its `lab run` child.
+/// `spool`: the cell's own fallback directory; `lost`: set when the cell's lease is lost (the
+/// cell is then stopped). Ok(false): the cell ran and failed (said on stderr).
+fn run_cell(
+    argv: &[String],
+    resolve: Resolver<'_>,
+    spool: Option<&Path>,
+    lost: &AtomicBool,
+) -> Result<bool, VerbError> {
+    if argv.first().map(String::as_str) != Some("measure") {
+        let mut child = lab_child(argv, spool)?;
+        let mut signalled = false;
+        let status = loop {
+            if let Some(st) = child
+                .try_wait()
+                .map_err(|e| VerbError::context("waiting for `rtscope lab run`", e))?
+            {
+                break st;
+            }
+            if !signalled && lost.load(Ordering::Relaxed) {
+                signalled = true;
+                let _ = rtscope_sys::process::kill(child.id() as i32, rtscope_sys::Signal::SIGTERM);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        if !status.success() {
+            eprintln!("  `rtscope lab run` {status}");
+        }
+        return Ok(status.success());
+    }
+    let mut plan = match resolve(&argv[1..]) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("rtscope: {e}");
+            return Ok(false);
+        }
+    };
+    if let (Some(s), Some(dir)) = (plan.store.as_mut(), spool) {
+        s.fallback_dir = Some(dir.to_path_buf());
+    }
+    let total = plan.config.duration_s.map(Duration::from_secs_f64);
+    let mut view = crate::live::default_view(true, total);
+    let outcome = run_tool(CellTool {
+        inner: MeasureTool::new(&plan, view.as_mut()),
+        lost,
+        stop_asked: false,
+    })
+    .and_then(|o| crate::measure::report(&plan, &o).map(|()| o));
+    // As the exit status of `rtscope measure`: an interrupted run ended well (its record is
+    // marked so; whether the cell is complete is the store's to say).
+    match outcome {
+        Ok(_) => Ok(true),
+        Err(e) => {
+            eprintln!("rtscope: {e}");
+            Ok(false)
+        }
+    }
+}
+
+/// Run the campaign in `file` (or, with `dry_run`, only say which cells are stored already and
+/// what each would run). With a PostgreSQL database the cells are a work queue there: any number
+/// of workers (this command on several machines) drain the matrix together, each cell claimed
+/// under a lease.
+pub fn run(file: &Path, o: &Options<'_>) -> Result<(), VerbError> {
     let text = crate::input::read("campaign file", file)?;
     let c = Campaign::parse(&file.display().to_string(), &text).map_err(|e| bad!("{e}"))?;
-    let db_arg = db
-        .map(String::from)
-        .unwrap_or_else(|| rtscope_store::default_db_path().display().to_string());
-    let lease = match lease {
-        Some(l) => Some(crate::input::duration_in("--lease", l, 5.0, 3600.0)?),
-        None => None,
-    };
+    let db_arg =
+        o.db.map(String::from)
+            .unwrap_or_else(|| rtscope_store::default_db_path().display().to_string());
+    let dry_run = o.dry_run;
     if rtscope_store::is_postgres_url(&db_arg) && !dry_run {
-        let lease = Duration::from_secs_f64(lease.unwrap_or(60.0));
-        return worker(&c, &text, &db_arg, lease);
+        let lease = o.lease.unwrap_or(Duration::from_secs(60));
+        return worker(&c, &text, &db_arg, lease, o.resolve);
     }
-    if lease.is_some() && !dry_run {
+    if o.lease.is_some() && !dry_run {
         return Err(bad!(
             "--lease: only with a PostgreSQL --db (the campaign is then a queue several machines drain)"
         ));
@@ -154,7 +286,9 @@ pub fn run(
             } else {
                 "todo"
             };
-            println!("{state}  {}", cell.id);
+            let argv = cell_command(&c, cell, &db_arg, &[]);
+            let argv = rtscope_model::secrets::redact_argv(&argv);
+            println!("{state}  {}  rtscope {}", cell.id, shell_words(&argv));
         }
         return Ok(());
     }
@@ -181,17 +315,12 @@ pub fn run(
             fmt_dur(started.elapsed().as_secs_f64()),
             fmt_dur(remaining * ratio)
         );
-        let mut cmd = measure_command(&c, cell, &db_arg, &[])?;
-        let status = cmd.status().map_err(|e| {
-            VerbError::context(
-                format!("starting `rtscope measure` for cell {}", cell.id),
-                e,
-            )
-        })?;
+        let argv = cell_command(&c, cell, &db_arg, &[]);
+        let ok = run_cell(&argv, o.resolve, None, &AtomicBool::new(false))?;
         spent_planned += cell.duration_s;
         ran += 1;
-        if !status.success() {
-            eprintln!("  cell {} failed ({status})", cell.id);
+        if !ok {
+            eprintln!("  cell {} failed", cell.id);
             failed.push(cell.id.clone());
         }
     }
@@ -219,6 +348,59 @@ pub fn run(
     }
     eprintln!("next: rtscope report --campaign {} -o report.html", c.name);
     Ok(())
+}
+
+/// Renew the lease on `cell` every third of its length until `ended`; when another worker took
+/// the cell (our lease ran out), set `lost`, so that the cell ends with one completed run. A
+/// failed renewal (the database gone) is retried at the next tick: the lease still runs for two
+/// thirds of its length.
+fn keep_lease(
+    c: &Campaign,
+    cell: &str,
+    me: &str,
+    db: &str,
+    lease: Duration,
+    lost: &AtomicBool,
+    ended: &AtomicBool,
+) {
+    let mut renewed = Instant::now();
+    while !ended.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(200));
+        if renewed.elapsed() < lease / 3 {
+            continue;
+        }
+        match rtscope_store::Store::open(Some(db))
+            .and_then(|mut s| s.renew_lease(&c.name, cell, me, lease))
+        {
+            Ok(true) => renewed = Instant::now(),
+            Ok(false) => {
+                eprintln!(
+                    "rtscope: campaign: lease on {cell} lost to another worker; stopping this run"
+                );
+                lost.store(true, Ordering::Relaxed);
+                return;
+            }
+            Err(e) => eprintln!("rtscope: campaign: renewing the lease on {cell}: {e}"),
+        }
+    }
+}
+
+/// `argv` as one line a shell reads back: words with anything but `[A-Za-z0-9_.,:=/+@%-]`
+/// single-quoted.
+fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || "_.,:=/+@%-".contains(ch));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// This worker's name in the queue and on its runs: host and process.
@@ -382,7 +564,13 @@ fn store_kept(
 
 /// One worker of a queued campaign: claim a cell, run it under a lease kept alive while it runs,
 /// mark it done once its run is stored complete; until no cell is left to claim.
-fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), VerbError> {
+fn worker(
+    c: &Campaign,
+    text: &str,
+    db: &str,
+    lease: Duration,
+    resolve: Resolver<'_>,
+) -> Result<(), VerbError> {
     use sha2::Digest;
     let digest: String = sha2::Sha256::digest(text.as_bytes())
         .iter()
@@ -445,47 +633,16 @@ fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), Ver
         rtscope_files::create_private_dir(&spool)
             .map_err(|e| VerbError::context(format!("creating {}", spool.display()), e))?;
         let before = spool_files(&spool);
-        let mut cmd = measure_command(c, cell, db, &tags)?;
-        cmd.env(fallback::FALLBACK_DIR_ENV, &spool);
-        let mut child = cmd.spawn().map_err(|e| {
-            VerbError::context(format!("starting the measurement of cell {}", cell.id), e)
+        let argv = cell_command(c, cell, db, &tags);
+        let lease_lost = AtomicBool::new(false);
+        let ended = AtomicBool::new(false);
+        let ok = std::thread::scope(|sc| {
+            sc.spawn(|| keep_lease(c, &cell.id, &me, db, lease, &lease_lost, &ended));
+            let r = run_cell(&argv, resolve, Some(&spool), &lease_lost);
+            ended.store(true, Ordering::Relaxed);
+            r
         })?;
-        let mut renewed = Instant::now();
-        let mut held = true;
-        let status = loop {
-            if let Some(st) = child
-                .try_wait()
-                .map_err(|e| VerbError::context("waiting for the measurement", e))?
-            {
-                break st;
-            }
-            if renewed.elapsed() >= lease / 3 {
-                // A failed renewal (database gone) is retried at the next tick; the lease
-                // still runs for two thirds of its length.
-                match rtscope_store::Store::open(Some(db))
-                    .and_then(|mut s| s.renew_lease(&c.name, &cell.id, &me, lease))
-                {
-                    Ok(true) => renewed = Instant::now(),
-                    Ok(false) => {
-                        // Another worker took the cell after our lease ran out: stop ours, so
-                        // the cell ends with one completed run.
-                        eprintln!(
-                            "rtscope: campaign: lease on {} lost to another worker; stopping this run",
-                            cell.id
-                        );
-                        held = false;
-                        let _ = rtscope_sys::process::kill(
-                            child.id() as i32,
-                            rtscope_sys::Signal::SIGTERM,
-                        );
-                    }
-                    Err(e) => {
-                        eprintln!("rtscope: campaign: renewing the lease on {}: {e}", cell.id)
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        };
+        let held = !lease_lost.load(Ordering::Relaxed);
         ran += 1;
         if !held {
             lost += 1;
@@ -507,9 +664,9 @@ fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), Ver
                 })?;
                 Ok(runs.iter().any(rtscope_store::campaign::is_complete))
             })?;
-            let ok = status.success() && stored;
+            let ok = ok && stored;
             if !ok {
-                eprintln!("  cell {} not stored complete ({status})", cell.id);
+                eprintln!("  cell {} not stored complete", cell.id);
             }
             ok
         } else if store_kept(c, &cell.id, &me, lease, db, &kept)? {
@@ -555,25 +712,19 @@ fn worker(c: &Campaign, text: &str, db: &str, lease: Duration) -> Result<(), Ver
 mod tests {
     use super::*;
 
-    fn args(cmd: &std::process::Command) -> Vec<String> {
-        cmd.get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
-    }
-
     #[test]
     fn host_and_lab_cells_become_measure_and_lab_run() {
         let text = "name = \"k\"\npolicies = [\"fifo\"]\nintervals_us = [1000]\ndurations = [\"10s\"]\nkernels = [\"host\", \"trace:full\"]\nlab_args = [\"--icount\", \"--smp\", \"1\"]\nextra_args = [\"--trace\", \"bpf\"]\n";
         let c = Campaign::parse("k.toml", text).unwrap();
         let cells = c.cells();
-        let host = args(&measure_command(&c, &cells[0], "/d.db", &[]).unwrap());
+        let host = cell_command(&c, &cells[0], "/d.db", &[]);
         assert_eq!(host[0], "measure");
         assert!(host.windows(2).any(|w| w == ["--db", "/d.db"]));
         assert!(host
             .windows(2)
             .any(|w| w == ["--tag", "cell=fifo-idle-i1000-10s-r1"]));
         assert_eq!(&host[host.len() - 2..], ["--trace", "bpf"]);
-        let lab = args(&measure_command(&c, &cells[1], "/d.db", &[]).unwrap());
+        let lab = cell_command(&c, &cells[1], "/d.db", &[]);
         let sep = lab.iter().position(|a| a == "--").unwrap();
         assert_eq!(
             &lab[..9],
@@ -597,6 +748,25 @@ mod tests {
         assert_eq!(lab[sep + 1], "measure");
         assert!(!lab[sep..].iter().any(|a| a == "--db" || a == "--tag"));
         assert_eq!(&lab[lab.len() - 2..], ["--trace", "bpf"]);
+    }
+
+    #[test]
+    fn a_dry_run_line_reads_back_in_a_shell() {
+        let argv: Vec<String> = [
+            "measure",
+            "--tag",
+            "note=two words",
+            "--load-exec",
+            "it's",
+            "-D",
+            "1s",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            shell_words(&argv),
+            "measure --tag 'note=two words' --load-exec 'it'\\''s' -D 1s"
+        );
     }
 
     fn kept(id: &str, cell: &str, worker: &str) -> RunRecord {

@@ -32,6 +32,6 @@ pub mod thread_vars;
 #[cfg(test)]
 use rtscope_session::stream;
 use rtscope_session::{
-    input, live, measure, outputs, privilege, record, resolve, schedule, signals, work,
+    input, live, measure, outputs, privilege, record, resolve, schedule, signals, tool, work,
 };
 use rtscope_session::{LiveSnapshot, View};

@@ -16,8 +16,11 @@ pub struct Args {
     /// With a PostgreSQL --db, the campaign is a queue that any number of workers (this
     /// command on several machines) drain: how long a claimed cell stays this worker's without
     /// a renewal (5s..=1h; a worker that dies loses its cell after this) [default: 60s]
-    #[arg(long, value_name = "TIME")]
-    lease: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = super::common::duration(5.0, 3600.0))]
+    lease: Option<std::time::Duration>,
+    /// Let the campaign file's `extra_args` run a command (`--load-exec`): refused without
+    #[arg(long)]
+    allow_exec: bool,
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
@@ -25,11 +28,12 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     let text = rtscope_session::input::read("campaign file", &a.file)?;
     let c = rtscope_store::campaign::Campaign::parse(&a.file.display().to_string(), &text)
         .map_err(|e| crate::usage!("{e}"))?;
-    crate::resolver::check_campaign(&c)?;
-    Ok(rtscope_verbs::campaign::run(
-        &a.file,
-        a.db.db.as_deref(),
-        a.dry_run,
-        a.lease.as_deref(),
-    )?)
+    crate::resolver::check_campaign(&c, a.allow_exec)?;
+    let opts = rtscope_verbs::campaign::Options {
+        db: a.db.db.as_deref(),
+        dry_run: a.dry_run,
+        lease: a.lease,
+        resolve: &crate::resolver::measure_plan,
+    };
+    Ok(rtscope_verbs::campaign::run(&a.file, &opts)?)
 }

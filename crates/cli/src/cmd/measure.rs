@@ -424,4 +424,17 @@ mod tests {
         );
         assert_eq!(d.trace, rtscope_trace::Mechanism::Off);
     }
+
+    /// The library's test fixture (`request_fixture`, what its tests and the verbs' take for
+    /// "no flags") is this parser's defaults, field for field.
+    #[test]
+    fn the_librarys_fixture_is_these_defaults() {
+        let mut d = super::defaults();
+        let mut f = rtscope_session::resolve::request_fixture();
+        for r in [&mut d, &mut f] {
+            r.cmdline.clear();
+            r.field_names = rtscope_session::input::Field::key;
+        }
+        assert_eq!(format!("{d:?}"), format!("{f:?}"));
+    }
 }

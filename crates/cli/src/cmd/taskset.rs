@@ -7,6 +7,48 @@ use rtscope_report::taskset as text;
 use rtscope_session::input::Rules;
 use std::path::PathBuf;
 
+/// `--policy`: the policy a task set runs under (`cfs` is another name of `other`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PolicyArg {
+    Deadline,
+    Fifo,
+    #[value(alias = "cfs")]
+    Other,
+}
+
+impl PolicyArg {
+    /// The library's name of the policy.
+    fn name(self) -> &'static str {
+        match self {
+            PolicyArg::Deadline => "deadline",
+            PolicyArg::Fifo => "fifo",
+            PolicyArg::Other => "other",
+        }
+    }
+}
+
+/// `--placement` of `taskset check|run`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PlacementArg {
+    Global,
+    Partitioned,
+    Clustered,
+}
+
+/// `--placement` of `taskset sweep`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SweepPlacementArg {
+    Partitioned,
+    Global,
+}
+
+/// The library's name of a placement.
+fn placement_name(p: impl clap::ValueEnum) -> String {
+    p.to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
+}
+
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -30,8 +72,8 @@ enum Sub {
 struct SweepArgs {
     /// partitioned (per-CPU load R, each CPU its own set pinned in a one-CPU root domain) |
     /// global (one set at total U on every CPU)
-    #[arg(long, value_name = "partitioned|global")]
-    placement: String,
+    #[arg(long, value_enum)]
+    placement: SweepPlacementArg,
     /// The points: per-CPU R (partitioned, 0–1) or total U (global, 0–CPUs), comma separated.
     #[arg(long, value_delimiter = ',', required = true, value_name = "LOAD,…")]
     loads: Vec<f64>,
@@ -139,14 +181,14 @@ struct GenArgs {
 #[derive(clap::Args, Clone)]
 struct PlanArgs {
     /// deadline | fifo | other
-    #[arg(long, default_value = "deadline", value_parser = ["deadline", "fifo", "other", "cfs"])]
-    policy: String,
+    #[arg(long, value_enum, default_value_t = PolicyArg::Deadline)]
+    policy: PolicyArg,
     /// Fixed priorities for --policy fifo: rm | dm
     #[arg(long, default_value = "rm", value_parser = ["rm", "dm"])]
     priorities: String,
     /// global | partitioned | clustered
-    #[arg(long, default_value = "global", value_parser = ["global", "partitioned", "clustered"])]
-    placement: String,
+    #[arg(long, value_enum, default_value_t = PlacementArg::Global)]
+    placement: PlacementArg,
     /// Bin packing for partitioned/clustered (decreasing utilisation): first | best | worst
     #[arg(long, default_value = "worst", value_parser = ["first", "best", "worst", "first-fit", "best-fit", "worst-fit"])]
     fit: String,
@@ -281,9 +323,9 @@ impl GenArgs {
 impl PlanArgs {
     fn lib(&self) -> job::PlanFlags {
         job::PlanFlags {
-            policy: self.policy.clone(),
+            policy: self.policy.name().into(),
             priorities: self.priorities.clone(),
-            placement: self.placement.clone(),
+            placement: placement_name(self.placement),
             fit: self.fit.clone(),
             bin_test: self.bin_test.clone(),
             cluster_size: self.cluster_size,
@@ -316,7 +358,7 @@ impl RunArgs {
 impl SweepArgs {
     fn lib(&self) -> rtscope_bench::taskset::sweep::SweepFlags {
         rtscope_bench::taskset::sweep::SweepFlags {
-            placement: self.placement.clone(),
+            placement: placement_name(self.placement),
             loads: self.loads.clone(),
             sets: self.sets,
             tasks_per_cpu: self.tasks_per_cpu,

@@ -150,6 +150,42 @@ pub struct TaskOutcome {
     pub misses_after_overrun: u64,
 }
 
+/// What the real rt-app said of a run, from its per-thread logs (one line per loop of a thread's
+/// phase: rt-app's doc/tutorial.txt, "Log and gnuplot"); times in µs as rt-app writes them.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RtAppView {
+    /// The rt-app binary that ran, and how it ended ("exited 0", "killed after SIGTERM", …).
+    pub binary: String,
+    pub ended: String,
+    /// Its process id (its threads are that process's tasks).
+    pub pid: u32,
+    pub threads: Vec<RtAppThread>,
+}
+
+/// One rt-app thread's loops, summarised from its log's columns.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RtAppThread {
+    /// The thread's name and index as rt-app logs them (`<name>-<index>`).
+    pub name: String,
+    /// "SCHED_OTHER priority : 0" … from the log's header.
+    pub policy: String,
+    /// Loops of the phase logged (rt-app's jobs).
+    pub jobs: u64,
+    /// c_duration and c_period of the first loop: the run and timer period asked for.
+    pub c_duration_us: u64,
+    pub c_period_us: u64,
+    /// Mean of the `run` column (time spent in run events) and of `period` (a loop's length).
+    pub mean_run_us: f64,
+    pub mean_period_us: f64,
+    /// Smallest `slack` (negative: the loop overran its timer) and the loops with slack < 0.
+    pub min_slack_us: i64,
+    pub mean_slack_us: f64,
+    pub negative_slack_jobs: u64,
+    /// Mean and largest `wu_lat` (wake-up latency after the timer).
+    pub mean_wu_lat_us: f64,
+    pub max_wu_lat_us: i64,
+}
+
 /// Work-loop calibration: ns per visited 64-byte element, before and after the run.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Calibration {
@@ -229,6 +265,9 @@ pub struct TasksetResult {
     pub any_miss: bool,
     pub interrupted: bool,
     pub warnings: Vec<crate::warning::Warning>,
+    /// The run by the real rt-app (`--engine rt-app`): its own per-thread view, from its logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_app: Option<RtAppView>,
 }
 
 /// Pure: a per-second rate of a count summed over the tasks, None if any task's count is

@@ -189,10 +189,48 @@ pub fn result(r: &TasksetResult) -> String {
             t.dl_overruns
         );
     }
+    if let Some(v) = &r.rt_app {
+        o.push_str(&rt_app_view(v));
+    }
     o.push_str(&predictions(&r.predictions));
     let _ = writeln!(o, "observed: {}", summary_line(r));
     for w in &r.warnings {
         let _ = writeln!(o, "warning: {w}");
+    }
+    o
+}
+
+/// rt-app's own view of its run (`--engine rt-app`), from its logs' columns, in µs.
+fn rt_app_view(v: &rtscope_model::taskset::RtAppView) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "rt-app ({}, pid {}, {}):", v.binary, v.pid, v.ended);
+    let _ = writeln!(
+        o,
+        "  {:<20} {:>6} {:>10} {:>10} {:>11} {:>10} {:>9} {:>9} {:>9}",
+        "thread",
+        "jobs",
+        "run_us",
+        "period_us",
+        "c_period_us",
+        "minSlack",
+        "slack<0",
+        "wuLat_us",
+        "maxWuLat"
+    );
+    for t in &v.threads {
+        let _ = writeln!(
+            o,
+            "  {:<20} {:>6} {:>10.0} {:>10.0} {:>11} {:>10} {:>9} {:>9.0} {:>9}",
+            t.name,
+            t.jobs,
+            t.mean_run_us,
+            t.mean_period_us,
+            t.c_period_us,
+            t.min_slack_us,
+            t.negative_slack_jobs,
+            t.mean_wu_lat_us,
+            t.max_wu_lat_us
+        );
     }
     o
 }

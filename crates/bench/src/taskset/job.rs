@@ -5,7 +5,9 @@
 //! durations, input and output files, privileges) are resolved by the caller's one rule for each
 //! ([`crate::common::Values`]).
 
-use super::{gen, rtapp, work::Access, PlacementKind, PolicyKind, RunOptions, RunPlan};
+use super::{
+    gen, rtapp, rtapp_engine, work::Access, PlacementKind, PolicyKind, RunOptions, RunPlan,
+};
 use super::{read_set, write_set, TasksetError, ThreadPolicy};
 pub use crate::common::Values;
 use rtscope_analysis::sched::{Fit, KernelLimits, PriorityOrder};
@@ -357,6 +359,9 @@ pub struct RunFlags {
     /// calibrated | cputime
     pub work: String,
     pub no_overrun_signal: bool,
+    /// rt-app files: `rt-app` (the installed rt-app runs the file) or `native` (rtscope's own
+    /// engine); None: rt-app when it is installed.
+    pub engine: Option<String>,
 }
 
 /// A run resolved and planned: nothing has started.
@@ -366,11 +371,152 @@ pub struct Prepared {
     pub options: RunOptions,
     /// What the rt-app reader could not carry over, to be said before the run.
     pub notes: Vec<String>,
+    /// The file is run by the real rt-app (`--engine rt-app`); `plan` and `set` are then the
+    /// native reading of it for the predictions, empty when the native engine refuses it.
+    pub rt_app: Option<rtapp_engine::RtAppJob>,
 }
 
 impl Prepared {
     pub fn run(&self) -> Result<TasksetResult, TasksetError> {
-        super::run(&self.plan, &self.options, &self.set)
+        self.run_watched(&mut |_, _| {})
+    }
+
+    /// [`Prepared::run`], calling `on_threads` with rt-app's pid and its threads' (tid, name)
+    /// once they exist (the kernel's view of each job attaches there); task sets run by
+    /// rtscope's own threads never call it.
+    pub fn run_watched(
+        &self,
+        on_threads: &mut dyn FnMut(u32, &[(i32, String)]),
+    ) -> Result<TasksetResult, TasksetError> {
+        match &self.rt_app {
+            None => super::run(&self.plan, &self.options, &self.set),
+            Some(job) => {
+                rtscope_probe::signals::clear_stop();
+                // SIGINT/SIGTERM/SIGHUP stop the run (rt-app is then stopped and its logs read).
+                let _sig = rtscope_probe::signals::Guard::install(&[]);
+                let out = rtapp_engine::run(job, on_threads)?;
+                Ok(rt_app_result(self, job, out))
+            }
+        }
+    }
+}
+
+/// rt-app's run as a task-set result: one task per rt-app thread log (a loop of its phase is a
+/// job; slack < 0 is a miss; response = c_period − slack; the start delay is rt-app's wake-up
+/// latency), rt-app's own view beside, and the predictions of the native reading when there is
+/// one.
+fn rt_app_result(
+    p: &Prepared,
+    job: &rtapp_engine::RtAppJob,
+    out: rtapp_engine::RtAppOutcome,
+) -> TasksetResult {
+    use rtscope_model::taskset::{TaskOutcome, TasksetRunConfig};
+    use rtscope_model::{WarningCode, Warnings};
+    let us = |x: i64| x.max(0) as u64 * 1000;
+    let secs = out.window_ns as f64 / 1e9;
+    let tasks: Vec<TaskOutcome> = out
+        .view
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let period = us(t.c_period_us as i64);
+            // "SCHED_OTHER priority : 0"
+            let policy = t.policy.split_whitespace().next().unwrap_or_default();
+            let priority = t
+                .policy
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.trim().parse().ok())
+                .unwrap_or(0);
+            TaskOutcome {
+                id: i as u32,
+                tid: 0,
+                cpus: Vec::new(),
+                policy: policy.to_string(),
+                priority,
+                wcet_ns: us(t.c_duration_us as i64),
+                period_ns: period,
+                deadline_ns: period,
+                jobs: t.jobs,
+                misses: t.negative_slack_jobs,
+                miss_pct: if t.jobs > 0 {
+                    t.negative_slack_jobs as f64 * 100.0 / t.jobs as f64
+                } else {
+                    0.0
+                },
+                max_response_ns: us(t.c_period_us as i64 - t.min_slack_us),
+                avg_response_ns: (t.c_period_us as f64 - t.mean_slack_us).max(0.0) * 1000.0,
+                max_lateness_ns: -t.min_slack_us * 1000,
+                avg_norm_laxity: 0.0,
+                min_norm_laxity: if period > 0 {
+                    t.min_slack_us as f64 * 1000.0 / period as f64
+                } else {
+                    0.0
+                },
+                max_start_delay_ns: us(t.max_wu_lat_us),
+                avg_start_delay_ns: t.mean_wu_lat_us.max(0.0) * 1000.0,
+                max_exec_ns: 0,
+                avg_exec_ns: t.mean_run_us * 1000.0,
+                measured_utilisation: t.mean_run_us * t.jobs as f64 / 1e6 / secs.max(1e-9),
+                migrations: None,
+                voluntary_switches: None,
+                involuntary_switches: None,
+                dl_overruns: 0,
+                misses_after_overrun: 0,
+            }
+        })
+        .collect();
+    let mut warnings = Vec::new();
+    for w in &out.warnings {
+        warnings.warn(WarningCode::System, w.clone());
+    }
+    let lim = p.options.admission.as_ref().map(|a| a.1);
+    let predictions = match lim {
+        Some(lim) if !p.plan.specs.is_empty() => super::predict(&p.plan, lim, 0),
+        _ => Vec::new(),
+    };
+    let admission = p
+        .options
+        .admission
+        .as_ref()
+        .map(|a| a.0.clone())
+        .unwrap_or_else(|| super::runner::admission_info(p.options.cpus.len() as u32, false).0);
+    let total_jobs: u64 = tasks.iter().map(|t| t.jobs).sum();
+    let total_misses: u64 = tasks.iter().map(|t| t.misses).sum();
+    TasksetResult {
+        config: TasksetRunConfig {
+            policy: "rt-app".into(),
+            priorities: None,
+            placement: p.plan.placement.clone(),
+            runtime_margin: 1.0,
+            duration_s: secs,
+            wss_bytes: 0,
+            access: String::new(),
+            inflate_ns: 0,
+            source: format!("rt-app:{}", job.source.display()),
+            work: "rt-app".into(),
+        },
+        set: p.set.clone(),
+        calibration: Vec::new(),
+        admission,
+        predictions,
+        measured_utilisation: tasks.iter().map(|t| t.measured_utilisation).sum(),
+        tasks,
+        total_jobs,
+        total_misses,
+        miss_pct: if total_jobs > 0 {
+            total_misses as f64 * 100.0 / total_jobs as f64
+        } else {
+            0.0
+        },
+        total_dl_overruns: 0,
+        migrations_per_s: None,
+        context_switches_per_s: None,
+        any_miss: total_misses > 0,
+        interrupted: out.interrupted,
+        warnings,
+        rt_app: Some(out.view),
     }
 }
 
@@ -404,6 +550,7 @@ where
         .into());
     }
     let mut admission = None;
+    let mut rt_app_job = None;
     let (plan, set, source, file_duration, mut notes) = match (&r.set, &r.rt_app) {
         (Some(path), None) => {
             let set = read_set(path)?;
@@ -418,14 +565,60 @@ where
         }
         (None, Some(path)) => {
             let text = v.read("--rt-app", path)?;
-            let (plan, set, duration_s, notes) = rt_app_plan(&text, path, &cpus)?;
-            (
-                plan,
-                set,
-                format!("rt-app:{}", path.display()),
-                duration_s,
-                notes,
-            )
+            let binary = match r.engine.as_deref() {
+                Some("native") => None,
+                Some("rt-app") => Some(rtapp_engine::find_binary().ok_or_else(|| {
+                    bad("--engine rt-app: rt-app is not installed (no executable 'rt-app' on PATH); install it or give --engine native".into())
+                })?),
+                None => rtapp_engine::find_binary(),
+                Some(e) => return Err(bad(format!("--engine: rt-app or native, got '{e}'")).into()),
+            };
+            match binary {
+                None => {
+                    let (plan, set, duration_s, notes) = rt_app_plan(&text, path, &cpus)?;
+                    (
+                        plan,
+                        set,
+                        format!("rt-app:{}", path.display()),
+                        duration_s,
+                        notes,
+                    )
+                }
+                Some(binary) => {
+                    let d = match &r.duration {
+                        Some(d) => Some(v.duration("--duration", d, 0.5, 600.0)?),
+                        None => None,
+                    };
+                    let (job, mut notes) = rtapp_engine::prepare(&text, path, binary, d)
+                        .map_err(|e| bad(format!("--rt-app {}: {e}", path.display())))?;
+                    // The native reading of a periodic file gives the predictions beside
+                    // rt-app's observation; other files run without them.
+                    let (plan, set) = match rt_app_plan(&text, path, &cpus) {
+                        Ok((plan, set, _, _)) => (plan, set),
+                        Err(e) => {
+                            notes.push(format!("no schedulability prediction: the file is not a periodic task set rtscope models ({e})"));
+                            (
+                                empty_plan(&cpus),
+                                TaskSet {
+                                    schema_version: rtscope_model::SCHEMA_VERSION,
+                                    tasks: Vec::new(),
+                                    generated: None,
+                                },
+                            )
+                        }
+                    };
+                    admission = Some(super::runner::admission_info(cpus.len() as u32, false));
+                    let limit_s = job.limit_ns as f64 / 1e9;
+                    rt_app_job = Some(job);
+                    (
+                        plan,
+                        set,
+                        format!("rt-app:{}", path.display()),
+                        Some(limit_s.min(600.0)),
+                        notes,
+                    )
+                }
+            }
         }
         _ => return Err(bad("taskset run: give a task-set FILE or --rt-app FILE".into()).into()),
     };
@@ -472,7 +665,25 @@ where
         plan,
         options,
         notes,
+        rt_app: rt_app_job,
     })
+}
+
+/// No task of rtscope's own: the run is rt-app's.
+fn empty_plan(cpus: &[u32]) -> RunPlan {
+    RunPlan {
+        placement: rtscope_model::taskset::Placement {
+            kind: "rt-app".into(),
+            heuristic: "rt-app cpus".into(),
+            cpus: Vec::new(),
+        },
+        specs: Vec::new(),
+        groups: Vec::new(),
+        scopes: vec![("all".to_string(), cpus.to_vec(), Vec::new())],
+        policy: "rt-app".into(),
+        priorities: None,
+        margin: 1.0,
+    }
 }
 
 /// An rt-app workload as a plan: its threads where its `cpus` put them (pinned threads: one
@@ -872,6 +1083,7 @@ mod tests {
             seed: 1,
             work: "calibrated".into(),
             no_overrun_signal: false,
+            engine: None,
         };
         let (o, notes) = run(base.clone()).unwrap();
         assert_eq!(

@@ -8,13 +8,14 @@ pub mod job;
 pub mod kernel;
 pub mod plan;
 pub mod rtapp;
+pub mod rtapp_engine;
 pub mod runner;
 pub mod sweep;
 pub mod topology;
 pub mod work;
 
 pub use plan::{
-    plan, predict, PlacementKind, PolicyKind, RunPlan, Segment, TaskSpec, ThreadPolicy,
+    plan, predict, PlacementKind, PolicyKind, Release, RunPlan, Segment, TaskSpec, ThreadPolicy,
 };
 pub use rtscope_analysis::sched::{Fit, PriorityOrder};
 pub use runner::{run, RunOptions};
@@ -36,6 +37,9 @@ pub enum TasksetError {
     },
     #[error(transparent)]
     Probe(#[from] rtscope_probe::ProbeError),
+    /// rt-app itself failed (`--engine rt-app`): its own words.
+    #[error(transparent)]
+    Engine(#[from] rtapp_engine::EngineError),
 }
 
 /// The largest task-set file read (thousands of tasks take a few hundred KB).

@@ -70,6 +70,22 @@ pub struct TaskSpec {
     pub offset_ns: u64,
     /// Stop after this many jobs (rt-app "loop"); None = until the run ends.
     pub max_jobs: Option<u64>,
+    /// How the next release follows a job (rt-app's timer event at the end of the job).
+    pub release: Release,
+}
+
+/// The timer that releases a task's jobs, as rt-app's timer event: after each job the timer's
+/// next expiry moves one period on; the thread sleeps until it unless it is already past.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Release {
+    /// rt-app's "relative" mode (its default): a job that ends after the next expiry moves the
+    /// timer to now, so the lateness is not carried over. Absolute: the expiries stay on the
+    /// grid t0 + k·T and a late task releases its pending jobs at once (a task set's tasks).
+    pub relative: bool,
+    /// Tasks with the same number share one timer (rt-app threads naming the same timer `ref`):
+    /// each of their jobs moves the one timer a period on, so n threads sharing it are released
+    /// in turn, each every n periods on average.
+    pub shared: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -301,6 +317,7 @@ fn build(
             segments: vec![Segment::Run(t.wcet_ns)],
             offset_ns: 0,
             max_jobs: None,
+            release: Release::default(),
         });
     }
     if needs_rd {

@@ -3,7 +3,7 @@
 //! rtscope does not understand is an error naming it (rt-app users complain of silently ignored
 //! keys); keys accepted without effect are listed in the notes.
 
-use super::plan::{Segment, TaskSpec, ThreadPolicy};
+use super::plan::{Release, Segment, TaskSpec, ThreadPolicy};
 use rtscope_model::taskset::Task;
 use serde_json::{Map, Value};
 
@@ -109,6 +109,127 @@ impl<'de> serde::Deserialize<'de> for KeyOrder {
     }
 }
 
+/// Deepest nesting of objects and arrays read (rt-app's own files nest 5 deep).
+pub const MAX_NESTING: usize = 64;
+
+/// `line:column` (1-based, columns in characters) of byte `at` of `text`.
+fn line_col(text: &str, at: usize) -> String {
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+        .chars()
+        .count()
+        + 1;
+    format!("line {line}:{col}")
+}
+
+/// One pass over the comment-blanked text (byte positions are the user's): a key repeated in
+/// one object is refused naming its path and both positions (json-c keeps the last value, serde
+/// would too: the file says two things), and nesting deeper than [`MAX_NESTING`] is refused
+/// before the decoder recurses into it. Syntax errors are left to the decoder.
+pub(crate) fn scan_structure(text: &str) -> Result<(), RtAppError> {
+    enum Frame {
+        Obj {
+            path: String,
+            keys: Vec<(String, usize)>,
+            want_key: bool,
+        },
+        Arr {
+            path: String,
+            index: usize,
+        },
+    }
+    let b = text.as_bytes();
+    let mut stack: Vec<Frame> = Vec::new();
+    // The path a value starting now will have.
+    let child_path = |stack: &[Frame]| -> String {
+        match stack.last() {
+            Some(Frame::Obj { path, keys, .. }) => {
+                let k = keys.last().map_or("", |(k, _)| k.as_str());
+                if path.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{path}.{k}")
+                }
+            }
+            Some(Frame::Arr { path, index }) => format!("{path}[{index}]"),
+            None => String::new(),
+        }
+    };
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' | b'[' => {
+                if stack.len() >= MAX_NESTING {
+                    return err(format!(
+                        "{}: nested deeper than {MAX_NESTING} levels at {} (accepted: 1..={MAX_NESTING})",
+                        child_path(&stack),
+                        line_col(text, i)
+                    ));
+                }
+                let path = child_path(&stack);
+                stack.push(if b[i] == b'{' {
+                    Frame::Obj {
+                        path,
+                        keys: Vec::new(),
+                        want_key: true,
+                    }
+                } else {
+                    Frame::Arr { path, index: 0 }
+                });
+            }
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b',' => match stack.last_mut() {
+                Some(Frame::Obj { want_key, .. }) => *want_key = true,
+                Some(Frame::Arr { index, .. }) => *index += 1,
+                None => {}
+            },
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                if let Some(Frame::Obj {
+                    path,
+                    keys,
+                    want_key,
+                }) = stack.last_mut()
+                {
+                    if *want_key {
+                        *want_key = false;
+                        let raw = text.get(start..(i + 1).min(b.len())).unwrap_or("");
+                        let Ok(key) = serde_json::from_str::<String>(raw) else {
+                            return Ok(());
+                        };
+                        if let Some((_, first)) = keys.iter().find(|(k, _)| *k == key) {
+                            let full = if path.is_empty() {
+                                key.clone()
+                            } else {
+                                format!("{path}.{key}")
+                            };
+                            return err(format!(
+                                "duplicate key \"{full}\" at {} and {} (each key may appear once in an object)",
+                                line_col(text, *first),
+                                line_col(text, start)
+                            ));
+                        }
+                        keys.push((key, start));
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
 fn int(v: &Value, what: &str) -> Result<i64, RtAppError> {
     v.as_i64()
         .ok_or_else(|| RtAppError(format!("{what}: expected an integer, got {v}")))
@@ -157,11 +278,19 @@ const UNSUPPORTED_EVENTS: &[&str] = &[
     "pi_enabled",
 ];
 
+/// What the native engine cannot run exactly: refused with this advice.
+pub const ENGINE_HINT: &str = "run the file with rt-app itself (--engine rt-app)";
+
 struct Pattern {
     segments: Vec<Segment>,
     period_ns: Option<u64>,
     loop_: Option<i64>,
     cpus: Option<Vec<u32>>,
+    /// The timer's `ref`, and whether it is relative (rt-app's default).
+    timer_ref: Option<String>,
+    relative: bool,
+    /// Events before the timer (they run once more at the start: see `parse_events`).
+    before_timer: usize,
 }
 
 fn parse_events(
@@ -175,6 +304,9 @@ fn parse_events(
         period_ns: None,
         loop_: None,
         cpus: None,
+        timer_ref: None,
+        relative: true,
+        before_timer: 0,
     };
     for (k, v) in order.entries(obj) {
         if allowed.contains(&k.as_str()) {
@@ -199,25 +331,30 @@ fn parse_events(
             Some("timer") => {
                 if p.period_ns.is_some() {
                     return err(format!(
-                        "{ctx}.{k}: a periodic task has exactly one timer; found a second"
+                        "{ctx}.{k}: a second timer in one loop; the native engine runs one timer per thread: {ENGINE_HINT}"
                     ));
                 }
+                p.before_timer = p.segments.len();
                 let t = v
                     .as_object()
                     .ok_or_else(|| RtAppError(format!("{ctx}.{k}: expected an object")))?;
                 for (tk, tv) in t {
                     match tk.as_str() {
                         "ref" => {
-                            tv.as_str().ok_or_else(|| {
+                            let r = tv.as_str().ok_or_else(|| {
                                 RtAppError(format!("{ctx}.{k}.ref: expected a string"))
                             })?;
+                            p.timer_ref = Some(r.to_string());
                         }
                         "period" => p.period_ns = Some(us(tv, &format!("{ctx}.{k}.period"))?),
-                        "mode" => {
-                            if tv.as_str() != Some("absolute") {
-                                return err(format!("{ctx}.{k}.mode: only \"absolute\" (periodic releases) is supported, got {tv}"));
-                            }
-                        }
+                        // rt-app's timers are relative unless "absolute" is asked for
+                        // (doc/tutorial.txt, "Timers can work with a relative or an absolute
+                        // reference").
+                        "mode" => match tv.as_str() {
+                            Some("relative") => p.relative = true,
+                            Some("absolute") => p.relative = false,
+                            _ => return err(format!("{ctx}.{k}.mode: \"relative\" (the default) or \"absolute\", got {tv}")),
+                        },
                         _ => {
                             return err(format!(
                                 "{ctx}.{k}.{tk}: unknown timer key (known: ref, period, mode)"
@@ -229,7 +366,7 @@ fn parse_events(
             _ => {
                 let base = k.trim_end_matches(|c: char| c.is_ascii_digit());
                 if UNSUPPORTED_EVENTS.contains(&base) {
-                    return err(format!("{ctx}.{k}: rt-app event '{base}' is not supported by rtscope (periodic tasks only: run, runtime, sleep, timer)"));
+                    return err(format!("{ctx}.{k}: the native engine runs run, runtime, sleep and timer events only, not '{base}': {ENGINE_HINT}"));
                 }
                 return err(format!("{ctx}.{k}: unknown key"));
             }
@@ -284,7 +421,7 @@ const GLOBAL_KEYS: &[&str] = &[
 /// Parse an rt-app workload. `online` bounds the CPU numbers.
 pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
     let json = strip_json_extensions(text)?;
-    rtscope_model::json_keys::reject_duplicate_keys(&json).map_err(RtAppError)?;
+    scan_structure(&json)?;
     let v: Value = serde_json::from_str(&json).map_err(|e| RtAppError(format!("not JSON: {e}")))?;
     let order: KeyOrder =
         serde_json::from_str(&json).map_err(|e| RtAppError(format!("not JSON: {e}")))?;
@@ -315,6 +452,10 @@ pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
             .as_object()
             .ok_or_else(|| RtAppError("global: expected an object".into()))?;
         for (k, val) in g {
+            if k == "frag" {
+                notes.push("global.frag: an obsolete key (AQuoSA's fragment), ignored by rt-app 1.0 and by rtscope".into());
+                continue;
+            }
             if !GLOBAL_KEYS.contains(&k.as_str()) {
                 return err(format!("global.{k}: unknown key"));
             }
@@ -346,6 +487,7 @@ pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
         return err("tasks: needs at least one thread (N ≥ 1)");
     }
     let mut specs = Vec::new();
+    let mut refs: Vec<Option<String>> = Vec::new();
     for (name, tv) in tasks {
         let ctx = format!("tasks.{name}");
         let task_order = task_orders.get(name).unwrap_or(&no_order);
@@ -360,13 +502,22 @@ pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
         if !(1..=256).contains(&instance) {
             return err(format!("{ctx}.instance: must be 1..=256, got {instance}"));
         }
-        let pattern = if let Some(ph) = get("phases") {
+        for old in ["exec", "period", "deadline", "lock_order", "resources"] {
+            if t.contains_key(old) {
+                return err(format!("{ctx}.{old}: the pre-1.0 thread format (exec/period/deadline/lock_order, as in rt-app's merge/ fragments) is read by neither rt-app 1.0 nor rtscope; describe the thread with events (run, sleep, timer)"));
+            }
+        }
+        let thread_loop = match get("loop") {
+            Some(v) => int(v, &format!("{ctx}.loop"))?,
+            None => -1,
+        };
+        let (mut pattern, phased) = if let Some(ph) = get("phases") {
             let ph = ph
                 .as_object()
                 .ok_or_else(|| RtAppError(format!("{ctx}.phases: expected an object")))?;
             if ph.len() != 1 {
                 return err(format!(
-                    "{ctx}.phases: {} phases; rtscope runs periodic tasks with exactly one phase",
+                    "{ctx}.phases: {} phases; the native engine runs a thread of exactly one phase: {ENGINE_HINT}",
                     ph.len()
                 ));
             }
@@ -397,28 +548,60 @@ pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
                     p.cpus = Some(cpus(c, &format!("{ctx}.cpus"))?);
                 }
             }
-            if let Some(l) = get("loop") {
-                let l = int(l, &format!("{ctx}.loop"))?;
-                if l != -1 && l != 1 {
-                    return err(format!(
-                        "{ctx}.loop: only -1 or 1 around a single phase, got {l}"
-                    ));
-                }
-            }
-            p
+            (p, true)
         } else {
-            parse_events(t, task_order, &ctx, THREAD_KEYS)?
+            let mut p = parse_events(t, task_order, &ctx, THREAD_KEYS)?;
+            // rt-app 1.0 reads a thread's own "loop", when it has no phases, as the loop of its
+            // one phase, and repeats the thread until the duration ends (checked against rt-app
+            // 1.0: "loop": 3 without phases runs 100 loops of a 10-ms timer in 1 s).
+            if let Some(l) = p.loop_.filter(|&l| l != -1) {
+                notes.push(format!("{ctx}.loop = {l} without 'phases': rt-app 1.0 takes it as the loop of the thread's one phase and repeats the thread until the run ends; so does the native engine (put the events in a phase to bound the jobs)"));
+            }
+            p.loop_ = None;
+            (p, false)
+        };
+        let phase_loop = if phased {
+            pattern.loop_.unwrap_or(1)
+        } else {
+            -1
+        };
+        for (l, what) in [(thread_loop, "loop"), (phase_loop, "phases.*.loop")] {
+            if l != -1 && l < 1 {
+                return err(format!(
+                    "{ctx}.{what}: must be -1 (forever) or 1..=2^31, got {l}"
+                ));
+            }
+        }
+        // rt-app runs the phase `phase_loop` times per pass of the thread, and the thread's
+        // phases `thread_loop` times; -1 is forever (until the duration).
+        let max_jobs = if thread_loop == -1 || phase_loop == -1 {
+            None
+        } else {
+            Some((thread_loop as u64).saturating_mul(phase_loop as u64))
         };
         let period = pattern.period_ns.ok_or_else(|| {
             RtAppError(format!(
-                "{ctx}: no timer event; rtscope runs periodic tasks (one timer with a period)"
+                "{ctx}: no timer event; the native engine releases jobs on a timer, and a run/sleep loop has none: {ENGINE_HINT}"
             ))
         })?;
         if period == 0 {
-            return err(format!("{ctx}: timer period must be > 0"));
+            return err(format!(
+                "{ctx}: timer period must be 1..={MAX_US} µs, got 0"
+            ));
         }
-        let wcet: u64 = pattern
-            .segments
+        // rt-app runs the events before the timer at the thread's start, then waits for the
+        // timer (started then), so a job is released at each expiry. Events after the timer run
+        // right after each expiry: with nothing before it, the first job comes one period in.
+        let mut first_offset = 0;
+        if pattern.before_timer == 0 {
+            first_offset = period;
+        } else if pattern.before_timer < pattern.segments.len() {
+            return err(format!(
+                "{ctx}: events both before and after the timer; the native engine releases each job at the timer and runs its events in one block: {ENGINE_HINT}"
+            ));
+        }
+        let segments = std::mem::take(&mut pattern.segments);
+        let wcet: u64 = segments
             .iter()
             .map(|s| match s {
                 Segment::Run(x) | Segment::Busy(x) => *x,
@@ -428,11 +611,6 @@ pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
         if wcet == 0 {
             return err(format!("{ctx}: no run/runtime event: nothing to execute"));
         }
-        let max_jobs = match pattern.loop_ {
-            None | Some(-1) => None,
-            Some(l) if l >= 1 => Some(l as u64),
-            Some(l) => return err(format!("{ctx}.loop: must be -1 or ≥ 1, got {l}")),
-        };
         let policy_name = match get("policy") {
             Some(p) => p
                 .as_str()
@@ -515,7 +693,7 @@ pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
         let offset = match get("delay") {
             Some(v) => us(v, &format!("{ctx}.delay"))?,
             None => 0,
-        };
+        } + first_offset;
         let cpu_list = pattern.cpus.unwrap_or_default();
         if let Some(c) = cpu_list.iter().find(|c| !online.contains(c)) {
             return err(format!("{ctx}.cpus: CPU {c} is not online"));
@@ -539,11 +717,45 @@ pub fn parse(text: &str, online: &[u32]) -> Result<Workload, RtAppError> {
                 policy,
                 cpus: cpu_list.clone(),
                 group: None,
-                segments: pattern.segments.clone(),
+                segments: segments.clone(),
                 offset_ns: offset,
                 max_jobs,
+                release: Release {
+                    relative: pattern.relative,
+                    shared: None,
+                },
             });
+            refs.push(pattern.timer_ref.clone());
         }
+    }
+    if specs.len() > super::runner::MAX_TASKS {
+        return err(format!(
+            "tasks: {} threads with their instances; the native engine runs 1..={}: {ENGINE_HINT}",
+            specs.len(),
+            super::runner::MAX_TASKS
+        ));
+    }
+    // A timer `ref` names one timer for every thread that uses it, instances included; a name
+    // that starts with "unique" is one timer per thread (doc/tutorial.txt, "unique" timer).
+    let mut groups: Vec<&str> = Vec::new();
+    for (i, r) in refs.iter().enumerate() {
+        let Some(r) = r.as_deref().filter(|r| !r.starts_with("unique")) else {
+            continue;
+        };
+        if refs.iter().filter(|x| x.as_deref() == Some(r)).count() < 2 {
+            continue;
+        }
+        let g = match groups.iter().position(|g| *g == r) {
+            Some(g) => g,
+            None => {
+                groups.push(r);
+                groups.len() - 1
+            }
+        };
+        specs[i].release.shared = Some(g as u32);
+    }
+    if !groups.is_empty() {
+        notes.push(format!("timers shared by several threads ({}): each of their jobs moves the one timer a period on, so the threads are released in turn (as rt-app does)", groups.join(", ")));
     }
     Ok(Workload {
         specs,
@@ -635,7 +847,7 @@ mod tests {
         assert!(bad(
             r#"{"tasks": {"a": {"run": 1, "lock": "m", "timer": {"ref":"x","period":10}}}}"#
         )
-        .contains("'lock' is not supported"));
+        .contains("not 'lock': run the file with rt-app itself (--engine rt-app)"));
         assert!(bad(r#"{"tasks": {"a": {"run": 1, "timer": {"ref":"x","period":10}}}, "global": {"durtion": 3}}"#).contains("global.durtion"));
         assert!(bad(r#"{"tasks": {"a": {"run": 1, "sleep": 10}}}"#).contains("no timer"));
         assert!(
@@ -694,5 +906,146 @@ mod tests {
             .unwrap_err()
             .0;
         assert!(e.contains("line 2 column 25"), "{e}");
+    }
+
+    fn one(j: &str) -> Workload {
+        parse(j, &[0, 1]).unwrap()
+    }
+
+    #[test]
+    fn timers_are_relative_unless_absolute_is_asked() {
+        let t = |mode: &str| {
+            one(&format!(
+                r#"{{"tasks": {{"a": {{"run": 1000, "timer": {{"ref": "x", "period": 10000{mode}}}}}}}}}"#
+            ))
+            .specs[0]
+                .release
+        };
+        assert!(t("").relative);
+        assert!(t(r#", "mode": "relative""#).relative);
+        assert!(!t(r#", "mode": "absolute""#).relative);
+        let e = parse(
+            r#"{"tasks": {"a": {"run": 1, "timer": {"ref": "x", "period": 10, "mode": "abs"}}}}"#,
+            &[0],
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.contains("tasks.a.timer.mode: \"relative\" (the default) or \"absolute\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_timer_ref_is_shared_unless_unique() {
+        let w = one(r#"{"tasks": {
+                "a": {"run": 1000, "timer": {"ref": "tick", "period": 100000}},
+                "b": {"run": 1000, "timer": {"ref": "tick", "period": 100000}},
+                "c": {"instance": 2, "run": 1000, "timer": {"ref": "unique", "period": 100000}},
+                "d": {"instance": 2, "run": 1000, "timer": {"ref": "both", "period": 100000}}}}"#);
+        let shared: Vec<Option<u32>> = w.specs.iter().map(|s| s.release.shared).collect();
+        assert_eq!(shared, vec![Some(0), Some(0), None, None, Some(1), Some(1)]);
+        assert!(
+            w.notes.iter().any(|n| n.contains("tick, both")),
+            "{:?}",
+            w.notes
+        );
+    }
+
+    #[test]
+    fn loops_follow_rt_app() {
+        let jobs = |j: &str| one(j).specs[0].max_jobs;
+        let ph = |thread: &str, phase: &str| {
+            format!(
+                r#"{{"tasks": {{"a": {{{thread} "phases": {{"p": {{{phase} "run": 1000, "timer": {{"ref": "u", "period": 10000}}}}}}}}}}}}"#
+            )
+        };
+        assert_eq!(jobs(&ph(r#""loop": 2,"#, r#""loop": 3,"#)), Some(6));
+        assert_eq!(jobs(&ph(r#""loop": 2,"#, "")), Some(2));
+        assert_eq!(jobs(&ph(r#""loop": -1,"#, r#""loop": 3,"#)), None);
+        assert_eq!(jobs(&ph("", r#""loop": 3,"#)), None);
+        // Without phases, rt-app 1.0 repeats the thread until the duration: said in a note.
+        let w = one(
+            r#"{"tasks": {"a": {"loop": 3, "run": 1000, "timer": {"ref": "u", "period": 10000}}}}"#,
+        );
+        assert_eq!(w.specs[0].max_jobs, None);
+        assert!(w
+            .notes
+            .iter()
+            .any(|n| n.contains("tasks.a.loop = 3 without 'phases'")));
+        let e = parse(&ph(r#""loop": 0,"#, ""), &[0]).unwrap_err().0;
+        assert!(
+            e.contains("tasks.a.loop: must be -1 (forever) or 1..=2^31, got 0"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_timer_releases_the_job_where_it_stands() {
+        // Timer first: the first job comes one period in.
+        let w = one(r#"{"tasks": {"a": {"timer": {"ref": "u", "period": 10000}, "run": 1000}}}"#);
+        assert_eq!(w.specs[0].offset_ns, 10_000_000);
+        let w = one(r#"{"tasks": {"a": {"run": 1000, "timer": {"ref": "u", "period": 10000}}}}"#);
+        assert_eq!(w.specs[0].offset_ns, 0);
+        let e = parse(
+            r#"{"tasks": {"a": {"run0": 1000, "timer": {"ref": "u", "period": 10000}, "run1": 5}}}"#,
+            &[0],
+        )
+        .unwrap_err()
+        .0;
+        assert!(
+            e.contains("events both before and after the timer") && e.contains("--engine rt-app"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn what_the_native_engine_cannot_run_is_refused_with_the_way_out() {
+        let bad = |j: &str| parse(j, &[0, 1]).unwrap_err().0;
+        let two = r#"{"tasks": {"a": {"phases": {
+            "p1": {"run": 1000, "timer": {"ref": "u", "period": 10000}},
+            "p2": {"run": 2000, "timer": {"ref": "u", "period": 10000}}}}}}"#;
+        assert!(
+            bad(two).contains("tasks.a.phases: 2 phases") && bad(two).contains("--engine rt-app")
+        );
+        let e = bad(r#"{"tasks": {"a": {"run": 1000, "sleep": 8000}}}"#);
+        assert!(
+            e.contains("tasks.a: no timer event") && e.contains("--engine rt-app"),
+            "{e}"
+        );
+        let e = bad(r#"{"tasks": {"a": {"exec": 5000, "period": 5000}}}"#);
+        assert!(e.contains("tasks.a.exec: the pre-1.0 thread format"), "{e}");
+        // An obsolete global key rt-app ignores is a note, not an error hiding the real one.
+        let w = one(
+            r#"{"tasks": {"a": {"run": 1000, "timer": {"ref": "u", "period": 10000}}}, "global": {"frag": 1}}"#,
+        );
+        assert!(w
+            .notes
+            .iter()
+            .any(|n| n.starts_with("global.frag: an obsolete key")));
+    }
+
+    #[test]
+    fn duplicate_keys_and_deep_nesting_name_their_place_in_the_users_file() {
+        let bad = |j: &str| parse(j, &[0, 1]).unwrap_err().0;
+        let e = bad("{\"tasks\": {\"tâche\": {\"run\": 1, /* é */\n  \"run\": 2}}}");
+        assert_eq!(
+            e,
+            "duplicate key \"tasks.tâche.run\" at line 1:22 and line 2:3 (each key may appear once in an object)"
+        );
+        let deep = format!("{{\"tasks\": {}{}}}", "[".repeat(70), "]".repeat(70));
+        let e = bad(&deep);
+        assert!(e.contains("nested deeper than 64 levels at line 1:"), "{e}");
+        assert!(e.contains("accepted: 1..=64"), "{e}");
+        let e = bad(r#"{"tasks": {"a": {"run": 1000, "timer": {"ref": "u", "period": -5}}}}"#);
+        assert!(
+            e.contains("tasks.a.timer.period: must be 0..=3600000000 µs, got -5"),
+            "{e}"
+        );
+        let e =
+            bad(r#"{"tasks": {"a": {"run": 3600000001, "timer": {"ref": "u", "period": 10}}}}"#);
+        assert!(e.contains("tasks.a.run: must be 0..=3600000000 µs"), "{e}");
+        let e = bad(r#"{"tasks": {"a": {"run": 1000, "timer": {"ref": "u", "period""#);
+        assert!(e.starts_with("not JSON: EOF while parsing"), "{e}");
     }
 }

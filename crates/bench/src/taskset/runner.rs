@@ -2,14 +2,15 @@
 //! (synchronous release at t0, the critical instant), each job doing its calibrated work; per job
 //! release/start/finish and CPU time are kept in preallocated memory and summarised at the end.
 //!
-//! Exit paths: every thread returns to SCHED_OTHER before it exits; SIGINT/SIGTERM set a stop
-//! flag that each thread checks before each job (jobs are ≤ one period), after which the
-//! coordinator removes the cpusets (Drop). Durations are bounded by the caller; RT throttling is
-//! never touched.
+//! Exit paths: every thread returns to SCHED_OTHER before it exits. SIGINT/SIGTERM set a stop
+//! flag, and the run's end (`-D`) is a deadline: each thread checks both between jobs, every
+//! [`SLICE_NS`] of a sleep and about every [`CHECK_NS`] of a job's work, so a stop or the end
+//! cuts even an hour-long job within [`stop_grace_ns`]; the coordinator then removes the cpusets
+//! (Drop). Durations are bounded by the caller; RT throttling is never touched.
 
 use super::cpuset::{self, Cpusets};
 use super::kernel::{self, SchedCounters};
-use super::plan::{RunPlan, Segment, ThreadPolicy};
+use super::plan::{Release, RunPlan, Segment, ThreadPolicy};
 use super::work::{self, Access, WorkingSet};
 use super::TasksetError;
 use rtscope_analysis::sched::KernelLimits;
@@ -80,6 +81,8 @@ struct Job {
     /// SIGXCPU count of this task when the job finished: a miss at or after the first overrun
     /// follows a throttled reservation (see `after_overrun`).
     overruns: u64,
+    /// The job was cut by a stop or the end of the run (`finish` is the cut).
+    cut: Option<Cut>,
 }
 
 struct ThreadOut {
@@ -199,6 +202,96 @@ fn now() -> u64 {
     sys::monotonic_ns()
 }
 
+/// Longest a task thread sleeps without looking at the stop flag: a release or a sleep segment
+/// further away is slept in slices (absolute times, so the release itself is not moved).
+pub const SLICE_NS: u64 = 20_000_000;
+/// Work done between two looks at the stop flag and the clock, about (ns of CPU).
+pub const CHECK_NS: u64 = 1_000_000;
+
+/// How long after the end of the run a job still in progress may go on: one period, at most
+/// 20 ms (the rule for every run is "within one period and at most 100 ms"; the rest is left
+/// for the threads' exit, the record and the store). A stop cuts at once. Of a task whose
+/// response times stay within its period or 20 ms, no job is cut at the end of a normal run;
+/// a job cut before its deadline was pending when the run ended and is not counted.
+pub fn stop_grace_ns(period_ns: u64) -> u64 {
+    period_ns.min(20_000_000)
+}
+
+/// One timer's next expiry (rt-app's timer event), shared by the tasks that name it.
+struct Timer(AtomicU64);
+
+impl Timer {
+    /// After a job that ended at `now`: move the timer one period on and return the next
+    /// release. Relative timers that are already past restart from now.
+    fn next(&self, period: u64, relative: bool, now: u64) -> u64 {
+        let next = self.0.fetch_add(period, Ordering::SeqCst) + period;
+        if relative && now >= next {
+            self.0.store(now, Ordering::SeqCst);
+            return now;
+        }
+        next
+    }
+}
+
+/// The timers of a run: one per shared group (index = its number), then one per task.
+fn timers(plan: &RunPlan) -> (Vec<Timer>, Vec<usize>) {
+    let groups = plan
+        .specs
+        .iter()
+        .filter_map(|s| s.release.shared)
+        .max()
+        .map_or(0, |m| m as usize + 1);
+    let mut idx = Vec::with_capacity(plan.specs.len());
+    for (i, s) in plan.specs.iter().enumerate() {
+        idx.push(match s.release {
+            Release {
+                shared: Some(g), ..
+            } => g as usize,
+            _ => groups + i,
+        });
+    }
+    let all = (0..groups + plan.specs.len())
+        .map(|_| Timer(AtomicU64::new(0)))
+        .collect();
+    (all, idx)
+}
+
+/// Why a job's work stopped early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cut {
+    /// SIGINT/SIGTERM.
+    Stop,
+    /// The end of the run plus the grace passed.
+    End,
+}
+
+/// The stop or the hard end, whichever applies now.
+fn cut_now(hard_end: u64) -> Option<Cut> {
+    if signals::stop_requested() {
+        Some(Cut::Stop)
+    } else if now() >= hard_end {
+        Some(Cut::End)
+    } else {
+        None
+    }
+}
+
+/// Sleep until `t` (absolute, CLOCK_MONOTONIC) in slices of at most [`SLICE_NS`], giving up at a
+/// stop or at `hard_end`.
+fn sleep_until_or_cut(t: u64, hard_end: u64) -> Option<Cut> {
+    loop {
+        if let Some(c) = cut_now(hard_end) {
+            return Some(c);
+        }
+        let n = now();
+        if n >= t {
+            return None;
+        }
+        let target = t.min(n + SLICE_NS).min(hard_end);
+        sleep_until(target);
+    }
+}
+
 /// Run the plan. Validation of user input happens before this is called; errors here are
 /// kernel refusals or I/O.
 pub fn run(
@@ -277,11 +370,13 @@ pub fn run(
     let (ready_tx, ready_rx) = mpsc::channel::<(usize, Option<String>)>();
     let overrun = opts.dl_overrun_signal;
 
+    let (timer_list, timer_of) = timers(plan);
     let outs: Vec<ThreadOut> = std::thread::scope(|sc| {
         let mut handles = Vec::with_capacity(n);
         for (i, spec) in plan.specs.iter().enumerate() {
             let (barrier, abort, t0, end, cpusets, cal) =
                 (&barrier, &abort, &t0, &end, &cpusets, &cal);
+            let timer = &timer_list[timer_of[i]];
             let tx = ready_tx.clone();
             let w = wss_of(spec);
             let h = std::thread::Builder::new()
@@ -339,9 +434,34 @@ pub fn run(
                     let start_t = t0.load(Ordering::SeqCst);
                     let end_t = end.load(Ordering::SeqCst);
                     out.c0 = kernel::sched_counters(tid);
+                    // A job still running this long after the end is cut (a stop cuts at once);
+                    // one whose current piece of work cannot end by then is cut at the end.
+                    let grace = stop_grace_ns(period);
+                    let hard_end = end_t + grace;
+                    let cut_early = |left_ns: u64| {
+                        let n = now();
+                        if signals::stop_requested() {
+                            Some(Cut::Stop)
+                        } else if n >= hard_end || (n >= end_t && left_ns > grace) {
+                            Some(Cut::End)
+                        } else {
+                            None
+                        }
+                    };
+                    // Elements visited between two looks at the flag and the clock.
+                    let chunk = ((CHECK_NS as f64 / ns_per) as u64).max(64);
                     let mut k: u64 = 0;
+                    // The first job at t0 + offset; the next ones from the timer (shared timers:
+                    // the first of their tasks to start sets it, as rt-app's first use does).
+                    let mut release = start_t + spec.offset_ns;
+                    let _ =
+                        timer
+                            .0
+                            .compare_exchange(0, release, Ordering::SeqCst, Ordering::SeqCst);
                     loop {
-                        let release = start_t + spec.offset_ns + k * period;
+                        if k > 0 {
+                            release = timer.next(period, spec.release.relative, now());
+                        }
                         if release >= end_t
                             || signals::stop_requested()
                             || jobs.len() == cap
@@ -350,34 +470,70 @@ pub fn run(
                             break;
                         }
                         // Bounded duration: a thread that fell behind (CFS under load, an
-                        // overrunning reservation) stops at end + max(1 s, 2 periods); the jobs it
-                        // never started are counted as missed.
-                        if now() > end_t + (2 * period).max(1_000_000_000) {
-                            out.dropped = (end_t - release).div_ceil(period);
+                        // overrunning reservation) stops at the hard end; the jobs it never
+                        // started whose deadline has passed are counted as missed (the others
+                        // were still pending when the run ended).
+                        let n = now();
+                        if n >= hard_end {
+                            let due = (end_t - release).div_ceil(period);
+                            let missed = (0..due)
+                                .filter(|j| release + j * period + spec.task.deadline_ns <= n)
+                                .count() as u64;
+                            out.dropped = missed;
                             break;
                         }
-                        sleep_until(release);
-                        if signals::stop_requested() {
+                        if sleep_until_or_cut(release, hard_end).is_some() {
                             break;
                         }
                         let start = now();
                         let c0 = work::thread_cpu_ns();
+                        let mut cut = None;
                         for seg in &spec.segments {
                             match *seg {
                                 Segment::Run(ns) if opts.work_by_cputime => {
                                     let c_start = work::thread_cpu_ns();
-                                    while work::thread_cpu_ns().saturating_sub(c_start) < ns {
+                                    loop {
+                                        let used = work::thread_cpu_ns().saturating_sub(c_start);
+                                        if used >= ns {
+                                            break;
+                                        }
                                         ws.visit(256);
+                                        cut = cut_early(ns - used);
+                                        if cut.is_some() {
+                                            break;
+                                        }
                                     }
                                 }
-                                Segment::Run(ns) => ws.visit((ns as f64 / ns_per).round() as u64),
+                                Segment::Run(ns) => {
+                                    let mut left = (ns as f64 / ns_per).round() as u64;
+                                    while left > 0 {
+                                        let c = left.min(chunk);
+                                        ws.visit(c);
+                                        left -= c;
+                                        if left > 0 {
+                                            cut = cut_early((left as f64 * ns_per) as u64);
+                                            if cut.is_some() {
+                                                break;
+                                            }
+                                        }
+                                    }
+                                }
                                 Segment::Busy(ns) => {
                                     let until = now() + ns;
                                     while now() < until {
                                         ws.visit(64);
+                                        cut = cut_early(until.saturating_sub(now()));
+                                        if cut.is_some() {
+                                            break;
+                                        }
                                     }
                                 }
-                                Segment::Sleep(ns) => sleep_until(now() + ns),
+                                Segment::Sleep(ns) => {
+                                    cut = sleep_until_or_cut(now() + ns, hard_end)
+                                }
+                            }
+                            if cut.is_some() {
+                                break;
                             }
                         }
                         let finish = now();
@@ -388,8 +544,12 @@ pub fn run(
                             finish,
                             exec,
                             overruns: SLOT_XCPU[i].load(Ordering::Relaxed),
+                            cut,
                         });
                         k += 1;
+                        if cut.is_some() {
+                            break;
+                        }
                     }
                     out.c1 = kernel::sched_counters(tid);
                     to_other();
@@ -433,7 +593,9 @@ pub fn run(
                 });
             }
         }
-        let start = now() + 50_000_000;
+        // Every thread is set up and waits at the barrier: 20 ms lets them all reach their
+        // first sleep before t0.
+        let start = now() + 20_000_000;
         t0.store(start, Ordering::SeqCst);
         end.store(start + opts.duration_ns, Ordering::SeqCst);
         barrier.wait();
@@ -446,18 +608,21 @@ pub fn run(
         .saturating_sub(t0.load(Ordering::SeqCst))
         .clamp(1, opts.duration_ns.max(1));
     // Recalibrate: drift shows whether the work loop still costs what it did (frequency, cache,
-    // interference from other tenants of the machine).
+    // interference from other tenants of the machine). Not after a stop: the user asked for the
+    // run to end, and the drift of a partial run says little.
     let calibration: Vec<Calibration> = cal
         .iter()
         .map(|(&w, &c0)| {
-            let mut ws = WorkingSet::new(w, opts.access, opts.seed);
-            let c1 = work::calibrate(&mut ws, 1_000_000, 15);
+            let c1 = (!interrupted).then(|| {
+                let mut ws = WorkingSet::new(w, opts.access, opts.seed);
+                work::calibrate(&mut ws, 1_000_000, 15)
+            });
             Calibration {
                 wss_bytes: w,
                 access: opts.access.name().into(),
                 ns_per_element_start: c0,
-                ns_per_element_end: Some(c1),
-                drift_pct: Some((c1 - c0) / c0 * 100.0),
+                ns_per_element_end: c1,
+                drift_pct: c1.map(|c1| (c1 - c0) / c0 * 100.0),
             }
         })
         .collect();
@@ -489,9 +654,31 @@ pub fn run(
     let mut overrun_notes = Vec::new();
     for (i, (spec, o)) in plan.specs.iter().zip(&outs).enumerate() {
         let t = &spec.task;
-        let jobs = &o.jobs;
-        let nj = jobs.len() as u64 + o.dropped;
-        let mut misses = o.dropped;
+        let (cut, jobs): (Vec<&Job>, Vec<&Job>) = o.jobs.iter().partition(|j| j.cut.is_some());
+        // A cut job past its deadline is a miss (its response is at least the cut); one cut
+        // before its deadline was pending when the run ended and is not counted.
+        let cut_missed = cut
+            .iter()
+            .filter(|j| j.finish > j.release + t.deadline_ns)
+            .count() as u64;
+        if let Some(j) = cut.first() {
+            let why = match j.cut {
+                Some(Cut::Stop) => "the stop (SIGINT/SIGTERM)",
+                _ => "the end of the run",
+            };
+            warnings.warn(
+                WarningCode::Overruns,
+                format!(
+                    "task {}: a job released {:.1} ms before {why} was cut after {:.1} ms of CPU ({}counted as a miss)",
+                    t.id,
+                    j.finish.saturating_sub(j.release) as f64 / 1e6,
+                    j.exec as f64 / 1e6,
+                    if cut_missed > 0 { "" } else { "not " }
+                ),
+            );
+        }
+        let nj = jobs.len() as u64 + o.dropped + cut_missed;
+        let mut misses = o.dropped + cut_missed;
         let mut after_overrun = 0u64;
         let mut max_r = 0u64;
         let mut sum_r = 0f64;
@@ -502,7 +689,7 @@ pub fn run(
         let mut sum_sd = 0f64;
         let mut max_e = 0u64;
         let mut sum_e = 0f64;
-        for j in jobs {
+        for j in &jobs {
             let r = j.finish.saturating_sub(j.release);
             let late = j.finish as i64 - (j.release + t.deadline_ns) as i64;
             if late > 0 {
@@ -653,6 +840,7 @@ pub fn run(
         any_miss: total_misses > 0,
         interrupted,
         warnings,
+        rt_app: None,
     })
 }
 

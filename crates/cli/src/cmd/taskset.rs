@@ -235,9 +235,13 @@ struct CheckArgs {
 struct RunArgs {
     /// Task-set file (JSON, or TOML by extension).
     set: Option<PathBuf>,
-    /// Run an rt-app JSON workload of periodic tasks instead.
+    /// Run an rt-app JSON workload instead.
     #[arg(long, conflicts_with = "set")]
     rt_app: Option<PathBuf>,
+    /// Who runs an rt-app file: rt-app (the installed rt-app itself; the default when it is
+    /// installed) or native (rtscope's threads: periodic files only, the rest refused).
+    #[arg(long, value_name = "rt-app|native", value_parser = ["rt-app", "native"], requires = "rt_app")]
+    engine: Option<String>,
     #[command(flatten)]
     plan: PlanArgs,
     /// How long (0.5s..=10m; a bare number is seconds; rt-app files: default their
@@ -351,6 +355,7 @@ impl RunArgs {
             seed: self.seed,
             work: self.work.clone(),
             no_overrun_signal: self.no_overrun_signal,
+            engine: self.engine.clone(),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! ```sh
 //! cargo bench -p rtscope-analysis --bench series_growth                     # 1 M, 10 M, 100 M
 //! RTSCOPE_BENCH_EVENTS=1000000,2000000 cargo bench -p rtscope-analysis --bench series_growth
+//! RTSCOPE_BENCH_GROWING=1 cargo bench -p rtscope-analysis --bench series_growth  # worst case
 //! ```
 //!
 //! Synthetic trace: one CPU, IRQ entry/exit pairs from 4 sources every 10 µs (2 events each),
@@ -16,7 +17,10 @@ use rtscope_model::record::RawSample;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-fn trace(n_events: u64) -> (Vec<Event>, Vec<RawSample>) {
+/// `growing`: every instance lasts a little longer than the one before, so the bound grows at
+/// every series instant (the fixed point asks new window lengths each time): the worst case of
+/// the series' memo, next to the usual one where the bound settles early.
+fn trace(n_events: u64, growing: bool) -> (Vec<Event>, Vec<RawSample>) {
     let mut ev = Vec::with_capacity(n_events as usize);
     let mut samples = Vec::new();
     let mut t = 1_000u64;
@@ -29,7 +33,13 @@ fn trace(n_events: u64) -> (Vec<Event>, Vec<RawSample>) {
             kind: EventKind::IrqEntry { irq },
         });
         ev.push(Event {
-            ts_ns: t + 1_000 + (k * 7919) % 2_000,
+            ts_ns: t
+                + 1_000
+                + if growing {
+                    k * 4_000 / (n_events / 2)
+                } else {
+                    (k * 7919) % 2_000
+                },
             cpu: 0,
             kind: EventKind::IrqExit { irq, handled: true },
         });
@@ -53,9 +63,10 @@ fn main() {
         .ok()
         .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
         .unwrap_or_else(|| vec![1_000_000, 10_000_000, 100_000_000]);
+    let growing = std::env::var_os("RTSCOPE_BENCH_GROWING").is_some();
     println!("events\tseconds\tns_per_event");
     for n in sizes {
-        let (ev, samples) = trace(n);
+        let (ev, samples) = trace(n, growing);
         let end = ev.last().map_or(0, |e| e.ts_ns);
         let t0 = Instant::now();
         let r = events::traced_run_input(

@@ -326,11 +326,9 @@ fn trace_files_are_read_and_analysed_in_bounded_time_and_memory() {
     f.meta.end_ns = 2;
     f.meta.lost_per_cpu = [(0, u64::MAX), (1, 1)].into_iter().collect();
     let p = rtt(d.path(), "lost.rtt", &f);
-    within(
-        "analyze, lost counts past 2^64",
-        &run(&["analyze", s(&p)]),
-        Some("lost_per_cpu"),
-    );
+    let o = run(&["analyze", s(&p)]);
+    within("analyze, lost counts past 2^64", &o, Some("lost_per_cpu"));
+    assert_eq!(o.code, 2, "lost counts past 2^64: bad input is exit 2");
 }
 
 /// `bound --input` and `--rtsl-db` with many CPUs, sources and vectors; rtsl tables that are
@@ -542,6 +540,110 @@ fn cyclictest_numbers_at_the_edges_are_refused_with_the_field() {
     ];
     for (i, (what, text, field)) in cases.into_iter().enumerate() {
         let p = put(d.path(), &format!("edge{i}.txt"), text);
-        within(what, &run(&["import", s(&p), "--no-store"]), Some(field));
+        let o = run(&["import", s(&p), "--no-store"]);
+        within(what, &o, Some(field));
+        assert_eq!(o.code, 2, "{what}: bad input is exit 2");
     }
+}
+
+/// Special files given to every reader flag: a FIFO nobody writes to (opening it to read
+/// would wait for a writer forever), /dev/urandom (never ends) and /dev/null. Each is refused
+/// before it is opened, exit 2, one line naming the flag or the file and saying what it is.
+#[test]
+fn special_files_are_refused_before_they_are_read() {
+    let d = dir("special");
+    let fifo = d.path().join("pipe");
+    let _ = std::fs::remove_file(&fifo);
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo (coreutils)");
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let db = d.path().join("results.db");
+    for (what, special, says) in [
+        ("a FIFO", s(&fifo), "FIFO"),
+        ("/dev/urandom", "/dev/urandom", "character device"),
+        ("/dev/null", "/dev/null", "character device"),
+    ] {
+        let cases: Vec<(Vec<&str>, &str)> = vec![
+            (vec!["import", "--no-store", special], special),
+            (vec!["import", "run", "--no-store", special], special),
+            (vec!["bound", "--input", special], "--input"),
+            (vec!["bound", "--rtsl-db", special], "--rtsl-db"),
+            (vec!["bound", "--trace", special], special),
+            (vec!["analyze", special], special),
+            (
+                vec!["campaign", special, "--dry-run", "--db", s(&db)],
+                "campaign file",
+            ),
+            (vec!["taskset", "check", special], special),
+            (vec!["taskset", "run", special, "-D", "1s"], special),
+        ];
+        for (args, flag) in cases {
+            let o = run(&args);
+            let name = format!("{} {what}", args[..args.len().min(2)].join(" "));
+            within(&name, &o, Some(says));
+            assert_eq!(o.code, 2, "{name}: {}", o.stderr);
+            assert!(
+                o.stderr.contains(flag),
+                "{name}: '{flag}' not named: {}",
+                o.stderr
+            );
+        }
+    }
+    assert!(!db.exists(), "a refused campaign created its database");
+}
+
+/// Records read together share one budget: twelve stored runs of 100 threads each fit one by
+/// one (`show` reads each), but `report` and `compare` over all twelve would hold ~500 MiB of
+/// histograms and are refused, naming the threads, within the limits.
+#[test]
+fn records_read_together_share_one_budget() {
+    let d = dir("together");
+    let one = rtscope_report::import::record(
+        &status_line(0, "90", "100", "1"),
+        None,
+        "q.txt",
+        "hostile-t00".into(),
+        "2026-01-01T00:00:00Z".into(),
+    )
+    .expect("a one-thread import");
+    let mut v = serde_json::to_value(&one).expect("record JSON");
+    let threads = v["kind"]["measurement"]["threads"]
+        .as_array()
+        .expect("threads")
+        .clone();
+    let many: Vec<serde_json::Value> = (0..100).map(|_| threads[0].clone()).collect();
+    v["kind"]["measurement"]["threads"] = serde_json::Value::Array(many);
+    let json = serde_json::to_string(&v).expect("JSON");
+    let db = fresh(d.path().join("results.db"));
+    let mut st = rtscope_store::Store::open_sqlite(&db).expect("create the database");
+    let ids: Vec<String> = (0..12).map(|i| format!("hostile-t{i:02}")).collect();
+    for id in &ids {
+        let mut r = one.clone();
+        r.id = id.clone();
+        st.insert_run(&r).expect("store a run");
+    }
+    drop(st);
+    let c = rusqlite::Connection::open(&db).expect("open");
+    for id in &ids {
+        let j = json.replace("hostile-t00", id);
+        c.execute("UPDATE runs SET record_json = ?1 WHERE id = ?2", [&j, id])
+            .expect("plant the record");
+    }
+    drop(c);
+    within(
+        "show, one record of 100 threads",
+        &run(&["show", &ids[0], "--db", s(&db)]),
+        None,
+    );
+    let out = d.path().join("out");
+    let mut report = vec!["report"];
+    report.extend(ids.iter().map(String::as_str));
+    report.extend(["-o", s(&out), "--db", s(&db)]);
+    within("report over 12 records", &run(&report), Some("threads"));
+    let mut compare = vec!["compare"];
+    compare.extend(ids.iter().map(String::as_str));
+    compare.extend(["--db", s(&db)]);
+    within("compare of 12 records", &run(&compare), Some("threads"));
 }

@@ -26,7 +26,8 @@ impl Drop for Reap {
     }
 }
 
-/// One HTTP/1.0 request to 127.0.0.1:port; the response's status line and body.
+/// One request to 127.0.0.1:port; the response's status line and body. The endpoint answers in
+/// the request's HTTP version: the monitor's requests are HTTP/1.1.
 fn http(port: u16, request: &str) -> (String, String) {
     let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -140,7 +141,7 @@ fn prometheus_scrapes_what_the_record_holds() {
     let body = loop {
         if let Ok(mut c) = TcpStream::connect(("127.0.0.1", mport)) {
             let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
-            let _ = c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
+            let _ = c.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
             let mut s = String::new();
             let _ = c.read_to_string(&mut s);
             // Up, and the first samples drained.
@@ -157,14 +158,21 @@ fn prometheus_scrapes_what_the_record_holds() {
     // Read-only, and nothing of the command line is exposed.
     assert!(!body.contains("--listen") && !body.contains("results.db"));
     assert_eq!(
-        http(mport, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n").0,
+        http(
+            mport,
+            "POST /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+        )
+        .0,
         "HTTP/1.1 405 Method Not Allowed"
     );
     assert_eq!(
         http(mport, "\x16\x03\x01garbage\r\n\r\n").0,
         "HTTP/1.1 400 Bad Request"
     );
-    assert_eq!(get(mport, "/admin").0, "HTTP/1.1 404 Not Found");
+    assert_eq!(
+        http(mport, "GET /admin HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").0,
+        "HTTP/1.1 404 Not Found"
+    );
     // A scraper that connects and sends half a request, then holds the socket for 4 s.
     let mut slow = TcpStream::connect(("127.0.0.1", mport)).unwrap();
     slow.write_all(b"GET /met").unwrap();

@@ -212,11 +212,45 @@ pub fn precreate(path: &Path, mode: u32) -> io::Result<()> {
     }
 }
 
-/// Read a whole file, refusing more than `limit` bytes: a regular file larger than that is
-/// refused before anything is read; from anything else at most `limit + 1` bytes are read.
-/// `what` names the input in the error ("cyclictest output").
+/// Refuse what is not a regular file before it is opened for reading: a FIFO blocks the
+/// opener until a writer comes (and then reads whatever it sends), a character device such as
+/// /dev/urandom or /dev/zero never ends, a socket cannot be opened at all. The error says what
+/// the path is; the caller names the flag.
+pub fn check_input(path: &Path) -> io::Result<()> {
+    regular(&std::fs::metadata(path)?.file_type())
+}
+
+fn regular(t: &std::fs::FileType) -> io::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let what = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "is a directory"
+    } else if t.is_fifo() {
+        "is a FIFO (named pipe), not a regular file: reading it would wait for a writer"
+    } else if t.is_char_device() {
+        "is a character device, not a regular file: reading it may never end"
+    } else if t.is_block_device() {
+        "is a block device, not a regular file"
+    } else if t.is_socket() {
+        "is a socket, not a regular file"
+    } else {
+        "is not a regular file"
+    };
+    Err(io::Error::new(io::ErrorKind::InvalidInput, what))
+}
+
+/// Read a whole regular file, refusing more than `limit` bytes (larger is refused before
+/// anything is read) and anything that is not a regular file ([`check_input`]). `what` names
+/// the input in the error ("cyclictest output").
 pub fn read_bounded(path: &Path, limit: u64, what: &str) -> io::Result<Vec<u8>> {
-    let f = File::open(path)?;
+    check_input(path)?;
+    // Non-blocking, so that a FIFO put in the file's place after the check does not block the
+    // open either; the descriptor's own type is checked again below.
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(path)?;
     let too_big = |size: String| {
         io::Error::new(
             io::ErrorKind::InvalidData,
@@ -226,17 +260,11 @@ pub fn read_bounded(path: &Path, limit: u64, what: &str) -> io::Result<Vec<u8>> 
         )
     };
     let meta = f.metadata()?;
-    if meta.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "is a directory",
-        ));
-    }
-    if meta.is_file() && meta.len() > limit {
+    regular(&meta.file_type())?;
+    if meta.len() > limit {
         return Err(too_big(meta.len().to_string()));
     }
-    let cap = if meta.is_file() { meta.len() } else { 0 };
-    let mut out = Vec::with_capacity(cap.min(limit) as usize);
+    let mut out = Vec::with_capacity(meta.len().min(limit) as usize);
     f.take(limit.saturating_add(1)).read_to_end(&mut out)?;
     if out.len() as u64 > limit {
         return Err(too_big(format!("more than {limit}")));

@@ -65,6 +65,9 @@ impl std::error::Error for OverBudget {}
 pub struct Budget {
     limit: u64,
     used: u64,
+    /// Sized from the inputs read so far ([`Budget::widen_for_text`]); false for a fixed limit
+    /// (the override, or [`Budget::bytes`]).
+    grows: bool,
 }
 
 impl Budget {
@@ -77,7 +80,11 @@ impl Budget {
                 .saturating_add(input_len.saturating_mul(RATIO))
                 .min(CAP_BYTES),
         };
-        Budget { limit, used: 0 }
+        Budget {
+            limit,
+            used: 0,
+            grows: override_mb.is_none(),
+        }
     }
 
     /// [`Budget::for_input`] with the process-wide override ([`set_override_mb`], else
@@ -96,13 +103,31 @@ impl Budget {
                     .saturating_add(input_len.saturating_mul(TEXT_RATIO))
                     .min(CAP_BYTES),
                 used: 0,
+                grows: true,
             },
+        }
+    }
+
+    /// One more text input of `input_len` bytes is read into what this budget already holds
+    /// (several stored records read together): the limit grows by what that input's own
+    /// budget would add above the floor, so records read together share one floor and one cap,
+    /// not one each. A fixed budget stays as it is.
+    pub fn widen_for_text(&mut self, input_len: u64) {
+        if self.grows {
+            self.limit = self
+                .limit
+                .saturating_add(input_len.saturating_mul(TEXT_RATIO))
+                .min(CAP_BYTES);
         }
     }
 
     /// A fixed budget (tests, inner decoders).
     pub fn bytes(limit: u64) -> Budget {
-        Budget { limit, used: 0 }
+        Budget {
+            limit,
+            used: 0,
+            grows: false,
+        }
     }
 
     pub fn limit(&self) -> u64 {

@@ -16,6 +16,7 @@ pub mod mbwi;
 pub mod notes;
 pub mod osnoise;
 pub mod practise;
+pub mod prometheus;
 pub mod raw_csv;
 pub mod stored;
 pub mod svg;

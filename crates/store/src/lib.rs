@@ -266,15 +266,22 @@ pub struct RunFilter {
 }
 
 pub(crate) fn decode_record(id: &str, json: &str) -> Result<RunRecord, StoreError> {
+    decode_record_within(id, json, &mut rtscope_model::limits::Budget::for_text(0))
+}
+
+/// Decode a stored record into a budget shared with the records read with it (widened by this
+/// record's size): what they build together is charged together.
+pub(crate) fn decode_record_within(
+    id: &str,
+    json: &str,
+    budget: &mut rtscope_model::limits::Budget,
+) -> Result<RunRecord, StoreError> {
     let bad = |detail: String| StoreError::BadRecord {
         id: id.to_string(),
         detail,
     };
-    rtscope_model::limits::check_run_record_json(
-        json,
-        &mut rtscope_model::limits::Budget::for_text(json.len() as u64),
-    )
-    .map_err(bad)?;
+    budget.widen_for_text(json.len() as u64);
+    rtscope_model::limits::check_run_record_json(json, budget).map_err(bad)?;
     rtscope_model::decode_run_record(json).map_err(|e| StoreError::BadRecord {
         id: id.to_string(),
         detail: e.to_string(),
@@ -716,7 +723,30 @@ impl Store {
             .map_err(|e| e.with_location(&self.location))
     }
 
+    /// The whole records of several runs (ids or unique prefixes), in the order given, decoded
+    /// into one budget: many records read together are bounded together.
+    pub fn get_runs(&mut self, ids: &[&str]) -> Result<Vec<RunRecord>, StoreError> {
+        let mut budget = rtscope_model::limits::Budget::for_text(0);
+        ids.iter()
+            .map(|id| {
+                self.get_run_within(id, &mut budget)
+                    .map_err(|e| e.with_location(&self.location))
+            })
+            .collect()
+    }
+
     fn get_run_here(&mut self, id_or_prefix: &str) -> Result<RunRecord, StoreError> {
+        self.get_run_within(
+            id_or_prefix,
+            &mut rtscope_model::limits::Budget::for_text(0),
+        )
+    }
+
+    fn get_run_within(
+        &mut self,
+        id_or_prefix: &str,
+        budget: &mut rtscope_model::limits::Budget,
+    ) -> Result<RunRecord, StoreError> {
         let id = self.resolve_id(id_or_prefix)?;
         let rows = self.conn.query(
             "SELECT record_json FROM runs WHERE id = ?1",
@@ -727,7 +757,7 @@ impl Store {
             .first()
             .and_then(|r| r[0].as_text())
             .ok_or_else(|| StoreError::UnknownRun(id.clone()))?;
-        decode_record(&id, json)
+        decode_record_within(&id, json, budget)
     }
 
     /// Runs matching `f`, oldest first (the last `limit` when a limit is given).
@@ -861,7 +891,8 @@ impl Store {
     /// Full records of every run matching `f` (oldest first).
     pub fn load_runs(&mut self, f: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
         let ids: Vec<String> = self.list_runs(f)?.into_iter().map(|r| r.id).collect();
-        ids.iter().map(|id| self.get_run(id)).collect()
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        self.get_runs(&ids)
     }
 
     pub fn count_runs(&mut self) -> Result<i64, StoreError> {

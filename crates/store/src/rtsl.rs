@@ -62,9 +62,10 @@ pub fn read_paths(paths: &[&Path]) -> Result<Vec<RawCpu>, RtslError> {
     let mut budget = Budget::for_text(bytes);
     for p in paths {
         let origin = p.display().to_string();
-        if !p.is_file() {
-            return Err(bad(&origin, "no such file"));
-        }
+        rtscope_files::check_input(p).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => bad(&origin, "no such file"),
+            _ => bad(&origin, e.to_string()),
+        })?;
         let conn = Connection::open_with_flags(
             p,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,

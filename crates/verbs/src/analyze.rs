@@ -65,9 +65,10 @@ pub fn file(a: &AnalyzeFlags, json: &JsonDest) -> Result<(), VerbError> {
             a.busy_gap_threshold_us
         ));
     }
-    if !file.is_file() {
-        return Err(bad!("FILE: {} is not a readable file", file.display()));
-    }
+    rtscope_files::check_input(&file).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => bad!("FILE: {} is not a readable file", file.display()),
+        _ => bad!("FILE: {}: {e}", file.display()),
+    })?;
     let t_read = Instant::now();
     // A corrupt or oversized file is bad input (exit 2), as for `bound --trace`.
     let f = rtscope_trace::read_rtt(&file).map_err(|e| bad!("FILE {}: {e}", file.display()))?;

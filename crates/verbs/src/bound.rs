@@ -98,9 +98,10 @@ fn read_trace(
     assume_thread_ns: Option<u64>,
     series: Option<(u32, Options)>,
 ) -> Result<(BoundInput, Series), VerbError> {
-    if !p.is_file() {
-        return Err(bad!("--trace {}: no such file", p.display()));
-    }
+    rtscope_files::check_input(p).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => bad!("--trace {}: no such file", p.display()),
+        _ => bad!("--trace {}: {e}", p.display()),
+    })?;
     let mut f =
         rtscope_trace::rtt::read_rtt(p).map_err(|e| bad!("--trace {}: {e}", p.display()))?;
     if let Some(c) = samples_csv {

@@ -9,11 +9,13 @@
 //! OpenMetrics data model and its text encoder is the reference one, so no exposition format is
 //! written by hand here).
 //!
-//! The HTTP side is one thread serving `GET /metrics` from the registry. Encoding holds each
-//! metric's lock only while it formats that metric; the measurement threads never touch the
-//! registry, and the orchestrating thread only updates atomics and short locks. A scraper that
-//! sends nothing, sends garbage or reads slowly costs at most its socket timeouts in the server
-//! thread: the measurement does not wait for the network.
+//! The HTTP side ([`Server`]) is one thread serving `GET /metrics` from the registry, every
+//! connection at once under a head deadline, a connection deadline and a connection limit, so
+//! that no number of idle or slow clients keeps a scraper from its answer. It answers the
+//! Prometheus text format, or OpenMetrics when the scraper's `Accept` header asks for it
+//! (`rtscope_report::prometheus`). Encoding holds each metric's lock only while it formats that
+//! metric; the measurement threads never touch the registry, and the orchestrating thread only
+//! updates atomics and short locks: the measurement does not wait for the network.
 
 use crate::input::bad;
 use crate::live::{LiveSnapshot, View};
@@ -25,9 +27,8 @@ use prometheus_client::metrics::histogram::Histogram as PromHistogram;
 use prometheus_client::registry::Registry;
 use rtscope_model::{Histogram, RawSample, RunRecord};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -469,7 +470,7 @@ impl View for MonitorView {
     }
 }
 
-/// What a request head asks for.
+/// What a request asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Route {
     Metrics,
@@ -478,21 +479,11 @@ pub enum Route {
     BadRequest,
 }
 
-/// The route of an HTTP/1.x request head (request line and headers, up to the blank line):
-/// `GET /metrics` (with or without a query) and `GET /` serve the metrics; anything else is
-/// refused. Nothing but the request line is read.
-pub fn route(head: &[u8]) -> Route {
-    let Ok(text) = std::str::from_utf8(head) else {
-        return Route::BadRequest;
-    };
-    let line = text.split("\r\n").next().unwrap_or("");
-    let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Route::BadRequest;
-    };
-    if !version.starts_with("HTTP/1.") || !target.starts_with('/') {
+/// The route of a parsed request: `GET /metrics` (with or without a query) and `GET /` (and
+/// `HEAD` of both) serve the metrics; anything else is refused. The HTTP parser (hyper) has
+/// already answered 400 to what is not HTTP/1.x at all.
+pub fn route(method: &str, target: &str) -> Route {
+    if !target.starts_with('/') {
         return Route::BadRequest;
     }
     if method != "GET" && method != "HEAD" {
@@ -504,10 +495,20 @@ pub fn route(head: &[u8]) -> Route {
     }
 }
 
-/// The largest request head read; a longer one is a bad request.
+/// The largest request head read (hyper's smallest buffer); a longer one is answered 431.
 const MAX_HEAD: usize = 8 << 10;
-/// A scraper gets this long to send its request and this long to take each write.
-const IO_TIMEOUT: Duration = Duration::from_secs(2);
+/// A connection gets this long from its accept to the end of its request head: a client that
+/// trickles bytes is closed then, however often it sends one.
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+/// And this long from its accept to the last byte of the answer (a scraper reading slowly).
+pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
+/// Connections open at once. One more closes the oldest: every connection older than a new
+/// scraper's is either near its deadline or an attacker's, so a scraper is never the one shut
+/// out, whatever number of idle or slow connections are held open.
+pub const MAX_CONNECTIONS: usize = 256;
+/// After a failed accept (no descriptor left: `EMFILE`), wait this long before the next, so the
+/// loop does not spin while the connections that hold the descriptors time out.
+const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
 /// Bind the metrics endpoint before anything runs: an address in use or not local to this
 /// machine is bad input, named with its flag.
@@ -525,42 +526,32 @@ pub fn bind(addr: &str) -> Result<TcpListener, String> {
 }
 
 /// The metrics endpoint, serving until dropped.
+///
+/// One thread of its own runs a single-threaded tokio runtime: every connection is a task of
+/// that thread, so idle and slow connections cost a few kilobytes each and never hold up
+/// another's answer, and the measured CPUs see one extra thread whatever the number of
+/// scrapers. hyper parses each request and writes each answer.
 pub struct Server {
-    stop: Arc<AtomicBool>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
     pub addr: SocketAddr,
 }
 
 impl Server {
-    /// Serve `m` on `listener` from a thread of its own, one connection at a time.
+    /// Serve `m` on `listener` until dropped.
     pub fn start(listener: TcpListener, m: Arc<Metrics>) -> std::io::Result<Server> {
         let addr = listener.local_addr()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        listener.set_nonblocking(true)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("rtscope-metrics".into())
-            .spawn(move || {
-                use std::os::fd::AsRawFd;
-                // Wait for a connection, or 200 ms to look at the stop flag: a scrape is
-                // answered at once, and dropping the server ends the thread within 200 ms.
-                let mut pfd = libc::pollfd {
-                    fd: listener.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                while !flag.load(Ordering::Relaxed) {
-                    // SAFETY: one valid pollfd for the listener this thread owns.
-                    let n = unsafe { libc::poll(&mut pfd, 1, 200) };
-                    if n <= 0 {
-                        continue;
-                    }
-                    if let Ok((conn, _)) = listener.accept() {
-                        serve_one(conn, &m);
-                    }
-                }
-            })?;
+            .spawn(move || rt.block_on(serve(listener, m, stopped)))?;
         Ok(Server {
-            stop,
+            stop: Some(stop),
             thread: Some(thread),
             addr,
         })
@@ -569,64 +560,129 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        // The accept loop ends at once; the runtime, dropped with its thread, closes every
+        // connection still open.
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-fn serve_one(mut conn: TcpStream, m: &Metrics) {
-    // Accepted sockets do not inherit the listener's non-blocking mode on Linux, but say so.
-    let _ = conn.set_nonblocking(false);
-    let _ = conn.set_read_timeout(Some(IO_TIMEOUT));
-    let _ = conn.set_write_timeout(Some(IO_TIMEOUT));
-    let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 1024];
-    let complete = loop {
-        if head.windows(4).any(|w| w == b"\r\n\r\n") {
-            break true;
-        }
-        if head.len() > MAX_HEAD {
-            break false;
-        }
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => break false,
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-        }
+/// Accept until `stopped`, each connection a task under its deadlines; past
+/// [`MAX_CONNECTIONS`], the oldest connection is closed.
+async fn serve(
+    listener: TcpListener,
+    m: Arc<Metrics>,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::Poll;
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        return;
     };
-    let route = if complete {
-        route(&head)
-    } else {
-        Route::BadRequest
-    };
-    let head_only = head.starts_with(b"HEAD ");
-    let (status, ctype, body) = match route {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEAD_DEADLINE)
+        .keep_alive(false)
+        .max_buf_size(MAX_HEAD);
+    // Open connections by age (accept order): dropping a sender closes that connection.
+    let mut open: BTreeMap<u64, tokio::sync::oneshot::Sender<()>> = BTreeMap::new();
+    let mut next_id = 0u64;
+    loop {
+        let accepted = std::future::poll_fn(|cx| {
+            if Pin::new(&mut stopped).poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            listener.poll_accept(cx).map(Some)
+        })
+        .await;
+        let stream = match accepted {
+            None => return,
+            Some(Ok((stream, _))) => stream,
+            Some(Err(_)) => {
+                tokio::time::sleep(ACCEPT_RETRY).await;
+                continue;
+            }
+        };
+        open.retain(|_, closer| !closer.is_closed());
+        while open.len() >= MAX_CONNECTIONS {
+            open.pop_first();
+        }
+        let (closer, mut closed) = tokio::sync::oneshot::channel::<()>();
+        open.insert(next_id, closer);
+        next_id += 1;
+        let m = m.clone();
+        let service = hyper::service::service_fn(move |req| {
+            let answer = answer(&req, &m);
+            async move { Ok::<_, std::convert::Infallible>(answer) }
+        });
+        let conn = http.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+        tokio::spawn(async move {
+            let mut conn = std::pin::pin!(conn);
+            let served = std::future::poll_fn(|cx| {
+                if Pin::new(&mut closed).poll(cx).is_ready() {
+                    return Poll::Ready(());
+                }
+                conn.as_mut().poll(cx).map(|_| ())
+            });
+            // Past the deadline, or closed for a newer connection: the socket is dropped.
+            let _ = tokio::time::timeout(CONNECTION_DEADLINE, served).await;
+        });
+    }
+}
+
+/// The answer to one parsed request.
+fn answer<B>(
+    req: &hyper::Request<B>,
+    m: &Metrics,
+) -> hyper::Response<http_body_util::Full<hyper::body::Bytes>> {
+    use rtscope_report::prometheus::{negotiate, text_0_0_4, Exposition};
+    let target = req
+        .uri()
+        .path_and_query()
+        .map_or(req.uri().path(), |p| p.as_str());
+    let (status, ctype, body) = match route(req.method().as_str(), target) {
         Route::Metrics => {
             m.scrapes.inc();
-            (
-                "200 OK",
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                m.encode(),
-            )
+            let accept = req
+                .headers()
+                .get(hyper::header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
+            let format = negotiate(accept);
+            let om = m.encode();
+            let body = match format {
+                Exposition::OpenMetrics => om,
+                Exposition::Text004 => text_0_0_4(&om),
+            };
+            (hyper::StatusCode::OK, format.content_type(), body)
         }
-        Route::NotFound => ("404 Not Found", "text/plain", "see /metrics\n".into()),
+        Route::NotFound => (
+            hyper::StatusCode::NOT_FOUND,
+            "text/plain",
+            "see /metrics\n".into(),
+        ),
         Route::MethodNotAllowed => (
-            "405 Method Not Allowed",
+            hyper::StatusCode::METHOD_NOT_ALLOWED,
             "text/plain",
             "read-only: GET /metrics\n".into(),
         ),
-        Route::BadRequest => ("400 Bad Request", "text/plain", "bad request\n".into()),
+        Route::BadRequest => (
+            hyper::StatusCode::BAD_REQUEST,
+            "text/plain",
+            "bad request\n".into(),
+        ),
     };
-    let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    if !head_only {
-        out.extend_from_slice(body.as_bytes());
-    }
-    let _ = conn.write_all(&out);
+    let mut r = hyper::Response::new(http_body_util::Full::new(hyper::body::Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(ctype),
+    );
+    r
 }
 
 /// `rtscope monitor`'s own flags as given (the measurement's are `measure`'s).
@@ -711,20 +767,22 @@ mod tests {
     use super::*;
     use rtscope_model::attribution::{AttributionSummary, CauseSummary};
 
+    /// The routes of parsed requests; the raw requests, those hyper refuses before a route
+    /// (a request line without a version, bytes that are not HTTP) included, are sent to a
+    /// real server in tests/metrics_endpoint.rs.
     #[test]
     fn routes() {
-        let rows: [(&[u8], Route); 8] = [
-            (b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", Route::Metrics),
-            (b"GET /metrics?x=1 HTTP/1.0\r\n\r\n", Route::Metrics),
-            (b"GET / HTTP/1.1\r\n\r\n", Route::Metrics),
-            (b"HEAD /metrics HTTP/1.1\r\n\r\n", Route::Metrics),
-            (b"POST /metrics HTTP/1.1\r\n\r\n", Route::MethodNotAllowed),
-            (b"GET /admin HTTP/1.1\r\n\r\n", Route::NotFound),
-            (b"GET /metrics\r\n\r\n", Route::BadRequest),
-            (b"\xff\xfe garbage", Route::BadRequest),
+        let rows = [
+            ("GET", "/metrics", Route::Metrics),
+            ("GET", "/metrics?x=1", Route::Metrics),
+            ("GET", "/", Route::Metrics),
+            ("HEAD", "/metrics", Route::Metrics),
+            ("POST", "/metrics", Route::MethodNotAllowed),
+            ("GET", "/admin", Route::NotFound),
+            ("OPTIONS", "*", Route::BadRequest),
         ];
-        for (req, want) in rows {
-            assert_eq!(route(req), want, "{}", String::from_utf8_lossy(req));
+        for (method, target, want) in rows {
+            assert_eq!(route(method, target), want, "{method} {target}");
         }
     }
 

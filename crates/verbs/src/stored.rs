@@ -19,11 +19,10 @@ pub fn open_read(db: Option<&str>) -> Result<Store, VerbError> {
     Ok(Store::open_read_only(db)?)
 }
 
-/// Runs by id or unique prefix, in the order given.
+/// Runs by id or unique prefix, in the order given, decoded into one memory budget.
 pub fn load(store: &mut Store, ids: &[String]) -> Result<Vec<RunRecord>, VerbError> {
-    ids.iter()
-        .map(|id| store.get_run(id).map_err(VerbError::from))
-        .collect()
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    Ok(store.get_runs(&ids)?)
 }
 
 /// `rtscope runs`' filters as given.

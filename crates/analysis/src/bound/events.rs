@@ -376,9 +376,12 @@ pub fn traced_run_input(
 /// The input is extracted once; each instant then takes, per source, the instances that had
 /// ended by then, and, per CPU, the samples that had ended by then (their non-interrupt delays
 /// are computed once against the whole run's instances — an instance still running at the instant
-/// is not yet in the source but does count in a sample it overlaps). Cost O(points × instances),
-/// not O(points × events × …): a 15-minute traced run takes seconds. Traces with preemptirq
-/// events (measured thread terms) are replayed prefix by prefix ([`time_series_replay`]).
+/// is not yet in the source but does count in a sample it overlaps). No prefix is copied: each
+/// source is one growing view ([`super::series`]) that remembers the demand of each window length
+/// the fixed point asked for and extends it by the new instances only, so the cost per event is
+/// flat while the bound settles (a window length first asked at an instant where the bound grew
+/// costs one pass over the prefix). Traces with preemptirq events (measured thread terms) are
+/// replayed prefix by prefix ([`time_series_replay`]).
 pub fn time_series(
     events: &[Event],
     samples: &[RawSample],
@@ -416,13 +419,30 @@ fn series_from_input(
         max_lat: Vec<u64>,
     }
     let mut per_cpu: BTreeMap<u32, Vec<(u64, u64, u64)>> = BTreeMap::new();
-    let srcs: BTreeMap<u32, &[InterruptSource]> = full
+    // Per CPU: each source with its cumulative durations, so a sample's interrupt time costs
+    // O(log n) per source however many instances its window covers.
+    let srcs: BTreeMap<u32, Vec<(&InterruptSource, Vec<u64>)>> = full
         .cpus
         .iter()
-        .map(|c| (c.cpu, c.sources.as_slice()))
+        .map(|c| {
+            let s = c
+                .sources
+                .iter()
+                .map(|s| (s, super::series::cumulative(s)))
+                .collect();
+            (c.cpu, s)
+        })
         .collect();
     for smp in samples {
-        let irq = irq_time_in_sample(smp, srcs.get(&smp.cpu).copied().unwrap_or(&[]));
+        let (from, to) = (
+            smp.expected_ns,
+            smp.expected_ns.saturating_add(smp.latency_ns),
+        );
+        let irq = srcs.get(&smp.cpu).map_or(0, |v| {
+            v.iter().fold(0u64, |acc, (s, cum)| {
+                acc.saturating_add(super::series::irq_time_in(s, cum, from, to))
+            })
+        });
         per_cpu.entry(smp.cpu).or_default().push((
             smp.expected_ns.saturating_add(smp.latency_ns),
             smp.latency_ns.saturating_sub(irq),
@@ -449,12 +469,23 @@ fn series_from_input(
             (cpu, cs)
         })
         .collect();
+    drop(srcs);
     let points = u64::from(points.max(1));
     let mut out = Vec::new();
+    let mut views: Vec<Vec<super::series::PrefixSource>> = full
+        .cpus
+        .iter()
+        .map(|c| {
+            c.sources
+                .iter()
+                .map(super::series::PrefixSource::new)
+                .collect()
+        })
+        .collect();
     for k in 1..=points {
         let tk = t0 + (t1 - t0) / points * k + if k == points { (t1 - t0) % points } else { 0 };
         let t_s = (tk - t0) as f64 * 1e-9;
-        for c in &full.cpus {
+        for (c, views) in full.cpus.iter().zip(views.iter_mut()) {
             let cs = per_cpu.get(&c.cpu);
             let ns = cs.map_or(0, |cs| cs.ends.partition_point(|&e| e <= tk));
             let thread = if !c.thread_estimated {
@@ -466,12 +497,11 @@ fn series_from_input(
             } else {
                 continue; // no thread terms yet on this CPU
             };
-            let sources: Vec<InterruptSource> = c
-                .sources
-                .iter()
-                .map(|s| s.prefix(s.ended_by(tk)))
-                .filter(|s| !s.is_empty())
-                .collect();
+            for v in views.iter_mut() {
+                v.advance_to(tk);
+            }
+            let sources: Vec<&super::series::PrefixSource> =
+                views.iter().filter(|v| !v.is_empty()).collect();
             let sw = super::sliding_window(&thread, &sources, opts);
             out.push(rtscope_model::bound::BoundSeriesPoint {
                 t_s,

@@ -12,6 +12,7 @@ pub mod events;
 pub mod json;
 pub mod online;
 pub mod render;
+mod series;
 pub mod source;
 pub mod thread;
 pub mod window;

@@ -10,15 +10,19 @@ use super::source::InterruptSource;
 /// B_s(Δ) for the `sliding_window` characterization: the largest sum of durations of instances
 /// whose arrivals fall in one window [t, t+Δ).
 pub fn max_demand_ns(src: &InterruptSource, delta_ns: u64) -> u64 {
-    let a = src.starts();
-    let d = src.durations();
+    max_demand_in(src.starts(), src.durations(), src.total_ns(), delta_ns)
+}
+
+/// [`max_demand_ns`] over windows that start on one of `a` (sorted arrivals, `d` their
+/// durations, `total` the sum of `d`) and hold only instances of `a`.
+pub(crate) fn max_demand_in(a: &[u64], d: &[u64], total: u64, delta_ns: u64) -> u64 {
     let n = a.len();
     if n == 0 || delta_ns == 0 {
         return 0;
     }
     // Shortcut: a window longer than the whole record holds every instance.
     if a[n - 1] - a[0] < delta_ns {
-        return src.total_ns();
+        return total;
     }
     let mut best = 0u64;
     let mut sum = 0u64;

@@ -5,6 +5,7 @@ pub mod attribution;
 pub mod benchstats;
 pub mod bound;
 pub mod compare;
+pub mod doctor;
 pub mod interrupts;
 pub mod mbwi;
 pub mod sched;

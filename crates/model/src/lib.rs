@@ -8,6 +8,7 @@ pub mod bench;
 pub mod bound;
 pub mod config;
 pub mod cpus;
+pub mod doctor;
 pub mod duration;
 pub mod event;
 pub mod histogram;

@@ -11,6 +11,7 @@ pub mod signals;
 pub mod sys;
 pub mod system;
 pub mod timer;
+pub mod tuning;
 
 pub use measure::{LiveThread, MeasureOutcome, MeasureSpec, Measurement};
 pub use ring::SampleRing;

@@ -237,6 +237,7 @@ pub fn capture(measured_cpus: &[u32]) -> SystemInfo {
         hz,
         steal_during_run_ns: None,
         steal_per_cpu_ns: Vec::new(),
+        tuning: None,
     }
 }
 

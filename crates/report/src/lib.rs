@@ -6,6 +6,7 @@ pub mod bench;
 pub mod compare;
 pub mod cyclictest;
 pub mod cyclictest_args;
+pub mod doctor;
 pub mod export;
 pub mod figures;
 pub mod html;

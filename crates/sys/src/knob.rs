@@ -7,6 +7,12 @@
 //! calls [`repair_stale`] in its leftovers step, which writes back every value whose owner is
 //! dead, newest first.
 //!
+//! A change the user asked to keep (`rtscope doctor --fix`) is made the same way and then
+//! [`Knob::persist`]ed: its entry moves, in one rename, into the journal's `persistent/`
+//! directory, which [`repair_stale`] does not read, and stays there until [`revert_persistent`]
+//! writes it back. A SIGKILL between the write and the rename leaves an ordinary stale entry, so
+//! a half-applied fix is rolled back by the next run.
+//!
 //! The journal lives in `/run/rtscope/knobs` (a tmpfs: a reboot empties it, as it resets every
 //! knob), or, when /run is not writable, `$TMPDIR/rtscope-knobs`. An owner is a pid and the start
 //! time of that pid (/proc/PID/stat field 22), so a recycled pid is not mistaken for a live owner.
@@ -76,22 +82,31 @@ impl Journal {
         Ok(file)
     }
 
-    fn entries(&self) -> Vec<(PathBuf, Entry)> {
-        let Ok(rd) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        let mut out: Vec<(PathBuf, Entry)> = rd
-            .flatten()
-            .map(|d| d.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "knob"))
-            .filter_map(|p| {
-                let e = Entry::decode(&std::fs::read_to_string(&p).ok()?)?;
-                Some((p, e))
-            })
-            .collect();
-        out.sort_by_key(|(_, e)| (e.pid, e.seq));
-        out
+    /// Where persistent changes are kept (see the module documentation).
+    pub fn persistent_dir(&self) -> PathBuf {
+        self.dir.join("persistent")
     }
+
+    fn entries(&self) -> Vec<(PathBuf, Entry)> {
+        entries_in(&self.dir)
+    }
+}
+
+fn entries_in(dir: &Path) -> Vec<(PathBuf, Entry)> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(PathBuf, Entry)> = rd
+        .flatten()
+        .map(|d| d.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "knob"))
+        .filter_map(|p| {
+            let e = Entry::decode(&std::fs::read_to_string(&p).ok()?)?;
+            Some((p, e))
+        })
+        .collect();
+    out.sort_by_key(|(_, e)| (e.pid, e.seq));
+    out
 }
 
 fn writable(dir: &Path) -> bool {
@@ -347,6 +362,32 @@ impl Knob {
         self.entry.as_deref()
     }
 
+    /// Keep the new value until [`revert_persistent`]: the journal entry moves into the
+    /// journal's persistent directory in one rename, so no later run's [`repair_stale`] writes
+    /// it back. Err (the entry stays an ordinary one, so the change is undone on drop): the
+    /// directory could not be made or the rename failed.
+    pub fn persist(mut self, journal: &Journal) -> Result<PathBuf, KnobError> {
+        let Some(entry) = self.entry.clone() else {
+            return Err(KnobError::Journal {
+                path: self.path.clone(),
+                journal: journal.dir.clone(),
+                source: io::Error::other("the change was already restored"),
+            });
+        };
+        let dir = journal.persistent_dir();
+        let to = dir.join(entry.file_name().unwrap_or_default());
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::rename(&entry, &to))
+            .map_err(|source| KnobError::Journal {
+                path: self.path.clone(),
+                journal: dir.clone(),
+                source,
+            })?;
+        self.entry = None;
+        self.restored = true;
+        Ok(to)
+    }
+
     /// Keep the new value: nothing is written back, now or by a later run.
     pub fn keep(mut self) {
         self.restored = true;
@@ -379,6 +420,63 @@ pub fn repair_entry(entry: &Path) -> Option<io::Result<()>> {
         let _ = std::fs::remove_file(entry);
     }
     Some(r)
+}
+
+/// A change kept by [`Knob::persist`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Persistent {
+    pub path: PathBuf,
+    pub original: String,
+    /// The pid that made it.
+    pub pid: u32,
+}
+
+/// The persistent changes in `journal`, oldest first.
+pub fn persistent_in(journal: &Journal) -> Vec<Persistent> {
+    let mut v = entries_in(&journal.persistent_dir());
+    v.sort_by_key(|(_, e)| e.seq);
+    v.into_iter()
+        .map(|(_, e)| Persistent {
+            path: e.path,
+            original: e.original,
+            pid: e.pid,
+        })
+        .collect()
+}
+
+/// Write back every persistent change in the system journal, and every stale one (a change
+/// whose owner died before persisting it); one line per knob.
+pub fn revert_persistent() -> Vec<String> {
+    revert_persistent_in(&Journal::system())
+}
+
+/// As [`revert_persistent`], in `journal`. Newest change first, so a knob changed twice ends at
+/// its first value; an entry whose write-back fails stays for the next attempt.
+pub fn revert_persistent_in(journal: &Journal) -> Vec<String> {
+    let mut out = repair_stale_in(journal);
+    let mut kept = entries_in(&journal.persistent_dir());
+    kept.sort_by_key(|(_, e)| std::cmp::Reverse(e.seq));
+    for (file, e) in kept {
+        match write_existing(&e.path, &e.original) {
+            Ok(()) => {
+                out.push(format!(
+                    "{} written back to {:?}",
+                    e.path.display(),
+                    e.original
+                ));
+                let _ = std::fs::remove_file(file);
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                let _ = std::fs::remove_file(file);
+            }
+            Err(err) => out.push(format!(
+                "could not write {:?} back to {}: {err}",
+                e.original,
+                e.path.display()
+            )),
+        }
+    }
+    out
 }
 
 pub fn repair_stale_in(journal: &Journal) -> Vec<String> {
@@ -530,6 +628,42 @@ mod tests {
             assert_eq!(std::fs::read_to_string(p).unwrap(), before);
             assert!(j.entries().is_empty());
         }
+    }
+
+    #[test]
+    fn persistent_changes_survive_repair_and_are_reverted() {
+        let (d, j, f) = scratch();
+        let g = d.path().join("other");
+        std::fs::write(&g, "a").unwrap();
+        let k = Knob::set_in(&j, &f, "6").unwrap();
+        k.persist(&j).unwrap();
+        let k = Knob::set_in(&j, &f, "7").unwrap();
+        k.persist(&j).unwrap();
+        // A second change left unpersisted by a killed owner: a stale entry.
+        let h = Knob::set_in(&j, &g, "b").unwrap();
+        std::mem::forget(h);
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "7");
+        assert_eq!(persistent_in(&j).len(), 2);
+        // Our own pid lives: the repair of stale entries leaves both kinds alone.
+        assert!(repair_stale_in(&j).is_empty());
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "7");
+        // Pretend the owner of the unpersisted entry died.
+        let (file, e) = j.entries().into_iter().next().unwrap();
+        std::fs::write(
+            &file,
+            Entry {
+                pid: u32::MAX - 1,
+                start: 1,
+                ..e
+            }
+            .encode(),
+        )
+        .unwrap();
+        let notes = revert_persistent_in(&j);
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "5");
+        assert_eq!(std::fs::read_to_string(&g).unwrap(), "a");
+        assert!(persistent_in(&j).is_empty() && j.entries().is_empty());
     }
 
     #[test]

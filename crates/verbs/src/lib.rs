@@ -1,7 +1,7 @@
 //! Every rtscope verb's work, one module per verb or verb family, from its resolved flags:
 //! [`cyclictest`], [`monitor`], [`import`], [`load_only`], [`capture`], [`analyze`] (with
 //! [`flight`], the view of a flight-recorder trace), [`bound`], [`bench`](mod@bench),
-//! [`taskset`], [`mbwi`], [`osnoise`], [`thread_vars`], [`campaign`], and [`stored`] for the
+//! [`taskset`], [`mbwi`], [`osnoise`], [`thread_vars`], [`campaign`], [`doctor`], and [`stored`] for the
 //! verbs that read the results store.
 //!
 //! What it owns: what each verb does between its resolved configuration and its record — which
@@ -18,6 +18,7 @@ pub mod bound;
 pub mod campaign;
 pub mod capture;
 pub mod cyclictest;
+pub mod doctor;
 pub mod flight;
 pub mod import;
 pub mod load_only;

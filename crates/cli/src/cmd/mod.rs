@@ -6,6 +6,7 @@ pub mod common;
 pub mod compare;
 pub mod cyclictest;
 pub mod db;
+pub mod doctor;
 pub mod export;
 pub mod import;
 pub mod lab;

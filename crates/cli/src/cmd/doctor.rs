@@ -1,0 +1,196 @@
+//! `rtscope doctor`: the machine's real-time settings judged, tied to a traced run's tail, fixed
+//! at run time until reverted (rtscope_verbs::doctor; docs/doctor.md). Every flag is checked here
+//! before anything is read or written.
+
+use super::common::{self, CpuList, OutArgs};
+use crate::usage;
+use anyhow::Result;
+use rtscope_verbs::doctor::{DoctorPlan, RunSource};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The measured CPUs the checks judge, e.g. 1-3 [default: the run's CPUs with --from or
+    /// --run, else the isolated CPUs, else every online CPU but the first]
+    #[arg(short = 'c', long = "cpus", value_name = "LIST")]
+    cpus: Option<CpuList>,
+    /// Measure for this long with eBPF tracing (as `measure --trace bpf`) and tie each finding to
+    /// the share of the run's p99 tail it explains: 30s, 5m (1ms ..= 30d)
+    #[arg(long, value_name = "TIME", value_parser = common::run_time(), conflicts_with = "from")]
+    run: Option<Duration>,
+    /// A stored traced run to tie the findings to (rtscope runs lists them)
+    #[arg(long, value_name = "RUN_ID")]
+    from: Option<String>,
+    /// Apply the run-time fixes of these checks (RT001 or RT001-irq-on-measured-cpu; needs
+    /// root), kept until --revert; boot parameters are printed, never applied
+    #[arg(long, value_name = "CODE", num_args = 1..)]
+    fix: Vec<String>,
+    /// Write back every value a --fix changed (and any a killed doctor left half-applied)
+    #[arg(long, conflicts_with_all = ["fix", "run", "from"])]
+    revert: bool,
+    /// The idle-state exit latency above which a state is a finding, µs (1..=10000)
+    #[arg(long, default_value_t = rtscope_analysis::doctor::DEFAULT_TARGET_US, value_name = "US",
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    target_us: u32,
+    /// The report as a self-contained HTML page
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutArgs,
+}
+
+/// The codes of `--fix` as full codes; CPUs online; root and a writable /sys for a change.
+fn check(
+    a: &Args,
+    online: &[u32],
+    root: bool,
+    read_only: &dyn Fn(&str) -> bool,
+) -> Result<Vec<String>> {
+    use rtscope_analysis::doctor::{check_code, cpu_list};
+    let mut codes = Vec::new();
+    for c in &a.fix {
+        match check_code(c) {
+            Some(full) if !codes.iter().any(|x| x == full) => codes.push(full.to_string()),
+            Some(_) => {}
+            None => {
+                return Err(usage!(
+                    "--fix: unknown check code {c:?}; the codes are RT001..RT031, RT040, RT041 (docs/doctor.md)"
+                ))
+            }
+        }
+    }
+    if let Some(cpus) = &a.cpus {
+        let off: Vec<u32> = cpus
+            .0
+            .iter()
+            .copied()
+            .filter(|c| !online.contains(c))
+            .collect();
+        if !off.is_empty() {
+            return Err(usage!(
+                "--cpus: CPU {} is not online (online: {})",
+                cpu_list(&off),
+                cpu_list(online)
+            ));
+        }
+    }
+    if !a.fix.is_empty() || a.revert {
+        let flag = if a.revert { "--revert" } else { "--fix" };
+        if !root {
+            return Err(usage!(
+                "{flag}: needs root (it writes /proc/sys and /sys): run it with sudo"
+            ));
+        }
+        for d in ["/sys", "/proc/sys"] {
+            if read_only(d) {
+                return Err(usage!(
+                    "{flag}: {d} is mounted read-only, so nothing can be changed"
+                ));
+            }
+        }
+    }
+    Ok(codes)
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let online = rtscope_sys::affinity::online_cpus()?;
+    let fix = check(&a, &online, rtscope_sys::system::is_root(), &|d| {
+        rtscope_sys::fs::space(std::path::Path::new(d)).is_ok_and(|s| s.read_only)
+    })?;
+    let lib = a.out.lib();
+    lib.validate()?;
+    let source = if let Some(d) = a.run {
+        let mut req = super::measure::defaults();
+        req.cpus = a.cpus.as_ref().map(|c| c.0.clone());
+        req.duration = Some(d);
+        req.trace = rtscope_trace::Mechanism::Bpf;
+        req.quiet = a.out.quiet;
+        req.db = a.out.store.db.db.clone();
+        req.no_store = a.out.store.no_store;
+        req.tags = a.out.store.tags.iter().cloned().collect();
+        req.cmdline = rtscope_session::record::cmdline();
+        let plan = rtscope_session::resolve::measure(&req, "doctor", None)
+            .map_err(crate::fields::usage)?;
+        RunSource::Run(Box::new(plan))
+    } else if let Some(id) = &a.from {
+        RunSource::From {
+            db: a.out.store.db.db.clone(),
+            id: id.clone(),
+        }
+    } else {
+        RunSource::None
+    };
+    Ok(rtscope_verbs::doctor::doctor(DoctorPlan {
+        cpus: a.cpus.map(|c| c.0),
+        source,
+        json: a.out.json.path.clone(),
+        html: a.html,
+        fix,
+        revert: a.revert,
+        target_us: a.target_us,
+        quiet: a.out.quiet,
+    })?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: Args,
+    }
+
+    fn args(argv: &[&str]) -> Args {
+        T::try_parse_from(std::iter::once("doctor").chain(argv.iter().copied()))
+            .unwrap()
+            .a
+    }
+
+    #[test]
+    fn bad_input_is_one_line_naming_the_flag() {
+        let rw = |_: &str| false;
+        let e = check(&args(&["--fix", "RT999"]), &[0, 1], true, &rw)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--fix: unknown check code \"RT999\"") && !e.contains('\n'),
+            "{e}"
+        );
+        let e = check(&args(&["--cpus", "1,5"]), &[0, 1], true, &rw)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "--cpus: CPU 5 is not online (online: 0-1)");
+        let e = check(&args(&["--fix", "RT009"]), &[0, 1], false, &rw)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--fix: needs root"), "{e}");
+        let e = check(&args(&["--revert"]), &[0, 1], true, &|d| d == "/sys")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--revert: /sys is mounted read-only, so nothing can be changed"
+        );
+        assert_eq!(
+            check(
+                &args(&["--fix", "RT009", "RT009-timer-migration"]),
+                &[0, 1],
+                true,
+                &rw
+            )
+            .unwrap(),
+            vec!["RT009-timer-migration".to_string()]
+        );
+        for e in [
+            check(&args(&["--fix", "RT999"]), &[0], true, &rw).unwrap_err(),
+            check(&args(&["--revert"]), &[0], false, &rw).unwrap_err(),
+        ] {
+            assert_eq!(crate::exit::report(Err(e)), crate::exit::USAGE);
+        }
+        assert!(T::try_parse_from(["doctor", "--run", "1s", "--from", "x"]).is_err());
+    }
+}

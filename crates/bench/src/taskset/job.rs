@@ -386,7 +386,7 @@ impl Prepared {
     /// rtscope's own threads never call it.
     pub fn run_watched(
         &self,
-        on_threads: &mut dyn FnMut(u32, &[(i32, String)]),
+        on_threads: &mut super::rtapp_engine::OnThreads,
     ) -> Result<TasksetResult, TasksetError> {
         match &self.rt_app {
             None => super::run(&self.plan, &self.options, &self.set),

@@ -16,6 +16,10 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// Called with rt-app's pid and each of its threads (tid, name) once they exist: where a
+/// kernel-side observer (`watch`) attaches.
+pub type OnThreads = dyn FnMut(u32, &[(i32, String)]);
+
 /// Most threads an rt-app file may create (instances summed).
 pub const MAX_THREADS: u64 = 4096;
 /// How long rt-app may take to end after a stop (SIGINT/SIGTERM to rtscope) before it is
@@ -329,7 +333,7 @@ impl Drop for Private {
 /// (the seam for the kernel's view). Returns when rt-app has ended and its logs are read.
 pub fn run(
     job: &RtAppJob,
-    on_threads: &mut dyn FnMut(u32, &[(i32, String)]),
+    on_threads: &mut OnThreads,
 ) -> Result<RtAppOutcome, EngineError> {
     let dir = Private::create()?;
     let mut tree = job.tree.clone();

@@ -72,6 +72,10 @@ struct Running {
     steal_before: Vec<(u32, u64)>,
     /// The orchestrating thread at SCHED_FIFO 1 while the run is traced.
     _prio: Option<crate::MainPriority>,
+    /// The orchestrating thread (and the readers it spawned) on the housekeeping CPUs.
+    placement: Option<crate::housekeeping::Placement>,
+    /// Freed memory is kept in the process from the window's start to the sampling's end.
+    retaining: bool,
     loads: Option<rtscope_load::RunningLoads>,
     load_reports: Vec<rtscope_model::LoadReport>,
     capture: Option<rtscope_trace::TraceSession>,
@@ -182,6 +186,9 @@ impl Running {
             }
             None => None,
         };
+        // The loads (forked above) keep every CPU; the session thread, and the capture's
+        // reader threads it spawns from here, move to the housekeeping CPUs.
+        let mut placement = crate::housekeeping::Placement::enter(&plan.config.housekeeping_cpus);
         let capture = if traced {
             Some(start_capture(plan)?)
         } else {
@@ -228,14 +235,40 @@ impl Running {
                 mirror::Mirror::new(cpu, interval_ns, &plan.config)
             })
             .collect();
+        if spec.policy == rtscope_model::Policy::Deadline {
+            // Unpinned DEADLINE threads inherit the spawning thread's CPUs.
+            placement.widen();
+        }
+        if let Some(e) = placement.error.take() {
+            eprintln!("rtscope: warning: {e}");
+        }
+        // The window starts once every thread is armed: set-up (memory locked, stacks
+        // pre-faulted, BPF maps created, buffers allocated) is over; from here until the sampling
+        // ends, freed memory stays in the process (unmapping populated pages is a preempt-off
+        // section of the kernel's, docs/bound.md) and the reduction counts.
         let t0 = Instant::now();
-        let m = Measurement::start(&spec)?;
+        let m = Measurement::start_then(&spec, || {
+            placement.narrow();
+            rtscope_sys::mem::retain_freed(true);
+            if let Some(x) = explain.as_mut() {
+                x.switch_kernel_thread_on();
+            }
+        });
+        let m = match m {
+            Ok(m) => m,
+            Err(e) => {
+                rtscope_sys::mem::retain_freed(false);
+                return Err(e.into());
+            }
+        };
         Ok(Running {
             started_wall,
             warnings,
             system0,
             steal_before,
             _prio,
+            placement: Some(placement),
+            retaining: true,
             loads,
             load_reports: Vec::new(),
             capture,
@@ -399,7 +432,17 @@ impl Running {
             }
         }
         drop(rec);
-        crate::release_free_heap();
+        // Trimming unmaps the freed pages: not from a measured CPU inside the window.
+        let measured = &plan.config.cpus;
+        if !self.retaining
+            || !plan
+                .config
+                .housekeeping_cpus
+                .iter()
+                .any(|c| measured.contains(c))
+        {
+            crate::release_free_heap();
+        }
     }
 
     /// The record of a run still going, from the mirrors (the threads' own recorders are
@@ -478,6 +521,12 @@ impl Running {
         let m = self.m.take().ok_or(SessionError::NotRunning)?;
         let joined = m.join();
         self.wall_s = self.t0.elapsed().as_secs_f64();
+        // The sampling is over: teardown may free and unmap again.
+        if self.retaining {
+            self.retaining = false;
+            rtscope_sys::mem::retain_freed(false);
+        }
+        self.placement = None;
         // The threads are gone: anything still in the rings (none unless a thread ended between
         // the last drain and `done`) was drained, since rings are drained after `done` is read.
         self.stopped_capture = self.capture.take().map(|c| c.finish());

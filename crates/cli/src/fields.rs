@@ -44,6 +44,7 @@ pub fn flag(f: Field) -> &'static str {
         Field::Preset => "--preset",
         Field::AllowUnprivileged => "--allow-unprivileged",
         Field::OutDir => "--out",
+        Field::Housekeeping => "--housekeeping",
     }
 }
 

@@ -123,7 +123,10 @@ pub struct RunSpec {
     /// QEMU's instruction counter as the guest clock: `Some(Icount::Shift(n))` charges 2^n ns
     /// per instruction, `Some(Icount::Auto)` lets QEMU adapt n to the host's speed.
     pub icount: Option<Icount>,
+    /// Host time after which the guest is killed, whatever it is doing (`--timeout`).
     pub timeout: Duration,
+    /// The limit the run sizes for itself when `--timeout` was not given ([`GuestLimit`]).
+    pub guest_limit: Option<GuestLimit>,
     /// The rtscope binary the guest runs (normally this one).
     pub rtscope: PathBuf,
     /// The verb and its flags.
@@ -157,6 +160,63 @@ pub struct RunSpec {
 
 /// Seconds between starting `alongside` and the verb (a tracer tool's set-up under TCG).
 pub const ALONGSIDE_LEAD_S: u32 = 2;
+
+/// Emulated seconds between the guest's progress lines (`RTSCOPE-LAB-PROGRESS uptime=…`).
+pub const PROGRESS_EVERY_S: u32 = 10;
+
+/// A time limit in the guest's own clock. Under TCG one emulated second costs anything from a
+/// fraction of a host second (an idle guest under icount, whose clock skips halts) to tens
+/// (every vCPU busy, one host thread for all, a loaded host): a host-time limit fitted to one
+/// case kills the other (a 20 s `--smp 2 --load cpu-cache` run outlived 240 s). So the limit is
+/// the verb's own length in emulated time, and a stall is measured against the speed the guest
+/// showed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GuestLimit {
+    /// The verb must end within this many emulated seconds of its start.
+    pub verb_s: f64,
+    /// vCPUs the verb keeps busy (the vCPUs when it runs a load, else 1): under single-threaded
+    /// TCG each busy vCPU costs its own host time per emulated second.
+    pub busy_vcpus: u32,
+    /// Host seconds the boot may take before the verb starts.
+    pub boot_s: f64,
+}
+
+impl GuestLimit {
+    /// Host seconds with no sign of progress (a new console line or progress report) after
+    /// which the guest is taken for hung: ten progress periods at the boot's speed times the
+    /// busy vCPUs, at least 5 minutes.
+    pub fn stall_s(&self, host_per_emulated_s: f64) -> f64 {
+        (10.0 * PROGRESS_EVERY_S as f64 * host_per_emulated_s * self.busy_vcpus.max(1) as f64)
+            .max(300.0)
+    }
+
+    /// The host time the verb should take at the boot's speed: its emulated length times the
+    /// host seconds per emulated second, per busy vCPU.
+    pub fn expected_host_s(&self, host_per_emulated_s: f64, verb_length_s: f64) -> f64 {
+        verb_length_s * host_per_emulated_s * self.busy_vcpus.max(1) as f64
+    }
+}
+
+/// Host seconds per emulated second from the boot: the host time until the verb started over
+/// the guest's uptime then (QEMU's start and the firmware count as boot: an over-estimate).
+pub fn boot_speed(host_s: f64, guest_uptime_s: f64) -> Option<f64> {
+    (guest_uptime_s > 0.1 && host_s > 0.0).then(|| host_s / guest_uptime_s)
+}
+
+/// The `uptime=` of a START or PROGRESS line.
+fn uptime_of(line: &str) -> Option<f64> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix("uptime="))
+        .and_then(|v| v.parse().ok())
+}
+
+/// The last progress line's guest uptime in `text`.
+fn last_progress(text: &str) -> Option<f64> {
+    text.lines()
+        .rev()
+        .find(|l| l.contains("RTSCOPE-LAB-PROGRESS"))
+        .and_then(uptime_of)
+}
 
 impl RunSpec {
     /// `tcg`, `tcg-icount` (fixed shift) or `tcg-icount-auto`: how the guest's CPU and clock
@@ -317,20 +377,29 @@ if [ -b /dev/vda ]; then
     echo "RTSCOPE-LAB-SCRATCH failed: /var/tmp stays in memory"
   fi
 fi
-{nic_up}echo "RTSCOPE-LAB-START release=$(uname -r) cpus=$(nproc)"
+{nic_up}read UP _ </proc/uptime
+echo "RTSCOPE-LAB-START release=$(uname -r) cpus=$(nproc) uptime=$UP"
 cd /out
+# The guest's clock every {every} s for the host (its time limit is in emulated time): builtins
+# only (read -t on a FIFO nobody writes as the sleep), so the ticker forks nothing while the
+# verb measures.
+mkfifo /tmp/tick
+( exec 3<>/tmp/tick; while :; do read -t {every} _ <&3; read UP _ </proc/uptime; echo "RTSCOPE-LAB-PROGRESS uptime=$UP"; done ) </dev/null &
+TICKER=$!
 # Through a pipe: the console is a terminal, and progress displays redrawn on a serial line
 # would fill the output with frames.
 set -o pipefail
 {start}/bin/rtscope {} </dev/null 2>&1 | cat
 echo "RTSCOPE-LAB-EXIT=$?"
 {nic_down}{wait}stty -F /dev/ttyS1 raw -echo 2>/dev/null
+kill $TICKER 2>/dev/null
 cd /out && tar cf /tmp/out.tar . && {{ echo "RTSCOPE-LAB-FILES $(wc -c </tmp/out.tar)"; base64 /tmp/out.tar; echo RTSCOPE-LAB-FILES-END; }} >/dev/ttyS1
 sync
 poweroff -f
 "#,
         cmd.join(" "),
         module = crate::module::GUEST_PATH,
+        every = PROGRESS_EVERY_S,
     )
 }
 
@@ -591,6 +660,12 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
     });
     let mut shown = 0usize;
     let mut started: Option<f64> = None;
+    // The guest's speed and clock: host s per emulated s from the boot, its uptime at the
+    // verb's start, the last progress report seen; the console's length and when it last grew.
+    let mut speed: Option<f64> = None;
+    let mut start_uptime: Option<f64> = None;
+    let mut progress_seen: Option<f64> = None;
+    let (mut console_len, mut last_activity) = (0usize, Instant::now());
     let status = loop {
         if let Some(s) = child
             .try_wait()
@@ -599,8 +674,32 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
             break s;
         }
         let text = clean_console(&std::fs::read(&console).unwrap_or_default());
+        if text.len() != console_len {
+            console_len = text.len();
+            last_activity = Instant::now();
+        }
         if started.is_none() && text.contains("RTSCOPE-LAB-START") {
-            started = Some(t0.elapsed().as_secs_f64());
+            let host_s = t0.elapsed().as_secs_f64();
+            started = Some(host_s);
+            start_uptime = text
+                .lines()
+                .find(|l| l.contains("RTSCOPE-LAB-START"))
+                .and_then(uptime_of);
+            speed = start_uptime.and_then(|u| boot_speed(host_s, u));
+            if let (true, Some(l), Some(r), Some(u)) =
+                (spec.live, spec.guest_limit, speed, start_uptime)
+            {
+                let verb = (l.verb_s - 180.0) / 3.0;
+                eprintln!(
+                    "lab: booted in {host_s:.0} s of host time for {u:.1} s of guest time ({r:.2} host s per emulated s); \
+                     the verb's {verb:.0} s should take about {:.0} s of host time ({} busy vCPU(s)); it is stopped past \
+                     {:.0} s of guest time or after {:.0} s without output",
+                    l.expected_host_s(r, verb),
+                    l.busy_vcpus,
+                    l.verb_s,
+                    l.stall_s(r)
+                );
+            }
             // The guest's NIC is up and its sink listening: the host starts sending.
             if let Some(Err(e)) = feed.as_mut().map(|f| f.start()) {
                 let _ = child.kill();
@@ -623,6 +722,48 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
                 "lab run: stopped by {}; QEMU killed, nothing stored",
                 rtscope_probe::signals::stop_signal_name()
             )));
+        }
+        let progress = start_uptime.zip(last_progress(&text));
+        if let Some((u0, u)) = progress.filter(|p| Some(p.1) != progress_seen) {
+            progress_seen = Some(u);
+            let emulated = u - u0;
+            let host = t0.elapsed().as_secs_f64() - started.unwrap_or(0.0);
+            if spec.live && emulated > 0.0 {
+                eprintln!(
+                    "lab: the verb has run {emulated:.0} s of guest time ({host:.0} s of host time, {:.1} host s per emulated s)",
+                    host / emulated
+                );
+            }
+            if let Some(l) = spec.guest_limit.filter(|l| emulated > l.verb_s) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(LabError::Timeout(format!(
+                    "lab run: the verb ran {emulated:.0} s of guest time, past its limit of {:.0} s (3 × its length + 3 min), and was killed; last console lines:\n{}",
+                    l.verb_s,
+                    last_lines(&text, 8)
+                )));
+            }
+        }
+        if let Some(l) = spec.guest_limit {
+            let (limit, what) = match started {
+                None => (l.boot_s, "finish booting"),
+                Some(_) => (
+                    l.stall_s(speed.unwrap_or(1.0)),
+                    "show any output or progress",
+                ),
+            };
+            let waited = match started {
+                None => t0.elapsed(),
+                Some(_) => last_activity.elapsed(),
+            };
+            if waited.as_secs_f64() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(LabError::Timeout(format!(
+                    "lab run: the guest did not {what} for {limit:.0} s of host time and was killed; last console lines:\n{}",
+                    last_lines(&text, 8)
+                )));
+            }
         }
         if t0.elapsed() > spec.timeout {
             let _ = child.kill();
@@ -728,7 +869,9 @@ fn stream_new(text: &str, shown: usize) -> usize {
         .take_while(|l| !l.contains("RTSCOPE-LAB-EXIT="))
         .collect();
     for l in lines.iter().skip(shown) {
-        println!("{l}");
+        if let Some(l) = without_progress(l) {
+            println!("{l}");
+        }
     }
     lines.len().max(shown)
 }
@@ -773,10 +916,27 @@ pub fn verb_output(text: &str) -> String {
             break;
         }
         if on {
-            v.push(l);
+            if let Some(l) = without_progress(l) {
+                v.push(l);
+            }
         }
     }
     v.join("\n")
+}
+
+/// A console line without the guest's progress report in it (the ticker's line can land in the
+/// middle of one of the verb's, both writing to the console); None when nothing else is left.
+fn without_progress(l: &str) -> Option<String> {
+    let Some(i) = l.find("RTSCOPE-LAB-PROGRESS") else {
+        return Some(l.to_string());
+    };
+    let rest = &l[i + "RTSCOPE-LAB-PROGRESS".len()..];
+    let rest = rest.trim_start();
+    let after = rest.strip_prefix("uptime=").map_or(rest, |r| {
+        r.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+    });
+    let kept = format!("{}{}", &l[..i], after);
+    (!kept.trim().is_empty()).then_some(kept)
 }
 
 /// The second serial port's contents: `RTSCOPE-LAB-FILES <bytes>`, base64 lines,
@@ -944,6 +1104,7 @@ mod tests {
             mem_mib: 1024,
             icount: Some(Icount::Auto),
             timeout: Duration::from_secs(60),
+            guest_limit: None,
             rtscope: "/nonexistent".into(),
             args: vec!["measure".into()],
             cmdline: vec!["isolcpus=1".into()],

@@ -16,6 +16,14 @@ pub struct BoundReport {
     /// numbers are then an **estimate, not a sound bound**.
     #[serde(default)]
     pub estimate: bool,
+    /// True only when the bound is sound as far as rtscope can tell: every thread term measured
+    /// per the paper and nothing lost by the capture or the in-kernel reduction (a lost event can
+    /// hide an interrupt or the end of an interval, so any maximum may be low). Records from
+    /// before this field read as false; `not_sound_because` says why, one sentence per cause.
+    #[serde(default)]
+    pub sound: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_sound_because: Vec<String>,
     /// Where the data came from: `json`, `rtsl-db`, `trace`.
     #[serde(default)]
     pub input: String,

@@ -91,6 +91,10 @@ pub struct RunConfig {
     /// inside a burst are explained.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_bursts: Option<TraceBursts>,
+    /// CPUs of rtscope's own session and trace reader threads (`--housekeeping`); empty in
+    /// records that predate the choice or of verbs without those threads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub housekeeping_cpus: Vec<u32>,
 }
 
 /// Tracing for `length_s` every `every_s`, the first burst at the start.

@@ -133,6 +133,7 @@ impl RecordV1 {
                     loads: c.loads,
                     trace: c.trace,
                     trace_bursts: None,
+                    housekeeping_cpus: Vec::new(),
                 },
                 break_sample: self.break_sample,
                 threads: self.threads,

@@ -122,6 +122,16 @@ impl Measurement {
     /// Start all threads. Returns only when every thread has been admitted and armed — or an
     /// error, in which case every thread has already been stopped and released.
     pub fn start(spec: &MeasureSpec) -> Result<Measurement, ProbeError> {
+        Measurement::start_then(spec, || {})
+    }
+
+    /// [`Measurement::start`], calling `before_go` once every thread is admitted, armed and
+    /// parked, just before they are let go: the set-up is over (memory locked, stacks
+    /// pre-faulted, buffers allocated) and no sample has been taken yet.
+    pub fn start_then(
+        spec: &MeasureSpec,
+        before_go: impl FnOnce(),
+    ) -> Result<Measurement, ProbeError> {
         let mut hyg = Hygiene::default();
         if spec.mlock {
             hygiene::mlockall()?;
@@ -228,6 +238,7 @@ impl Measurement {
             }
             return Err(e);
         }
+        before_go();
         // Common start: a few ms ahead so every thread's first expiry is in the future.
         let clk = sys::clock_raw(spec.clock);
         let start_ns = sys::now_ns(clk) + 5_000_000;

@@ -279,6 +279,7 @@ pub fn from_cyclictest(
                 loads: Vec::new(),
                 trace: "off".into(),
                 trace_bursts: None,
+                housekeeping_cpus: Vec::new(),
             },
             threads,
             overruns: 0,

@@ -295,10 +295,13 @@ pub fn capture(t: &TraceCapture) -> String {
 /// when the sliding-window bound first reached the run's maximum (the full rtsl-style text is
 /// `rtscope bound --trace FILE.rtt`).
 fn bound_lines(s: &mut String, b: &rtscope_model::bound::BoundReport) {
+    let lost = rtscope_analysis::bound::render::lost_label(b);
     let label = if b.estimate {
-        " (ESTIMATE, NOT A SOUND BOUND: no preemptirq tracepoints, thread terms = observed max non-interrupt delay)"
+        " (ESTIMATE, NOT A SOUND BOUND: no preemptirq tracepoints, thread terms = observed max non-interrupt delay)".to_string()
+    } else if let Some(l) = &lost {
+        format!(" ({l})")
     } else {
-        ""
+        String::new()
     };
     let _ = writeln!(s, "latency bound (ECRTS'20 Theorem 8){label}:");
     let ttb = rtscope_analysis::bound::events::time_to_bound(&b.series);

@@ -109,10 +109,11 @@ pub enum Field {
     Preset,
     AllowUnprivileged,
     OutDir,
+    Housekeeping,
 }
 
 impl Field {
-    pub const ALL: [Field; 37] = [
+    pub const ALL: [Field; 38] = [
         Field::Cpus,
         Field::Interval,
         Field::Distance,
@@ -150,6 +151,7 @@ impl Field {
         Field::Preset,
         Field::AllowUnprivileged,
         Field::OutDir,
+        Field::Housekeeping,
     ];
 
     /// The field's name in the request (snake case).
@@ -192,6 +194,7 @@ impl Field {
             Field::Preset => "preset",
             Field::AllowUnprivileged => "allow_unprivileged",
             Field::OutDir => "out_dir",
+            Field::Housekeeping => "housekeeping",
         }
     }
 

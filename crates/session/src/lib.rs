@@ -15,6 +15,7 @@
 //! text that belongs to `rtscope-report`.
 
 pub mod checkpoint;
+pub mod housekeeping;
 pub mod input;
 /// What a run shows while it goes: the figures (`rtscope_model::live`) and the views that draw
 /// them (`rtscope_report::live`).

@@ -66,6 +66,8 @@ pub struct MeasureRequest {
     pub tags: BTreeMap<String, String>,
     pub load: Option<Vec<rtscope_load::LoadKind>>,
     pub load_cpus: Option<Vec<u32>>,
+    /// `None`: the online CPUs not measured (all of them when every CPU is measured).
+    pub housekeeping: Option<Vec<u32>>,
     pub load_exec: Vec<String>,
     pub force: bool,
     pub load_settings: rtscope_load::LoadSettings,
@@ -118,6 +120,11 @@ pub fn measure(
         }
     }
     let cpus = input::online_cpus(Field::Cpus, f.cpus.as_deref())?;
+    let (housekeeping_cpus, housekeeping_warning) =
+        crate::housekeeping::resolve(f.housekeeping.as_deref(), &cpus)?;
+    if let Some(w) = housekeeping_warning {
+        warnings.warn(WarningCode::Other, w);
+    }
     input::field_range(Field::Interval, f.interval_us, 10, 10_000_000, " us")?;
     input::field_range(Field::Distance, f.distance_us, 0, 1_000_000, " us")?;
     let mut policy = f.policy;
@@ -340,6 +347,7 @@ pub fn measure(
             .unwrap_or_default(),
         trace: trace.name().into(),
         trace_bursts: None,
+        housekeeping_cpus,
     };
     // Whether samples are streamed is the session's decision (trace, --raw, view, checkpoints).
     let mut spec = MeasureSpec::from_config(&config, false);
@@ -468,6 +476,7 @@ pub fn request_fixture() -> MeasureRequest {
         tags: BTreeMap::new(),
         load: None,
         load_cpus: None,
+        housekeeping: None,
         load_exec: Vec::new(),
         force: false,
         load_settings: rtscope_load::LoadSettings::default(),

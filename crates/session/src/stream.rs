@@ -124,7 +124,9 @@ impl Explain {
         x.trace_file = plan.trace_file.clone();
         if plan.bound_points.is_some() {
             if rtscope_trace::preemptirq::available().is_ok() {
-                match rtscope_trace::preemptirq::Reducer::start(&plan.config.cpus) {
+                // Attached with the CPUs off: [`Explain::switch_kernel_thread_on`] starts the
+                // window once the run's set-up is over.
+                match rtscope_trace::preemptirq::Reducer::attach(&plan.config.cpus) {
                     Ok(r) => x.kernel_thread = Some(KernelThread::Bpf(Box::new(r))),
                     Err(e) => x.kernel_thread_error = Some(e),
                 }
@@ -223,6 +225,18 @@ impl Explain {
                 b.total.lost_per_cpu.values().sum(),
             )
         })
+    }
+
+    /// The sampling starts: the in-kernel thread terms from here on (the eBPF reduction was
+    /// attached with its CPUs off, so the run's set-up — maps created, buffers allocated,
+    /// threads spawned — is no part of the window).
+    pub fn switch_kernel_thread_on(&mut self) {
+        if let Some(KernelThread::Bpf(r)) = self.kernel_thread.as_mut() {
+            if let Err(e) = r.switch_on() {
+                self.kernel_thread = None;
+                self.kernel_thread_error = Some(e);
+            }
+        }
     }
 
     /// The sampling ended: the in-kernel thread terms stop here. What the run does afterwards
@@ -607,6 +621,7 @@ pub fn empty_record() -> RunRecord {
         loads: Vec::new(),
         trace: "replay".into(),
         trace_bursts: None,
+        housekeeping_cpus: Vec::new(),
     };
     crate::record::build(
         crate::record::RecordIn {
@@ -697,5 +712,81 @@ fn keep_window(
             *err = Some(e.to_string());
             *writer = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_model::event::{Event, EventKind};
+
+    /// A run whose capture lost events: its record's bound is labelled not sound in the record,
+    /// its JSON and the summary text, though every thread term was measured.
+    #[test]
+    fn a_capture_that_lost_events_gives_a_bound_labelled_not_sound() {
+        let ev = |ts_ns, kind| Event {
+            ts_ns,
+            cpu: 0,
+            kind,
+        };
+        let events = vec![
+            ev(1_000_000, EventKind::PreemptDisable),
+            ev(1_040_000, EventKind::PreemptEnable),
+            ev(2_000_000, EventKind::IrqDisable),
+            ev(2_010_000, EventKind::IrqEnable),
+        ];
+        let sample = RawSample {
+            cpu: 0,
+            tid: 1,
+            cycle: 0,
+            expected_ns: 3_000_000,
+            latency_ns: 20_000,
+        };
+        let run = |lost: u64| {
+            let mut x = Explain::offline(&[0], 10, None, Some(4), Some(0.01));
+            if let Err(e) = x.step(&[sample], &events, 5_000_000) {
+                panic!("step: {e}");
+            }
+            let mut rec = empty_record();
+            let capture = rtscope_trace::Capture {
+                cpus: vec![0],
+                start_ns: 0,
+                end_ns: 10_000_000,
+                lost_per_cpu: [(0, lost)].into(),
+                ..Default::default()
+            };
+            if let Err(e) = x.finish(Some(capture), &mut rec) {
+                panic!("finish: {e}");
+            }
+            rec
+        };
+        let clean = run(0);
+        let b = clean.measurement().and_then(|m| m.bound.clone());
+        let b = b.unwrap_or_default();
+        assert!(!b.estimate, "{:?}", b.warnings);
+        assert!(b.sound, "{:?}", b.not_sound_because);
+
+        let lossy = run(5);
+        let b = lossy.measurement().and_then(|m| m.bound.clone());
+        let b = b.unwrap_or_default();
+        assert!(!b.sound);
+        assert_eq!(
+            b.not_sound_because,
+            vec!["CPU 0: the capture lost 5 events"]
+        );
+        let json = serde_json::to_value(&lossy).unwrap_or_default();
+        let found = json.to_string();
+        assert!(
+            found.contains(r#""sound":false"#)
+                && found.contains(r#""not_sound_because":["CPU 0: the capture lost 5 events"]"#),
+            "{found}"
+        );
+        let text = rtscope_report::text::summary(&lossy);
+        assert!(
+            text.contains(
+                "latency bound (ECRTS'20 Theorem 8) (NOT A SOUND BOUND: CPU 0: the capture lost 5 events):"
+            ),
+            "{text}"
+        );
     }
 }

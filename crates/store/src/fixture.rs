@@ -188,6 +188,7 @@ pub fn record(spec: &Spec) -> RunRecord {
                 loads: spec.loads.clone(),
                 trace: "off".into(),
                 trace_bursts: None,
+                housekeeping_cpus: Vec::new(),
             },
             threads,
             stats: Stats::from_histogram(&all),

@@ -35,6 +35,35 @@ pub fn set_mmap_threshold(bytes: i32) {
     let _ = bytes;
 }
 
+/// glibc's defaults for the knobs [`retain_freed`] changes (malloc/malloc.c: `DEFAULT_MMAP_MAX`,
+/// `DEFAULT_TRIM_THRESHOLD`).
+const GLIBC_MMAP_MAX: i32 = 65_536;
+const GLIBC_TRIM_THRESHOLD: i32 = 128 * 1024;
+
+/// Keep every freed byte in the process (`true`) or give large frees back again (`false`).
+///
+/// Retained: M_MMAP_MAX 0 (no allocation gets a mapping of its own, so no free unmaps one) and
+/// M_TRIM_THRESHOLD at its maximum (the heap's top and the threads' arenas are never shrunk).
+/// Unmapping populated memory runs `zap_pte_range()` under the page table's lock, i.e. with
+/// preemption disabled on a non-RT kernel for up to 512 pages: the longest preempt-off section
+/// of an idle stock kernel is then the measuring tool's own free. Released: glibc's defaults
+/// for both. Neither moves what is already allocated.
+pub fn retain_freed(retain: bool) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes the allocator's tunables.
+    unsafe {
+        if retain {
+            libc::mallopt(libc::M_MMAP_MAX, 0);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+        } else {
+            libc::mallopt(libc::M_MMAP_MAX, GLIBC_MMAP_MAX);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, GLIBC_TRIM_THRESHOLD);
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = (retain, GLIBC_MMAP_MAX, GLIBC_TRIM_THRESHOLD);
+}
+
 /// The page size in bytes.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.

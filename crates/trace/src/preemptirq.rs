@@ -373,6 +373,16 @@ impl Reducer {
     /// Load and attach the programs, then switch the CPUs on (all programs are in place before
     /// any CPU counts). Needs root and [`available`].
     pub fn start(cpus: &[u32]) -> Result<Reducer, String> {
+        let mut r = Reducer::attach(cpus)?;
+        r.switch_on()?;
+        Ok(r)
+    }
+
+    /// Load and attach the programs with every CPU off: nothing is measured until
+    /// [`Reducer::switch_on`]. The loading (the kernel's BTF read, maps created, programs
+    /// verified) is set-up that allocates and frees megabytes; a caller that must not perturb
+    /// the window it measures does it first.
+    pub fn attach(cpus: &[u32]) -> Result<Reducer, String> {
         available()?;
         let possible = libbpf_rs::num_possible_cpus()
             .unwrap_or(MAX_CPUS)
@@ -403,13 +413,6 @@ impl Reducer {
         l.skel
             .attach()
             .map_err(|e| format!("bpf attach of the preemptirq programs failed: {e}"))?;
-        for &c in cpus {
-            l.skel
-                .maps
-                .traced
-                .update(&c.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
-                .map_err(|e| format!("bpf: switching CPU {c} on failed: {e}"))?;
-        }
         Ok(Reducer {
             l,
             cpus: cpus.to_vec(),
@@ -417,6 +420,22 @@ impl Reducer {
             started: Instant::now(),
             started_ns: crate::sys::monotonic_ns(),
         })
+    }
+
+    /// Switch the CPUs on (every program is already attached, so no CPU sees a disable whose
+    /// enable program is missing); the run's clock starts here.
+    pub fn switch_on(&mut self) -> Result<(), String> {
+        for &c in &self.cpus {
+            self.l
+                .skel
+                .maps
+                .traced
+                .update(&c.to_ne_bytes(), &1u32.to_ne_bytes(), MapFlags::ANY)
+                .map_err(|e| format!("bpf: switching CPU {c} on failed: {e}"))?;
+        }
+        self.started = Instant::now();
+        self.started_ns = crate::sys::monotonic_ns();
+        Ok(())
     }
 
     /// Per measured CPU, the maxima and counters so far (each CPU's `lost_events` includes the

@@ -347,6 +347,7 @@ fn measurement(
             loads: Vec::new(),
             trace: "timerlat".into(),
             trace_bursts: None,
+            housekeeping_cpus: Vec::new(),
         },
         break_sample: None,
         stats: Stats::from_histogram(&merged),

@@ -323,7 +323,11 @@ pub fn trace_input(
                     .into(),
         });
     }
-    Ok(BoundInput { cpus, warnings })
+    Ok(BoundInput {
+        cpus,
+        warnings,
+        lost_events: BTreeMap::new(),
+    })
 }
 
 /// Pure: the analysis input of one traced run, as `rtscope bound --trace` and `rtscope measure
@@ -359,6 +363,11 @@ pub fn traced_run_input(
         ));
     }
     input.warnings.extend(lost_warnings(lost_per_cpu));
+    input.lost_events = lost_per_cpu
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(&c, &n)| (c, n))
+        .collect();
     let series = match series_points {
         Some(n) if events.iter().any(|e| is_preemptirq(&e.kind)) => {
             time_series_replay(events, &inside, assume_thread_ns, n, opts)

@@ -23,6 +23,7 @@ use rtscope_model::bound::{
     SourceSummary, ThreadVars, BOUND_SCHEMA_VERSION,
 };
 pub use source::{InterruptSource, Normalisation, RawInstance, SourceKind};
+use std::collections::BTreeMap;
 
 /// What the six characterizations of §5 need from one interrupt source: its observed
 /// statistics and its worst-case arrival curves over half-open windows `[t, t+Δ)`. The one
@@ -191,6 +192,9 @@ pub struct CpuInput {
 pub struct BoundInput {
     pub cpus: Vec<CpuInput>,
     pub warnings: Vec<String>,
+    /// Events the input's capture lost, per CPU (only CPUs that lost any): the bound is then
+    /// not sound.
+    pub lost_events: BTreeMap<u32, u64>,
 }
 
 impl CpuInput {
@@ -244,6 +248,7 @@ pub fn from_raw(cpus: Vec<RawCpu>, mut warnings: Vec<String>) -> Result<BoundInp
     Ok(BoundInput {
         cpus: out,
         warnings,
+        lost_events: BTreeMap::new(),
     })
 }
 
@@ -568,7 +573,30 @@ pub fn analyze_sources<S: Interference>(
 /// The whole report. `input` names the kind of input (`json`, `rtsl-db`, `trace`).
 pub fn analyze(input: &BoundInput, opts: &Options, input_kind: &str) -> BoundReport {
     let cpus: Vec<CpuBound> = input.cpus.iter().map(|c| analyze_cpu(c, opts)).collect();
-    report_from(cpus, input.warnings.clone(), opts, input_kind)
+    let mut r = report_from(cpus, input.warnings.clone(), opts, input_kind);
+    label_losses(&mut r, &input.lost_events, &BTreeMap::new());
+    r
+}
+
+/// Marks `r` not sound for every event lost: by the capture (`capture`: interrupts or switches
+/// may be missing) or by the in-kernel preemptirq reduction (`reduction`: an interval may have
+/// been cut or never seen). Any loss at all, however small: a maximum is only as good as the
+/// events it saw.
+pub fn label_losses(
+    r: &mut BoundReport,
+    capture: &BTreeMap<u32, u64>,
+    reduction: &BTreeMap<u32, u64>,
+) {
+    for (cpu, n) in capture.iter().filter(|(_, n)| **n > 0) {
+        r.not_sound_because
+            .push(format!("CPU {cpu}: the capture lost {n} events"));
+    }
+    for (cpu, n) in reduction.iter().filter(|(_, n)| **n > 0) {
+        r.not_sound_because.push(format!(
+            "CPU {cpu}: the in-kernel preemptirq reduction lost {n} events"
+        ));
+    }
+    r.sound = r.not_sound_because.is_empty();
 }
 
 /// Assembles a report from analysed CPUs, labelling it an estimate when any CPU's thread terms
@@ -591,6 +619,12 @@ pub(crate) fn report_from(
         schema_version: BOUND_SCHEMA_VERSION,
         cpus,
         estimate,
+        sound: !estimate,
+        not_sound_because: if estimate {
+            vec!["thread terms estimated (no preemptirq tracepoints)".to_string()]
+        } else {
+            Vec::new()
+        },
         input: input_kind.to_string(),
         cap_ns: opts.cap_ns,
         warnings,

@@ -686,6 +686,13 @@ impl OnlineBound {
         let cpus = self.analyze_cpus(opts, &mut warnings);
         warnings.extend(events::lost_warnings(&self.lost));
         let mut r = super::report_from(cpus, warnings, opts, "trace");
+        let reduction: BTreeMap<u32, u64> = self
+            .kernel_thread
+            .iter()
+            .filter(|(_, (m, _))| m.preemptirq_events > 0)
+            .map(|(&c, (_, lost))| (c, *lost))
+            .collect();
+        super::label_losses(&mut r, &self.lost, &reduction);
         r.online_summary = Some(self.info());
         r.series = self.series();
         r

@@ -1031,6 +1031,11 @@ fn kernel_measured_thread_terms_replace_the_estimate() {
         .warnings
         .iter()
         .any(|w| w.contains("CPU 0") && w.contains("missed 3 events") && w.contains("not sound")));
+    assert!(!r.sound, "a reduction that lost events is never sound");
+    assert_eq!(
+        r.not_sound_because,
+        vec!["CPU 0: the in-kernel preemptirq reduction lost 3 events".to_string()]
+    );
     // A reading with no events leaves the stream's (here: the fallback) in place.
     ob.set_kernel_thread(
         0,

@@ -9,6 +9,18 @@ use std::fmt::Write;
 
 const ESTIMATE: &str = "ESTIMATE, NOT A SOUND BOUND";
 
+/// "NOT A SOUND BOUND: …" when the report is not sound for a reason other than estimated
+/// thread terms (which have their own label): lost events, one clause per CPU and cause.
+pub fn lost_label(r: &BoundReport) -> Option<String> {
+    let because: Vec<&str> = r
+        .not_sound_because
+        .iter()
+        .map(String::as_str)
+        .filter(|w| w.contains(" lost "))
+        .collect();
+    (!r.sound && !because.is_empty()).then(|| format!("NOT A SOUND BOUND: {}", because.join("; ")))
+}
+
 pub fn text(r: &BoundReport) -> String {
     let mut o = String::new();
     if r.estimate {
@@ -16,6 +28,9 @@ pub fn text(r: &BoundReport) -> String {
             o,
             "*** {ESTIMATE}: thread terms were not measured with preemptirq tracepoints ***"
         );
+    }
+    if let Some(l) = lost_label(r) {
+        let _ = writeln!(o, "*** {l} ***");
     }
     for w in &r.warnings {
         let _ = writeln!(o, "warning: {w}");

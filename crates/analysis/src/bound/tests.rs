@@ -383,6 +383,7 @@ fn fixture_example_a_end_to_end_and_schema() {
         &BoundInput {
             cpus: vec![cpu],
             warnings: vec![],
+            lost_events: Default::default(),
         },
         &Options {
             cap_ns: 150,
@@ -462,4 +463,54 @@ fn irq_entry_exit_is_added_to_every_irq_instance() {
     );
     assert_eq!(r0.bounds.single_of_each.latency_ns, Some(23));
     assert_eq!(r0.bounds.sliding_window.latency_ns, Some(28));
+}
+
+/// A loss injected into a measured input: the same numbers, labelled not sound in the data,
+/// the JSON and the text; without it, sound.
+#[test]
+fn any_lost_event_makes_the_bound_not_sound() {
+    let cpu = CpuInput {
+        cpu: 0,
+        thread: ThreadVars {
+            poid_ns: 40,
+            paie_ns: 10,
+            psd_ns: 20,
+            dst_ns: 30,
+        },
+        thread_estimated: false,
+        irq_entry_exit_ns: 0,
+        observed_max_latency_ns: Some(50),
+        sources: Vec::new(),
+    };
+    let clean = BoundInput {
+        cpus: vec![cpu.clone()],
+        warnings: vec![],
+        lost_events: Default::default(),
+    };
+    let r = analyze(&clean, &Options::default(), "json");
+    assert!(r.sound && r.not_sound_because.is_empty());
+    assert!(!crate::bound::render::text(&r).contains("NOT A SOUND"));
+
+    let lossy = BoundInput {
+        lost_events: [(0, 1)].into(),
+        ..clean
+    };
+    let l = analyze(&lossy, &Options::default(), "json");
+    assert_eq!(l.cpus, r.cpus, "a loss changes the label, not the numbers");
+    assert!(!l.sound);
+    assert_eq!(
+        l.not_sound_because,
+        vec!["CPU 0: the capture lost 1 events"]
+    );
+    let json = serde_json::to_value(&l).unwrap_or_default();
+    assert_eq!(json["sound"], serde_json::json!(false));
+    assert_eq!(
+        json["not_sound_because"][0],
+        serde_json::json!("CPU 0: the capture lost 1 events")
+    );
+    let text = crate::bound::render::text(&l);
+    assert!(
+        text.starts_with("*** NOT A SOUND BOUND: CPU 0: the capture lost 1 events ***"),
+        "{text}"
+    );
 }

@@ -86,7 +86,9 @@ struct RunArgs {
     /// (docs/lab.md); tagged emulated=tcg
     #[arg(long)]
     multi_thread: bool,
-    /// Kill the guest after this long [default: 3 × the verb's -D plus 3 min; for `taskset sweep`, -D × its runs]
+    /// Kill the guest after this long in host time [default: a limit in the guest's own time —
+    /// 3 × the verb's -D plus 3 min of emulated time (for `taskset sweep`, -D × its runs), 10 min
+    /// to boot, and a stall limit sized from the boot's emulation speed]
     #[arg(long, value_name = "DURATION")]
     timeout: Option<String>,
     /// Extra kernel command-line word (repeatable), e.g. isolcpus=1
@@ -320,6 +322,22 @@ fn verb_length_s(args: &[String]) -> Option<f64> {
     Some(runs * verb_duration_s(args).unwrap_or(10.0))
 }
 
+/// Whether the verb runs a background load other than `idle` (`--load KIND`).
+fn verb_has_load(args: &[String]) -> bool {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let v = if a == "--load" {
+            it.next().map(String::as_str)
+        } else {
+            a.strip_prefix("--load=")
+        };
+        if v.is_some_and(|v| v != "idle") {
+            return true;
+        }
+    }
+    false
+}
+
 /// The verb's own `-D/--duration`.
 fn verb_duration_s(args: &[String]) -> Option<f64> {
     let mut it = args.iter();
@@ -350,9 +368,26 @@ fn run_verb(r: RunArgs) -> Result<()> {
         .map(rtscope_lab::nic::NicLoad::parse)
         .transpose()
         .map_err(lab_err)?;
-    let timeout = match &r.timeout {
-        Some(t) => common::parse_duration_in("--timeout", t, 10.0, 7.0 * 86400.0)?,
-        None => 3.0 * verb_length_s(&r.verb).unwrap_or(60.0) + 180.0,
+    // Without --timeout the limit is in the guest's own time (guest::GuestLimit): the host
+    // cost of an emulated second varies by orders of magnitude with icount, busy vCPUs and the
+    // host's load; a hard host limit of a week stays as the last resort.
+    let (timeout, guest_limit) = match &r.timeout {
+        Some(t) => (
+            common::parse_duration_in("--timeout", t, 10.0, 7.0 * 86400.0)?,
+            None,
+        ),
+        None => (
+            7.0 * 86400.0,
+            Some(guest::GuestLimit {
+                verb_s: 3.0 * verb_length_s(&r.verb).unwrap_or(60.0) + 180.0,
+                busy_vcpus: if !r.multi_thread && verb_has_load(&r.verb) {
+                    r.smp
+                } else {
+                    1
+                },
+                boot_s: 600.0,
+            }),
+        ),
     };
     let k = kernel::find(&rtscope_lab::cache_dir(), &r.kernel).map_err(lab_err)?;
     let preempt = r
@@ -374,6 +409,7 @@ fn run_verb(r: RunArgs) -> Result<()> {
             .transpose()
             .map_err(lab_err)?,
         timeout: std::time::Duration::from_secs_f64(timeout),
+        guest_limit,
         rtscope: std::env::current_exe()?,
         args: r.verb.clone(),
         cmdline: r.cmdline.clone(),

@@ -216,6 +216,10 @@ pub struct MeasureFlags {
     /// CPUs the load may use [default: all online]
     #[arg(long, value_name = "LIST")]
     pub load_cpus: Option<CpuList>,
+    /// CPUs for rtscope's own session and trace reader threads [default: the online CPUs not
+    /// measured; when every CPU is measured, all of them, with a warning]
+    #[arg(long, value_name = "LIST")]
+    pub housekeeping: Option<CpuList>,
     /// Command for `--load exec` (repeat for each argument: --load-exec stress-ng --load-exec --cpu …)
     #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
     pub load_exec: Vec<String>,
@@ -310,6 +314,7 @@ impl MeasureFlags {
             tags: store.tags.iter().cloned().collect(),
             load: f.load.map(|k| k.0),
             load_cpus: f.load_cpus.map(|c| c.0),
+            housekeeping: f.housekeeping.map(|c| c.0),
             load_exec: f.load_exec,
             force: f.force,
             load_settings: f.load_flags.settings(),

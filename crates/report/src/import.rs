@@ -287,6 +287,8 @@ pub fn from_cyclictest(
             attribution: None,
             bound: None,
             timerlat: None,
+            tail: None,
+            stable: None,
         })),
     })
 }

@@ -196,6 +196,8 @@ pub fn record(spec: &Spec) -> RunRecord {
             attribution,
             bound,
             timerlat: None,
+            tail: None,
+            stable: None,
         })),
     }
 }

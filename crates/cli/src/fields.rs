@@ -44,6 +44,10 @@ pub fn flag(f: Field) -> &'static str {
         Field::Preset => "--preset",
         Field::AllowUnprivileged => "--allow-unprivileged",
         Field::OutDir => "--out",
+        Field::UntilStable => "--until-stable",
+        Field::StableTolerance => "--stable-tolerance",
+        Field::StableWindow => "--stable-window",
+        Field::MaxDuration => "--max-duration",
     }
 }
 

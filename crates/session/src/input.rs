@@ -109,10 +109,14 @@ pub enum Field {
     Preset,
     AllowUnprivileged,
     OutDir,
+    UntilStable,
+    StableTolerance,
+    StableWindow,
+    MaxDuration,
 }
 
 impl Field {
-    pub const ALL: [Field; 37] = [
+    pub const ALL: [Field; 41] = [
         Field::Cpus,
         Field::Interval,
         Field::Distance,
@@ -150,6 +154,10 @@ impl Field {
         Field::Preset,
         Field::AllowUnprivileged,
         Field::OutDir,
+        Field::UntilStable,
+        Field::StableTolerance,
+        Field::StableWindow,
+        Field::MaxDuration,
     ];
 
     /// The field's name in the request (snake case).
@@ -192,6 +200,10 @@ impl Field {
             Field::Preset => "preset",
             Field::AllowUnprivileged => "allow_unprivileged",
             Field::OutDir => "out_dir",
+            Field::UntilStable => "until_stable",
+            Field::StableTolerance => "stable_tolerance",
+            Field::StableWindow => "stable_window",
+            Field::MaxDuration => "max_duration",
         }
     }
 

@@ -321,7 +321,12 @@ pub fn run_maxima(cpus: &[TailInput]) -> Option<(Vec<u64>, u64)> {
 
 /// The tail report of a run from its CPUs' inputs: one fit per CPU, and the run's.
 pub fn report(cpus: &[TailInput]) -> TailReport {
-    let fits: Vec<TailFit> = cpus.iter().map(fit).collect();
+    assemble(cpus, cpus.iter().map(fit).collect())
+}
+
+/// The tail report from the CPUs' inputs and their fits (made elsewhere, e.g. in parallel):
+/// adds the run's fit.
+pub fn assemble(cpus: &[TailInput], fits: Vec<TailFit>) -> TailReport {
     let run = run_maxima(cpus).map(|(maxima, block_samples)| {
         let bound_ns = if cpus.iter().all(|c| c.bound_ns.is_some()) {
             cpus.iter().filter_map(|c| c.bound_ns).max()
@@ -421,7 +426,7 @@ pub fn check_words(c: rtscope_model::tail::TailCheckCode) -> &'static str {
 }
 
 /// Whether two runs' maxima differ beyond what their tail models explain.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct MaxComparison {
     pub base_max_ns: u64,
     pub cand_max_ns: u64,
@@ -491,5 +496,13 @@ pub fn compare_maxima(
         p_lower_under_higher: p_lower,
         beyond: p_higher < 0.025 || p_lower < 0.025,
         reliable: base.reliable && cand.reliable,
+    })
+}
+
+/// The fit that speaks for a whole run: the run's own, or its one CPU's.
+pub fn run_fit(r: &TailReport) -> Option<&TailFit> {
+    r.run.as_ref().or(match r.cpus.as_slice() {
+        [one] => Some(one),
+        _ => None,
     })
 }

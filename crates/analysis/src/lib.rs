@@ -9,3 +9,4 @@ pub mod doctor;
 pub mod interrupts;
 pub mod mbwi;
 pub mod sched;
+pub mod tail;

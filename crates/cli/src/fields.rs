@@ -45,6 +45,10 @@ pub fn flag(f: Field) -> &'static str {
         Field::AllowUnprivileged => "--allow-unprivileged",
         Field::OutDir => "--out",
         Field::Housekeeping => "--housekeeping",
+        Field::UntilStable => "--until-stable",
+        Field::StableTolerance => "--stable-tolerance",
+        Field::StableWindow => "--stable-window",
+        Field::MaxDuration => "--max-duration",
     }
 }
 

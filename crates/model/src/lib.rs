@@ -27,6 +27,7 @@ pub mod size;
 pub mod slack;
 pub mod stats;
 pub mod system;
+pub mod tail;
 pub mod taskset;
 pub mod thread_vars;
 pub mod timerlat;

@@ -141,6 +141,13 @@ pub struct Measurement {
     /// (the thread side is also `threads`, as every measurement's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timerlat: Option<crate::timerlat::TimerlatResult>,
+    /// The tail model (EVT on block maxima, docs/tail.md): absent when the samples were not
+    /// streamed to the session (an unstored, untraced, quiet run) or the record predates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<crate::tail::TailReport>,
+    /// `--until-stable`: what ended the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stable: Option<crate::tail::StableEnd>,
 }
 
 /// What `rtscope trace record` captured (the events themselves are in the record's

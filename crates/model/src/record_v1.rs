@@ -143,6 +143,8 @@ impl RecordV1 {
                 attribution: self.attribution,
                 bound: self.bound,
                 timerlat: None,
+                tail: None,
+                stable: None,
             })),
         };
         Ok(RunRecord {

@@ -48,6 +48,12 @@ pub enum WarningCode {
     /// overflows, recursion misses, ring-buffer drops): the terms may be low. The figures are
     /// in `hygiene.thread_terms`.
     ThreadTermsLost,
+    /// Too few block maxima for the tail model: no tail numbers (the message says how many
+    /// the fit needs).
+    TailFewMaxima,
+    /// A check of the tail model's assumptions failed (dependent or non-stationary maxima, or a
+    /// poor fit): its numbers are labelled unreliable.
+    TailUnreliable,
     /// Anything else, and legacy warnings whose wording is not recognised.
     #[serde(other)]
     Other,
@@ -72,6 +78,8 @@ impl WarningCode {
             WarningCode::System => "system",
             WarningCode::Unavailable => "unavailable",
             WarningCode::ThreadTermsLost => "thread_terms_lost",
+            WarningCode::TailFewMaxima => "tail_few_maxima",
+            WarningCode::TailUnreliable => "tail_unreliable",
             WarningCode::Other => "other",
         }
     }

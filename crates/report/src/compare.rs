@@ -29,6 +29,9 @@ pub struct PairOut {
     pub candidate: String,
     pub comparison: cmp::PairComparison,
     pub regression: Option<String>,
+    /// The maxima through the runs' tail models (docs/tail.md), where both runs have one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tail_maxima: Option<rtscope_analysis::tail::MaxComparison>,
 }
 
 pub const CAVEAT: &str = "samples within a run are autocorrelated (a host stall hits consecutive samples): p-values assume independence and overstate certainty; repeat runs to be sure";
@@ -142,6 +145,9 @@ pub fn render(o: &Out) -> String {
                 ));
             }
         }
+        if let Some(t) = &p.tail_maxima {
+            out.push_str(&format!("  - {}\n", tail_maxima_words(t)));
+        }
         if let Some(r) = &p.regression {
             out.push_str(&format!("  ! REGRESSION: {r}\n"));
         }
@@ -151,4 +157,23 @@ pub fn render(o: &Out) -> String {
     }
     out.push_str(&format!("\nnote: {CAVEAT}\n"));
     out
+}
+
+/// The maxima's difference through the tail models, in words.
+fn tail_maxima_words(t: &rtscope_analysis::tail::MaxComparison) -> String {
+    let verdict = if t.base_max_ns == t.cand_max_ns {
+        "the maxima are equal".to_string()
+    } else if t.beyond {
+        "the maxima differ beyond what the runs' tail models explain".to_string()
+    } else {
+        "the maxima differ within what the runs' tail models explain".to_string()
+    };
+    format!(
+        "tail models: {verdict} (max {:.1} vs {:.1} µs; the higher max under the lower run's model p = {:.2e}, the lower under the higher's p = {:.2e}){}",
+        t.base_max_ns as f64 / 1e3,
+        t.cand_max_ns as f64 / 1e3,
+        t.p_higher_under_lower,
+        t.p_lower_under_higher,
+        if t.reliable { "" } else { " — UNRELIABLE: a fit failed its checks" }
+    )
 }

@@ -433,6 +433,19 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
             body.push_str(&figure_html(&f));
             figs.push(f);
         }
+        if let Some(m) = r.measurement() {
+            let tail = [
+                crate::tail::ccdf_figure(&format!("tail-ccdf-{i}"), m),
+                crate::tail::return_level_figure(&format!("tail-return-{i}"), m),
+            ];
+            if tail.iter().any(Option::is_some) {
+                body.push_str("<h3>Tail model</h3>");
+            }
+            for f in tail.into_iter().flatten() {
+                body.push_str(&figure_html(&f));
+                figs.push(f);
+            }
+        }
         body.push_str("</section>");
     }
 

@@ -288,6 +288,8 @@ pub fn from_cyclictest(
             attribution: None,
             bound: None,
             timerlat: None,
+            tail: None,
+            stable: None,
         })),
     })
 }

@@ -22,6 +22,7 @@ pub mod raw_csv;
 pub mod stored;
 pub mod svg;
 pub mod table;
+pub mod tail;
 pub mod taskset;
 pub mod text;
 pub mod thread_vars;

@@ -145,6 +145,9 @@ pub fn summary(rec: &RunRecord) -> String {
         if let Some(b) = &m.bound {
             bound_lines(&mut s, b);
         }
+        if let Some(t) = &m.tail {
+            crate::tail::summary_lines(&mut s, t);
+        }
     }
     for w in &rec.warnings {
         let _ = writeln!(s, "warning [{}]: {}", w.code.as_str(), w.message);

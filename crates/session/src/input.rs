@@ -110,10 +110,14 @@ pub enum Field {
     AllowUnprivileged,
     OutDir,
     Housekeeping,
+    UntilStable,
+    StableTolerance,
+    StableWindow,
+    MaxDuration,
 }
 
 impl Field {
-    pub const ALL: [Field; 38] = [
+    pub const ALL: [Field; 42] = [
         Field::Cpus,
         Field::Interval,
         Field::Distance,
@@ -152,6 +156,10 @@ impl Field {
         Field::AllowUnprivileged,
         Field::OutDir,
         Field::Housekeeping,
+        Field::UntilStable,
+        Field::StableTolerance,
+        Field::StableWindow,
+        Field::MaxDuration,
     ];
 
     /// The field's name in the request (snake case).
@@ -195,6 +203,10 @@ impl Field {
             Field::AllowUnprivileged => "allow_unprivileged",
             Field::OutDir => "out_dir",
             Field::Housekeeping => "housekeeping",
+            Field::UntilStable => "until_stable",
+            Field::StableTolerance => "stable_tolerance",
+            Field::StableWindow => "stable_window",
+            Field::MaxDuration => "max_duration",
         }
     }
 

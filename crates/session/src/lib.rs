@@ -34,6 +34,7 @@ pub mod schedule;
 /// The one signal module (it lives in `probe`, the lowest crate that runs work).
 pub use rtscope_probe::signals;
 pub mod stream;
+pub mod tail;
 pub mod thread_vars;
 pub mod tool;
 pub mod work;
@@ -115,6 +116,8 @@ pub struct Plan {
     pub outputs: Outputs,
     /// Warnings found while resolving (they go into the record).
     pub warnings: Vec<rtscope_model::Warning>,
+    /// `--until-stable`.
+    pub until_stable: Option<resolve::UntilStable>,
 }
 
 /// What a run produced.

@@ -95,6 +95,8 @@ struct Running {
     batch: Vec<RawSample>,
     explained_batch: Vec<RawSample>,
     events: Vec<rtscope_model::event::Event>,
+    /// `--until-stable`.
+    stable: Option<crate::tail::UntilStable>,
 }
 
 fn failed(e: SessionError) -> VerbError {
@@ -163,6 +165,11 @@ impl Tool for MeasureTool<'_> {
         let r = running(&mut self.run)?;
         let mut rec = r.final_record(plan).map_err(failed)?;
         r.finish_streams(plan, &mut rec).map_err(failed)?;
+        crate::tail::attach(&r.mirrors, &mut rec);
+        let wall_s = rec.wall_duration_s;
+        if let (Some(u), Some(m)) = (r.stable.as_ref(), rec.measurement_mut()) {
+            m.stable = Some(u.end(wall_s));
+        }
         Ok(Some(rec))
     }
 
@@ -242,7 +249,11 @@ impl Running {
             .and_then(|s| s.checkpoint.map(|every| (s.db.clone(), every)))
             .map(|(db, every)| checkpoint::Checkpointer::new(db, every));
         let mut spec = plan.spec.clone();
-        spec.stream = traced || raw_csv.is_some() || view.wants_samples() || checkpointer.is_some();
+        spec.stream = traced
+            || raw_csv.is_some()
+            || view.wants_samples()
+            || checkpointer.is_some()
+            || plan.until_stable.is_some();
         let mirrors = spec
             .cpus
             .iter()
@@ -301,6 +312,7 @@ impl Running {
             batch: Vec::new(),
             explained_batch: Vec::new(),
             events: Vec::new(),
+            stable: plan.until_stable.map(crate::tail::UntilStable::new),
         })
     }
 
@@ -325,6 +337,14 @@ impl Running {
         view.update(&snap);
         if signals::take_snapshot_request() {
             eprint!("{}", crate::live::snapshot_text(&snap));
+        }
+        if let Some(u) = self.stable.as_mut() {
+            let bound = self.explain.as_ref().and_then(|x| x.bound_latest());
+            if u.step(elapsed.as_secs_f64(), &self.mirrors, bound) && !done {
+                if let Some(m) = self.m.as_ref() {
+                    m.request_stop();
+                }
+            }
         }
         let cp_due = self.checkpointer.as_ref().is_some_and(|cp| cp.due(elapsed)) && !done;
         let view_due = view.interim_due(elapsed) && !done;
@@ -493,6 +513,7 @@ impl Running {
         if let Some(x) = self.explain.as_ref() {
             x.fill_interim(&mut rec);
         }
+        crate::tail::attach(&self.mirrors, &mut rec);
         rec
     }
 

@@ -15,6 +15,8 @@ pub struct Mirror {
     pub min_ns: u64,
     pub max_ns: u64,
     pub sum_ns: u128,
+    /// The tail model's block maxima (bounded reservoir, docs/tail.md).
+    pub tail: rtscope_analysis::tail::BlockMaxima,
 }
 
 impl Mirror {
@@ -55,6 +57,10 @@ impl Mirror {
             min_ns: u64::MAX,
             max_ns: 0,
             sum_ns: 0,
+            tail: rtscope_analysis::tail::BlockMaxima::new(
+                rtscope_analysis::tail::first_block_samples(interval_ns),
+                rtscope_analysis::tail::RESERVOIR_CAPACITY,
+            ),
         }
     }
 
@@ -74,6 +80,7 @@ impl Mirror {
         self.min_ns = self.min_ns.min(s.latency_ns);
         self.max_ns = self.max_ns.max(s.latency_ns);
         self.sum_ns += s.latency_ns as u128;
+        self.tail.push(s.latency_ns);
     }
 
     pub fn samples(&self) -> u64 {

@@ -145,6 +145,8 @@ pub fn build(r: RecordIn<'_>, threads: &[ThreadIn<'_>]) -> RunRecord {
             attribution: None,
             bound: None,
             timerlat: None,
+            tail: None,
+            stable: None,
         })),
     }
 }

@@ -85,6 +85,9 @@ pub struct MeasureRequest {
     pub cmdline: Vec<String>,
     /// How the caller names each field: the warnings of the plan refer to fields through it.
     pub field_names: fn(Field) -> &'static str,
+    /// `--until-stable`: end the run when the tail model (and the bound, where measured)
+    /// stopped moving (docs/tail.md).
+    pub until_stable: Option<UntilStableRequest>,
 }
 
 impl From<rtscope_load::LoadError> for VerbError {
@@ -95,6 +98,23 @@ impl From<rtscope_load::LoadError> for VerbError {
             VerbError::failed(e)
         }
     }
+}
+
+/// `--until-stable` as given: `--stable-tolerance`, `--stable-window`, `--max-duration`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UntilStableRequest {
+    /// `--until-stable` itself (false: only `--max-duration` was given, which is refused).
+    pub enabled: bool,
+    pub tolerance: f64,
+    pub window: Duration,
+    pub max_duration: Option<Duration>,
+}
+
+/// `--until-stable` resolved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UntilStable {
+    pub tolerance: f64,
+    pub window_s: f64,
 }
 
 /// Resolve `f` for `verb`; without a duration or loops the run lasts `default_duration` (None:
@@ -204,6 +224,42 @@ pub fn measure(
     if let Some(l) = f.loops {
         input::field_range(Field::Loops, l, 1, u64::MAX / 2, "")?;
     }
+    let until_stable = match &f.until_stable {
+        Some(u) if !u.enabled => {
+            return Err(bad!(
+                "{}: only with {}",
+                Field::MaxDuration,
+                Field::UntilStable
+            ))
+        }
+        Some(u) => {
+            if !(u.tolerance > 0.0 && u.tolerance < 1.0) {
+                return Err(VerbError::Field {
+                    field: Field::StableTolerance,
+                    msg: format!("{} is out of range (0 < x < 1, a fraction)", u.tolerance),
+                });
+            }
+            let w = u.window.as_secs_f64();
+            input::field_range(Field::StableWindow, w, 1.0, 7.0 * 86_400.0, " s")?;
+            if let Some(m) = u.max_duration {
+                let m = m.as_secs_f64();
+                duration_s = Some(duration_s.map_or(m, |d| d.min(m)));
+            }
+            if duration_s.is_none() && f.loops.is_none() {
+                return Err(bad!(
+                    "{}: the run has no end without {} (or {})",
+                    Field::UntilStable,
+                    Field::MaxDuration,
+                    Field::Duration
+                ));
+            }
+            Some(UntilStable {
+                tolerance: u.tolerance,
+                window_s: w,
+            })
+        }
+        None => None,
+    };
     if let Some(b) = f.break_above_us {
         input::field_range(Field::BreakAbove, b, 1, 100_000_000, " us")?;
     }
@@ -402,6 +458,7 @@ pub fn measure(
         config,
         spec,
         warnings,
+        until_stable,
     })
 }
 
@@ -490,6 +547,7 @@ pub fn request_fixture() -> MeasureRequest {
         preset: None,
         cmdline: Vec::new(),
         field_names: Field::key,
+        until_stable: None,
     }
 }
 

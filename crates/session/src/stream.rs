@@ -429,6 +429,19 @@ impl Explain {
         self.attr.heap_bytes() + self.bound.as_ref().map_or(0, |b| b.heap_bytes())
     }
 
+    /// The latest point of the time-to-bound series per CPU (the sliding-window bound), for
+    /// `--until-stable`; None before every CPU has one or without `--bound`.
+    pub fn bound_latest(&self) -> Option<Vec<f64>> {
+        let series = self.bound.as_ref()?.series();
+        let mut latest: BTreeMap<u32, f64> = BTreeMap::new();
+        for p in &series {
+            if let Some(v) = p.sliding_window_ns {
+                latest.insert(p.cpu, v as f64);
+            }
+        }
+        (!latest.is_empty()).then(|| latest.into_values().collect())
+    }
+
     /// The explanation so far into an interim record.
     pub fn fill_interim(&self, rec: &mut RunRecord) {
         if let Some(p) = &self.trace_file {

@@ -197,6 +197,8 @@ pub fn record(spec: &Spec) -> RunRecord {
             attribution,
             bound,
             timerlat: None,
+            tail: None,
+            stable: None,
         })),
     }
 }

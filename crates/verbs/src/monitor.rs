@@ -53,6 +53,7 @@ pub const METRICS: &[&str] = &[
     "rtscope_lost_events",
     "rtscope_bound_seconds",
     "rtscope_observed_max_seconds",
+    "rtscope_tail_latency_seconds",
     "rtscope_no_guest_activity_seconds",
     "rtscope_steal_seconds",
     "rtscope_trace_bursts",
@@ -77,6 +78,13 @@ struct BoundLabel {
     characterization: String,
     /// `sound` (thread terms measured from preemptirq events) or `estimate`.
     kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TailLabel {
+    cpu: String,
+    /// The exceedance probability per sample (`1e-9`).
+    p: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -108,6 +116,7 @@ pub struct Metrics {
     lost: Counter,
     bound: Family<BoundLabel, GaugeF>,
     observed_max: Family<CpuLabel, GaugeF>,
+    tail_latency: Family<TailLabel, GaugeF>,
     no_guest: CounterF,
     steal: Family<CpuLabel, CounterF>,
     bursts: Counter,
@@ -137,6 +146,7 @@ impl Metrics {
             lost: Counter::default(),
             bound: Family::default(),
             observed_max: Family::default(),
+            tail_latency: Family::default(),
             no_guest: CounterF::default(),
             steal: Family::default(),
             bursts: Counter::default(),
@@ -195,6 +205,11 @@ impl Metrics {
             "rtscope_observed_max_seconds",
             "Largest latency observed since the start, per CPU",
             m.observed_max.clone(),
+        );
+        r.register(
+            "rtscope_tail_latency_seconds",
+            "Tail model (GEV on block maxima, docs/tail.md): latency exceeded with probability p per sample, per CPU (cpu=\"run\": any CPU); an estimate, not a bound",
+            m.tail_latency.clone(),
         );
         r.register(
             "rtscope_no_guest_activity_seconds",
@@ -442,6 +457,23 @@ impl View for MonitorView {
                 );
                 if label == rtscope_analysis::attribution::NO_GUEST {
                     raise_f(&self.m.no_guest, &mut self.no_guest_seen, ns as f64 / 1e9);
+                }
+            }
+        }
+        if let Some(t) = &m.tail {
+            for f in t.cpus.iter().chain(t.run.as_ref()) {
+                for l in f
+                    .levels
+                    .iter()
+                    .filter(|l| l.per == rtscope_model::tail::TailPer::Sample)
+                {
+                    self.m
+                        .tail_latency
+                        .get_or_create(&TailLabel {
+                            cpu: f.cpu.map_or("run".into(), |c| c.to_string()),
+                            p: format!("{:.0e}", l.exceedance_probability),
+                        })
+                        .set(l.latency_ns / 1e9);
                 }
             }
         }
@@ -924,6 +956,7 @@ mod tests {
             if [
                 "rtscope_bound_seconds",
                 "rtscope_observed_max_seconds",
+                "rtscope_tail_latency_seconds",
                 "rtscope_overruns",
                 "rtscope_steal_seconds",
                 "rtscope_scrapes",

@@ -357,6 +357,8 @@ fn measurement(
         attribution: None,
         bound: None,
         timerlat: None,
+        tail: None,
+        stable: None,
     }
 }
 

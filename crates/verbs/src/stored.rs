@@ -271,11 +271,18 @@ pub fn compare(
         .map(|(c, m)| {
             let comparison = cmp::compare(&base_m.histogram, &m.histogram, &opts);
             let regression = q.threshold.and_then(|t| comparison.regression(metric, t));
+            fn tail_of(m: &rtscope_model::Measurement) -> Option<&rtscope_model::tail::TailFit> {
+                m.tail.as_ref().and_then(rtscope_analysis::tail::run_fit)
+            }
+            let tail_maxima = tail_of(base_m).zip(tail_of(m)).and_then(|(b, c)| {
+                rtscope_analysis::tail::compare_maxima(b, base_m.stats.samples, c, m.stats.samples)
+            });
             PairOut {
                 baseline: base.id.clone(),
                 candidate: c.id.clone(),
                 comparison,
                 regression,
+                tail_maxima,
             }
         })
         .collect();

@@ -7,7 +7,7 @@ use crate::fields;
 use clap::ValueEnum;
 use rtscope_model::{ClockId, Policy, TimerMode};
 use rtscope_session::input::Field;
-use rtscope_session::resolve::{self, Checkpoint, MeasureRequest, Preset};
+use rtscope_session::resolve::{self, Checkpoint, MeasureRequest, Preset, UntilStableRequest};
 use rtscope_session::TraceFileMode;
 use rtscope_trace::{Keep, Mechanism};
 use std::path::PathBuf;
@@ -244,6 +244,26 @@ pub struct MeasureFlags {
     /// Instants in the time-to-bound series of --bound (1 ..= 1000)
     #[arg(long, value_name = "N", default_value_t = 60)]
     pub bound_points: u32,
+    /// End the run when the tail model's 1e-9 estimate and its interval (and, with --bound, the
+    /// time-to-bound series) stopped moving by more than --stable-tolerance over
+    /// --stable-window (docs/tail.md); the record says which criterion ended it
+    #[arg(long)]
+    pub until_stable: bool,
+    /// --until-stable: the relative change allowed over the window (0 < x < 1)
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        default_value_t = 0.05,
+        allow_hyphen_values = true
+    )]
+    pub stable_tolerance: f64,
+    /// --until-stable: the window over which nothing may move more than the tolerance (1s..=7d)
+    #[arg(long, value_name = "TIME", default_value = "10m", value_parser = common::run_time())]
+    pub stable_window: Duration,
+    /// --until-stable: end the run at this length even if it never became stable (needed
+    /// without -D)
+    #[arg(long, value_name = "TIME", value_parser = common::run_time())]
+    pub max_duration: Option<Duration>,
     /// A published set-up: ospert13 = Cerqueira & Brandenburg (OSPERT'13 §2–3): SCHED_FIFO 99,
     /// one pinned thread per CPU, -i 1000 -d 500, 20 min, cpu-cache working set 20M per CPU,
     /// the disk load by bonnie++ when installed. Flags given explicitly win (and the record
@@ -331,6 +351,14 @@ impl MeasureFlags {
             preset: f.preset.map(|PresetArg::Ospert13| Preset::Ospert13),
             cmdline: rtscope_session::record::cmdline(),
             field_names: fields::flag,
+            until_stable: (f.until_stable || f.max_duration.is_some()).then_some(
+                UntilStableRequest {
+                    enabled: f.until_stable,
+                    tolerance: f.stable_tolerance,
+                    window: f.stable_window,
+                    max_duration: f.max_duration,
+                },
+            ),
         }
     }
 }

@@ -203,7 +203,7 @@ mod tests {
             assert_eq!(view.omiat_ns(), copy.omiat_ns());
             for (i, &delta) in deltas.iter().enumerate() {
                 // Skip some lengths at some instants, so memos of every age are updated.
-                if (end / 37 + i as u64) % 3 == 0 {
+                if (end / 37 + i as u64).is_multiple_of(3) {
                     continue;
                 }
                 assert_eq!(

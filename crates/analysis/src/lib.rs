@@ -8,3 +8,4 @@ pub mod compare;
 pub mod interrupts;
 pub mod mbwi;
 pub mod sched;
+pub mod watch;

@@ -44,6 +44,9 @@ pub fn flag(f: Field) -> &'static str {
         Field::Preset => "--preset",
         Field::AllowUnprivileged => "--allow-unprivileged",
         Field::OutDir => "--out",
+        Field::WatchPid => "--pid",
+        Field::WatchComm => "--comm",
+        Field::WatchCommand => "--",
     }
 }
 

@@ -62,6 +62,8 @@ enum Command {
     Practise(cmd::practise::Args),
     /// Task sets: generate and run.
     Taskset(cmd::taskset::Args),
+    /// The latency of an unmodified process's threads, measured from the kernel and explained.
+    Watch(cmd::watch::Args),
     /// OS noise per CPU and its sources (the kernel's osnoise tracer, as `rtla osnoise top`).
     Noise(cmd::noise::Args),
     /// Kernels as inputs: build (presets from linux-source-6.12, Debian images), list, and run
@@ -139,6 +141,7 @@ fn main() {
         Command::Bound(a) => cmd::bound::run(a),
         Command::Rhealstone(a) => cmd::rhealstone::run(a),
         Command::Noise(a) => cmd::noise::run(a),
+        Command::Watch(a) => cmd::watch::run(a),
         Command::SchedScale(a) => cmd::sched_scale::run(a),
         Command::Pdlt(a) => cmd::pdlt::run(a),
         Command::Mbwi(a) => cmd::mbwi::run(a),

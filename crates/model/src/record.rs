@@ -141,6 +141,10 @@ pub struct Measurement {
     /// (the thread side is also `threads`, as every measurement's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timerlat: Option<crate::timerlat::TimerlatResult>,
+    /// `rtscope watch`: the watched threads' own figures (their histograms of the activation
+    /// latency are `threads`, as every measurement's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<crate::watch::WatchResult>,
 }
 
 /// What `rtscope trace record` captured (the events themselves are in the record's

@@ -142,6 +142,7 @@ impl RecordV1 {
                 attribution: self.attribution,
                 bound: self.bound,
                 timerlat: None,
+                watch: None,
             })),
         };
         Ok(RunRecord {

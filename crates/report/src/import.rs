@@ -287,6 +287,7 @@ pub fn from_cyclictest(
             attribution: None,
             bound: None,
             timerlat: None,
+            watch: None,
         })),
     })
 }

@@ -23,3 +23,4 @@ pub mod table;
 pub mod taskset;
 pub mod text;
 pub mod thread_vars;
+pub mod watch;

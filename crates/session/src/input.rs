@@ -109,10 +109,14 @@ pub enum Field {
     Preset,
     AllowUnprivileged,
     OutDir,
+    /// `watch`'s target: processes by id, by name, or a command to start.
+    WatchPid,
+    WatchComm,
+    WatchCommand,
 }
 
 impl Field {
-    pub const ALL: [Field; 37] = [
+    pub const ALL: [Field; 40] = [
         Field::Cpus,
         Field::Interval,
         Field::Distance,
@@ -150,6 +154,9 @@ impl Field {
         Field::Preset,
         Field::AllowUnprivileged,
         Field::OutDir,
+        Field::WatchPid,
+        Field::WatchComm,
+        Field::WatchCommand,
     ];
 
     /// The field's name in the request (snake case).
@@ -192,6 +199,9 @@ impl Field {
             Field::Preset => "preset",
             Field::AllowUnprivileged => "allow_unprivileged",
             Field::OutDir => "out_dir",
+            Field::WatchPid => "pid",
+            Field::WatchComm => "comm",
+            Field::WatchCommand => "command",
         }
     }
 

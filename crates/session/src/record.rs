@@ -145,6 +145,7 @@ pub fn build(r: RecordIn<'_>, threads: &[ThreadIn<'_>]) -> RunRecord {
             attribution: None,
             bound: None,
             timerlat: None,
+            watch: None,
         })),
     }
 }

@@ -196,6 +196,7 @@ pub fn record(spec: &Spec) -> RunRecord {
             attribution,
             bound,
             timerlat: None,
+            watch: None,
         })),
     }
 }

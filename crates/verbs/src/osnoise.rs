@@ -356,6 +356,7 @@ fn measurement(
         attribution: None,
         bound: None,
         timerlat: None,
+        watch: None,
     }
 }
 

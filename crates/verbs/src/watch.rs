@@ -192,13 +192,6 @@ pub struct Watcher {
     keep_finished: bool,
 }
 
-/// What a watch saw, per thread.
-pub struct Watched {
-    /// Every finished activation per thread (only when the watcher keeps them).
-    pub activations: BTreeMap<u32, Vec<Activation>>,
-    pub result: WatchResult,
-}
-
 impl Watcher {
     /// Attach to the thread groups in `spec`. `keep_finished`: keep every finished activation
     /// for [`Watcher::take_finished`] (a caller that needs them one by one, e.g. rt-app's jobs).

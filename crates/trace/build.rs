@@ -19,6 +19,9 @@ const PREEMPTIRQ_SRC: &str = "src/bpf/preemptirq.bpf.c";
 /// heursch-2001 Table 3's time in the scheduler: scheduler entry → sched_switch
 /// (src/schedtime.rs).
 const SCHEDTIME_SRC: &str = "src/bpf/schedtime.bpf.c";
+/// `rtscope watch`: the scheduling events of one process's threads, filtered on its TGID
+/// (src/watch.rs).
+const WATCH_SRC: &str = "src/bpf/watch.bpf.c";
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
@@ -27,6 +30,7 @@ fn main() {
     println!("cargo:rerun-if-changed={KFUNCS_SRC}");
     println!("cargo:rerun-if-changed={PREEMPTIRQ_SRC}");
     println!("cargo:rerun-if-changed={SCHEDTIME_SRC}");
+    println!("cargo:rerun-if-changed={WATCH_SRC}");
     println!("cargo:rerun-if-env-changed=RTSCOPE_VMLINUX_H");
     if let Some(h) = env::var_os("RTSCOPE_VMLINUX_H") {
         std::fs::copy(&h, &vmlinux).unwrap_or_else(|e| {
@@ -58,6 +62,7 @@ fn main() {
         (KFUNCS_SRC, "kfuncs.skel.rs"),
         (PREEMPTIRQ_SRC, "preemptirq.skel.rs"),
         (SCHEDTIME_SRC, "schedtime.skel.rs"),
+        (WATCH_SRC, "watch.skel.rs"),
     ] {
         libbpf_cargo::SkeletonBuilder::new()
             .source(src)

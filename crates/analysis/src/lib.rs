@@ -10,3 +10,4 @@ pub mod interrupts;
 pub mod mbwi;
 pub mod sched;
 pub mod tail;
+pub mod watch;

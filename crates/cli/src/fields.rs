@@ -49,6 +49,9 @@ pub fn flag(f: Field) -> &'static str {
         Field::StableTolerance => "--stable-tolerance",
         Field::StableWindow => "--stable-window",
         Field::MaxDuration => "--max-duration",
+        Field::WatchPid => "--pid",
+        Field::WatchComm => "--comm",
+        Field::WatchCommand => "--",
     }
 }
 

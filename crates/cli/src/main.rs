@@ -64,6 +64,8 @@ enum Command {
     Taskset(cmd::taskset::Args),
     /// What on this machine stands between it and real-time: checks with stable codes, tied to a traced run's tail, fixed at run time until --revert.
     Doctor(cmd::doctor::Args),
+    /// The latency of an unmodified process's threads, measured from the kernel and explained.
+    Watch(cmd::watch::Args),
     /// OS noise per CPU and its sources (the kernel's osnoise tracer, as `rtla osnoise top`).
     Noise(cmd::noise::Args),
     /// Kernels as inputs: build (presets from linux-source-6.12, Debian images), list, and run
@@ -147,6 +149,7 @@ fn main() {
         Command::Rhealstone(a) => cmd::rhealstone::run(a),
         Command::Noise(a) => cmd::noise::run(a),
         Command::Doctor(a) => cmd::doctor::run(a),
+        Command::Watch(a) => cmd::watch::run(a),
         Command::SchedScale(a) => cmd::sched_scale::run(a),
         Command::Pdlt(a) => cmd::pdlt::run(a),
         Command::Mbwi(a) => cmd::mbwi::run(a),

@@ -32,6 +32,7 @@ pub mod taskset;
 pub mod thread_vars;
 pub mod timerlat;
 pub mod warning;
+pub mod watch;
 pub mod worst;
 
 pub use config::*;

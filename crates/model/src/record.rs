@@ -148,6 +148,10 @@ pub struct Measurement {
     /// `--until-stable`: what ended the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stable: Option<crate::tail::StableEnd>,
+    /// `rtscope watch`: the watched threads' own figures (their histograms of the activation
+    /// latency are `threads`, as every measurement's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<crate::watch::WatchResult>,
 }
 
 /// What `rtscope trace record` captured (the events themselves are in the record's

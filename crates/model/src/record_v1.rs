@@ -145,6 +145,7 @@ impl RecordV1 {
                 timerlat: None,
                 tail: None,
                 stable: None,
+                watch: None,
             })),
         };
         Ok(RunRecord {

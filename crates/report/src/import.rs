@@ -290,6 +290,7 @@ pub fn from_cyclictest(
             timerlat: None,
             tail: None,
             stable: None,
+            watch: None,
         })),
     })
 }

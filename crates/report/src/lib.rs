@@ -26,3 +26,4 @@ pub mod tail;
 pub mod taskset;
 pub mod text;
 pub mod thread_vars;
+pub mod watch;

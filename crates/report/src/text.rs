@@ -85,6 +85,9 @@ pub fn summary(rec: &RunRecord) -> String {
             if let Some(t) = &m.timerlat {
                 s.push_str(&crate::osnoise::timerlat(t));
             }
+            if let Some(w) = &m.watch {
+                s.push_str(&crate::watch::text(w));
+            }
         }
         RunKind::Taskset(r) => s.push_str(&crate::taskset::result(r)),
         RunKind::TasksetSweep(r) => s.push_str(&crate::taskset::sweep(r)),

@@ -114,10 +114,14 @@ pub enum Field {
     StableTolerance,
     StableWindow,
     MaxDuration,
+    /// `watch`'s target: processes by id, by name, or a command to start.
+    WatchPid,
+    WatchComm,
+    WatchCommand,
 }
 
 impl Field {
-    pub const ALL: [Field; 42] = [
+    pub const ALL: [Field; 45] = [
         Field::Cpus,
         Field::Interval,
         Field::Distance,
@@ -160,6 +164,9 @@ impl Field {
         Field::StableTolerance,
         Field::StableWindow,
         Field::MaxDuration,
+        Field::WatchPid,
+        Field::WatchComm,
+        Field::WatchCommand,
     ];
 
     /// The field's name in the request (snake case).
@@ -207,6 +214,9 @@ impl Field {
             Field::StableTolerance => "stable_tolerance",
             Field::StableWindow => "stable_window",
             Field::MaxDuration => "max_duration",
+            Field::WatchPid => "pid",
+            Field::WatchComm => "comm",
+            Field::WatchCommand => "command",
         }
     }
 

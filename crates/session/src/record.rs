@@ -147,6 +147,7 @@ pub fn build(r: RecordIn<'_>, threads: &[ThreadIn<'_>]) -> RunRecord {
             timerlat: None,
             tail: None,
             stable: None,
+            watch: None,
         })),
     }
 }

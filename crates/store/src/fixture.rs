@@ -199,6 +199,7 @@ pub fn record(spec: &Spec) -> RunRecord {
             timerlat: None,
             tail: None,
             stable: None,
+            watch: None,
         })),
     }
 }

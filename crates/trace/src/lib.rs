@@ -54,6 +54,7 @@ pub mod rtt;
 pub mod schedtime;
 pub mod sys;
 pub mod tracefs;
+pub mod watch;
 
 #[allow(
     clippy::all,

@@ -28,6 +28,7 @@ pub mod osnoise;
 pub mod stored;
 pub mod taskset;
 pub mod thread_vars;
+pub mod watch;
 
 // The lifecycle's modules under the names the verbs use for them.
 #[cfg(test)]

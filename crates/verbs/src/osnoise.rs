@@ -359,6 +359,7 @@ fn measurement(
         timerlat: None,
         tail: None,
         stable: None,
+        watch: None,
     }
 }
 

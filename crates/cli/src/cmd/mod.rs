@@ -25,3 +25,4 @@ pub mod sched_scale;
 pub mod show;
 pub mod taskset;
 pub mod trace;
+pub mod watch;

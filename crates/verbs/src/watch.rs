@@ -613,6 +613,8 @@ impl Tool for WatchTool<'_> {
             loads: Vec::new(),
             trace: if self.plan.explain { "bpf" } else { "off" }.into(),
             trace_bursts: None,
+            // watch runs no threads of its own to keep off the target's CPUs.
+            housekeeping_cpus: Vec::new(),
         };
         let mut warnings = self.warnings.clone();
         warnings.extend(work.leftovers().iter().cloned());

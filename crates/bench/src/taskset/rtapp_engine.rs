@@ -331,10 +331,7 @@ impl Drop for Private {
 
 /// Run rt-app on the job's file; `on_threads` gets rt-app's pid and thread ids once they exist
 /// (the seam for the kernel's view). Returns when rt-app has ended and its logs are read.
-pub fn run(
-    job: &RtAppJob,
-    on_threads: &mut OnThreads,
-) -> Result<RtAppOutcome, EngineError> {
+pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, EngineError> {
     let dir = Private::create()?;
     let mut tree = job.tree.clone();
     if let Some(g) = tree_global(&mut tree) {

@@ -20,7 +20,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # Real-kernel tests share the CPUs, tracefs and DEADLINE bandwidth: one test at a time.
 status=0
-cargo test --workspace --locked -- --test-threads=1 || status=$?
+cargo test --workspace --locked --no-fail-fast -- --test-threads=1 || status=$?
 
 # What this machine cannot do, and so may skip: a lab kernel the set-up does not build.
 allowed=()

@@ -71,10 +71,19 @@ fn every_stored_campaign_parses_and_dry_runs() {
             err.contains(&format!("{} cells", cells.len())),
             "{name}: {err}"
         );
-        let listed: Vec<&str> = out
+        // `todo  <cell id>  <the cell's full command line>`
+        let rows: Vec<(&str, &str)> = out
             .lines()
             .filter_map(|l| l.strip_prefix("todo  "))
+            .map(|l| l.split_once("  ").unwrap_or((l, "")))
             .collect();
+        let listed: Vec<&str> = rows.iter().map(|r| r.0).collect();
+        for (id, cmd) in &rows {
+            assert!(
+                cmd.starts_with("rtscope ") && cmd.contains(&format!("cell={id}")),
+                "{name}: {id}: no full command line: {cmd:?}"
+            );
+        }
         let ids: Vec<&str> = cells.iter().map(|x| x.id.as_str()).collect();
         assert_eq!(listed, ids, "{name}");
         assert!(!db.exists(), "{name}: a dry run created {}", db.display());

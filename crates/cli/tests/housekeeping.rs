@@ -76,7 +76,7 @@ fn session_and_reader_threads_run_on_the_housekeeping_cpu() {
     assert_eq!(seen.get("rtscope-bpf"), Some(&hk), "trace reader: {seen:?}");
     let v = read_json(&json);
     assert_eq!(
-        v["config"]["housekeeping_cpus"],
+        v["kind"]["measurement"]["config"]["housekeeping_cpus"],
         serde_json::json!([cpus[1]])
     );
     let warnings = v["warnings"].to_string();
@@ -100,7 +100,10 @@ fn every_cpu_measured_warns_and_still_runs() {
     );
     let v = read_json(&json);
     let cpus = online();
-    assert_eq!(v["config"]["housekeeping_cpus"], serde_json::json!(cpus));
+    assert_eq!(
+        v["kind"]["measurement"]["config"]["housekeeping_cpus"],
+        serde_json::json!(cpus)
+    );
     let warnings = v["warnings"].to_string();
     assert!(
         warnings.contains("every CPU is measured: rtscope's session and trace reader share the measured CPUs (measure fewer CPUs with --cpus or name others with --housekeeping)"),

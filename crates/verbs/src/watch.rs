@@ -702,7 +702,10 @@ mod tests {
         assert!(e.to_string().contains("1..=15"), "{e}");
         assert!(matches!(
             resolve_target(&Target::Command(vec![])),
-            Err(VerbError::BadInput(_))
+            Err(VerbError::Field {
+                field: Field::WatchCommand,
+                ..
+            })
         ));
         // pid 1 is a user process (init).
         assert_eq!(resolve_target(&Target::Pids(vec![1])).ok(), Some(vec![1]));

@@ -85,6 +85,32 @@ fn prometheus_bin() -> String {
     p.into()
 }
 
+/// The real Prometheus on 127.0.0.1:`pport`, scraping the monitor on `mport` every second, its
+/// configuration and storage under `dir`; killed when the guard drops.
+fn prometheus(dir: &Path, mport: u16, pport: u16) -> Reap {
+    let cfg = dir.join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: rtscope\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
+        ),
+    )
+    .unwrap();
+    Reap(
+        Command::new(prometheus_bin())
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus"),
+    )
+}
+
 #[test]
 fn prometheus_scrapes_what_the_record_holds() {
     need_root!("SCHED_FIFO measurement threads");
@@ -115,27 +141,7 @@ fn prometheus_scrapes_what_the_record_holds() {
             .spawn()
             .expect("rtscope monitor"),
     );
-    let cfg = d.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: rtscope\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
-        ),
-    )
-    .unwrap();
-    let _prom = Reap(
-        Command::new(prometheus_bin())
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                d.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus"),
-    );
+    let _prom = prometheus(d.path(), mport, pport);
     let t0 = Instant::now();
     // The endpoint answers once the monitor runs.
     let body = loop {
@@ -280,27 +286,7 @@ fn the_dashboard_queries_what_the_monitor_serves() {
             .spawn()
             .expect("rtscope monitor"),
     );
-    let cfg = d.path().join("prometheus.yml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: rtscope\n    static_configs:\n      - targets: ['127.0.0.1:{mport}']\n"
-        ),
-    )
-    .unwrap();
-    let _prom = Reap(
-        Command::new(prometheus_bin())
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                d.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus"),
-    );
+    let _prom = prometheus(d.path(), mport, pport);
     // Enough scrapes for rate() and increase() (two points in every range) and a few windows.
     std::thread::sleep(Duration::from_secs(14));
     let (status, exposition) = get(mport, "/metrics");

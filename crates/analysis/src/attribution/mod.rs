@@ -29,6 +29,9 @@ mod stream;
 #[cfg(test)]
 mod stream_tests;
 mod summary;
+mod sweep;
+#[cfg(test)]
+mod sweep_tests;
 #[cfg(test)]
 mod tests;
 
@@ -237,7 +240,7 @@ impl CpuState {
 }
 
 /// A cause while sweeping (turned into its stable string name once per sample).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Key {
     Static(&'static str),
     Ctx(Ctx),
@@ -723,30 +726,6 @@ fn ev_out(ce: CpuSlice<'_>, i: usize, cpu: u32) -> Option<Event> {
     }
 }
 
-/// Passes over the events the samples' windows may take together (the comment in
-/// [`attribute_samples`]); at least [`WALK_FLOOR`] event visits.
-pub const WALK_PER_EVENT: u64 = 16;
-pub const WALK_FLOOR: u64 = 1 << 24;
-
-/// A sample left out because the windows before it had taken the whole walk.
-fn not_walked(s: &RawSample, limit: u64) -> SampleAttribution {
-    SampleAttribution {
-        cpu: s.cpu,
-        tid: s.tid,
-        cycle: s.cycle,
-        expected_ns: s.expected_ns,
-        latency_ns: s.latency_ns,
-        unattributed_reason: Some(format!(
-            "not analysed: the samples' windows overlap so much that walking them would visit more than {limit} events ({WALK_PER_EVENT} per event of the file)"
-        )),
-        parts: vec![(UNATTRIBUTED.to_string(), s.latency_ns)],
-        anchors: Anchors::default(),
-        threads: Vec::new(),
-        segments: Vec::new(),
-        events: Vec::new(),
-    }
-}
-
 /// Per-sample attributions for all samples (timelines only where `keep` says so), in the order
 /// of `samples`, plus the whole-run eventless-stretch totals per CPU.
 pub fn attribute_samples(
@@ -765,36 +744,30 @@ pub fn attribute_samples(
     let mut order: Vec<usize> = (0..samples.len()).collect();
     order.sort_by_key(|&i| (samples[i].cpu, samples[i].expected_ns));
     let mut gaps: Vec<(u32, u64)> = Vec::new();
-    // Each sample walks the events of its window. Real windows of one CPU barely overlap (one
-    // thread's next window starts after it woke, bar overruns, whose windows hold few events),
-    // so the walk is about one pass over the events; a crafted file can make every window span
-    // every event. The walk is bounded to WALK_PER_EVENT passes: samples past it are left
-    // unattributed, and say why.
-    let walk_limit = (events.len() as u64)
-        .saturating_mul(WALK_PER_EVENT)
-        .max(WALK_FLOOR);
-    let mut walked = 0u64;
+    // A sample kept with a timeline walks its window (at most `top_n` of them); every other
+    // sample is read off one sweep of its CPU's events (`sweep::Index`), so overlapping windows
+    // cost range sums, not walks.
     let mut i = 0;
     while i < order.len() {
         let cpu = samples[order[i]].cpu;
         let ce = by_cpu.get(&cpu).unwrap_or(&empty);
+        let mut index: Option<sweep::Index> = None;
         let mut st = CpuState::default();
         let mut cursor = 0usize;
         while i < order.len() && samples[order[i]].cpu == cpu {
             let k = order[i];
             let s = &samples[k];
-            while cursor < ce.ts.len() && ce.ts[cursor] < s.expected_ns {
-                st.apply(ce.ts[cursor], &ce.ev[cursor]);
-                cursor += 1;
-            }
-            let r = s.expected_ns.saturating_add(s.latency_ns);
-            let window = ce.ts[cursor..].partition_point(|&t| t < r) as u64;
-            walked = walked.saturating_add(window);
-            out[k] = Some(if walked > walk_limit {
-                not_walked(s, walk_limit)
+            if keep(k) {
+                while cursor < ce.ts.len() && ce.ts[cursor] < s.expected_ns {
+                    st.apply(ce.ts[cursor], &ce.ev[cursor]);
+                    cursor += 1;
+                }
+                out[k] = Some(attribute_one(s, ce.slice(), cursor, &st, names, opts, true));
             } else {
-                attribute_one(s, ce.slice(), cursor, &st, names, opts, keep(k))
-            });
+                let first = ce.ts.partition_point(|&t| t < s.expected_ns);
+                let ix = index.get_or_insert_with(|| sweep::Index::build(ce.slice(), opts));
+                out[k] = Some(ix.attribute(s, &ce.ts, &ce.ev, first, names, opts));
+            }
             i += 1;
         }
     }

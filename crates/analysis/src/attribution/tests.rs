@@ -55,7 +55,20 @@ fn one(events: &[Event], s: RawSample) -> SampleAttribution {
         &AttributionOptions::default(),
         &|_| true,
     );
-    v.into_iter().next().expect("one attribution")
+    let a = v.into_iter().next().expect("one attribution");
+    // The one-sweep path (samples without a timeline) explains it the same way.
+    let (swept, _) = attribute_samples(
+        events,
+        &[s],
+        &names(),
+        &AttributionOptions::default(),
+        &|_| false,
+    );
+    let mut plain = a.clone();
+    plain.segments.clear();
+    plain.events.clear();
+    assert_eq!(swept, vec![plain], "one sweep against the window walk");
+    a
 }
 
 fn part(a: &SampleAttribution, cause: &str) -> u64 {

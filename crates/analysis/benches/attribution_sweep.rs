@@ -9,8 +9,9 @@
 //! RTSCOPE_BENCH_EVENTS=1000000,2000000 cargo bench -p rtscope-analysis --bench attribution_sweep
 //! ```
 //!
-//! Memory: the events, their per-CPU copy and the sweep's index take about 200 bytes per event
-//! (100 M events: ~20 GB); give the sizes that fit with `RTSCOPE_BENCH_EVENTS`.
+//! Memory: the events, their per-CPU copy and the sweep's index take about 250 bytes per event
+//! (100 M events: ~25 GB); a size that does not fit in MemAvailable is skipped with a line
+//! saying so.
 //!
 //! Synthetic trace: one CPU; per 10 µs a device IRQ entry/exit (4 sources), a softirq
 //! entry/exit and a switch between two SCHED_OTHER threads; one sample per 1 000 events, each
@@ -47,7 +48,11 @@ fn trace(n_events: u64) -> (Vec<Event>, Vec<RawSample>) {
         );
         at(&mut ev, t + 2_000, EventKind::SoftirqEntry { vec: 3 });
         at(&mut ev, t + 2_500, EventKind::SoftirqExit { vec: 3 });
-        let (prev, next) = if k.is_multiple_of(2) { (100, 101) } else { (101, 100) };
+        let (prev, next) = if k.is_multiple_of(2) {
+            (100, 101)
+        } else {
+            (101, 100)
+        };
         at(
             &mut ev,
             t + 3_000,
@@ -86,6 +91,22 @@ fn trace(n_events: u64) -> (Vec<Event>, Vec<RawSample>) {
     (ev, samples)
 }
 
+/// Memory per event, estimated (module docs).
+const BYTES_PER_EVENT: u64 = 250;
+
+/// MemAvailable, bytes.
+fn mem_available() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = m
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
 fn main() {
     let sizes: Vec<u64> = std::env::var("RTSCOPE_BENCH_EVENTS")
         .ok()
@@ -95,6 +116,17 @@ fn main() {
     let opts = AttributionOptions::default();
     println!("events\tsamples\tseconds\tns_per_event");
     for n in sizes {
+        let need = n.saturating_mul(BYTES_PER_EVENT);
+        if let Some(avail) = mem_available() {
+            if need > avail {
+                println!(
+                    "{n}\tskipped: needs about {} GiB, {} GiB available",
+                    need >> 30,
+                    avail >> 30
+                );
+                continue;
+            }
+        }
         let (ev, samples) = trace(n);
         let t0 = Instant::now();
         let (all, _) = attribute_samples(&ev, &samples, &names, &opts, &|_| false);

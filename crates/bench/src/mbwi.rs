@@ -130,6 +130,25 @@ impl KernelConfig {
                 self.cpus
             )));
         }
+        // sched_setattr(2) refuses a period outside the kernel's sysctl limits (EINVAL, from
+        // __checkparam_dl): refuse it here, before any thread starts.
+        let (min_ns, max_ns) = crate::taskset::kernel::dl_period_limits_ns();
+        let (min_us, max_us) = (min_ns / 1000, max_ns / 1000);
+        for (i, t) in self.set.tasks.iter().enumerate() {
+            if !(min_us..=max_us).contains(&t.period_us) {
+                return Err(BenchError::Invalid(format!(
+                    "tasks[{i}] ({}).period_us: {} is outside what this kernel's SCHED_DEADLINE admits ({min_us}..={max_us} us, kernel.sched_deadline_period_min_us/max_us)",
+                    t.name, t.period_us
+                )));
+            }
+            // __checkparam_dl: runtime ≥ 1 << DL_SCALE = 1024 ns.
+            if t.runtime_us.saturating_mul(1000) < crate::taskset::plan::DL_MIN_RUNTIME_NS {
+                return Err(BenchError::Invalid(format!(
+                    "tasks[{i}] ({}).runtime_us: {} is under what SCHED_DEADLINE admits (at least 2 us: the kernel's 1024 ns)",
+                    t.name, t.runtime_us
+                )));
+            }
+        }
         // The kernel admits Σ Q/P ≤ (rt_runtime/rt_period − fair server 0.05) × m per root
         // domain (kernel/sched/deadline.c __dl_overflow); refuse a set it would refuse.
         let u: f64 = self

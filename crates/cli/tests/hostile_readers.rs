@@ -63,6 +63,17 @@ fn within(what: &str, o: &Measured, needle: Option<&str>) {
     );
 }
 
+/// [`within`], refused with exit `code` (README: 2 for bad input, 1 for a stored run or a
+/// database that cannot be read).
+fn refused_with(what: &str, o: &Measured, needle: &str, code: i32) {
+    within(what, o, Some(needle));
+    assert_eq!(
+        o.code, code,
+        "{what}: exit {} (stderr: {})",
+        o.code, o.stderr
+    );
+}
+
 /// Where a test writes its inputs: a temporary directory, or `$RTSCOPE_HOSTILE_DIR/<test>`
 /// kept for measuring them by hand (docs/reliability.md).
 struct Dir {
@@ -143,7 +154,7 @@ fn cyclictest_threads_are_charged_at_their_real_size() {
     for (name, text) in [("q.txt", q), ("ct.json", json), ("h.txt", h), ("v.txt", v)] {
         let p = put(d.path(), name, text);
         let o = run(&["import", s(&p), "--no-store"]);
-        within(&format!("cyclictest {name}"), &o, Some("threads"));
+        refused_with(&format!("cyclictest {name}"), &o, "threads", 2);
     }
 }
 
@@ -169,10 +180,11 @@ fn a_record_with_many_threads_is_refused_by_import_and_by_the_store() {
     v["kind"]["measurement"]["threads"] = serde_json::Value::Array(many);
     let big = serde_json::to_string(&v).expect("JSON");
     let rec = put(d.path(), "rec.json", &big);
-    within(
+    refused_with(
         "import run, 20 000 threads",
         &run(&["import", "run", s(&rec), "--no-store"]),
-        Some("threads"),
+        "threads",
+        2,
     );
     // The same record in a results database.
     let db = fresh(d.path().join("results.db"));
@@ -195,7 +207,7 @@ fn a_record_with_many_threads_is_refused_by_import_and_by_the_store() {
     ] {
         let mut a = args.clone();
         a.extend(["--db", s(&db)]);
-        within(&format!("{} on it", args[0]), &run(&a), Some("threads"));
+        refused_with(&format!("{} on it", args[0]), &run(&a), "threads", 1);
     }
 }
 
@@ -260,10 +272,12 @@ fn trace_files_are_read_and_analysed_in_bounded_time_and_memory() {
         None,
     );
     let o = run(&["bound", "--trace", s(&p)]);
-    within(
+    // No samples in the file: no thread terms, which is bad input for the bound (exit 2).
+    refused_with(
         "bound --trace, 500 000 events at one timestamp",
         &o,
-        (o.code != 0).then_some("--trace"),
+        "--trace",
+        2,
     );
 
     // 20 unattributed samples of 2^40 ns over 300 000 events: the timelines are capped.
@@ -347,10 +361,11 @@ fn bound_inputs_are_charged_and_views_refused() {
         "cpus.json",
         format!("{{\"cpus\":[{}]}}", cpus.join(",")),
     );
-    within(
+    refused_with(
         "bound --input, 30 000 CPUs",
         &run(&["bound", "--input", s(&p)]),
-        Some("cpus"),
+        "cpus",
+        2,
     );
     let irqs: Vec<String> = (0..200_000)
         .map(|i| {
@@ -365,20 +380,22 @@ fn bound_inputs_are_charged_and_views_refused() {
         "sources.json",
         format!("{{\"cpus\":[{}]}}", cpu(0, &irqs.join(","))),
     );
-    within(
+    refused_with(
         "bound --input, 200 000 sources",
         &run(&["bound", "--input", s(&p)]),
-        Some("source"),
+        "source",
+        2,
     );
     let p = put(
         d.path(),
         "dup.json",
         r#"{"cpus":[{"cpu":0,"cpu":1,"thread":{"poid_ns":1,"paie_ns":1,"psd_ns":1,"dst_ns":1}}]}"#,
     );
-    within(
+    refused_with(
         "bound --input, a repeated key",
         &run(&["bound", "--input", s(&p)]),
-        Some("duplicate key \"cpus[0].cpu\""),
+        "duplicate key \"cpus[0].cpu\"",
+        2,
     );
 
     let rtsl = |name: &str, irq: &str, fill: &dyn Fn(&rusqlite::Connection)| {
@@ -407,10 +424,11 @@ fn bound_inputs_are_charged_and_views_refused() {
             .expect("vectors");
         },
     );
-    within(
+    refused_with(
         "bound --rtsl-db, 200 000 vectors",
         &run(&["bound", "--rtsl-db", s(&p)]),
-        Some("vector"),
+        "vector",
+        2,
     );
     let p = rtsl(
         "view.db",
@@ -418,10 +436,11 @@ fn bound_inputs_are_charged_and_views_refused() {
          SELECT 0 AS cpu, 'v' AS vector, n AS start_time, 1 AS duration FROM r;",
         &|_| {},
     );
-    within(
+    refused_with(
         "bound --rtsl-db, irq a recursive view",
         &run(&["bound", "--rtsl-db", s(&p)]),
-        Some("irq is a view"),
+        "irq is a view",
+        2,
     );
 }
 
@@ -460,10 +479,11 @@ fn store_views_are_refused_and_corruption_is_named_alike() {
     ] {
         let mut a = args.clone();
         a.extend(["--db", s(&db)]);
-        within(
+        refused_with(
             &format!("{} on a view", args[0]),
             &run(&a),
-            Some("runs is a view"),
+            "runs is a view",
+            1,
         );
     }
     // A database whose pages are garbage after its header: every verb names it the same way.
@@ -490,10 +510,11 @@ fn store_views_are_refused_and_corruption_is_named_alike() {
         let mut a = args.clone();
         a.extend(["--db", s(&bad)]);
         let o = run(&a);
-        within(
+        refused_with(
             &format!("{} on a corrupt database", args[0]),
             &o,
-            Some("corrupt"),
+            "malformed",
+            1,
         );
         said.push(o.stderr);
     }
@@ -641,9 +662,9 @@ fn records_read_together_share_one_budget() {
     let mut report = vec!["report"];
     report.extend(ids.iter().map(String::as_str));
     report.extend(["-o", s(&out), "--db", s(&db)]);
-    within("report over 12 records", &run(&report), Some("threads"));
+    refused_with("report over 12 records", &run(&report), "threads", 1);
     let mut compare = vec!["compare"];
     compare.extend(ids.iter().map(String::as_str));
     compare.extend(["--db", s(&db)]);
-    within("compare of 12 records", &run(&compare), Some("threads"));
+    refused_with("compare of 12 records", &run(&compare), "threads", 1);
 }

@@ -677,6 +677,17 @@ fn store_and_write(
         None => None,
     };
     let (mut written, mut failed_outputs) = outputs::write(&plan.outputs, &rec);
+    // A trace file that could not be written (a full disk mid-run) fails the run like any other
+    // output file: the record says why, and the exit says it too.
+    if let Some(p) = &plan.trace_file {
+        if let Some(w) = rec
+            .warnings
+            .iter()
+            .find(|w| w.message.starts_with(stream::TRACE_FILE_NOT_WRITTEN))
+        {
+            failed_outputs.push(format!("--trace-file {}: {}", p.display(), w.message));
+        }
+    }
     // A run that was not stored and lost an output file is kept in the fallback directory: a
     // failed write never loses the measurement.
     if !failed_outputs.is_empty() && stored.is_none() {

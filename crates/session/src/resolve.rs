@@ -192,8 +192,11 @@ pub fn measure(
             .dl_runtime_us
             .unwrap_or((f.interval_us / 10).max(50).min(dl));
         // Kernel limits: runtime ≥ 1024 ns, period ≥ sched_deadline_period_min_us (100 µs by
-        // default) and ≤ sched_deadline_period_max_us (~4.2 s by default).
-        input::field_range(Field::DlPeriod, period, 100, 4_000_000, " us")?;
+        // default) and ≤ sched_deadline_period_max_us (~4.2 s by default): refused here, as
+        // sched_setattr would refuse them once the threads are up.
+        let (kmin, kmax) = rtscope_bench::taskset::kernel::dl_period_limits_ns();
+        let (lo, hi) = ((kmin / 1000).max(100), (kmax / 1000).min(4_000_000));
+        input::field_range(Field::DlPeriod, period, lo, hi, " us")?;
         let within_period = format!(" us (must be ≤ {})", Field::DlPeriod);
         input::field_range(Field::DlDeadline, dl, 2, period, &within_period)?;
         let within_deadline = format!(" us (must be ≤ {})", Field::DlDeadline);

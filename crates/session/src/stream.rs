@@ -601,13 +601,19 @@ impl Explain {
             }
         }
         if let Some(e) = writer_error {
-            rec.warnings.push(rtscope_model::Warning::new(rtscope_model::WarningCode::Trace, format!(
-                "the trace file could not be written ({e}): the run's explanation is in the record only"
-            )));
+            rec.warnings.push(rtscope_model::Warning::new(
+                rtscope_model::WarningCode::Trace,
+                format!(
+                    "{TRACE_FILE_NOT_WRITTEN} ({e}): the run's explanation is in the record only"
+                ),
+            ));
         }
         Ok(())
     }
 }
+
+/// How the warning of a trace file that could not be written begins (the run then fails).
+pub const TRACE_FILE_NOT_WRITTEN: &str = "the trace file could not be written";
 
 /// A sample's latency minus the time interrupt handlers ran inside its window: the fallback for
 /// the bound's thread terms on kernels without preemptirq tracepoints (an estimate).

@@ -632,6 +632,9 @@ where
     if !(0.5..=600.0).contains(&duration) {
         return Err(bad(format!("--duration: must be 0.5..=600 s, got {duration}")).into());
     }
+    // Parameters sched_setattr would refuse once the threads are up: refused here instead.
+    super::plan::dl_periods_admitted(&plan.specs, super::kernel::dl_period_limits_ns())
+        .map_err(bad)?;
     // CFS at nice ≥ 0 needs nothing; any real-time policy or negative nice needs CAP_SYS_NICE.
     if plan
         .specs

@@ -25,6 +25,22 @@ pub fn rt_limit() -> Option<f64> {
     Some(rt / per)
 }
 
+/// The kernel's bounds on a SCHED_DEADLINE period, ns (`kernel.sched_deadline_period_min_us`
+/// and `…_max_us`; the kernel's defaults, 100 µs and 2^22 µs, where they cannot be read).
+pub fn dl_period_limits_ns() -> (u64, u64) {
+    let read = |name: &str, default_us: u64| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(default_us)
+            .saturating_mul(1000)
+    };
+    (
+        read("sched_deadline_period_min_us", 100),
+        read("sched_deadline_period_max_us", 1 << 22),
+    )
+}
+
 /// RT throttling is on (sched_rt_runtime_us ≠ -1).
 pub fn rt_throttling_on() -> bool {
     std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")

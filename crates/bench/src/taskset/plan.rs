@@ -418,6 +418,41 @@ fn bw_of(fraction: f64) -> u64 {
         .max(0.0) as u64
 }
 
+/// sched_setattr(2) refuses DEADLINE parameters outside what `__checkparam_dl` accepts (EINVAL):
+/// a runtime under 2^DL_SCALE = 1024 ns, runtime ≤ deadline ≤ period broken, or a period outside
+/// the sysctl bounds. Refuse such a task before any thread starts. `limits_ns`: (min, max).
+pub fn dl_periods_admitted(specs: &[TaskSpec], limits_ns: (u64, u64)) -> Result<(), String> {
+    let (min, max) = limits_ns;
+    for s in specs {
+        if let ThreadPolicy::Deadline {
+            runtime_ns,
+            deadline_ns,
+            period_ns,
+        } = s.policy
+        {
+            if !(min..=max).contains(&period_ns) {
+                return Err(format!(
+                    "task {}: period {} us is outside what this kernel's SCHED_DEADLINE admits ({}..={} us, kernel.sched_deadline_period_min_us/_max_us)",
+                    s.task.id,
+                    period_ns / 1000,
+                    min / 1000,
+                    max / 1000
+                ));
+            }
+            if !(DL_MIN_RUNTIME_NS..=deadline_ns).contains(&runtime_ns) || deadline_ns > period_ns {
+                return Err(format!(
+                    "task {}: SCHED_DEADLINE runtime {runtime_ns} ns, deadline {deadline_ns} ns, period {period_ns} ns: the kernel admits {DL_MIN_RUNTIME_NS} ns <= runtime <= deadline <= period",
+                    s.task.id
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The shortest SCHED_DEADLINE runtime the kernel accepts (1 << DL_SCALE ns).
+pub const DL_MIN_RUNTIME_NS: u64 = 1 << 10;
+
 /// SCHED_DEADLINE admission of each group (root domain) in the kernel's integer arithmetic
 /// (`__dl_overflow`): Σ to_ratio(P, Q) of the group's reservations + m × the fair server's
 /// to_ratio ≤ m × to_ratio(sched_rt_period, sched_rt_runtime), m = the group's CPUs (symmetric
@@ -634,6 +669,39 @@ mod tests {
         assert_eq!(
             pr.iter().filter(|r| r.test == "kernel-admission").count(),
             2
+        );
+    }
+
+    #[test]
+    fn deadline_parameters_the_kernel_refuses_are_named() {
+        // Periods 10 ms and 100 ms; a kernel admitting 100 µs..=50 ms refuses the second.
+        let s = set(&[(0.5, 10), (0.2, 100)]);
+        let p = plan(
+            &s,
+            PolicyKind::Deadline,
+            PlacementKind::Partitioned(Fit::WorstFit),
+            1.1,
+            &[0, 1],
+            LIM,
+        )
+        .unwrap();
+        assert_eq!(dl_periods_admitted(&p.specs, (100_000, 1 << 32)), Ok(()));
+        let e = dl_periods_admitted(&p.specs, (100_000, 50_000_000)).unwrap_err();
+        assert!(
+            e.contains("period 100000 us") && e.contains("100..=50000 us"),
+            "{e}"
+        );
+        // A runtime under 1024 ns (1 << DL_SCALE).
+        let mut short = p.specs.clone();
+        short[0].policy = ThreadPolicy::Deadline {
+            runtime_ns: 1000,
+            deadline_ns: 10_000_000,
+            period_ns: 10_000_000,
+        };
+        let e = dl_periods_admitted(&short, (100_000, 1 << 32)).unwrap_err();
+        assert!(
+            e.contains("runtime 1000 ns") && e.contains("1024 ns <= runtime"),
+            "{e}"
         );
     }
 

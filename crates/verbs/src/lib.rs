@@ -35,5 +35,5 @@ pub mod watch;
 // The lifecycle's modules under the names the verbs use for them.
 #[cfg(test)]
 use rtscope_session::stream;
-use rtscope_session::{input, live, measure, outputs, privilege, record, resolve, signals, tool};
+use rtscope_session::{live, measure, outputs, privilege, record, resolve, signals, tool};
 use rtscope_session::{LiveSnapshot, View};

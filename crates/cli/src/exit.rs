@@ -51,7 +51,10 @@ pub fn report(r: anyhow::Result<()>) -> i32 {
                 return c.0;
             }
             // anyhow's alternate format prints the context chain on one line.
-            eprintln!("rtscope: error: {}", redact(&format!("{e:#}")));
+            // A library failure names its fields by their tokens: the user reads the flags.
+            let line =
+                rtscope_session::input::Field::render(&format!("{e:#}"), crate::fields::flag);
+            eprintln!("rtscope: error: {}", redact(&line));
             FAILURE
         }
     }

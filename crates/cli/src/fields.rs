@@ -52,6 +52,9 @@ pub fn flag(f: Field) -> &'static str {
         Field::WatchPid => "--pid",
         Field::WatchComm => "--comm",
         Field::WatchCommand => "--",
+        Field::Since => "--since",
+        Field::Until => "--until",
+        Field::Db => "--db",
     }
 }
 

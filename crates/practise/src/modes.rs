@@ -10,7 +10,8 @@ use rtscope_model::practise::{PractiseKernelResult, PractiseResult};
 use rtscope_model::RunKind;
 use rtscope_session::input::{self, VerbError};
 use rtscope_session::outputs::RecordOutputs;
-use rtscope_session::work::Work;
+use rtscope_session::privilege::Need;
+use rtscope_session::tool::{run_once, Begin, Made, Work};
 use std::path::{Path, PathBuf};
 
 macro_rules! bad {
@@ -95,11 +96,13 @@ pub fn random(
     let (setup, tags) = setup(c, out)?;
     let online = input::cpus("--emulated-cpus", None)?;
     let cfg = config(mode, a, setup, &online)?;
-    let work = Work::start();
-    let progress = &mut |l: &str| out.progress(l);
-    let stop = || work.interrupted();
-    let res = crate::run(&cfg, online.len() as u32, &stop, progress).map_err(VerbError::failed)?;
-    finish(res, c, out, tags, &work)
+    run_once(Begin::live("practise", Need::Nothing, ""), out, |work| {
+        let progress = &mut |l: &str| out.progress(l);
+        let stop = || work.interrupted();
+        let res =
+            crate::run(&cfg, online.len() as u32, &stop, progress).map_err(VerbError::failed)?;
+        Ok(made(res, c, tags, work))
+    })
 }
 
 /// A random-events run's configuration, checked; `online` are the CPUs performance mode pins to.
@@ -154,43 +157,48 @@ pub fn replay(file: &Path, c: &Common, out: &RecordOutputs) -> Result<(), VerbEr
         fault,
         trace_file: Some(file.display().to_string()),
     };
-    let work = Work::clock();
-    let res = match crate::replay(&f.events, &cfg) {
-        Err(
-            e @ (crate::PractiseError::NoSchedEvents | crate::PractiseError::TooManyCpus { .. }),
-        ) => {
-            return Err(bad(&format!(
-                "{e}; record one with `rtscope trace record --keep all`"
-            )))
-        }
-        r => r.map_err(VerbError::failed)?,
-    };
-    finish(res, c, out, tags, &work)
+    run_once(Begin::Offline, out, |work| {
+        let res = match crate::replay(&f.events, &cfg) {
+            Err(
+                e
+                @ (crate::PractiseError::NoSchedEvents | crate::PractiseError::TooManyCpus { .. }),
+            ) => {
+                return Err(bad(&format!(
+                    "{e}; record one with `rtscope trace record --keep all`"
+                )))
+            }
+            r => r.map_err(VerbError::failed)?,
+        };
+        Ok(made(res, c, tags, work))
+    })
 }
 
-fn finish(
+/// A run's text, boxplots and record; a checker's violation fails the verb once the record is
+/// stored.
+fn made(
     res: PractiseResult,
     c: &Common,
-    out: &RecordOutputs,
     tags: std::collections::BTreeMap<String, String>,
     work: &Work,
-) -> Result<(), VerbError> {
+) -> Made {
     let text = rtscope_report::practise::text(&res);
     let svg = c
         .svg
-        .as_deref()
+        .clone()
         .map(|p| (p, rtscope_report::practise::boxplot_svg(&res)));
-    let violation = res.violation.clone();
-    let warnings = crate::warnings(&res);
-    let res = RunKind::Practise(Box::new(res));
-    let rec = work.bench_record("practise", (0, 0), warnings, tags, res);
-    work.finish(out, &text, &[svg], &rec)?;
-    match violation {
-        Some(v) => Err(VerbError::failed(format!(
+    let then = res.violation.as_ref().map(|v| {
+        VerbError::failed(format!(
             "checker failed: {} ({}, M = {}); state: {}",
             v.invariant, v.structure, v.emulated_cpus, v.state
-        ))),
-        None => Ok(()),
+        ))
+    });
+    let warnings = crate::warnings(&res);
+    let res = RunKind::Practise(Box::new(res));
+    Made {
+        text,
+        files: svg.into_iter().collect(),
+        info: Some(work.bench_info("practise", (0, 0), warnings, tags, res)),
+        then,
     }
 }
 
@@ -207,36 +215,37 @@ pub fn kernel(duration: &str, load: &str, out: &RecordOutputs) -> Result<(), Ver
     };
     let cpus = input::cpus("--cpus", None)?;
     let timing = rtscope_trace::kfuncs::attach().map_err(VerbError::failed)?;
-    let clock = Work::start();
-    let duration_ns = (d_s * 1e9) as u64;
-    let mut notes = vec![
-        "durations are fentry to fexit: they include the BPF trampolines and the timing programs, not only the kernel function"
-            .to_string(),
-    ];
-    if let Some(policy) = policy {
-        let warnings = job::background(policy, &cpus, duration_ns).map_err(VerbError::failed)?;
-        notes.extend(warnings.iter().map(|w| format!("load: {w}")));
-    } else {
-        while clock.elapsed().as_nanos() < duration_ns as u128 && !clock.interrupted() {
-            std::thread::sleep(std::time::Duration::from_millis(20));
+    run_once(Begin::live("practise", Need::Nothing, ""), out, |clock| {
+        let duration_ns = (d_s * 1e9) as u64;
+        let mut notes = vec![
+            "durations are fentry to fexit: they include the BPF trampolines and the timing programs, not only the kernel function"
+                .to_string(),
+        ];
+        if let Some(policy) = policy {
+            let warnings =
+                job::background(policy, &cpus, duration_ns).map_err(VerbError::failed)?;
+            notes.extend(warnings.iter().map(|w| format!("load: {w}")));
+        } else {
+            while clock.elapsed().as_nanos() < duration_ns as u128 && !clock.interrupted() {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
         }
-    }
-    let res = PractiseKernelResult {
-        duration_ns,
-        load: load.to_string(),
-        functions: timing.read(),
-        notes,
-    };
-    drop(timing);
-    let text = rtscope_report::practise::kernel_text(&res);
-    let rec = clock.bench_record(
-        "practise",
-        (0, 0),
-        Vec::new(),
-        tags,
-        RunKind::PractiseKernel(Box::new(res)),
-    );
-    clock.finish(out, &text, &[], &rec)
+        let res = PractiseKernelResult {
+            duration_ns,
+            load: load.to_string(),
+            functions: timing.read(),
+            notes,
+        };
+        drop(timing);
+        let text = rtscope_report::practise::kernel_text(&res);
+        let kind = RunKind::PractiseKernel(Box::new(res));
+        Ok(Made {
+            text,
+            files: Vec::new(),
+            info: Some(clock.bench_info("practise", (0, 0), Vec::new(), tags, kind)),
+            then: None,
+        })
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! [`measure::MeasureTool`], from a [`Plan`].
 //!
 //! What it owns: flags resolved against the machine ([`input`], [`resolve`], [`preset`]), the
-//! privilege rule ([`privilege`]), the work's clock and leftovers ([`work`]), the measurement's
+//! privilege rule ([`privilege`]), the work's clock and leftovers ([`tool::Work`]), the measurement's
 //! streaming analysis ([`stream`], [`thread_vars`]), checkpoints ([`checkpoint`]), the live
 //! figures ([`mirror`], [`live`]), the record ([`record`]) and the outputs ([`outputs`]: store,
 //! then `--json`, with a fallback file).
@@ -30,14 +30,13 @@ pub mod preset;
 pub mod privilege;
 pub mod record;
 pub mod resolve;
-pub mod schedule;
+
 /// The one signal module (it lives in `probe`, the lowest crate that runs work).
 pub use rtscope_probe::signals;
 pub mod stream;
 pub mod tail;
 pub mod thread_vars;
 pub mod tool;
-pub mod work;
 
 pub use input::VerbError;
 pub use live::{LiveSnapshot, ThreadLive, View};
@@ -73,7 +72,7 @@ pub enum SessionError {
     },
     #[error("storing the run: {0}")]
     Store(String),
-    #[error("--trace-file {path}: {detail}")]
+    #[error("{} {path}: {detail}", input::Field::TraceFile)]
     TraceFile { path: String, detail: String },
     #[error("the measurement is not running")]
     NotRunning,

@@ -2,8 +2,8 @@
 //! [`run_tool`] from a resolved [`Plan`]. Its steps:
 //!
 //! - begin: the stop signals (SIGINT/SIGTERM/SIGHUP; a snapshot on SIGUSR2), leftovers of killed
-//!   runs repaired, the allocator pinned;
-//! - start: the system capture; the loads, from this long-lived thread (their death signal is
+//!   runs repaired;
+//! - start: the allocator pinned; the system capture; the loads, from this long-lived thread (their death signal is
 //!   tied to it), given half a second to reach full intensity; the kernel capture, then the
 //!   measurement threads;
 //! - step, ~10 times a second: drain every thread's sample ring, poll the capture, explain every
@@ -20,8 +20,7 @@
 
 use crate::input::VerbError;
 use crate::live::{LiveSnapshot, ThreadLive, View};
-use crate::tool::{run_tool, Flow, Tool};
-use crate::work::Work;
+use crate::tool::{run_tool, Begin, Flow, Tool, Work};
 use crate::{checkpoint, mirror, outputs, record, signals, stream, Outcome, Plan, SessionError};
 use rtscope_model::{CheckpointInfo, EndReason, RawSample, RunRecord, SystemInfo};
 use rtscope_probe::Measurement;
@@ -117,15 +116,14 @@ impl<'a> MeasureTool<'a> {
 impl Tool for MeasureTool<'_> {
     type Output = Outcome;
 
-    fn begin(&mut self) -> Result<Work, VerbError> {
-        // The stop signals with the snapshot request, and the repaired leftovers in the record.
-        let mut w = Work::start();
-        w.set_leftovers(crate::work::recover_leftovers());
-        crate::pin_malloc_mmap_threshold();
-        Ok(w)
+    fn begin(&self) -> Begin {
+        // The stop signals, and the repaired leftovers in the record; the privileges the plan
+        // needs were checked when it was resolved.
+        Begin::live(&self.plan.verb, crate::privilege::Need::Nothing, "")
     }
 
     fn start(&mut self, w: &Work) -> Result<(), VerbError> {
+        crate::pin_malloc_mmap_threshold();
         // Freed memory is kept from the set-up on: a block glibc mapped on its own during the
         // set-up and freed inside the window would be unmapped there (measured in the lab: a
         // 666 µs munmap 0.2 s into the window when retention began at the window's start).
@@ -184,6 +182,67 @@ fn running(run: &mut Option<Running>) -> Result<&mut Running, VerbError> {
     run.as_mut().ok_or_else(|| failed(SessionError::NotRunning))
 }
 
+/// The loads, from this long-lived thread (their death signal is tied to it), given half a
+/// second to reach full intensity.
+fn start_loads(plan: &Plan) -> Result<Option<rtscope_load::RunningLoads>, SessionError> {
+    let Some((kinds, opts)) = &plan.loads else {
+        return Ok(None);
+    };
+    let l = rtscope_load::start(kinds, opts).map_err(SessionError::Load)?;
+    std::thread::sleep(Duration::from_millis(500));
+    Ok(Some(l))
+}
+
+/// Where the samples go besides the threads' histograms: the `--raw` file, the checkpoints,
+/// the per-thread mirrors of the live figures; and the threads' spec, streaming samples when
+/// any of them (or the capture, the view, `--until-stable`) reads them.
+#[allow(clippy::type_complexity)]
+fn sinks(
+    plan: &Plan,
+    traced: bool,
+    view: &dyn View,
+) -> Result<
+    (
+        Option<outputs::RawCsv>,
+        Option<checkpoint::Checkpointer>,
+        rtscope_probe::MeasureSpec,
+        Vec<mirror::Mirror>,
+    ),
+    SessionError,
+> {
+    let raw_csv = match &plan.raw_csv {
+        Some(p) => Some(
+            outputs::RawCsv::create(p).map_err(|source| SessionError::Io {
+                what: crate::input::Field::Raw.token(),
+                path: p.display().to_string(),
+                source,
+            })?,
+        ),
+        None => None,
+    };
+    let checkpointer = plan
+        .store
+        .as_ref()
+        .and_then(|s| s.checkpoint.map(|every| (s.db.clone(), every)))
+        .map(|(db, every)| checkpoint::Checkpointer::new(db, every));
+    let mut spec = plan.spec.clone();
+    spec.stream = traced
+        || raw_csv.is_some()
+        || view.wants_samples()
+        || checkpointer.is_some()
+        || plan.until_stable.is_some();
+    let mirrors = spec
+        .cpus
+        .iter()
+        .enumerate()
+        .map(|(i, &cpu)| {
+            let interval_ns = spec.interval_ns + i as u64 * spec.distance_ns;
+            mirror::Mirror::new(cpu, interval_ns, &plan.config)
+        })
+        .collect();
+    Ok((raw_csv, checkpointer, spec, mirrors))
+}
+
 impl Running {
     fn start(plan: &Plan, w: &Work, view: &dyn View) -> Result<Running, SessionError> {
         let started_wall = SystemTime::now();
@@ -202,14 +261,7 @@ impl Running {
         let _prio = (traced && plan.config.policy != rtscope_model::Policy::Other)
             .then(crate::MainPriority::fifo1)
             .flatten();
-        let loads = match &plan.loads {
-            Some((kinds, opts)) => {
-                let l = rtscope_load::start(kinds, opts).map_err(SessionError::Load)?;
-                std::thread::sleep(Duration::from_millis(500));
-                Some(l)
-            }
-            None => None,
-        };
+        let loads = start_loads(plan)?;
         // The loads (forked above) keep every CPU; the session thread, and the capture's
         // reader threads it spawns from here, move to the housekeeping CPUs.
         let mut placement = crate::housekeeping::Placement::enter(&plan.config.housekeeping_cpus);
@@ -233,36 +285,7 @@ impl Running {
         if let (Some(_), Some(x)) = (bursts, explain.as_mut()) {
             x.in_bursts();
         }
-        let raw_csv = match &plan.raw_csv {
-            Some(p) => Some(
-                outputs::RawCsv::create(p).map_err(|source| SessionError::Io {
-                    what: "--raw",
-                    path: p.display().to_string(),
-                    source,
-                })?,
-            ),
-            None => None,
-        };
-        let checkpointer = plan
-            .store
-            .as_ref()
-            .and_then(|s| s.checkpoint.map(|every| (s.db.clone(), every)))
-            .map(|(db, every)| checkpoint::Checkpointer::new(db, every));
-        let mut spec = plan.spec.clone();
-        spec.stream = traced
-            || raw_csv.is_some()
-            || view.wants_samples()
-            || checkpointer.is_some()
-            || plan.until_stable.is_some();
-        let mirrors = spec
-            .cpus
-            .iter()
-            .enumerate()
-            .map(|(i, &cpu)| {
-                let interval_ns = spec.interval_ns + i as u64 * spec.distance_ns;
-                mirror::Mirror::new(cpu, interval_ns, &plan.config)
-            })
-            .collect();
+        let (raw_csv, checkpointer, spec, mirrors) = sinks(plan, traced, view)?;
         if spec.policy == rtscope_model::Policy::Deadline {
             // Unpinned DEADLINE threads inherit the spawning thread's CPUs.
             placement.widen();
@@ -631,7 +654,7 @@ impl Running {
         }
         if let Some(w) = self.raw_csv.take() {
             let (p, _) = w.finish().map_err(|source| SessionError::Io {
-                what: "--raw",
+                what: crate::input::Field::Raw.token(),
                 path: plan
                     .raw_csv
                     .as_ref()
@@ -841,7 +864,7 @@ fn feed(
 ) -> Result<(), SessionError> {
     if let Some(w) = raw {
         w.push(samples).map_err(|source| SessionError::Io {
-            what: "--raw",
+            what: crate::input::Field::Raw.token(),
             path: String::new(),
             source,
         })?;

@@ -136,7 +136,9 @@ impl JsonDest {
     /// Check the destination before any work starts.
     pub fn check(&self) -> Result<(), VerbError> {
         match &self.0 {
-            Some(p) if p != Path::new("-") => crate::input::output("--json", p),
+            Some(p) if p != Path::new("-") => {
+                crate::input::output(crate::input::Field::Json.token(), p)
+            }
             _ => Ok(()),
         }
     }
@@ -178,7 +180,7 @@ impl RecordOutputs {
         if !self.no_store {
             crate::input::db_writable(self.db.as_deref())?;
         }
-        crate::input::tags("--tag", &self.tags)
+        crate::input::tags(crate::input::Field::Tags.token(), &self.tags)
     }
     /// Store first (or keep the record in the fallback directory when the database cannot take
     /// it), then write `--json`: a failed write never loses the measurement.
@@ -277,22 +279,3 @@ pub fn report_outcome(o: &crate::Outcome, summary: bool) -> Result<(), VerbError
 }
 
 pub use rtscope_report::raw_csv::RawCsv;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn atomic_write_leaves_only_the_target() {
-        let d = tempfile::tempdir().unwrap();
-        let victim = d.path().join("victim");
-        std::fs::write(&victim, b"keep").unwrap();
-        let target = d.path().join("out.json");
-        write_atomic(&target, b"new").unwrap();
-        assert_eq!(std::fs::read(&target).unwrap(), b"new");
-        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
-        // Only the target is left: the temporary was renamed.
-        let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
-        assert_eq!(names.len(), 2);
-    }
-}

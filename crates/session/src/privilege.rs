@@ -1,6 +1,7 @@
 //! Who may run what: real-time and DEADLINE policies need root or CAP_SYS_NICE, locking a run's
 //! memory needs CAP_IPC_LOCK (or a large RLIMIT_MEMLOCK). One rule for every verb.
 
+use crate::input::Field;
 use rtscope_model::Policy;
 
 /// What the caller may do, read once before anything starts.
@@ -59,7 +60,9 @@ pub fn require(verb: &str, need: Need, why: &str) -> Result<(), String> {
 /// The one message for a policy the caller may not use.
 pub fn denied_message(policy: Policy) -> String {
     format!(
-        "--policy {} needs root or CAP_SYS_NICE (run with sudo, or `setcap cap_sys_nice,cap_ipc_lock+ep $(command -v rtscope)`, or pass --allow-unprivileged to measure under SCHED_OTHER)",
-        policy.name()
+        "{} {} needs root or CAP_SYS_NICE (run with sudo, or `setcap cap_sys_nice,cap_ipc_lock+ep $(command -v rtscope)`, or pass {} to measure under SCHED_OTHER)",
+        Field::Policy,
+        policy.name(),
+        Field::AllowUnprivileged
     )
 }

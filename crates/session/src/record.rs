@@ -204,7 +204,7 @@ pub fn new_run_id() -> String {
 }
 
 /// What a verb that runs work without measurement threads (benchmarks, task sets, trace
-/// captures, loads) knows about its run besides when it ran; [`crate::work::Work::record`] puts
+/// captures, loads) knows about its run besides when it ran; [`crate::tool::Work::record`] puts
 /// it in the one RunRecord envelope every verb stores.
 pub struct WorkInfo {
     pub verb: String,
@@ -264,25 +264,4 @@ pub fn set_cmdline(argv: &[String]) {
 /// (`rtscope_model::secrets`); empty when the caller gave none.
 pub fn cmdline() -> Vec<String> {
     rtscope_model::secrets::redact_argv(CMDLINE.get().map_or(&[][..], Vec::as_slice))
-}
-
-#[cfg(test)]
-mod rfc3339_tests {
-    use std::time::{Duration, UNIX_EPOCH};
-
-    #[test]
-    fn seconds_in_utc() {
-        assert_eq!(super::rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let leap_day = UNIX_EPOCH + Duration::from_secs(951_782_400 + 3_723);
-        assert_eq!(super::rfc3339(leap_day), "2000-02-29T01:02:03Z");
-        // Sub-second parts are dropped: the run id reads exactly 14 digits.
-        let t = UNIX_EPOCH + Duration::new(1_700_000_000, 999_999_999);
-        assert_eq!(super::rfc3339(t), "2023-11-14T22:13:20Z");
-        assert_eq!(
-            super::rfc3339(UNIX_EPOCH - Duration::from_secs(5)),
-            "1970-01-01T00:00:00Z"
-        );
-        let far = UNIX_EPOCH + Duration::from_secs(u64::MAX / 4);
-        assert_eq!(super::rfc3339(far), "9999-12-31T23:59:59Z");
-    }
 }

@@ -147,7 +147,154 @@ pub fn measure(
     }
     input::field_range(Field::Interval, f.interval_us, 10, 10_000_000, " us")?;
     input::field_range(Field::Distance, f.distance_us, 0, 1_000_000, " us")?;
-    let mut policy = f.policy;
+    let policy = f.policy;
+    let (priority, nice, deadline) = scheduling(f, &mut warnings)?;
+    let (duration_s, until_stable) = ending(f, default_duration)?;
+    kept(f)?;
+    let mut tags = f.tags.clone();
+    if let Some(p) = &preset {
+        tags.entry("preset".into()).or_insert_with(|| p.name.into());
+    }
+    let loads = loads(f)?;
+    let trace = capture(f, &mut warnings)?;
+    if !f.no_store {
+        input::db_writable(f.db.as_deref())?;
+    }
+    let checkpoint = checkpoint(f)?;
+    if f.trace_keep.is_some() && trace == Mechanism::Off {
+        return Err(field!(Field::TraceKeep, "needs {}", Field::Trace));
+    }
+    input::field_range(Field::BoundPoints, f.bound_points, 1, 1000, "")?;
+    if f.bound && trace == Mechanism::Off {
+        return Err(field!(
+            Field::Bound,
+            "needs a trace ({t}, {t}=bpf or {t}=tracefs): the bound is computed from the run's kernel events",
+            t = Field::Trace
+        ));
+    }
+    let (policy, privileged) = admitted(f, policy, &mut warnings)?;
+    let config = run_config(
+        f,
+        (cpus, housekeeping_cpus),
+        (policy, priority, nice, deadline),
+        (duration_s, &loads, trace),
+    );
+    // Whether samples are streamed is the session's decision (trace, --raw, view, checkpoints).
+    let mut spec = MeasureSpec::from_config(&config, false);
+    if !privileged {
+        // Unprivileged mlockall of a whole run's buffers usually exceeds RLIMIT_MEMLOCK.
+        spec.mlock = false;
+        warnings.warn(
+            WarningCode::NotRealtime,
+            "unprivileged: memory not locked (mlockall needs CAP_IPC_LOCK)",
+        );
+    }
+    let trace_keep = trace_keep(f, policy)?;
+    for w in &mut warnings {
+        w.message = Field::render(&w.message, f.field_names);
+    }
+    Ok(Plan {
+        id: crate::record::new_run_id(),
+        verb: verb.to_string(),
+        cmdline: f.cmdline.clone(),
+        tags,
+        trace,
+        trace_file: f.trace_file.clone(),
+        trace_file_mode: f.trace_file_mode,
+        trace_keep,
+        bound_points: f.bound.then_some(f.bound_points),
+        loads,
+        raw_csv: f.raw.clone(),
+        store: (!f.no_store).then(|| StorePlan {
+            db: f.db.clone(),
+            checkpoint,
+            fallback_dir: None,
+        }),
+        outputs: Outputs {
+            json: f.json.clone(),
+            histogram_file: f.histogram_file.clone(),
+            cyclictest_json: f.cyclictest_json.clone(),
+            run_dir: None,
+        },
+        config,
+        spec,
+        warnings,
+        until_stable,
+    })
+}
+
+/// What the run keeps (thresholds, worst-N, histogram range) and its output files.
+fn kept(f: &MeasureRequest) -> Result<(), VerbError> {
+    if let Some(b) = f.break_above_us {
+        input::field_range(Field::BreakAbove, b, 1, 100_000_000, " us")?;
+    }
+    if let Some(t) = f.record_above_us {
+        input::field_range(Field::RecordAbove, t, 1, 100_000_000, " us")?;
+    }
+    input::field_range(Field::Worst, f.worst, 0, 10_000, "")?;
+    input::field_range(Field::LinearMax, f.linear_max_us, 1, 1_000_000, " us")?;
+    for (fld, p) in [
+        (Field::Json, &f.json),
+        (Field::HistogramFile, &f.histogram_file),
+        (Field::CyclictestJson, &f.cyclictest_json),
+        (Field::Raw, &f.raw),
+    ] {
+        if let Some(p) = p.as_deref().filter(|p| *p != std::path::Path::new("-")) {
+            output(fld, p)?;
+        }
+    }
+    Ok(())
+}
+
+/// The policy the caller may use (one rule for every verb: [`crate::privilege`]): the
+/// requested one, or SCHED_OTHER with `allow_unprivileged`; and whether the caller is
+/// privileged.
+fn admitted(
+    f: &MeasureRequest,
+    mut policy: Policy,
+    warnings: &mut Vec<rtscope_model::Warning>,
+) -> Result<(Policy, bool), VerbError> {
+    let privs = crate::privilege::Privileges::current();
+    let privileged = privs.sys_nice;
+    if !privs.allows(policy) {
+        if f.allow_unprivileged {
+            warnings.warn(WarningCode::NotRealtime, format!(
+                "not root and no CAP_SYS_NICE: measuring under SCHED_OTHER instead of {} ({}); the figures are not real-time latencies",
+                policy.name(),
+                Field::AllowUnprivileged
+            ));
+            policy = Policy::Other;
+        } else {
+            return Err(VerbError::failed(crate::privilege::denied_message(policy)));
+        }
+    }
+    Ok((policy, privileged))
+}
+
+/// What the capture keeps. SCHED_OTHER measurement threads: their own switches and wake-ups
+/// are what the relevance filter leaves out, so everything is kept.
+fn trace_keep(f: &MeasureRequest, policy: Policy) -> Result<Keep, VerbError> {
+    Ok(match (f.trace_keep, policy) {
+        (Some(Keep::Relevant), Policy::Other) => {
+            return Err(bad!(
+                "{k} relevant: not with {p} other (the filter leaves out SCHED_OTHER switches and wake-ups, the measured threads' own); use {k} all",
+                p = Field::Policy,
+                k = Field::TraceKeep
+            ))
+        }
+        (Some(k), _) => k,
+        (None, Policy::Other) => Keep::All,
+        (None, _) => Keep::Relevant,
+    })
+}
+
+/// The measurement threads' priority, nice value and DEADLINE parameters under the requested
+/// policy, each within its range.
+fn scheduling(
+    f: &MeasureRequest,
+    warnings: &mut Vec<rtscope_model::Warning>,
+) -> Result<(u32, i32, Option<DeadlineParams>), VerbError> {
+    let policy = f.policy;
     let priority = match (policy, f.priority) {
         (Policy::Fifo | Policy::Rr, p) => {
             input::field_range(Field::Priority, p.unwrap_or(95), 1, 99, "")?
@@ -220,6 +367,14 @@ pub fn measure(
     } else {
         None
     };
+    Ok((priority, nice, deadline))
+}
+
+/// How the run ends: its duration (None: by loops or a stop signal) and `--until-stable`.
+fn ending(
+    f: &MeasureRequest,
+    default_duration: Option<Duration>,
+) -> Result<(Option<f64>, Option<UntilStable>), VerbError> {
     let mut duration_s = f.duration.map(|d| d.as_secs_f64());
     if duration_s.is_none() && f.loops.is_none() {
         duration_s = default_duration.map(|d| d.as_secs_f64());
@@ -263,29 +418,14 @@ pub fn measure(
         }
         None => None,
     };
-    if let Some(b) = f.break_above_us {
-        input::field_range(Field::BreakAbove, b, 1, 100_000_000, " us")?;
-    }
-    if let Some(t) = f.record_above_us {
-        input::field_range(Field::RecordAbove, t, 1, 100_000_000, " us")?;
-    }
-    input::field_range(Field::Worst, f.worst, 0, 10_000, "")?;
-    input::field_range(Field::LinearMax, f.linear_max_us, 1, 1_000_000, " us")?;
-    for (fld, p) in [
-        (Field::Json, &f.json),
-        (Field::HistogramFile, &f.histogram_file),
-        (Field::CyclictestJson, &f.cyclictest_json),
-        (Field::Raw, &f.raw),
-    ] {
-        if let Some(p) = p.as_deref().filter(|p| *p != std::path::Path::new("-")) {
-            output(fld, p)?;
-        }
-    }
-    let mut tags = f.tags.clone();
-    if let Some(p) = &preset {
-        tags.entry("preset".into()).or_insert_with(|| p.name.into());
-    }
-    let loads = match &f.load {
+    Ok((duration_s, until_stable))
+}
+
+/// The background loads and their options, checked before a process is forked.
+type Loads = Option<(Vec<rtscope_load::LoadKind>, rtscope_load::LoadOptions)>;
+
+fn loads(f: &MeasureRequest) -> Result<Loads, VerbError> {
+    Ok(match &f.load {
         None => None,
         Some(kinds) => {
             rtscope_load::check_kinds(kinds)?;
@@ -296,7 +436,14 @@ pub fn measure(
             rtscope_load::validate(kinds, &opts)?;
             Some((kinds.clone(), opts))
         }
-    };
+    })
+}
+
+/// The capture mechanism (checked on this kernel; never Auto) and its trace file.
+fn capture(
+    f: &MeasureRequest,
+    warnings: &mut Vec<rtscope_model::Warning>,
+) -> Result<Mechanism, VerbError> {
     let asked = f.trace;
     let trace = match rtscope_trace::check(asked) {
         Ok(Mechanism::Off) if asked == Mechanism::Auto => {
@@ -326,10 +473,12 @@ pub fn measure(
     if let Some(p) = &f.trace_file {
         output(Field::TraceFile, p)?;
     }
-    if !f.no_store {
-        input::db_writable(f.db.as_deref())?;
-    }
-    let checkpoint = match f.checkpoint {
+    Ok(trace)
+}
+
+/// Interim records of a stored run (None: none).
+fn checkpoint(f: &MeasureRequest) -> Result<Option<Duration>, VerbError> {
+    Ok(match f.checkpoint {
         None if f.no_store => None,
         None => Some(crate::DEFAULT_CHECKPOINT),
         Some(Checkpoint::Off) => None,
@@ -351,34 +500,17 @@ pub fn measure(
             }
             Some(d)
         }
-    };
-    if f.trace_keep.is_some() && trace == Mechanism::Off {
-        return Err(field!(Field::TraceKeep, "needs {}", Field::Trace));
-    }
-    input::field_range(Field::BoundPoints, f.bound_points, 1, 1000, "")?;
-    if f.bound && trace == Mechanism::Off {
-        return Err(field!(
-            Field::Bound,
-            "needs a trace ({t}, {t}=bpf or {t}=tracefs): the bound is computed from the run's kernel events",
-            t = Field::Trace
-        ));
-    }
-    // Privileges: one rule for every verb (crate::privilege).
-    let privs = crate::privilege::Privileges::current();
-    let privileged = privs.sys_nice;
-    if !privs.allows(policy) {
-        if f.allow_unprivileged {
-            warnings.warn(WarningCode::NotRealtime, format!(
-                "not root and no CAP_SYS_NICE: measuring under SCHED_OTHER instead of {} ({}); the figures are not real-time latencies",
-                policy.name(),
-                Field::AllowUnprivileged
-            ));
-            policy = Policy::Other;
-        } else {
-            return Err(VerbError::failed(crate::privilege::denied_message(policy)));
-        }
-    }
-    let config = RunConfig {
+    })
+}
+
+/// The run's configuration as recorded.
+fn run_config(
+    f: &MeasureRequest,
+    (cpus, housekeeping_cpus): (Vec<u32>, Vec<u32>),
+    (policy, priority, nice, deadline): (Policy, u32, i32, Option<DeadlineParams>),
+    (duration_s, loads, trace): (Option<f64>, &Loads, Mechanism),
+) -> RunConfig {
+    RunConfig {
         cpus,
         policy,
         priority: if policy == Policy::Other { 0 } else { priority },
@@ -407,62 +539,7 @@ pub fn measure(
         trace: trace.name().into(),
         trace_bursts: None,
         housekeeping_cpus,
-    };
-    // Whether samples are streamed is the session's decision (trace, --raw, view, checkpoints).
-    let mut spec = MeasureSpec::from_config(&config, false);
-    if !privileged {
-        // Unprivileged mlockall of a whole run's buffers usually exceeds RLIMIT_MEMLOCK.
-        spec.mlock = false;
-        warnings.warn(
-            WarningCode::NotRealtime,
-            "unprivileged: memory not locked (mlockall needs CAP_IPC_LOCK)",
-        );
     }
-    // SCHED_OTHER measurement threads: their own switches and wake-ups are what the filter
-    // leaves out, so keep everything.
-    let trace_keep = match (f.trace_keep, policy) {
-        (Some(Keep::Relevant), Policy::Other) => {
-            return Err(bad!(
-                "{k} relevant: not with {p} other (the filter leaves out SCHED_OTHER switches and wake-ups, the measured threads' own); use {k} all",
-                p = Field::Policy,
-                k = Field::TraceKeep
-            ))
-        }
-        (Some(k), _) => k,
-        (None, Policy::Other) => Keep::All,
-        (None, _) => Keep::Relevant,
-    };
-    for w in &mut warnings {
-        w.message = Field::render(&w.message, f.field_names);
-    }
-    Ok(Plan {
-        id: crate::record::new_run_id(),
-        verb: verb.to_string(),
-        cmdline: f.cmdline.clone(),
-        tags,
-        trace,
-        trace_file: f.trace_file.clone(),
-        trace_file_mode: f.trace_file_mode,
-        trace_keep,
-        bound_points: f.bound.then_some(f.bound_points),
-        loads,
-        raw_csv: f.raw.clone(),
-        store: (!f.no_store).then(|| StorePlan {
-            db: f.db.clone(),
-            checkpoint,
-            fallback_dir: None,
-        }),
-        outputs: Outputs {
-            json: f.json.clone(),
-            histogram_file: f.histogram_file.clone(),
-            cyclictest_json: f.cyclictest_json.clone(),
-            run_dir: None,
-        },
-        config,
-        spec,
-        warnings,
-        until_stable,
-    })
 }
 
 /// An output file of the run can be written.
@@ -498,310 +575,3 @@ pub fn default_job(
 /// Room a run directory needs: record and report (≈1 MB), flight-recorder trace (≈2 MB an
 /// hour), with margin.
 const RUN_DIR_BYTES: u64 = 16 << 20;
-
-/// The request the cli builds from `rtscope measure` with no flags: a fixture for the tests of
-/// this crate and of the verbs built on it (the defaults themselves are the cli's).
-#[doc(hidden)]
-pub fn request_fixture() -> MeasureRequest {
-    MeasureRequest {
-        cpus: None,
-        interval_us: 1000,
-        distance_us: 0,
-        aligned: false,
-        policy: Policy::Fifo,
-        priority: None,
-        nice: None,
-        dl_runtime_us: None,
-        dl_deadline_us: None,
-        dl_period_us: None,
-        dl_no_reset_on_fork: false,
-        dl_overrun: false,
-        duration: None,
-        loops: None,
-        timer: TimerMode::AbsNanosleep,
-        clock: ClockId::Monotonic,
-        no_dma_latency: false,
-        break_above_us: None,
-        record_above_us: None,
-        worst: 10,
-        linear_max_us: 10_000,
-        json: None,
-        histogram_file: None,
-        cyclictest_json: None,
-        raw: None,
-        quiet: false,
-        allow_unprivileged: false,
-        db: None,
-        no_store: false,
-        tags: BTreeMap::new(),
-        load: None,
-        load_cpus: None,
-        housekeeping: None,
-        load_exec: Vec::new(),
-        force: false,
-        load_settings: rtscope_load::LoadSettings::default(),
-        trace: Mechanism::Off,
-        trace_file: None,
-        trace_file_mode: TraceFileMode::default(),
-        checkpoint: None,
-        trace_keep: None,
-        bound: false,
-        bound_points: 60,
-        preset: None,
-        cmdline: Vec::new(),
-        field_names: Field::key,
-        until_stable: None,
-    }
-}
-
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// The request the cli builds from `rtscope measure` with no flags.
-    pub(crate) fn request() -> MeasureRequest {
-        super::request_fixture()
-    }
-
-    fn refused(f: &MeasureRequest) -> String {
-        match measure(f, "measure", None) {
-            Err(e) => e.to_string(),
-            Ok(_) => panic!("accepted: {f:?}"),
-        }
-    }
-
-    fn other() -> MeasureRequest {
-        MeasureRequest {
-            policy: Policy::Other,
-            no_store: true,
-            ..request()
-        }
-    }
-
-    /// Requests refused before anything starts, with the exact line (fields as tokens: the
-    /// caller names them).
-    #[test]
-    fn refusals_name_the_field_and_the_range() {
-        let rows: Vec<(MeasureRequest, &str)> = vec![
-            (
-                MeasureRequest { interval_us: 5, ..other() },
-                "⟨interval⟩: 5 is out of range (10..=10000000 us)",
-            ),
-            (
-                MeasureRequest { distance_us: 2_000_000, ..other() },
-                "⟨distance⟩: 2000000 is out of range (0..=1000000 us)",
-            ),
-            (
-                MeasureRequest { policy: Policy::Fifo, priority: Some(100), ..other() },
-                "⟨priority⟩: 100 is out of range (1..=99)",
-            ),
-            (
-                MeasureRequest { priority: Some(50), ..other() },
-                "⟨priority⟩: only applies to ⟨policy⟩ fifo or rr (got ⟨policy⟩ other)",
-            ),
-            (
-                MeasureRequest { policy: Policy::Fifo, nice: Some(5), ..other() },
-                "⟨nice⟩: only applies to ⟨policy⟩ other",
-            ),
-            (
-                MeasureRequest { nice: Some(30), ..other() },
-                "⟨nice⟩: 30 is out of range (-20..=19)",
-            ),
-            (
-                MeasureRequest { dl_period_us: Some(1000), ..other() },
-                "⟨dl_runtime⟩/⟨dl_deadline⟩/⟨dl_period⟩: only apply to ⟨policy⟩ deadline",
-            ),
-            (
-                MeasureRequest {
-                    policy: Policy::Deadline,
-                    dl_runtime_us: Some(900),
-                    dl_period_us: Some(500),
-                    ..other()
-                },
-                "⟨dl_runtime⟩: 900 is out of range (2..=500 us (must be ≤ ⟨dl_deadline⟩))",
-            ),
-            (
-                MeasureRequest { policy: Policy::Deadline, dl_period_us: Some(50), ..other() },
-                "⟨dl_period⟩: 50 is out of range (100..=4000000 us)",
-            ),
-            (
-                MeasureRequest { loops: Some(0), ..other() },
-                "⟨loops⟩: 0 is out of range (1..=9223372036854775807)",
-            ),
-            (
-                MeasureRequest { worst: 20_000, ..other() },
-                "⟨worst⟩: 20000 is out of range (0..=10000)",
-            ),
-            (
-                MeasureRequest { linear_max_us: 0, ..other() },
-                "⟨linear_max⟩: 0 is out of range (1..=1000000 us)",
-            ),
-            (
-                MeasureRequest {
-                    load: Some(vec![rtscope_load::LoadKind::Io, rtscope_load::LoadKind::Disk]),
-                    ..other()
-                },
-                "--load: 'disk' overlaps 'io' in 'io,disk' (io = hackbench+disk+net)",
-            ),
-            (
-                MeasureRequest { trace_file: Some("x.rtt".into()), ..other() },
-                "⟨trace_file⟩: needs ⟨trace⟩",
-            ),
-            (
-                MeasureRequest {
-                    checkpoint: Some(Checkpoint::Every(Duration::from_secs(300))),
-                    ..other()
-                },
-                "⟨checkpoint⟩: checkpoints go to the results store; not with ⟨no_store⟩",
-            ),
-            (
-                MeasureRequest { trace_keep: Some(Keep::All), ..other() },
-                "⟨trace_keep⟩: needs ⟨trace⟩",
-            ),
-            (
-                MeasureRequest { bound_points: 0, ..other() },
-                "⟨bound_points⟩: 0 is out of range (1..=1000)",
-            ),
-            (
-                MeasureRequest { bound: true, ..other() },
-                "⟨bound⟩: needs a trace (⟨trace⟩, ⟨trace⟩=bpf or ⟨trace⟩=tracefs): the bound is computed from the run's kernel events",
-            ),
-        ];
-        for (req, want) in rows {
-            match measure(&req, "measure", None) {
-                Err(e) if e.is_bad_input() => assert_eq!(e.to_string(), want),
-                Err(e) => panic!("{want}: not bad input: {e}"),
-                Ok(_) => panic!("{want}: accepted"),
-            }
-        }
-    }
-
-    #[test]
-    fn checkpoints_need_the_store_and_a_sane_period() {
-        let every = |s: u64| Some(Checkpoint::Every(Duration::from_secs(s)));
-        let stored = |c| MeasureRequest {
-            checkpoint: c,
-            no_store: false,
-            db: Some("/proc/rtscope/r.db".into()),
-            ..other()
-        };
-        // The database's directory is checked first: a refusal names the database.
-        let e = refused(&stored(every(300)));
-        assert!(e.starts_with("--db /proc/rtscope/r.db: "), "{e}");
-        let d = tempfile::tempdir().unwrap();
-        let db = d.path().join("r.db").display().to_string();
-        let f = MeasureRequest {
-            db: Some(db.clone()),
-            ..stored(every(9 * 86400))
-        };
-        assert_eq!(
-            refused(&f),
-            "⟨checkpoint⟩: 9d is out of range (1s ..= 7d, or off)"
-        );
-        let f = MeasureRequest {
-            db: Some(db.clone()),
-            ..stored(Some(Checkpoint::Off))
-        };
-        let p = measure(&f, "measure", None).unwrap();
-        assert_eq!(p.store.map(|s| s.checkpoint), Some(None));
-        let f = MeasureRequest {
-            db: Some(db),
-            ..stored(None)
-        };
-        let p = measure(&f, "measure", None).unwrap();
-        assert_eq!(
-            p.store.and_then(|s| s.checkpoint),
-            Some(crate::DEFAULT_CHECKPOINT)
-        );
-    }
-
-    /// Accepted requests and the configuration they resolve to.
-    #[test]
-    fn accepted_requests_resolve_to_the_config() {
-        let online = match rtscope_probe::sys::online_cpus() {
-            Ok(o) => o,
-            Err(e) => {
-                rtscope_testkit::skipped(format_args!("no online CPU list ({e})"));
-                return;
-            }
-        };
-        let minute = Some(Duration::from_secs(60));
-        let f = MeasureRequest {
-            cpus: Some(vec![online[0]]),
-            interval_us: 500,
-            distance_us: 100,
-            nice: Some(-5),
-            duration: Some(Duration::from_secs(120)),
-            timer: TimerMode::Timerfd,
-            tags: [("k".to_string(), "v".to_string())].into(),
-            ..other()
-        };
-        let p = measure(&f, "measure", minute).unwrap();
-        let c = &p.config;
-        assert_eq!(
-            (
-                c.cpus.clone(),
-                c.interval_us,
-                c.distance_us,
-                c.nice,
-                c.priority
-            ),
-            (vec![online[0]], 500, 100, -5, 0)
-        );
-        assert_eq!(
-            (c.duration_s, c.timer, c.policy),
-            (Some(120.0), TimerMode::Timerfd, Policy::Other)
-        );
-        assert_eq!(p.tags.get("k").map(String::as_str), Some("v"));
-        assert_eq!((c.trace.as_str(), p.trace_keep), ("off", Keep::All));
-        assert!(p.store.is_none() && p.loads.is_none() && p.bound_points.is_none());
-        // A CPU that is not online is refused, naming the field.
-        let e = refused(&MeasureRequest {
-            cpus: Some(vec![4095]),
-            ..other()
-        });
-        assert!(e.starts_with("⟨cpus⟩: CPU 4095 is not online"), "{e}");
-        // No duration and no loops: the verb's default duration; loops alone run by count.
-        let p = measure(&other(), "run", minute).unwrap();
-        assert_eq!((p.verb.as_str(), p.config.duration_s), ("run", Some(60.0)));
-        let p = measure(
-            &MeasureRequest {
-                loops: Some(10),
-                ..other()
-            },
-            "run",
-            minute,
-        )
-        .unwrap();
-        assert_eq!((p.config.duration_s, p.config.loops), (None, Some(10)));
-        if crate::privilege::Privileges::current().sys_nice {
-            let f = MeasureRequest {
-                policy: Policy::Deadline,
-                interval_us: 1000,
-                ..other()
-            };
-            let d = measure(&f, "measure", None)
-                .unwrap()
-                .config
-                .deadline
-                .unwrap();
-            // Runtime: 10 % of the interval, at least 50 µs; deadline and period: the interval.
-            assert_eq!(
-                (d.runtime_ns, d.deadline_ns, d.period_ns, d.reset_on_fork),
-                (100_000, 1_000_000, 1_000_000, true)
-            );
-            let p = measure(
-                &MeasureRequest {
-                    policy: Policy::Fifo,
-                    ..other()
-                },
-                "m",
-                None,
-            )
-            .unwrap();
-            assert_eq!((p.config.priority, p.trace_keep), (95, Keep::Relevant));
-        } else {
-            rtscope_testkit::skipped("DEADLINE/FIFO resolution needs CAP_SYS_NICE");
-        }
-    }
-}

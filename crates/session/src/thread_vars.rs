@@ -11,8 +11,8 @@
 //! an interval open across a gap is not measured at all, which is why a loss makes the maxima
 //! possibly low, never high.
 
-use rtscope_analysis::bound::thread::{self, ThreadMeasurer};
-use rtscope_model::event::Event;
+use rtscope_analysis::bound::thread;
+pub use rtscope_analysis::bound::thread_stream::{CpuStream, Streams};
 use rtscope_model::thread_vars::{CpuThreadMeasure, ThreadVarsRun, TracefsReader};
 use rtscope_model::warning::{Warning, WarningCode};
 use rtscope_trace::preemptirq;
@@ -21,87 +21,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// One CPU's events through the state machine, restarted at each gap.
-#[derive(Clone, Debug, Default)]
-pub struct CpuStream {
-    cpu: u32,
-    /// The state machine since the last gap (or the start).
-    m: ThreadMeasurer,
-    /// Maxima and counts of the segments before the last gap.
-    done: thread::CpuThreadMeasure,
-    /// Gaps after which the state machine was restarted.
-    pub restarts: u64,
-}
-
-fn fold(a: &mut thread::CpuThreadMeasure, b: &thread::CpuThreadMeasure) {
-    a.vars.poid_ns = a.vars.poid_ns.max(b.vars.poid_ns);
-    a.vars.paie_ns = a.vars.paie_ns.max(b.vars.paie_ns);
-    a.vars.psd_ns = a.vars.psd_ns.max(b.vars.psd_ns);
-    a.vars.dst_ns = a.vars.dst_ns.max(b.vars.dst_ns);
-    a.irq_entry_exit_ns = a.irq_entry_exit_ns.max(b.irq_entry_exit_ns);
-    a.preemptirq_events += b.preemptirq_events;
-    a.sched_sections += b.sched_sections;
-    a.irq_arrivals += b.irq_arrivals;
-}
-
-impl CpuStream {
-    pub fn new(cpu: u32) -> CpuStream {
-        CpuStream {
-            cpu,
-            ..Default::default()
-        }
-    }
-
-    /// One event of this CPU, in its time order.
-    pub fn push(&mut self, e: &Event) {
-        self.m.push(e);
-    }
-
-    /// A gap: what was measured so far is kept, the state machine starts again.
-    pub fn restart(&mut self) {
-        if let Some(m) = std::mem::take(&mut self.m).finish().remove(&self.cpu) {
-            fold(&mut self.done, &m);
-        }
-        self.restarts += 1;
-    }
-
-    /// The CPU's measure so far: every segment's maxima, their counts summed.
-    pub fn measure(&self) -> thread::CpuThreadMeasure {
-        let mut out = self.done.clone();
-        if let Some(m) = self.m.get(self.cpu) {
-            fold(&mut out, m);
-        }
-        out
-    }
-}
-
-/// The measured CPUs' streams; records of other CPUs are ignored.
-#[derive(Clone, Debug, Default)]
-pub struct Streams {
-    pub cpus: BTreeMap<u32, CpuStream>,
-}
-
-impl Streams {
-    pub fn new(cpus: &[u32]) -> Streams {
-        Streams {
-            cpus: cpus.iter().map(|&c| (c, CpuStream::new(c))).collect(),
-        }
-    }
-
-    /// One record from the reader.
-    pub fn on_record(&mut self, r: Record) {
-        match r {
-            Record::Event(e) => {
-                if let Some(s) = self.cpus.get_mut(&e.cpu) {
-                    s.push(&e);
-                }
-            }
-            Record::Gap { cpu, .. } => {
-                if let Some(s) = self.cpus.get_mut(&cpu) {
-                    s.restart();
-                }
-            }
-        }
+/// One record from the reader into `streams`.
+pub fn on_record(streams: &mut Streams, r: Record) {
+    match r {
+        Record::Event(e) => streams.event(&e),
+        Record::Gap { cpu, .. } => streams.gap(cpu),
     }
 }
 
@@ -247,7 +171,7 @@ impl Background {
                     if let Record::Gap { cpu, missed } = rec {
                         *paged.entry(cpu).or_default() += missed.max(1);
                     }
-                    streams.on_record(rec);
+                    on_record(streams, rec);
                 };
                 while !st.load(Ordering::Relaxed) {
                     if let Err(e) = r.drain(&mut |rec| on(&mut streams, &mut paged, rec)) {
@@ -322,131 +246,5 @@ impl Background {
 impl Drop for Background {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rtscope_model::bound::ThreadVars;
-    use rtscope_model::event::EventKind::*;
-
-    fn ev(cpu: u32, ts: u64, kind: rtscope_model::event::EventKind) -> Event {
-        Event {
-            ts_ns: ts,
-            cpu,
-            kind,
-        }
-    }
-
-    fn sw(ts: u64) -> Event {
-        ev(
-            0,
-            ts,
-            Switch {
-                prev_pid: 1,
-                prev_prio: 120,
-                prev_state: 0,
-                next_pid: 2,
-                next_prio: 120,
-            },
-        )
-    }
-
-    /// A gap restarts the state machine: an interval open across it is not measured, the
-    /// maxima before it are kept, the counts add up.
-    #[test]
-    fn a_gap_restarts_the_state_machine() {
-        let mut s = Streams::new(&[0]);
-        // IRQs off 0–40 (POID 40), then a scheduler section 100–160 with its switch at 130.
-        for e in [
-            ev(0, 0, IrqDisable),
-            ev(0, 40, IrqEnable),
-            ev(0, 100, PreemptDisable),
-            sw(130),
-            ev(0, 160, PreemptEnable),
-            // Opened before the gap; its enable after the gap is never paired with it.
-            ev(0, 200, PreemptDisable),
-        ] {
-            s.on_record(Record::Event(e));
-        }
-        s.on_record(Record::Gap { cpu: 0, missed: 5 });
-        // After the gap: the enable at 10_000 would close a 9_800 ns POID had the gap not
-        // restarted the state machine; then IRQs off 10_100–10_130 (POID 30).
-        for e in [
-            ev(0, 10_000, PreemptEnable),
-            ev(0, 10_100, IrqDisable),
-            ev(0, 10_130, IrqEnable),
-        ] {
-            s.on_record(Record::Event(e));
-        }
-        // Another CPU's record is not ours.
-        s.on_record(Record::Event(ev(3, 10_200, IrqDisable)));
-        let m = s.cpus[&0].measure();
-        assert_eq!(
-            m.vars,
-            ThreadVars {
-                poid_ns: 40,
-                paie_ns: 0,
-                psd_ns: 60,
-                dst_ns: 0
-            }
-        );
-        assert_eq!((m.preemptirq_events, m.sched_sections), (8, 1));
-        assert_eq!(s.cpus[&0].restarts, 1);
-        // Without the gap, the same events give the 9_800 ns interval.
-        let mut whole = Streams::new(&[0]);
-        for e in [
-            ev(0, 0, IrqDisable),
-            ev(0, 40, IrqEnable),
-            ev(0, 100, PreemptDisable),
-            sw(130),
-            ev(0, 160, PreemptEnable),
-            ev(0, 200, PreemptDisable),
-            ev(0, 10_000, PreemptEnable),
-        ] {
-            whole.on_record(Record::Event(e));
-        }
-        assert_eq!(whole.cpus[&0].measure().vars.poid_ns, 9_800);
-    }
-
-    #[test]
-    fn the_document_says_the_loss_and_the_reader() {
-        let mut s = Streams::new(&[0, 1]);
-        for e in [ev(0, 0, IrqDisable), ev(0, 50, IrqEnable)] {
-            s.on_record(Record::Event(e));
-        }
-        let mut t = ReaderTotals {
-            start_ns: 1_000,
-            end_ns: 2_000_001_000,
-            records: 2,
-            bytes: 4096,
-            ..Default::default()
-        };
-        let ok = document(&s, &t, 7, false);
-        assert_eq!(ok.lost_events, 0);
-        assert_eq!(ok.mechanism, "tracefs");
-        assert_eq!(ok.duration_ns, 2_000_000_000);
-        assert_eq!(ok.started_ns, 1_000);
-        assert_eq!(ok.cpus[0].thread.poid_ns, 50);
-        assert_eq!(ok.cpus[0].preemptirq_events, 2);
-        assert!(ok
-            .warnings
-            .iter()
-            .all(|w| w.code != WarningCode::LostEvents));
-        // CPU 1 saw nothing: said.
-        assert!(ok.warnings.iter().any(|w| w.message.contains("cpu 1")));
-        let r = ok.reader.expect("reader");
-        assert_eq!((r.records, r.bytes, r.cpu_ns), (2, 4096, 7));
-        // The stats counter and the pages disagree: the larger counts.
-        t.dropped.insert(0, 3);
-        t.paged_missed.insert(0, 5);
-        t.dropped.insert(1, 2);
-        let bad = document(&s, &t, 7, false);
-        assert_eq!(bad.lost_events, 7);
-        assert_eq!((bad.cpus[0].lost_events, bad.cpus[1].lost_events), (5, 2));
-        let w = &bad.warnings[0];
-        assert_eq!(w.code, WarningCode::LostEvents);
-        assert!(w.message.contains("cpu 0 5, cpu 1 2"), "{}", w.message);
     }
 }

@@ -7,15 +7,39 @@
 use crate::input::{self, VerbError};
 use crate::outputs::RecordOutputs;
 use crate::privilege::Need;
-use crate::tool::{run_tool, Flow, Tool};
-use crate::work;
-use crate::work::Work;
+use crate::tool::{run_tool, Begin, Flow, Tool, Work};
 use rtscope_bench::common::{reaper::Reaper, BenchError};
 use rtscope_bench::{pdlt, rhealstone, sched_scale};
 use rtscope_model::{RunKind, RunRecord};
 use rtscope_report::bench as text;
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// The session's rule for each shared value, for the jobs of the bench crate (benchmarks, task
+/// sets, M-BWI task sets).
+pub struct Rules;
+
+impl rtscope_bench::taskset::job::Values for Rules {
+    type Error = VerbError;
+    fn cpus(&self, flag: &str, spec: Option<&str>) -> Result<Vec<u32>, VerbError> {
+        input::cpus(flag, spec)
+    }
+    fn duration(&self, flag: &str, s: &str, lo: f64, hi: f64) -> Result<f64, VerbError> {
+        input::duration_in(flag, s, lo, hi)
+    }
+    fn read(&self, flag: &str, p: &Path) -> Result<String, VerbError> {
+        input::read(flag, p)
+    }
+    fn output_dir(&self, flag: &str, p: &Path) -> Result<(), VerbError> {
+        input::output_dir(flag, p)
+    }
+    fn write(&self, p: &Path, data: &[u8]) -> Result<(), VerbError> {
+        crate::outputs::write_file(p, data)
+    }
+    fn require_realtime(&self, verb: &str, why: &str) -> Result<(), VerbError> {
+        crate::privilege::require(verb, Need::RealTime, why).map_err(VerbError::failed)
+    }
+}
 
 /// What a benchmark's run made: its text, its files, who ran at which priority (`(cpu,
 /// priority)`), its warnings and its result.
@@ -71,8 +95,8 @@ where
 {
     type Output = ();
 
-    fn begin(&mut self) -> Result<Work, VerbError> {
-        work::begin(self.verb, self.need.0, self.need.1)
+    fn begin(&self) -> Begin {
+        Begin::live(self.verb, self.need.0, self.need.1)
     }
 
     fn start(&mut self, _w: &Work) -> Result<(), VerbError> {
@@ -107,9 +131,9 @@ where
         };
         let warnings = std::mem::take(&mut ran.warnings);
         let tags = std::mem::take(&mut self.tags);
-        Ok(Some(
-            w.bench_record(self.verb, ran.who, warnings, tags, kind),
-        ))
+        Ok(Some(w.record(
+            w.bench_info(self.verb, ran.who, warnings, tags, kind),
+        )))
     }
 
     fn outputs(self, w: &Work, rec: Option<RunRecord>) -> Result<(), VerbError> {

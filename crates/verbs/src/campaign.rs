@@ -9,8 +9,7 @@
 use crate::input::{bad, VerbError};
 use rtscope_model::RunRecord;
 use rtscope_session::measure::MeasureTool;
-use rtscope_session::tool::{run_tool, Flow, Tool};
-use rtscope_session::work::Work;
+use rtscope_session::tool::{run_tool, Begin, Flow, Tool, Work};
 use rtscope_session::{Outcome, Plan};
 use rtscope_store::campaign::{Campaign, Cell, KernelAxis};
 use rtscope_store::{fallback, RunFilter};
@@ -146,7 +145,7 @@ struct CellTool<'a> {
 
 impl Tool for CellTool<'_> {
     type Output = Outcome;
-    fn begin(&mut self) -> Result<Work, VerbError> {
+    fn begin(&self) -> Begin {
         self.inner.begin()
     }
     fn start(&mut self, w: &Work) -> Result<(), VerbError> {

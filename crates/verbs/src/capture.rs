@@ -6,7 +6,8 @@
 
 use crate::input::{self, bad, VerbError};
 use crate::outputs::RecordOutputs;
-use rtscope_model::{Warning, WarningCode, Warnings};
+use crate::tool::{run_tool, Begin, Flow, Tool, Work};
+use rtscope_model::{RunRecord, Warning, WarningCode, Warnings};
 use rtscope_trace::{Mechanism, TraceSession};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -137,80 +138,158 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
             rtscope_trace::unavailable_reasons().join("; ")
         )));
     }
-    // SIGINT/SIGTERM set a flag; the loop stops and tracing state is removed as on a normal end.
-    let work = crate::work::begin("trace record", crate::privilege::Need::Nothing, "")?;
-    let mut warnings = Vec::new();
-    let session =
-        TraceSession::start_opts(&cpus, resolved, keep, a.preemptirq).map_err(|e| match e {
-            rtscope_trace::TraceError::Unavailable(m) if a.preemptirq => {
-                bad!("--preemptirq: unavailable: {m}")
-            }
-            e => VerbError::context("starting the capture", e),
-        })?;
-    out.progress(&format!(
-        "rtscope: tracing cpus {cpus:?} with {} for {:?} (Ctrl-C stops early)",
-        resolved.name(),
-        dur
-    ));
-    let t0 = Instant::now();
-    while t0.elapsed() < dur && !crate::signals::stop_requested() {
-        std::thread::sleep(Duration::from_millis(20).min(dur.saturating_sub(t0.elapsed())));
-    }
-    let interrupted = crate::signals::stop_requested();
-    let cap = session
-        .stop()
-        .map_err(|e| VerbError::context("stopping the capture", e))?;
-    let mut events_per_kind: BTreeMap<String, u64> = BTreeMap::new();
-    for e in &cap.events {
-        *events_per_kind
-            .entry(e.kind.kind_name().to_string())
-            .or_default() += 1;
-    }
-    let mut summary = CaptureSummary {
-        mechanism: resolved.name().to_string(),
-        keep: cap.keep.name().to_string(),
-        cpus: cpus.clone(),
-        duration_s: cap.end_ns.saturating_sub(cap.start_ns) as f64 / 1e9,
-        events: cap.events.len() as u64,
-        events_per_kind,
-        lost_events: cap.lost_total(),
-        lost_per_cpu: cap.lost_per_cpu.clone(),
-        filtered_events: cap.filtered,
-        file_bytes: 0,
-        kernel_bytes: cap.kernel_bytes,
-        notes: cap.notes.clone(),
-    };
-    let file = cap.into_rtt(Vec::new());
-    summary.file_bytes = rtscope_trace::write_rtt(&a.output, &file)
-        .map_err(|e| VerbError::context("writing the trace file", e))?;
-    if out.text() {
-        println!("{}", summary_line(&a.output, &summary, interrupted));
-    }
-    warnings.extend(summary_warnings(&summary));
-    if interrupted {
-        warnings.warn(
-            WarningCode::Interrupted,
-            "interrupted: the capture is shorter than asked for",
-        );
-    }
-    for w in &warnings {
-        eprintln!("rtscope: warning [{}]: {}", w.code.as_str(), w.message);
-    }
-    for n in &summary.notes {
-        eprintln!("rtscope: note: {n}");
-    }
-    let mut rec = work.record(crate::record::WorkInfo {
-        verb: "trace".into(),
+    run_tool(CaptureTool {
+        a,
+        out,
         cpus,
-        interrupted,
-        hygiene: rtscope_model::Hygiene::default(),
-        warnings,
+        resolved,
+        keep,
+        dur,
         tags,
-        loads: Vec::new(),
-        kind: rtscope_model::RunKind::TraceRecord(Box::new(summary)),
-    });
-    rec.trace_file = Some(absolute(&a.output).display().to_string());
-    out.emit(&rec)
+        session: None,
+        t0: Instant::now(),
+        written: None,
+        interrupted: false,
+        warnings: Vec::new(),
+    })
+}
+
+/// A capture as a tool of the one lifecycle: start the capture, a step every 20 ms until the
+/// duration or a stop signal (the tracing state is removed as on a normal end), stop it and
+/// write its file, the record of what the file holds, its line, the record stored.
+struct CaptureTool<'a> {
+    a: &'a Record,
+    out: &'a RecordOutputs,
+    cpus: Vec<u32>,
+    resolved: Mechanism,
+    keep: rtscope_trace::Keep,
+    dur: Duration,
+    tags: BTreeMap<String, String>,
+    session: Option<TraceSession>,
+    t0: Instant,
+    /// The file written, what it holds.
+    written: Option<CaptureSummary>,
+    interrupted: bool,
+    /// The capture's own warnings, said on stderr (the record has them too).
+    warnings: Vec<Warning>,
+}
+
+impl Tool for CaptureTool<'_> {
+    type Output = ();
+
+    fn begin(&self) -> Begin {
+        Begin::live("trace record", crate::privilege::Need::Nothing, "")
+    }
+
+    fn start(&mut self, _w: &Work) -> Result<(), VerbError> {
+        let (a, cpus) = (self.a, &self.cpus);
+        let session = TraceSession::start_opts(cpus, self.resolved, self.keep, a.preemptirq)
+            .map_err(|e| match e {
+                rtscope_trace::TraceError::Unavailable(m) if a.preemptirq => {
+                    bad!("--preemptirq: unavailable: {m}")
+                }
+                e => VerbError::context("starting the capture", e),
+            })?;
+        self.session = Some(session);
+        self.out.progress(&format!(
+            "rtscope: tracing cpus {cpus:?} with {} for {:?} (Ctrl-C stops early)",
+            self.resolved.name(),
+            self.dur
+        ));
+        self.t0 = Instant::now();
+        Ok(())
+    }
+
+    fn step(&mut self, w: &Work) -> Result<Flow, VerbError> {
+        let (t0, dur) = (self.t0, self.dur);
+        if t0.elapsed() >= dur || w.interrupted() {
+            return Ok(Flow::Done);
+        }
+        std::thread::sleep(Duration::from_millis(20).min(dur.saturating_sub(t0.elapsed())));
+        Ok(Flow::Continue)
+    }
+
+    fn stop(&mut self, w: &Work) -> Result<(), VerbError> {
+        self.interrupted = w.interrupted();
+        let session = self
+            .session
+            .take()
+            .ok_or_else(|| VerbError::failed("the capture was not started"))?;
+        let cap = session
+            .stop()
+            .map_err(|e| VerbError::context("stopping the capture", e))?;
+        let mut events_per_kind: BTreeMap<String, u64> = BTreeMap::new();
+        for e in &cap.events {
+            *events_per_kind
+                .entry(e.kind.kind_name().to_string())
+                .or_default() += 1;
+        }
+        let mut summary = CaptureSummary {
+            mechanism: self.resolved.name().to_string(),
+            keep: cap.keep.name().to_string(),
+            cpus: self.cpus.clone(),
+            duration_s: cap.end_ns.saturating_sub(cap.start_ns) as f64 / 1e9,
+            events: cap.events.len() as u64,
+            events_per_kind,
+            lost_events: cap.lost_total(),
+            lost_per_cpu: cap.lost_per_cpu.clone(),
+            filtered_events: cap.filtered,
+            file_bytes: 0,
+            kernel_bytes: cap.kernel_bytes,
+            notes: cap.notes.clone(),
+        };
+        let file = cap.into_rtt(Vec::new());
+        summary.file_bytes = rtscope_trace::write_rtt(&self.a.output, &file)
+            .map_err(|e| VerbError::context("writing the trace file", e))?;
+        self.written = Some(summary);
+        Ok(())
+    }
+
+    fn record(&mut self, w: &Work) -> Result<Option<RunRecord>, VerbError> {
+        let summary = self
+            .written
+            .as_ref()
+            .ok_or_else(|| VerbError::failed("the capture wrote no file"))?;
+        let mut warnings = summary_warnings(summary);
+        if self.interrupted {
+            warnings.warn(
+                WarningCode::Interrupted,
+                "interrupted: the capture is shorter than asked for",
+            );
+        }
+        self.warnings = warnings.clone();
+        let mut rec = w.record(crate::record::WorkInfo {
+            verb: "trace".into(),
+            cpus: self.cpus.clone(),
+            interrupted: self.interrupted,
+            hygiene: rtscope_model::Hygiene::default(),
+            warnings,
+            tags: std::mem::take(&mut self.tags),
+            loads: Vec::new(),
+            kind: rtscope_model::RunKind::TraceRecord(Box::new(summary.clone())),
+        });
+        rec.trace_file = Some(absolute(&self.a.output).display().to_string());
+        Ok(Some(rec))
+    }
+
+    fn outputs(self, _w: &Work, rec: Option<RunRecord>) -> Result<(), VerbError> {
+        let (Some(summary), Some(rec)) = (&self.written, rec) else {
+            return Err(VerbError::failed("the capture made no record"));
+        };
+        if self.out.text() {
+            println!(
+                "{}",
+                summary_line(&self.a.output, summary, self.interrupted)
+            );
+        }
+        for w in &self.warnings {
+            eprintln!("rtscope: warning [{}]: {}", w.code.as_str(), w.message);
+        }
+        for n in &summary.notes {
+            eprintln!("rtscope: note: {n}");
+        }
+        self.out.emit(&rec)
+    }
 }
 
 /// The written file's absolute path (the record may be read from another directory).

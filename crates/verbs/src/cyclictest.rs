@@ -207,9 +207,11 @@ pub fn run(argv: &[String], base: MeasureRequest) -> Result<(), VerbError> {
 mod tests {
     use super::*;
 
+    include!("../../session/tests/support/request.rs");
+
     fn flags(s: &str) -> Result<MeasureRequest, VerbError> {
         let argv: Vec<String> = s.split_whitespace().map(String::from).collect();
-        let base = crate::resolve::request_fixture();
+        let base = request_fixture();
         measure_request(&parse(&argv).map_err(VerbError::BadInput)?, base)
     }
 

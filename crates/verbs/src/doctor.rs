@@ -12,7 +12,7 @@
 
 use crate::input::{bad, VerbError};
 use crate::privilege::Need;
-use crate::work::{self, Work};
+use crate::tool::{Begin, Work};
 use rtscope_analysis::doctor as checks;
 use rtscope_model::doctor::{DoctorReport, Finding, DOCTOR_SCHEMA_VERSION};
 use rtscope_model::{Policy, RunRecord};
@@ -173,10 +173,14 @@ struct DoctorTool {
 impl Tool for DoctorTool {
     type Output = ();
 
-    fn begin(&mut self) -> Result<Work, VerbError> {
-        self.codes = self.plan.fix.clone();
+    fn begin(&self) -> Begin {
         // Leftovers first: a fix half-applied by a killed doctor is written back here.
-        work::begin("doctor", Need::Nothing, "")
+        Begin::live("doctor", Need::Nothing, "")
+    }
+
+    fn start(&mut self, _w: &Work) -> Result<(), VerbError> {
+        self.codes = self.plan.fix.clone();
+        Ok(())
     }
 
     fn step(&mut self, _w: &Work) -> Result<Flow, VerbError> {

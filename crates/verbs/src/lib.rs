@@ -21,10 +21,12 @@ pub mod cyclictest;
 pub mod doctor;
 pub mod flight;
 pub mod import;
+pub mod input;
 pub mod load_only;
 pub mod mbwi;
 pub mod monitor;
 pub mod osnoise;
+pub mod schedule;
 pub mod stored;
 pub mod taskset;
 pub mod thread_vars;
@@ -33,7 +35,5 @@ pub mod watch;
 // The lifecycle's modules under the names the verbs use for them.
 #[cfg(test)]
 use rtscope_session::stream;
-use rtscope_session::{
-    input, live, measure, outputs, privilege, record, resolve, schedule, signals, tool, work,
-};
+use rtscope_session::{live, measure, outputs, privilege, record, resolve, signals, tool};
 use rtscope_session::{LiveSnapshot, View};

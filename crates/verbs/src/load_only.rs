@@ -4,10 +4,9 @@
 
 use crate::input::{self, VerbError};
 use crate::outputs::RecordOutputs;
-use crate::work::Work;
 use rtscope_load::{LoadKind, LoadSettings};
 use rtscope_model::RunRecord;
-use rtscope_session::tool::{run_tool, Flow, Tool};
+use rtscope_session::tool::{run_tool, Begin, Flow, Tool, Work};
 use std::time::{Duration, Instant};
 
 /// The verb's flags as given.
@@ -68,9 +67,9 @@ struct LoadTool<'a> {
 impl Tool for LoadTool<'_> {
     type Output = ();
 
-    fn begin(&mut self) -> Result<Work, VerbError> {
+    fn begin(&self) -> Begin {
         // The session's one set of handlers: SIGINT, SIGTERM and SIGHUP stop the loads cleanly.
-        crate::work::begin("load", crate::privilege::Need::Nothing, "")
+        Begin::live("load", crate::privilege::Need::Nothing, "")
     }
 
     fn start(&mut self, _w: &Work) -> Result<(), VerbError> {

@@ -6,7 +6,7 @@
 use crate::input::{self, bad, VerbError};
 use crate::outputs::{write_file, RecordOutputs};
 use crate::privilege::Need;
-use crate::work::{self, Work};
+use crate::tool::{run_once, Begin, Made, Work};
 use rtscope_bench::common::reaper::Reaper;
 use rtscope_bench::mbwi as km;
 use rtscope_model::{mbwi::*, RunKind};
@@ -69,17 +69,24 @@ impl Figures {
     }
 }
 
+/// The job as a tool of the one lifecycle: its whole work is one step (a simulation is
+/// offline; the kernel runs need root).
 pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbError> {
-    let (res, tags, cpu, work) = match job {
+    match job {
         Job::Sim {
             file,
             example,
             protocol,
         } => {
+            let (set, name) =
+                km::sim_set(file.as_deref(), example.as_deref(), &crate::bench::Rules)?;
+            figs.check()?;
+            let tags = out.validate()?;
             // Simulations are offline: a signal ends them outright.
-            let work = Work::clock();
-            let (res, tags, cpu) = simulate(file, example, protocol, figs, out)?;
-            (res, tags, cpu, work)
+            run_once(Begin::Offline, out, |w| {
+                let res = simulate(&set, &name, protocol, figs)?;
+                Ok(made(w, res, tags, 0))
+            })
         }
         Job::Run {
             cpus,
@@ -97,18 +104,19 @@ pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbErr
             figs.check()?;
             let tags = out.validate()?;
             let why = "SCHED_DEADLINE threads, cpusets, tracefs";
-            let work = work::begin("mbwi run", Need::Root, why)?;
-            let mech = rtscope_trace::check(mech)
-                .map_err(|e| VerbError::context(format!("--mechanism {}", mech.name()), e))?;
-            let reaper = Reaper::start()?;
-            let mut cap = crate::schedule::capture(mech);
-            out.progress(&format!(
-                "rtscope mbwi run: {dur} s per run, capture {}",
-                mech.name()
-            ));
-            let res = km::experiment(&cfg, &reaper, cap.as_mut(), &|l| out.progress(l))?;
-            figs.write(&res)?;
-            (res, tags, cfg.one_cpu, work)
+            run_once(Begin::live("mbwi run", Need::Root, why), out, |w| {
+                let mech = rtscope_trace::check(mech)
+                    .map_err(|e| VerbError::context(format!("--mechanism {}", mech.name()), e))?;
+                let reaper = Reaper::start()?;
+                let mut cap = crate::schedule::capture(mech);
+                out.progress(&format!(
+                    "rtscope mbwi run: {dur} s per run, capture {}",
+                    mech.name()
+                ));
+                let res = km::experiment(&cfg, &reaper, cap.as_mut(), &|l| out.progress(l))?;
+                figs.write(&res)?;
+                Ok(made(w, res, tags, cfg.one_cpu))
+            })
         }
         Job::Overhead {
             cpus,
@@ -122,43 +130,49 @@ pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbErr
             };
             cfg.validate()?;
             let tags = out.validate()?;
-            let work = work::begin("mbwi overhead", Need::Root, "SCHED_DEADLINE threads")?;
-            let res = MbwiResult {
-                overhead: Some(km::overhead(&cfg)?),
-                kernel_release: km::kernel_release(),
-                load_avg: km::load_avg(),
-                ..Default::default()
-            };
-            (res, tags, cfg.cpus[0], work)
+            let need = Begin::live("mbwi overhead", Need::Root, "SCHED_DEADLINE threads");
+            run_once(need, out, |w| {
+                let res = MbwiResult {
+                    overhead: Some(km::overhead(&cfg)?),
+                    kernel_release: km::kernel_release(),
+                    load_avg: km::load_avg(),
+                    ..Default::default()
+                };
+                Ok(made(w, res, tags, cfg.cpus[0]))
+            })
         }
-    };
+    }
+}
+
+/// The text and record of a result that ran on `cpu`.
+fn made(w: &Work, res: MbwiResult, tags: Tags, cpu: u32) -> Made {
     let text = rep::text(&res);
     let res = RunKind::Mbwi(Box::new(res));
-    let rec = work.bench_record("mbwi", (cpu, 0), Vec::new(), tags, res);
-    work.finish(out, &text, &[], &rec)
+    Made {
+        text,
+        files: Vec::new(),
+        info: Some(w.bench_info("mbwi", (cpu, 0), Vec::new(), tags, res)),
+        then: None,
+    }
 }
 
 type Tags = std::collections::BTreeMap<String, String>;
 
 fn simulate(
-    file: &Option<PathBuf>,
-    example: &Option<String>,
+    set: &MbwiTaskSet,
+    name: &str,
     protocol: &str,
     figs: &Figures,
-    out: &RecordOutputs,
-) -> Result<(MbwiResult, Tags, u32), VerbError> {
-    let (set, name) = km::sim_set(file.as_deref(), example.as_deref(), &input::Rules)?;
-    figs.check()?;
-    let tags = out.validate()?;
+) -> Result<MbwiResult, VerbError> {
     let protos = MbwiProtocol::parse(protocol).map_or(MbwiProtocol::ALL.to_vec(), |p| vec![p]);
     let simulations =
-        rtscope_analysis::mbwi::simulate_all(&name, &set, &protos).map_err(VerbError::failed)?;
+        rtscope_analysis::mbwi::simulate_all(name, set, &protos).map_err(VerbError::failed)?;
     let res = MbwiResult {
         simulations,
         ..Default::default()
     };
     figs.write(&res)?;
-    Ok((res, tags, 0))
+    Ok(res)
 }
 
 #[cfg(test)]

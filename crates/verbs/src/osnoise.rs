@@ -9,7 +9,8 @@ use crate::input::{bad, VerbError};
 use crate::outputs::RecordOutputs;
 use crate::privilege::Need;
 use crate::record::WorkInfo;
-use crate::work;
+use crate::tool::{run_tool, Begin, Flow, Tool, Work};
+use rtscope_model::RunRecord;
 use rtscope_model::{
     Histogram, Measurement, Policy, RunConfig, RunKind, Stats, ThreadResult, Warning, WarningCode,
 };
@@ -147,12 +148,6 @@ fn lost_warning(lost: u64) -> Option<Warning> {
     })
 }
 
-/// `work::begin`, keeping what was repaired of killed runs (their instances, the osnoise settings
-/// a killed run of these verbs left) for the record's warnings.
-fn begin(verb: &str, why: &str) -> Result<work::Work, VerbError> {
-    work::begin(verb, Need::Root, why)
-}
-
 /// What the loop feeds: the per-CPU sums, and a progress line of them.
 trait Sink {
     fn push(&mut self, cpu: u32, ts_ns: u64, ev: OsnEvent);
@@ -200,36 +195,241 @@ impl Sink for NoiseAgg {
 /// Seconds between progress lines.
 const STATUS_EVERY_S: u64 = 10;
 
-/// The run loop shared by both: poll every 100 ms until the duration, a stop signal, or (for
-/// osnoise) the tracer stopping itself; a progress line every 10 s. Returns whether the tracer
-/// stopped itself.
-fn run_loop(
-    sess: &mut OsnoiseSession,
-    duration: Option<f64>,
-    watch_stop: bool,
-    sink: &mut impl Sink,
+/// What differs between the two verbs of the kernel's probes.
+trait Probe {
+    type Agg: Sink;
+    const TRACER: Tracer;
+    fn begin(&self) -> Begin;
+    /// The line said before the tracer starts.
+    fn announce(&self) -> String;
+    fn config(&self) -> OsnoiseConfig;
+    fn duration_s(&self) -> Option<f64>;
+    /// The tracer may stop itself (`noise --stop`).
+    fn watch_stop(&self) -> bool;
+    fn agg(&mut self) -> &mut Self::Agg;
+    /// Once the tracer runs: warnings of what could not be set up around it.
+    fn started(&mut self) -> Vec<Warning> {
+        Vec::new()
+    }
+    /// The text (None: the record's summary) and the record's content once the tracer
+    /// stopped.
+    fn finish(&self, end: End, w: &Work) -> (Option<String>, WorkInfo);
+}
+
+/// How the tracer's run ended.
+struct End {
+    stopped_by_tracer: bool,
+    lost: std::collections::BTreeMap<u32, u64>,
+    warnings: Vec<Warning>,
+    tags: std::collections::BTreeMap<String, String>,
+}
+
+/// A tracer run as a tool of the one lifecycle: start it in its instance, a step every 100 ms
+/// reads its pages until the duration, a stop signal or (with `watch_stop`) the tracer stopping
+/// itself, with a progress line every 10 s; stop reads the rest and writes every global setting
+/// back (also after a failed read, whose error is returned then).
+struct TracerTool<'a, P: Probe> {
+    probe: P,
+    out: &'a RecordOutputs,
+    tags: std::collections::BTreeMap<String, String>,
+    sess: Option<OsnoiseSession>,
+    t0: Instant,
+    next_status: u64,
+    stopped_by_tracer: bool,
+    failure: Option<VerbError>,
+    warnings: Vec<Warning>,
+    lost: std::collections::BTreeMap<u32, u64>,
+    text: Option<String>,
+}
+
+fn run_probe<P: Probe>(
+    probe: P,
     out: &RecordOutputs,
-) -> Result<bool, VerbError> {
-    let t0 = Instant::now();
-    let end = duration.map(Duration::from_secs_f64);
-    let mut next_status = STATUS_EVERY_S;
-    loop {
-        let left = end.map(|e| e.saturating_sub(t0.elapsed()));
+    tags: std::collections::BTreeMap<String, String>,
+) -> Result<(), VerbError> {
+    run_tool(TracerTool {
+        probe,
+        out,
+        tags,
+        sess: None,
+        t0: Instant::now(),
+        next_status: STATUS_EVERY_S,
+        stopped_by_tracer: false,
+        failure: None,
+        warnings: Vec::new(),
+        lost: Default::default(),
+        text: None,
+    })
+}
+
+impl<P: Probe> Tool for TracerTool<'_, P> {
+    type Output = ();
+
+    fn begin(&self) -> Begin {
+        self.probe.begin()
+    }
+
+    fn start(&mut self, _w: &Work) -> Result<(), VerbError> {
+        self.out.progress(&self.probe.announce());
+        let sess = OsnoiseSession::start(P::TRACER, &self.probe.config());
+        self.sess = Some(sess.map_err(VerbError::failed)?);
+        self.warnings = self.probe.started();
+        self.t0 = Instant::now();
+        Ok(())
+    }
+
+    fn step(&mut self, w: &Work) -> Result<Flow, VerbError> {
+        let sess = self.sess.as_mut().ok_or_else(not_started)?;
+        let end = self.probe.duration_s().map(Duration::from_secs_f64);
+        let left = end.map(|e| e.saturating_sub(self.t0.elapsed()));
         std::thread::sleep(left.map_or(Duration::from_millis(100), |l| {
             l.min(Duration::from_millis(100))
         }));
-        sess.poll(|c, ts, ev| sink.push(c, ts, ev))
-            .map_err(VerbError::failed)?;
-        if crate::signals::stop_requested() || left.is_some_and(|l| l.is_zero()) {
-            return Ok(false);
+        let agg = self.probe.agg();
+        if let Err(e) = sess.poll(|c, ts, ev| agg.push(c, ts, ev)) {
+            self.failure = Some(VerbError::failed(e));
+            return Ok(Flow::Done);
         }
-        if watch_stop && sess.stopped_by_tracer() {
-            return Ok(true);
+        if w.interrupted() || left.is_some_and(|l| l.is_zero()) {
+            return Ok(Flow::Done);
         }
-        if t0.elapsed().as_secs() >= next_status {
-            out.progress(&format!("  {next_status} s: {}", sink.status()));
-            next_status += STATUS_EVERY_S;
+        if self.probe.watch_stop() && sess.stopped_by_tracer() {
+            self.stopped_by_tracer = true;
+            return Ok(Flow::Done);
         }
+        if self.t0.elapsed().as_secs() >= self.next_status {
+            let status = self.probe.agg().status();
+            self.out
+                .progress(&format!("  {} s: {status}", self.next_status));
+            self.next_status += STATUS_EVERY_S;
+        }
+        Ok(Flow::Continue)
+    }
+
+    fn stop(&mut self, _w: &Work) -> Result<(), VerbError> {
+        let mut sess = self.sess.take().ok_or_else(not_started)?;
+        let agg = self.probe.agg();
+        let lost = sess.stop(|c, ts, ev| agg.push(c, ts, ev));
+        for e in sess.restore() {
+            self.warnings.push(Warning::new(WarningCode::System, e));
+        }
+        drop(sess);
+        if let Some(e) = self.failure.take() {
+            return Err(e);
+        }
+        self.lost = lost.map_err(VerbError::failed)?;
+        Ok(())
+    }
+
+    fn record(&mut self, w: &Work) -> Result<Option<RunRecord>, VerbError> {
+        let end = End {
+            stopped_by_tracer: self.stopped_by_tracer,
+            lost: std::mem::take(&mut self.lost),
+            warnings: std::mem::take(&mut self.warnings),
+            tags: std::mem::take(&mut self.tags),
+        };
+        let (text, info) = self.probe.finish(end, w);
+        self.text = text;
+        Ok(Some(w.record(info)))
+    }
+
+    fn outputs(self, w: &Work, rec: Option<RunRecord>) -> Result<(), VerbError> {
+        let rec = rec.ok_or_else(|| VerbError::failed("the tracer made no record"))?;
+        let text = (self.text).unwrap_or_else(|| rtscope_report::text::summary(&rec));
+        w.finish(self.out, &text, &[], &rec)
+    }
+}
+
+fn not_started() -> VerbError {
+    VerbError::failed("the tracer was not started")
+}
+
+/// `measure --probe timerlat`'s tracer.
+struct Timerlat<'a> {
+    p: &'a TimerlatPlan,
+    agg: TimerlatAgg,
+    /// By CPU: the `timerlat/N` thread's pid and priority as read back.
+    threads: Vec<(u32, u32, i32)>,
+}
+
+impl Probe for Timerlat<'_> {
+    type Agg = TimerlatAgg;
+    const TRACER: Tracer = Tracer::Timerlat;
+
+    fn begin(&self) -> Begin {
+        Begin::live(
+            "measure --probe timerlat",
+            Need::Root,
+            "the timerlat tracer",
+        )
+    }
+
+    fn announce(&self) -> String {
+        let p = self.p;
+        format!(
+            "rtscope measure --probe timerlat: CPUs {:?}, period {} us{}",
+            p.cpus,
+            p.period_us,
+            p.duration_s
+                .map_or(" until Ctrl-C".into(), |d| format!(", {d} s"))
+        )
+    }
+
+    fn config(&self) -> OsnoiseConfig {
+        OsnoiseConfig {
+            cpus: self.p.cpus.clone(),
+            timerlat_period_us: Some(self.p.period_us),
+            ..Default::default()
+        }
+    }
+
+    fn duration_s(&self) -> Option<f64> {
+        self.p.duration_s
+    }
+
+    fn watch_stop(&self) -> bool {
+        false
+    }
+
+    fn agg(&mut self) -> &mut TimerlatAgg {
+        &mut self.agg
+    }
+
+    fn started(&mut self) -> Vec<Warning> {
+        let (threads, warnings) = timerlat_threads(self.p.priority, &self.p.cpus);
+        self.threads = threads;
+        warnings
+    }
+
+    fn finish(&self, end: End, w: &Work) -> (Option<String>, WorkInfo) {
+        let (p, mut warnings) = (self.p, end.warnings);
+        let prio = self.threads.iter().map(|t| t.2).max();
+        let section = self.agg.result(p.period_us, prio, &end.lost);
+        warnings.extend(lost_warning(section.lost_events));
+        let mut m = measurement(
+            &self.agg,
+            &self.threads,
+            p,
+            prio.unwrap_or(95).max(0) as u32,
+        );
+        m.timerlat = Some(section);
+        let info = WorkInfo {
+            verb: "measure".into(),
+            cpus: p.cpus.clone(),
+            interrupted: w.interrupted(),
+            hygiene: rtscope_model::Hygiene {
+                notes: vec![
+                    "kernel-side probe: the timerlat tracer's threads and timer, nothing in user space"
+                        .into(),
+                ],
+                ..Default::default()
+            },
+            warnings,
+            tags: end.tags,
+            loads: Vec::new(),
+            kind: RunKind::Measurement(Box::new(m)),
+        };
+        (None, info)
     }
 }
 
@@ -238,53 +438,12 @@ pub fn timerlat(p: &TimerlatPlan, out: &RecordOutputs) -> Result<(), VerbError> 
     check_timerlat(p)?;
     let tags = out.validate()?;
     check_tracer(Tracer::Timerlat).map_err(|e| missing(e, &p.lab_hint))?;
-    let work = begin("measure --probe timerlat", "the timerlat tracer")?;
-    out.progress(&format!(
-        "rtscope measure --probe timerlat: CPUs {:?}, period {} us{}",
-        p.cpus,
-        p.period_us,
-        p.duration_s
-            .map_or(" until Ctrl-C".into(), |d| format!(", {d} s"))
-    ));
-    let cfg = OsnoiseConfig {
-        cpus: p.cpus.clone(),
-        timerlat_period_us: Some(p.period_us),
-        ..Default::default()
+    let probe = Timerlat {
+        p,
+        agg: TimerlatAgg::new(&p.cpus, p.linear_max_us),
+        threads: Vec::new(),
     };
-    let mut sess = OsnoiseSession::start(Tracer::Timerlat, &cfg).map_err(VerbError::failed)?;
-    let (threads, mut warnings) = timerlat_threads(p.priority, &p.cpus);
-    let mut agg = TimerlatAgg::new(&p.cpus, p.linear_max_us);
-    let res = run_loop(&mut sess, p.duration_s, false, &mut agg, out);
-    let lost = sess.stop(|c, ts, ev| agg.push(c, ts, &ev));
-    for e in sess.restore() {
-        warnings.push(Warning::new(WarningCode::System, e));
-    }
-    drop(sess);
-    res?;
-    let lost = lost.map_err(VerbError::failed)?;
-    let prio = threads.iter().map(|t| t.2).max();
-    let section = agg.result(p.period_us, prio, &lost);
-    warnings.extend(lost_warning(section.lost_events));
-    let mut m = measurement(&agg, &threads, p, prio.unwrap_or(95).max(0) as u32);
-    m.timerlat = Some(section.clone());
-    let rec = work.record(WorkInfo {
-        verb: "measure".into(),
-        cpus: p.cpus.clone(),
-        interrupted: work.interrupted(),
-        hygiene: rtscope_model::Hygiene {
-            notes: vec![
-                "kernel-side probe: the timerlat tracer's threads and timer, nothing in user space"
-                    .into(),
-            ],
-            ..Default::default()
-        },
-        warnings,
-        tags,
-        loads: Vec::new(),
-        kind: RunKind::Measurement(Box::new(m)),
-    });
-    let text = rtscope_report::text::summary(&rec);
-    work.finish(out, &text, &[], &rec)
+    run_probe(probe, out, tags)
 }
 
 /// The measurement from the thread side of the samples, so that every reader of a measurement
@@ -363,69 +522,95 @@ fn measurement(
     }
 }
 
+/// `rtscope noise`'s tracer.
+struct Noise<'a> {
+    p: &'a NoisePlan,
+    agg: NoiseAgg,
+}
+
+impl Probe for Noise<'_> {
+    type Agg = NoiseAgg;
+    const TRACER: Tracer = Tracer::Osnoise;
+
+    fn begin(&self) -> Begin {
+        Begin::live("noise", Need::Root, "the osnoise tracer")
+    }
+
+    fn announce(&self) -> String {
+        let p = self.p;
+        format!(
+            "rtscope noise: CPUs {:?}, period {} us, runtime {} us, {} s",
+            p.cpus, p.period_us, p.runtime_us, p.duration_s
+        )
+    }
+
+    fn config(&self) -> OsnoiseConfig {
+        let p = self.p;
+        OsnoiseConfig {
+            cpus: p.cpus.clone(),
+            period_us: Some(p.period_us),
+            runtime_us: Some(p.runtime_us),
+            threshold_us: p.threshold_us,
+            stop_us: p.stop_us,
+            ..Default::default()
+        }
+    }
+
+    fn duration_s(&self) -> Option<f64> {
+        Some(self.p.duration_s)
+    }
+
+    fn watch_stop(&self) -> bool {
+        self.p.stop_us.is_some()
+    }
+
+    fn agg(&mut self) -> &mut NoiseAgg {
+        &mut self.agg
+    }
+
+    fn finish(&self, end: End, w: &Work) -> (Option<String>, WorkInfo) {
+        let (p, mut warnings, stopped) = (self.p, end.warnings, end.stopped_by_tracer);
+        let result = self.agg.result(
+            (p.period_us, p.runtime_us),
+            (p.threshold_us, p.stop_us),
+            stopped,
+            &end.lost,
+        );
+        warnings.extend(lost_warning(result.lost_events));
+        if stopped {
+            warnings.push(Warning::new(
+                WarningCode::Other,
+                format!(
+                    "the tracer stopped itself: a single noise reached --stop {} us",
+                    p.stop_us.unwrap_or(0)
+                ),
+            ));
+        }
+        let text = rtscope_report::osnoise::noise(&result, p.top);
+        let info = WorkInfo {
+            verb: "noise".into(),
+            cpus: p.cpus.clone(),
+            interrupted: w.interrupted(),
+            hygiene: rtscope_model::Hygiene::default(),
+            warnings,
+            tags: end.tags,
+            loads: Vec::new(),
+            kind: RunKind::Noise(Box::new(result)),
+        };
+        (Some(text), info)
+    }
+}
+
 /// `rtscope noise`.
 pub fn noise(p: &NoisePlan, out: &RecordOutputs) -> Result<(), VerbError> {
     check_noise(p)?;
     let tags = out.validate()?;
     check_tracer(Tracer::Osnoise).map_err(|e| missing(e, &p.lab_hint))?;
-    let work = begin("noise", "the osnoise tracer")?;
-    out.progress(&format!(
-        "rtscope noise: CPUs {:?}, period {} us, runtime {} us, {} s",
-        p.cpus, p.period_us, p.runtime_us, p.duration_s
-    ));
-    let cfg = OsnoiseConfig {
-        cpus: p.cpus.clone(),
-        period_us: Some(p.period_us),
-        runtime_us: Some(p.runtime_us),
-        threshold_us: p.threshold_us,
-        stop_us: p.stop_us,
-        ..Default::default()
+    let probe = Noise {
+        p,
+        agg: NoiseAgg::new(&p.cpus),
     };
-    let mut sess = OsnoiseSession::start(Tracer::Osnoise, &cfg).map_err(VerbError::failed)?;
-    let mut agg = NoiseAgg::new(&p.cpus);
-    let mut warnings = Vec::new();
-    let res = run_loop(
-        &mut sess,
-        Some(p.duration_s),
-        p.stop_us.is_some(),
-        &mut agg,
-        out,
-    );
-    let lost = sess.stop(|c, _, ev| agg.push(c, &ev));
-    for e in sess.restore() {
-        warnings.push(Warning::new(WarningCode::System, e));
-    }
-    drop(sess);
-    let stopped = res?;
-    let lost = lost.map_err(VerbError::failed)?;
-    let result = agg.result(
-        (p.period_us, p.runtime_us),
-        (p.threshold_us, p.stop_us),
-        stopped,
-        &lost,
-    );
-    warnings.extend(lost_warning(result.lost_events));
-    if stopped {
-        warnings.push(Warning::new(
-            WarningCode::Other,
-            format!(
-                "the tracer stopped itself: a single noise reached --stop {} us",
-                p.stop_us.unwrap_or(0)
-            ),
-        ));
-    }
-    let text = rtscope_report::osnoise::noise(&result, p.top);
-    let rec = work.record(WorkInfo {
-        verb: "noise".into(),
-        cpus: p.cpus.clone(),
-        interrupted: work.interrupted(),
-        hygiene: rtscope_model::Hygiene::default(),
-        warnings,
-        tags,
-        loads: Vec::new(),
-        kind: RunKind::Noise(Box::new(result)),
-    });
-    work.finish(out, &text, &[], &rec)
+    run_probe(probe, out, tags)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The verbs that read the results store: `runs`, `show`, `compare`, `report`, `export`. They
 //! never create or change a database; an unknown or ambiguous run id is bad input.
 
-use crate::input::{bad, VerbError};
+use crate::input::{bad, Field, VerbError};
 use crate::outputs::{print, print_bytes, write_file, JsonDest};
 use rtscope_model::RunRecord;
 use rtscope_report::stored as text;
@@ -42,8 +42,8 @@ pub struct RunsQuery {
 /// The stored runs that match, as a table or JSON.
 pub fn runs(db: Option<&str>, q: RunsQuery, json: &JsonDest) -> Result<(), VerbError> {
     json.check()?;
-    crate::input::date("--since", q.since.as_deref())?;
-    crate::input::date("--until", q.until.as_deref())?;
+    date(Field::Since, q.since.as_deref())?;
+    date(Field::Until, q.until.as_deref())?;
     if let Some(p) = &q.policy {
         if !["fifo", "rr", "other", "deadline"].contains(&p.as_str()) {
             return Err(bad!(
@@ -402,6 +402,79 @@ pub fn report(db: Option<&str>, q: &ReportQuery) -> Result<(), VerbError> {
     Ok(())
 }
 
+/// A date/time filter: an RFC 3339 prefix whose every field is in its calendar range.
+fn date(field: Field, s: Option<&str>) -> Result<(), VerbError> {
+    match s {
+        Some(d) if !valid_rfc3339_prefix(d) => Err(VerbError::Field {
+            field,
+            msg: format!(
+                "'{d}' is not an RFC 3339 date/time prefix (e.g. 2026-11-01 or 2026-11-01T10:00:00Z)"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `YYYY`, `YYYY-MM`, `YYYY-MM-DD`, then optionally `THH`, `:MM`, `:SS`, fraction and zone:
+/// every field present is in its calendar range (no month 13, no 31 April, no hour 25).
+fn valid_rfc3339_prefix(d: &str) -> bool {
+    let b = d.as_bytes();
+    if !(b.len() >= 4
+        && b.iter()
+            .all(|c| c.is_ascii_digit() || b"-:TZ.+".contains(c))
+        && b[..4].iter().all(u8::is_ascii_digit))
+    {
+        return false;
+    }
+    let num = |from: usize, to: usize| -> Option<u32> {
+        d.get(from..to)
+            .filter(|s| s.bytes().all(|c| c.is_ascii_digit()))
+            .and_then(|s| s.parse().ok())
+    };
+    let year = num(0, 4).unwrap_or(0);
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if b.len() > 4 {
+        let Some(month) = (b[4] == b'-').then(|| num(5, 7)).flatten() else {
+            return false;
+        };
+        if !(1..=12).contains(&month) {
+            return false;
+        }
+        if b.len() > 7 {
+            let Some(day) = (b[7] == b'-').then(|| num(8, 10)).flatten() else {
+                return false;
+            };
+            let days = match month {
+                2 if leap => 29,
+                2 => 28,
+                4 | 6 | 9 | 11 => 30,
+                _ => 31,
+            };
+            if !(1..=days).contains(&day) {
+                return false;
+            }
+            if b.len() > 10 {
+                if b[10] != b'T' {
+                    return false;
+                }
+                let Some(h) = num(11, 13) else { return false };
+                if h > 23 {
+                    return false;
+                }
+                for (sep, lim) in [(13usize, 59u32), (16, 60)] {
+                    if b.len() > sep && b[sep] == b':' {
+                        match num(sep + 1, sep + 3) {
+                            Some(v) if v <= lim => {}
+                            _ => return false,
+                        }
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,8 +495,8 @@ mod tests {
             f(&mut q);
             refused(runs(none, q, &JsonDest(None)))
         };
-        assert!(q(|q| q.since = Some("2027-13-45".into())).starts_with("--since: '2027-13-45'"));
-        assert!(q(|q| q.until = Some("2026-04-31".into())).starts_with("--until: '2026-04-31'"));
+        assert!(q(|q| q.since = Some("2027-13-45".into())).starts_with("⟨since⟩: '2027-13-45'"));
+        assert!(q(|q| q.until = Some("2026-04-31".into())).starts_with("⟨until⟩: '2026-04-31'"));
         assert_eq!(
             q(|q| q.policy = Some("batch".into())),
             "--policy: 'batch' is not one of fifo, rr, other, deadline"
@@ -452,5 +525,39 @@ mod tests {
         );
         assert!(c("p99", None, &ids).starts_with("no results database at /nonexistent/none.db"));
         assert!(refused(show(none, "x", &JsonDest(None))).starts_with("no results database"));
+    }
+
+    #[test]
+    fn dates_are_checked_field_by_field() {
+        for d in [
+            "2026",
+            "2026-11",
+            "2026-11-01",
+            "2024-02-29",
+            "2026-11-01T10",
+            "2026-11-01T10:00:00Z",
+            "2026-11-01T23:59:60.5+01:00",
+        ] {
+            assert!(valid_rfc3339_prefix(d), "{d}");
+        }
+        for d in [
+            "2027-13-45",
+            "2026-00",
+            "2026-04-31",
+            "2025-02-29",
+            "2026-11-01T25",
+            "2026-11-01T10:61",
+            "2026/11/01",
+            "20",
+            "2026-1",
+            "2026-11-01X10",
+        ] {
+            assert!(!valid_rfc3339_prefix(d), "{d}");
+        }
+        assert!(date(Field::Since, None).is_ok());
+        assert!(date(Field::Until, Some("2026-04-31"))
+            .unwrap_err()
+            .to_string()
+            .starts_with("⟨until⟩: '2026-04-31' is not an RFC 3339"));
     }
 }

@@ -7,8 +7,7 @@
 
 use crate::input::VerbError;
 use crate::outputs::RecordOutputs;
-use crate::tool::{run_tool, Flow, Tool};
-use crate::work::Work;
+use crate::tool::{run_tool, Flow, Tool, Work};
 use rtscope_bench::taskset::job::Prepared;
 use rtscope_bench::taskset::sweep::SweepJob;
 use rtscope_model::taskset::{SweepResult, TasksetResult};

@@ -8,8 +8,12 @@
 //!
 //! `auto` takes `bpf` where it can run, else `tracefs`.
 
+use crate::input::VerbError;
+use crate::outputs::JsonDest;
+use crate::tool::{run_tool, Begin, Flow, Tool, Work};
 use rtscope_model::thread_vars::ThreadVarsRun;
-use rtscope_session::thread_vars::{cpu_time_ns, document, Streams, NOT_FIFO};
+use rtscope_model::RunRecord;
+use rtscope_session::thread_vars::{cpu_time_ns, document, on_record, Streams, NOT_FIFO};
 use rtscope_trace::preemptirq::{self, MeasureError};
 use rtscope_trace::preemptirq_tracefs::{self as pitf, Reader};
 use rtscope_trace::TraceError;
@@ -55,7 +59,8 @@ pub fn measure_tracefs(
     let fifo = pitf::reader_priority();
     let t0 = Instant::now();
     loop {
-        r.drain(&mut |rec| streams.on_record(rec)).map_err(failed)?;
+        r.drain(&mut |rec| on_record(&mut streams, rec))
+            .map_err(failed)?;
         if t0.elapsed() >= duration || stop() {
             break;
         }
@@ -63,7 +68,7 @@ pub fn measure_tracefs(
     }
     let interrupted = t0.elapsed() < duration;
     let totals = r
-        .finish(&mut |rec| streams.on_record(rec))
+        .finish(&mut |rec| on_record(&mut streams, rec))
         .map_err(failed)?;
     let mut run = document(
         &streams,
@@ -130,6 +135,64 @@ fn measure_by(
             }
             other => other,
         },
+    }
+}
+
+/// `rtscope trace thread-vars` through the one lifecycle: begin (the stop signals), one step
+/// (the measurement by `mech` on `cpus` until `duration` or a stop signal), outputs (where the
+/// longest D_POID began and ended as kernel symbols, the text unless `--json -`, the JSON
+/// document). A mechanism the kernel cannot run is bad input (exit 2) naming why.
+pub fn run(
+    mech: Mechanism,
+    cpus: &[u32],
+    duration: Duration,
+    json: &JsonDest,
+) -> Result<(), VerbError> {
+    json.check()?;
+    run_tool(ThreadVarsTool {
+        mech,
+        cpus,
+        duration,
+        json,
+        run: None,
+    })
+}
+
+struct ThreadVarsTool<'a> {
+    mech: Mechanism,
+    cpus: &'a [u32],
+    duration: Duration,
+    json: &'a JsonDest,
+    run: Option<ThreadVarsRun>,
+}
+
+impl Tool for ThreadVarsTool<'_> {
+    type Output = ();
+
+    fn begin(&self) -> Begin {
+        Begin::live("trace thread-vars", crate::privilege::Need::Nothing, "")
+    }
+
+    fn step(&mut self, w: &Work) -> Result<Flow, VerbError> {
+        let stop = || w.interrupted();
+        let run = measure(self.mech, self.cpus, self.duration, &stop).map_err(|e| match e {
+            MeasureError::Unavailable(m) => VerbError::BadInput(format!("trace thread-vars: {m}")),
+            MeasureError::Failed(m) => VerbError::failed(format!("trace thread-vars: {m}")),
+        })?;
+        self.run = Some(run);
+        Ok(Flow::Done)
+    }
+
+    fn outputs(self, _w: &Work, _rec: Option<RunRecord>) -> Result<(), VerbError> {
+        let mut run = self
+            .run
+            .ok_or_else(|| VerbError::failed("trace thread-vars: nothing was measured"))?;
+        // Where the longest D_POID began and ended, as kernel symbols (root reads real addresses).
+        rtscope_trace::kallsyms::load().symbolize(&mut run);
+        if !self.json.to_stdout() {
+            print!("{}", rtscope_report::thread_vars::text(&run));
+        }
+        self.json.write(&rtscope_report::thread_vars::json(&run))
     }
 }
 

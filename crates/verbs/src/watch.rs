@@ -15,7 +15,7 @@
 
 use crate::input::{Field, VerbError};
 use crate::outputs::RecordOutputs;
-use crate::work::Work;
+use crate::tool::Work;
 use rtscope_analysis::watch::{Engine, ThreadSums};
 use rtscope_model::watch::{Activation, WatchEvent, WatchKind, WatchResult};
 use rtscope_model::{RawSample, RunRecord, Warning, WarningCode};
@@ -416,8 +416,8 @@ impl WatchTool<'_> {
 impl Tool for WatchTool<'_> {
     type Output = ();
 
-    fn begin(&mut self) -> Result<Work, VerbError> {
-        crate::work::begin(
+    fn begin(&self) -> crate::tool::Begin {
+        crate::tool::Begin::live(
             "watch",
             crate::privilege::Need::Root,
             "it attaches eBPF programs to the scheduler's tracepoints",

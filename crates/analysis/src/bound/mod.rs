@@ -15,6 +15,7 @@ pub mod render;
 mod series;
 pub mod source;
 pub mod thread;
+pub mod thread_stream;
 pub mod window;
 
 pub use online::{Grid, OnlineBound, OnlineSource};

@@ -16,6 +16,27 @@ pub const REST_NS: u64 = 10_000_000;
 /// Stack every benchmark thread prefaults before its loop.
 pub const PREFAULT_STACK_BYTES: usize = 128 * 1024;
 
+/// What a benchmark record says of its threads: pinned, memory locked, and SCHED_FIFO with
+/// `priority` the highest of them (0: their policies are in the result).
+pub fn hygiene(priority: u32) -> rtscope_model::Hygiene {
+    if priority > 0 {
+        rtscope_model::Hygiene {
+            mlockall: true,
+            prefaulted_stack_bytes: PREFAULT_STACK_BYTES as u64,
+            notes: vec![format!(
+                "benchmark threads pinned, SCHED_FIFO (highest priority {priority}), memory locked; RT throttling left on (drivers rest 10 ms every 100 ms)"
+            )],
+            ..Default::default()
+        }
+    } else {
+        rtscope_model::Hygiene {
+            mlockall: true,
+            notes: vec!["threads pinned, memory locked; their policies are in the result".into()],
+            ..Default::default()
+        }
+    }
+}
+
 /// Pin the calling thread to `cpu`, admit it as SCHED_FIFO `prio` (probe's POSIX backend: it
 /// sets SCHED_FLAG_RESET_ON_FORK) and prefault its stack.
 pub fn become_fifo(cpu: u32, prio: u32) -> Result<()> {

@@ -25,7 +25,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> anyhow::Result<()> {
     // The cells' measure arguments are this binary's grammar: checked before any cell starts.
-    let text = rtscope_session::input::read("campaign file", &a.file)?;
+    let text = rtscope_verbs::input::read("campaign file", &a.file)?;
     let c = rtscope_store::campaign::Campaign::parse(&a.file.display().to_string(), &text)
         .map_err(|e| crate::usage!("{e}"))?;
     crate::resolver::check_campaign(&c, a.allow_exec)?;

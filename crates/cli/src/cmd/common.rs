@@ -123,8 +123,6 @@ pub fn parse_tag(s: &str) -> Result<(String, String), String> {
     Ok((k.to_string(), v.to_string()))
 }
 
-pub use rtscope_session::signals::{install_handlers as install_signal_handlers, stop_requested};
-
 /// A duration flag in the one grammar, within `lo..=hi` seconds.
 pub fn parse_duration_in(flag: &str, s: &str, lo: f64, hi: f64) -> Result<f64> {
     Ok(rtscope_session::input::duration_in(flag, s, lo, hi)?)

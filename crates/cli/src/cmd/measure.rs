@@ -458,12 +458,14 @@ mod tests {
         assert_eq!(d.trace, rtscope_trace::Mechanism::Off);
     }
 
+    include!("../../../session/tests/support/request.rs");
+
     /// The library's test fixture (`request_fixture`, what its tests and the verbs' take for
     /// "no flags") is this parser's defaults, field for field.
     #[test]
     fn the_librarys_fixture_is_these_defaults() {
         let mut d = super::defaults();
-        let mut f = rtscope_session::resolve::request_fixture();
+        let mut f = request_fixture();
         for r in [&mut d, &mut f] {
             r.cmdline.clear();
             r.field_names = rtscope_session::input::Field::key;

@@ -5,7 +5,6 @@
 use super::common::OutArgs;
 use anyhow::Result;
 use rtscope_bench::pdlt;
-use rtscope_session::input;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -75,7 +74,7 @@ pub fn run(a: Args) -> Result<()> {
         max_seconds: a.timeout.as_secs_f64(),
         points: a.points,
     };
-    let cfg = flags.resolve(&input::Rules)?;
+    let cfg = flags.resolve(&rtscope_verbs::bench::Rules)?;
     let files = (a.csv.as_deref(), a.svg.as_deref());
     Ok(rtscope_verbs::bench::pdlt(
         &cfg,

@@ -6,7 +6,6 @@
 use super::common::OutArgs;
 use anyhow::Result;
 use rtscope_bench::rhealstone;
-use rtscope_session::input;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -62,7 +61,7 @@ pub fn run(a: Args) -> Result<()> {
         no_variants: a.no_variants,
         variants: a.variants,
     };
-    let cfg = flags.resolve(&input::Rules)?;
+    let cfg = flags.resolve(&rtscope_verbs::bench::Rules)?;
     Ok(rtscope_verbs::bench::rhealstone(
         &cfg,
         a.timeout.as_secs_f64(),

@@ -5,7 +5,6 @@
 use super::common::OutArgs;
 use anyhow::Result;
 use rtscope_bench::sched_scale;
-use rtscope_session::input;
 use std::path::PathBuf;
 
 /// `--sched-time`: whether the scheduler itself is timed.
@@ -71,7 +70,7 @@ pub fn run(a: Args) -> Result<()> {
             .map(|v| v.get_name().to_string())
             .unwrap_or_default(),
     };
-    let cfg = flags.resolve(&input::Rules)?;
+    let cfg = flags.resolve(&rtscope_verbs::bench::Rules)?;
     let files = (a.csv.as_deref(), a.svg.as_deref());
     Ok(rtscope_verbs::bench::sched_scale(
         &cfg,

@@ -4,7 +4,7 @@
 
 use rtscope_bench::taskset::job::{self, Generated};
 use rtscope_report::taskset as text;
-use rtscope_session::input::Rules;
+use rtscope_verbs::bench::Rules;
 use std::path::PathBuf;
 
 /// `--policy`: the policy a task set runs under (`cfs` is another name of `other`).

@@ -99,25 +99,12 @@ fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
         .mechanism
         .parse()
         .map_err(|e| crate::usage!("--mechanism: {e}"))?;
-    a.json.check()?;
-    super::common::install_signal_handlers();
-    use rtscope_trace::preemptirq::MeasureError;
-    let mut run = rtscope_verbs::thread_vars::measure(
+    Ok(rtscope_verbs::thread_vars::run(
         mech,
         &cpus,
         Duration::from_secs_f64(secs),
-        &super::common::stop_requested,
-    )
-    .map_err(|e| match e {
-        MeasureError::Unavailable(m) => crate::usage!("trace thread-vars: {m}"),
-        MeasureError::Failed(m) => anyhow::anyhow!("trace thread-vars: {m}"),
-    })?;
-    // Where the longest D_POID began and ended, as kernel symbols (root reads real addresses).
-    rtscope_trace::kallsyms::load().symbolize(&mut run);
-    if !a.json.to_stdout() {
-        print!("{}", rtscope_report::thread_vars::text(&run));
-    }
-    a.json.write(&rtscope_report::thread_vars::json(&run))
+        &a.json.dest(),
+    )?)
 }
 
 fn record(a: RecordArgs) -> anyhow::Result<()> {

@@ -1,7 +1,8 @@
 //! `taskset run --rt-app FILE` against the real rt-app (Debian's rt-app 1.0): a stop ends rt-app
 //! within 100 ms with every loop it logged in the record, and the native engine runs the same
 //! small files as rt-app does (event order, relative and shared timers, loops). Real kernel,
-//! a few seconds each; CFS threads unless a test says otherwise.
+//! a few seconds each. The comparisons run their threads SCHED_FIFO (a 1 % load) so that a busy
+//! machine's CFS delays do not blur what the engines do.
 
 use rtscope_testkit::{bin, need_root};
 use serde_json::Value;
@@ -132,4 +133,132 @@ fn the_duration_ends_rt_app_within_a_period_of_d_with_its_logs() {
     let jobs: Vec<u64> = th.iter().map(|x| x["jobs"].as_u64().unwrap()).collect();
     assert!((85..=101).contains(&jobs[0]), "fast: {jobs:?}");
     assert!((21..=26).contains(&jobs[1]), "slow: {jobs:?}");
+}
+
+/// The same file under `--engine rt-app` (rt-app's own view) and `--engine native`: the task
+/// tables, in file order (the tests name threads in alphabetical file order).
+fn both(text: &str, d: &str) -> (Vec<(u64, f64, f64)>, Vec<(u64, f64, f64)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, r) = run(dir.path(), "rt-app", text, &["-D", d], None);
+    let (_, n) = run(dir.path(), "native", text, &["-D", d], None);
+    (tasks(&r), tasks(&n))
+}
+
+/// Job counts within ±2 of rt-app's: rt-app's start-up (parsing, creating its threads) falls
+/// inside rtscope's window and costs it up to one job, and the native run counts the job
+/// released at its t0.
+const JOBS_TOLERANCE: u64 = 2;
+
+fn close(a: u64, b: u64) -> bool {
+    a.abs_diff(b) <= JOBS_TOLERANCE
+}
+
+#[test]
+fn two_threads_sharing_a_timer_are_each_released_every_other_period_as_in_rt_app() {
+    need_root!("taskset run sets policies");
+    if !have_rt_app() {
+        return;
+    }
+    // One 100-ms "tick" moved on by each thread's job: each is released every 200 ms, 15 jobs
+    // in 3 s (30 if the ref were ignored).
+    let text = r#"{"tasks": {
+        "a": {"run": 100, "timer": {"ref": "tick", "period": 100000}},
+        "b": {"run": 100, "timer": {"ref": "tick", "period": 100000}}},
+        "global": {"duration": 3, "default_policy": "SCHED_OTHER", "calibration": 100}}"#;
+    let (r, n) = both(text, "3s");
+    for (i, (x, y)) in r.iter().zip(&n).enumerate() {
+        assert!((13..=16).contains(&x.0), "rt-app thread {i}: {r:?}");
+        assert!(close(x.0, y.0), "thread {i}: rt-app {r:?}, native {n:?}");
+    }
+}
+
+#[test]
+fn a_timer_without_mode_is_relative_and_relative_is_accepted_as_in_rt_app() {
+    need_root!("taskset run sets policies");
+    if !have_rt_app() {
+        return;
+    }
+    // A 15-ms job on a 10-ms timer: relative, each release moves to the job's end (lateness
+    // stays ~5 ms); absolute, the grid stays and the lateness grows by 5 ms a job (~300 ms
+    // after 1 s). The run is tiny so the two engines' calibrations do not matter.
+    let file = |mode: &str| {
+        format!(
+            r#"{{"tasks": {{"a": {{"policy": "SCHED_FIFO", "priority": 10, "run": 100, "sleep": 15000,
+                "timer": {{"ref": "t", "period": 10000{mode}}}}}}},
+                "global": {{"duration": 1, "default_policy": "SCHED_OTHER", "calibration": 100}}}}"#
+        )
+    };
+    for (mode, relative) in [
+        ("", true),
+        (r#", "mode": "relative""#, true),
+        (r#", "mode": "absolute""#, false),
+    ] {
+        let (r, n) = both(&file(mode), "1s");
+        assert!((55..=68).contains(&r[0].0), "{mode:?}: rt-app {r:?}");
+        assert!(
+            close(r[0].0, n[0].0),
+            "{mode:?}: rt-app {r:?}, native {n:?}"
+        );
+        for (engine, lateness_ms) in [("rt-app", r[0].2), ("native", n[0].2)] {
+            if relative {
+                assert!(lateness_ms < 20.0, "{mode:?} {engine}: {r:?} {n:?}");
+            } else {
+                assert!(lateness_ms > 100.0, "{mode:?} {engine}: {r:?} {n:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn loops_follow_rt_app() {
+    need_root!("taskset run sets policies");
+    if !have_rt_app() {
+        return;
+    }
+    // A thread `loop` without phases is its one phase's loop, the thread repeating forever
+    // (rt-app 1.0): ~100 jobs of a 10-ms timer in 1 s.
+    let forever = r#"{"tasks": {"a": {"policy": "SCHED_FIFO", "priority": 10, "loop": 3, "run": 100, "timer": {"ref": "t", "period": 10000}}},
+        "global": {"duration": 1, "default_policy": "SCHED_OTHER", "calibration": 100}}"#;
+    let (r, n) = both(forever, "1s");
+    assert!((90..=101).contains(&r[0].0), "rt-app {r:?}");
+    assert!(close(r[0].0, n[0].0), "rt-app {r:?}, native {n:?}");
+    // A phase of 5 loops, the thread 2 times: 10 jobs, then the thread ends (tutorial,
+    // "loop" of a thread and of a phase).
+    let bounded = r#"{"tasks": {"a": {"policy": "SCHED_FIFO", "priority": 10, "loop": 2, "phases": {"p": {"loop": 5, "run": 100,
+        "timer": {"ref": "t", "period": 10000}}}}},
+        "global": {"duration": 1, "default_policy": "SCHED_OTHER", "calibration": 100}}"#;
+    let (r, n) = both(bounded, "1s");
+    assert_eq!((r[0].0, n[0].0), (10, 10), "rt-app {r:?}, native {n:?}");
+}
+
+#[test]
+fn events_run_in_file_order_as_in_rt_app() {
+    need_root!("SCHED_FIFO threads");
+    if !have_rt_app() {
+        return;
+    }
+    // On CPU 0, "hi" (FIFO 50) runs 40 ms every 100 ms from 20 ms on (`delay`); "lo" (FIFO
+    // 40), released at 0, sleeps 30 ms and runs 10 ms, or runs then sleeps. Run first: lo runs
+    // before hi is released, then sleeps: response ~40 ms. Sleep first: lo's run waits for
+    // hi's end (20 + 40 ms): ~70 ms. Measured the same way in both engines.
+    let file = |lo: &str| {
+        format!(
+            r#"{{"tasks": {{
+            "hi": {{"policy": "SCHED_FIFO", "priority": 50, "cpus": [0], "delay": 20000, "run": 40000,
+                   "timer": {{"ref": "t", "period": 100000}}}},
+            "lo": {{"policy": "SCHED_FIFO", "priority": 40, "cpus": [0], {lo},
+                   "timer": {{"ref": "u", "period": 100000}}}}}},
+            "global": {{"duration": 2, "calibration": 15}}}}"#
+        )
+    };
+    let (r1, n1) = both(&file(r#""sleep": 30000, "run": 10000"#), "2s");
+    let (r2, n2) = both(&file(r#""run": 10000, "sleep": 30000"#), "2s");
+    for (engine, a, b) in [("rt-app", &r1, &r2), ("native", &n1, &n2)] {
+        // lo's mean response (ms): sleep first is later by about hi's run (~30 ms; at least
+        // 8: rt-app starts its threads a few ms apart on a busy machine, which blurs it).
+        assert!(
+            a[1].1 - b[1].1 > 8.0,
+            "{engine}: sleep-then-run {a:?}, run-then-sleep {b:?}"
+        );
+    }
 }

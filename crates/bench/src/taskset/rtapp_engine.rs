@@ -4,7 +4,7 @@
 //! per-loop view in the record. Whatever the file uses (locks, barriers, phases, fork …), rt-app
 //! itself runs it: rtscope does not keep a second rt-app in step with the first.
 //!
-//! Logs: rt-app 1.0 (`log_size` absent or `"file"`, the default) writes each loop's line with
+//! Logs: rt-app 1.0 (`log_size` absent: its default "file" mode) writes each loop's line with
 //! `fprintf` on a `FILE` opened in `logdir`: a regular file is block-buffered by glibc, so the
 //! last few KiB of every thread's log stay in rt-app's memory until the thread ends (`fclose`) or
 //! the process `exit`s, and a kill loses them. rtscope makes each expected log name
@@ -68,6 +68,12 @@ impl Node {
         match self {
             Node::Obj(v) => v.iter().find(|(k, _)| k == key).map(|(_, n)| n),
             _ => None,
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Node::Obj(v) = self {
+            v.retain(|(k, _)| k != key);
         }
     }
 
@@ -247,13 +253,12 @@ pub fn prepare(
         Some(_) => return bad("global.duration: expected an integer (seconds)".into()),
     };
     let mut notes = vec![
-        "rt-app runs the file; its logs go to a private directory (global.logdir, log_basename and log_size replaced) and are read line by line into the record".to_string(),
+        "rt-app runs the file; its logs go to a private directory (global.logdir and log_basename replaced, log_size removed) and are read line by line into the record".to_string(),
     ];
     match tree.get("global").and_then(|g| g.get("log_size")) {
         None => {}
-        Some(Node::Leaf(serde_json::Value::String(v))) if v == "file" || v == "auto" => {}
         Some(Node::Leaf(v)) => notes.push(format!(
-            "global.log_size {v} replaced by \"file\": rtscope reads each loop's line as rt-app writes it"
+            "global.log_size {v} removed: rt-app's default writes each loop's line as it goes, which rtscope reads at once (rt-app 1.0 reads \"file\" and \"auto\" as no log)"
         )),
         Some(_) => return bad("global.log_size: expected \"file\", \"auto\", \"disable\" or an integer (MB)".into()),
     }
@@ -477,8 +482,10 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
             Node::Leaf(dir.0.to_string_lossy().into_owned().into()),
         );
         g.set("log_basename", Node::Leaf("rtscope".into()));
-        // Each line written at once (to the streamed ptys), not kept in memory to the end.
-        g.set("log_size", Node::Leaf("file".into()));
+        // rt-app's default (no log_size) writes each loop's line to the log file as it goes,
+        // which the streamed ptys pass on at once; rt-app 1.0 reads "file" and "auto" as no
+        // log at all (only the headers), an integer keeps the log in memory to the end.
+        g.remove("log_size");
     }
     let mut warnings = Vec::new();
     let (mut streams, why_not) = Streams::open(&dir.0, &job.log_names);

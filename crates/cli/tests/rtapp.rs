@@ -56,7 +56,29 @@ fn run(
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_slice(&out.stdout).expect("the record as JSON");
+    validate(&v);
     (took, v["kind"]["taskset"].clone())
+}
+
+/// The record matches docs/schema (its `kind.taskset.rt_app` has a schema of its own).
+fn validate(v: &Value) {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/run-record.schema.json");
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(root).expect("schema file"))
+        .expect("schema json");
+    let schema = jsonschema::JSONSchema::options()
+        .compile(&s)
+        .expect("schema compiles");
+    let msgs: Vec<String> = match schema.validate(v) {
+        Ok(()) => Vec::new(),
+        Err(errs) => errs
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect(),
+    };
+    assert!(
+        msgs.is_empty(),
+        "record does not match docs/schema: {msgs:?}"
+    );
 }
 
 /// Per task (rt-app threads sorted by name, native tasks in file order): (jobs, mean response

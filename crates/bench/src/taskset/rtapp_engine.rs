@@ -583,9 +583,12 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
     let window_ns = t0.elapsed().as_nanos() as u64;
     streams.finish();
     let printed = std::fs::read_to_string(&out).unwrap_or_default();
+    // A pty rt-app never wrote to (not even the policy header a thread writes first): a thread
+    // that never started, or a log rt-app named otherwise (then a file, read below).
     let mut threads: Vec<RtAppThread> = streams
         .0
         .iter()
+        .filter(|(_, _, buf)| !buf.is_empty())
         .map(|(n, _, buf)| parse_log(n, &String::from_utf8_lossy(buf)))
         .collect();
     threads.extend(read_logs(&dir.0)?);
@@ -786,6 +789,9 @@ mod tests {
         let (j, notes) = prepare(text, Path::new("f.json"), "rt-app".into(), Some(1.5)).unwrap();
         assert_eq!(j.threads, 4);
         assert_eq!(j.limit_ns, 1_500_000_000);
+        // rt-app's log names: the key and a thread index counting instances in file order.
+        assert_eq!(j.log_names, ["b-0", "a-1", "a-2", "a-3"]);
+        assert_eq!(j.min_period_us, Some(10));
         assert!(notes
             .iter()
             .any(|n| n.contains("global.duration set to 2 s")));
@@ -797,6 +803,20 @@ mod tests {
         assert!(
             out.contains(r#""global":{"duration":2,"logdir":"./"}"#),
             "{out}"
+        );
+        let (_, notes) = prepare(
+            r#"{"tasks": {"a": {"run": 1, "timer0": {"ref": "t", "period": 7}}},
+                "global": {"log_size": "file"}}"#,
+            Path::new("f.json"),
+            "rt-app".into(),
+            None,
+        )
+        .unwrap();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("global.log_size \"file\" removed")),
+            "{notes:?}"
         );
         let bad = |t: &str| {
             prepare(t, Path::new("f"), "rt-app".into(), None)

@@ -56,7 +56,22 @@ find "$EX" -name '*.json' -not -path '*/merge/*' | sort | while read -r f; do
     dir="$WORK/$(echo "$name" | tr / _)"
     mkdir -p "$dir/plain"
     if ! prepare "$f" "$dir/plain" > "$dir/file.json" 2> "$dir/prep.err"; then
-        echo "| $name | all | unreadable: $(head -c 120 "$dir/prep.err") | |"
+        # Not JSON for Python: run the file as shipped (in its own directory, for its "./"
+        # logdir), so rt-app and rtscope say what they make of it.
+        echo "| $name | (rewrite) | not rewritten: $(head -c 100 "$dir/prep.err") | |"
+        if (cd "$dir/plain" && timeout -s KILL 15 rt-app "$f" > "$dir/plain.out" 2>&1); then
+            echo "| $name | rt-app | runs (as shipped) | $(summarise_logs "$dir/plain") |"
+        else
+            echo "| $name | rt-app | fails ($?): $(grep -v notice "$dir/plain.out" | tail -1 | head -c 100) | |"
+        fi
+        for engine in rt-app native; do
+            if timeout -s TERM $((D + 10)) "$RTSCOPE" taskset run --engine "$engine" --rt-app "$f" \
+                -D "${D}s" --no-store > /dev/null 2> "$dir/$engine.err"; then
+                echo "| $name | --engine $engine | runs (as shipped) | |"
+            else
+                echo "| $name | --engine $engine | refused/failed ($?): $(tail -1 "$dir/$engine.err" | sed 's/|/\\|/g' | head -c 160) | |"
+            fi
+        done
         continue
     fi
     # Plain rt-app, bounded (a file may loop forever with duration ignored).

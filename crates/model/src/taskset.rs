@@ -159,6 +159,11 @@ pub struct RtAppView {
     pub ended: String,
     /// Its process id (its threads are that process's tasks).
     pub pid: u32,
+    /// How its logs were read: "streamed" (each log a pty, line-buffered: every loop rt-app
+    /// logged before it ended or was killed is here) or "files" (block-buffered files read at
+    /// the end: a kill loses their unwritten tails).
+    #[serde(default)]
+    pub logs: String,
     pub threads: Vec<RtAppThread>,
 }
 

@@ -203,7 +203,16 @@ pub fn result(r: &TasksetResult) -> String {
 /// rt-app's own view of its run (`--engine rt-app`), from its logs' columns, in µs.
 fn rt_app_view(v: &rtscope_model::taskset::RtAppView) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "rt-app ({}, pid {}, {}):", v.binary, v.pid, v.ended);
+    let logs = match v.logs.as_str() {
+        "streamed" => ", logs streamed",
+        "files" => ", logs read from files at the end",
+        _ => "",
+    };
+    let _ = writeln!(
+        o,
+        "rt-app ({}, pid {}, {}{logs}):",
+        v.binary, v.pid, v.ended
+    );
     let _ = writeln!(
         o,
         "  {:<20} {:>6} {:>10} {:>10} {:>11} {:>10} {:>9} {:>9} {:>9}",

@@ -21,6 +21,7 @@ pub mod knob;
 pub mod mem;
 pub mod net;
 pub mod process;
+pub mod pty;
 pub mod reaper;
 pub mod sched;
 pub mod signals;

@@ -4,10 +4,23 @@
 //! per-loop view in the record. Whatever the file uses (locks, barriers, phases, fork …), rt-app
 //! itself runs it: rtscope does not keep a second rt-app in step with the first.
 //!
-//! Exit paths: rt-app dies with rtscope (PR_SET_PDEATHSIG), and on a stop or at the end of the
-//! duration it gets SIGTERM (its own shutdown writes its logs), then SIGKILL if it has not ended
-//! within [`TERM_GRACE_NS`] (a long run event does not look at rt-app's stop flag). Its threads
-//! and their policies end with its process; the private directory is removed.
+//! Logs: rt-app 1.0 (`log_size` absent: its default "file" mode) writes each loop's line with
+//! `fprintf` on a `FILE` opened in `logdir`: a regular file is block-buffered by glibc, so the
+//! last few KiB of every thread's log stay in rt-app's memory until the thread ends (`fclose`) or
+//! the process `exit`s, and a kill loses them. rtscope makes each expected log name
+//! (`<logdir>/<log_basename>-<thread>-<index>.log`) a symlink to a pty of its own: glibc
+//! line-buffers a stream on a terminal, so every line reaches rtscope as rt-app writes it, and a
+//! stop no longer has to wait for rt-app to write its logs.
+//!
+//! Exit paths: rt-app dies with rtscope (PR_SET_PDEATHSIG). On a stop or at the end of the
+//! duration it gets SIGTERM: its handler clears its run flag, and each thread ends after its
+//! current event (a timer wait ends at the next expiry, a run event at its end), then rt-app
+//! joins them and exits. With streamed logs it is killed if it has not ended within one period
+//! (its shortest timer period) and at most [`STREAM_GRACE_NS`]; every loop it logged is already
+//! read. Logs that could not be streamed (more than [`MAX_STREAMED`] threads, no pty) keep the
+//! old waits ([`TERM_GRACE_NS`], [`END_GRACE_NS`]) and may lose their tail on a kill, which the
+//! record says. Its threads and their policies end with its process; the private directory and
+//! the ptys are removed.
 
 use super::rtapp::{scan_structure, strip_json_extensions, RtAppError};
 use rtscope_model::taskset::{RtAppThread, RtAppView};
@@ -30,6 +43,14 @@ pub const TERM_GRACE_NS: u64 = 90_000_000;
 /// The same at the end of the duration (`-D`, or the file's): rt-app is given up to a second
 /// to end on its own and write its logs, the record being the point of the run.
 pub const END_GRACE_NS: u64 = 1_000_000_000;
+/// After SIGTERM, how long rt-app may take to end on its own when its logs are streamed: the
+/// rule "within one period, at most 100 ms" of a stop, less the time to read the logs.
+pub const STREAM_GRACE_NS: u64 = 50_000_000;
+/// Shortest wait before a kill (a 1-ms timer still gets a chance to end on its own).
+pub const STREAM_GRACE_MIN_NS: u64 = 5_000_000;
+/// Most threads whose logs are streamed through a pty each (the kernel's pty limit,
+/// /proc/sys/kernel/pty/max, is 4096 for the whole machine by default).
+pub const MAX_STREAMED: usize = 256;
 /// Longest run when neither `-D` nor the file bounds it (the verb's own limit).
 pub const MAX_RUN_NS: u64 = 600_000_000_000;
 
@@ -47,6 +68,12 @@ impl Node {
         match self {
             Node::Obj(v) => v.iter().find(|(k, _)| k == key).map(|(_, n)| n),
             _ => None,
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Node::Obj(v) = self {
+            v.retain(|(k, _)| k != key);
         }
     }
 
@@ -138,6 +165,11 @@ pub struct RtAppJob {
     pub threads: u64,
     /// When rtscope ends the run (SIGTERM) if rt-app has not: `-D`, else the file's duration.
     pub limit_ns: u64,
+    /// Each thread's log name as rt-app forms it (`<key>-<index>`, index counting instances in
+    /// file order), in rt-app's thread order.
+    pub log_names: Vec<String>,
+    /// The shortest timer period of the file (µs), if it has a timer.
+    pub min_period_us: Option<u64>,
 }
 
 /// The installed rt-app: the first `rt-app` on PATH that is an executable file.
@@ -172,6 +204,7 @@ pub fn prepare(
         return bad("tasks: missing or not an object (accepted: 1..=4096 threads)".into());
     };
     let mut threads = 0u64;
+    let mut log_names = Vec::new();
     for (name, t) in tasks {
         let n = match t.get("instance") {
             None => 1,
@@ -187,8 +220,14 @@ pub fn prepare(
                 }
             ));
         }
+        for _ in 0..n {
+            if log_names.len() < MAX_THREADS as usize {
+                log_names.push(format!("{name}-{}", log_names.len()));
+            }
+        }
         threads += n as u64;
     }
+    let min_period_us = min_timer_period(tasks_node(&tree));
     if !(1..=MAX_THREADS).contains(&threads) {
         return bad(format!(
             "tasks: {threads} threads with their instances; accepted 1..={MAX_THREADS}"
@@ -214,8 +253,15 @@ pub fn prepare(
         Some(_) => return bad("global.duration: expected an integer (seconds)".into()),
     };
     let mut notes = vec![
-        "rt-app runs the file; its logs go to a private directory (global.logdir and log_basename replaced) and are read into the record".to_string(),
+        "rt-app runs the file; its logs go to a private directory (global.logdir and log_basename replaced, log_size removed) and are read line by line into the record".to_string(),
     ];
+    match tree.get("global").and_then(|g| g.get("log_size")) {
+        None => {}
+        Some(Node::Leaf(v)) => notes.push(format!(
+            "global.log_size {v} removed: rt-app's default writes each loop's line as it goes, which rtscope reads at once (rt-app 1.0 reads \"file\" and \"auto\" as no log)"
+        )),
+        Some(_) => return bad("global.log_size: expected \"file\", \"auto\", \"disable\" or an integer (MB)".into()),
+    }
     let limit_s = duration_s.or(file_duration);
     if let Some(d) = duration_s {
         // rt-app's duration is whole seconds: it ends on its own at the next one, rtscope stops
@@ -236,9 +282,42 @@ pub fn prepare(
             tree,
             threads,
             limit_ns,
+            log_names,
+            min_period_us,
         },
         notes,
     ))
+}
+
+fn tasks_node(tree: &Node) -> Option<&Node> {
+    tree.get("tasks")
+}
+
+/// The smallest `period` of any `timer` object under `n` (rt-app's timer events, any phase).
+fn min_timer_period(n: Option<&Node>) -> Option<u64> {
+    fn walk(n: &Node, under_timer: bool, best: &mut Option<u64>) {
+        match n {
+            Node::Obj(v) => {
+                for (k, c) in v {
+                    if under_timer && k == "period" {
+                        if let Node::Leaf(x) = c {
+                            if let Some(p) = x.as_u64().filter(|&p| p > 0) {
+                                *best = Some(best.map_or(p, |b| b.min(p)));
+                            }
+                        }
+                    }
+                    walk(c, k.starts_with("timer"), best);
+                }
+            }
+            Node::Arr(v) => v.iter().for_each(|c| walk(c, false, best)),
+            Node::Leaf(_) => {}
+        }
+    }
+    let mut best = None;
+    if let Some(n) = n {
+        walk(n, false, &mut best);
+    }
+    best
 }
 
 fn tree_global(tree: &mut Node) -> Option<&mut Node> {
@@ -329,6 +408,69 @@ impl Drop for Private {
     }
 }
 
+/// Each thread's log streamed through a pty (see the module's comment), keyed by its name.
+struct Streams(Vec<(String, rtscope_sys::pty::Pty, Vec<u8>)>);
+
+impl Streams {
+    /// A pty per expected log, its path linked where rt-app will open the log; a name that
+    /// cannot have one (no pty left, a name rt-app would put elsewhere) is left to a file.
+    fn open(dir: &Path, names: &[String]) -> (Streams, Option<String>) {
+        let mut v = Vec::new();
+        if names.len() > MAX_STREAMED {
+            return (
+                Streams(v),
+                Some(format!(
+                    "{} threads: their logs are files (streamed up to {MAX_STREAMED}), written by rt-app in blocks; a kill at a stop loses each log's unwritten tail",
+                    names.len()
+                )),
+            );
+        }
+        for n in names {
+            if n.contains('/') {
+                continue;
+            }
+            let pty = match rtscope_sys::pty::open_raw() {
+                Ok(p) => p,
+                Err(e) => {
+                    return (
+                        Streams(v),
+                        Some(format!(
+                            "no pty for the log of {n} ({e}): it and the following are files, written by rt-app in blocks; a kill at a stop loses each one's unwritten tail"
+                        )),
+                    )
+                }
+            };
+            let link = dir.join(format!("rtscope-{n}.log"));
+            if std::os::unix::fs::symlink(pty.path(), &link).is_ok() {
+                v.push((n.clone(), pty, Vec::new()));
+            }
+        }
+        (Streams(v), None)
+    }
+
+    fn drain(&mut self) {
+        for (_, p, buf) in &mut self.0 {
+            let _ = p.drain(buf);
+        }
+    }
+
+    /// rt-app has ended: close our side and read what is left.
+    fn finish(&mut self) {
+        for (_, p, buf) in &mut self.0 {
+            p.close_slave();
+            for _ in 0..64 {
+                if !matches!(p.drain(buf), Ok(false)) {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn all(&self, names: usize) -> bool {
+        self.0.len() == names
+    }
+}
+
 /// Run rt-app on the job's file; `on_threads` gets rt-app's pid and thread ids once they exist
 /// (the seam for the kernel's view). Returns when rt-app has ended and its logs are read.
 pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, EngineError> {
@@ -340,7 +482,15 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
             Node::Leaf(dir.0.to_string_lossy().into_owned().into()),
         );
         g.set("log_basename", Node::Leaf("rtscope".into()));
+        // rt-app's default (no log_size) writes each loop's line to the log file as it goes,
+        // which the streamed ptys pass on at once; rt-app 1.0 reads "file" and "auto" as no
+        // log at all (only the headers), an integer keeps the log in memory to the end.
+        g.remove("log_size");
     }
+    let mut warnings = Vec::new();
+    let (mut streams, why_not) = Streams::open(&dir.0, &job.log_names);
+    warnings.extend(why_not);
+    let streamed = streams.all(job.log_names.len());
     let file = dir.0.join("workload.json");
     let text = serde_json::to_string_pretty(&tree).map_err(|e| EngineError::Io {
         what: "writing rt-app's file".into(),
@@ -366,17 +516,23 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
             rtscope_sys::process::set_parent_death_signal(rtscope_sys::Signal::SIGKILL)
         });
     }
+    // With every log streamed, a stop or the end waits for rt-app one period at most.
+    let stream_grace = job
+        .min_period_us
+        .map_or(STREAM_GRACE_NS, |p| p.saturating_mul(1000))
+        .clamp(STREAM_GRACE_MIN_NS, STREAM_GRACE_NS);
     let t0 = Instant::now();
     let mut child = cmd
         .spawn()
         .map_err(io(format!("starting {}", job.binary.display())))?;
     let pid = child.id();
-    let mut warnings = Vec::new();
     let mut seen_threads = false;
     let mut term_at: Option<(Instant, u64)> = None;
     let mut interrupted = false;
+    let mut killed_after: Option<u128> = None;
     let limit = Duration::from_nanos(job.limit_ns);
     let status = loop {
+        streams.drain();
         match child.try_wait() {
             Ok(Some(s)) => break s,
             Ok(None) => {}
@@ -395,7 +551,11 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
                 if stop || t0.elapsed() >= limit {
                     interrupted |= stop;
                     let _ = rtscope_sys::process::kill(pid as i32, rtscope_sys::Signal::SIGTERM);
-                    let grace = if stop { TERM_GRACE_NS } else { END_GRACE_NS };
+                    let grace = match (streamed, stop) {
+                        (true, _) => stream_grace,
+                        (false, true) => TERM_GRACE_NS,
+                        (false, false) => END_GRACE_NS,
+                    };
                     term_at = Some((Instant::now(), grace));
                 }
             }
@@ -406,24 +566,40 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
                         && t.elapsed() >= Duration::from_nanos(TERM_GRACE_NS)) =>
             {
                 let _ = child.kill();
-                warnings.push(format!(
-                    "rt-app had not ended {} ms after SIGTERM (its threads stop at their next timer expiry or the end of a run event): killed; its logs, kept in memory until it exits, are lost",
-                    t.elapsed().as_millis()
-                ));
+                killed_after = Some(t.elapsed().as_millis());
+                if !streamed {
+                    warnings.push(format!(
+                        "rt-app had not ended {} ms after SIGTERM (its threads stop at their next timer expiry or the end of a run event): killed; the logs it had not written out (block-buffered files) are lost",
+                        t.elapsed().as_millis()
+                    ));
+                }
                 let s = child.wait().map_err(io("waiting for rt-app"))?;
                 break s;
             }
             Some(_) => {}
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(2));
     };
     let window_ns = t0.elapsed().as_nanos() as u64;
+    streams.finish();
     let printed = std::fs::read_to_string(&out).unwrap_or_default();
-    let threads = read_logs(&dir.0)?;
-    let ended = match (status.code(), status.signal_name()) {
-        (Some(c), _) => format!("exited {c}"),
-        (None, Some(s)) => format!("killed by {s}"),
-        (None, None) => "ended".into(),
+    // A pty rt-app never wrote to (not even the policy header a thread writes first): a thread
+    // that never started, or a log rt-app named otherwise (then a file, read below).
+    let mut threads: Vec<RtAppThread> = streams
+        .0
+        .iter()
+        .filter(|(_, _, buf)| !buf.is_empty())
+        .map(|(n, _, buf)| parse_log(n, &String::from_utf8_lossy(buf)))
+        .collect();
+    threads.extend(read_logs(&dir.0)?);
+    threads.sort_by(|a, b| a.name.cmp(&b.name));
+    let ended = match (status.code(), status.signal_name(), killed_after) {
+        (Some(c), _, _) => format!("exited {c}"),
+        (None, Some(s), Some(ms)) => format!(
+            "killed by {s} {ms} ms after SIGTERM (a thread was inside an event longer than that)"
+        ),
+        (None, Some(s), None) => format!("killed by {s}"),
+        (None, None, _) => "ended".into(),
     };
     if !status.success() && term_at.is_none() {
         let message: Vec<&str> = printed
@@ -446,6 +622,11 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
             binary: job.binary.display().to_string(),
             ended,
             pid,
+            logs: if streamed {
+                "streamed".into()
+            } else {
+                "files".into()
+            },
             threads,
         },
         window_ns,
@@ -469,11 +650,12 @@ impl SignalName for std::process::ExitStatus {
     }
 }
 
-/// Every `rtscope-*.log` of `dir`, parsed, sorted by name.
+/// Every `rtscope-*.log` of `dir` that is a regular file (not a streamed pty link), parsed.
 fn read_logs(dir: &Path) -> Result<Vec<RtAppThread>, EngineError> {
     let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(io(format!("reading {}", dir.display())))?
         .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .map(|e| e.path())
         .filter(|p| {
             p.file_name()
@@ -607,6 +789,9 @@ mod tests {
         let (j, notes) = prepare(text, Path::new("f.json"), "rt-app".into(), Some(1.5)).unwrap();
         assert_eq!(j.threads, 4);
         assert_eq!(j.limit_ns, 1_500_000_000);
+        // rt-app's log names: the key and a thread index counting instances in file order.
+        assert_eq!(j.log_names, ["b-0", "a-1", "a-2", "a-3"]);
+        assert_eq!(j.min_period_us, Some(10));
         assert!(notes
             .iter()
             .any(|n| n.contains("global.duration set to 2 s")));
@@ -618,6 +803,20 @@ mod tests {
         assert!(
             out.contains(r#""global":{"duration":2,"logdir":"./"}"#),
             "{out}"
+        );
+        let (_, notes) = prepare(
+            r#"{"tasks": {"a": {"run": 1, "timer0": {"ref": "t", "period": 7}}},
+                "global": {"log_size": "file"}}"#,
+            Path::new("f.json"),
+            "rt-app".into(),
+            None,
+        )
+        .unwrap();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("global.log_size \"file\" removed")),
+            "{notes:?}"
         );
         let bad = |t: &str| {
             prepare(t, Path::new("f"), "rt-app".into(), None)

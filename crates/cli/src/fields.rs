@@ -52,6 +52,8 @@ pub fn flag(f: Field) -> &'static str {
         Field::WatchPid => "--pid",
         Field::WatchComm => "--comm",
         Field::WatchCommand => "--",
+        Field::WatchCgroup => "--cgroup",
+        Field::WatchOnThreshold => "--on-threshold",
     }
 }
 

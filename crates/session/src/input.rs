@@ -118,10 +118,13 @@ pub enum Field {
     WatchPid,
     WatchComm,
     WatchCommand,
+    WatchCgroup,
+    /// `watch --on-threshold`: the command run when an activation exceeds `--threshold`.
+    WatchOnThreshold,
 }
 
 impl Field {
-    pub const ALL: [Field; 45] = [
+    pub const ALL: [Field; 47] = [
         Field::Cpus,
         Field::Interval,
         Field::Distance,
@@ -167,6 +170,8 @@ impl Field {
         Field::WatchPid,
         Field::WatchComm,
         Field::WatchCommand,
+        Field::WatchCgroup,
+        Field::WatchOnThreshold,
     ];
 
     /// The field's name in the request (snake case).
@@ -217,6 +222,8 @@ impl Field {
             Field::WatchPid => "pid",
             Field::WatchComm => "comm",
             Field::WatchCommand => "command",
+            Field::WatchCgroup => "cgroup",
+            Field::WatchOnThreshold => "on_threshold",
         }
     }
 

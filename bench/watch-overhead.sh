@@ -31,10 +31,6 @@ RTSCOPE=${RTSCOPE:-target/release/rtscope}
 if [[ $DRY -eq 0 && ! -x $RTSCOPE ]]; then
     cargo build --release -p rtscope-cli
 fi
-run() {
-    echo "+ $*" >&2
-    if [[ $DRY -eq 0 ]]; then "$@"; fi
-}
 [[ $DRY -eq 1 ]] || mkdir -p "$OUT"
 {
     echo "date_utc: $STAMP"
@@ -43,7 +39,11 @@ run() {
     echo "command: $0 $*"
 } | if [[ $DRY -eq 1 ]]; then cat >&2; else tee "$OUT/README.txt" >&2; fi
 CT=(cyclictest -m -p95 -i1000 -h 400 -q -D "$DURATION" -a -t)
-alone() { run "${CT[@]}" > "$OUT/alone-$1.txt"; }
+alone() {
+    echo "+ ${CT[*]} > $OUT/alone-$1.txt" >&2
+    [[ $DRY -eq 1 ]] && return
+    "${CT[@]}" > "$OUT/alone-$1.txt"
+}
 watched() {
     echo "+ $RTSCOPE watch --comm cyclictest --no-store -q --json $OUT/watch-$1.json & ${CT[*]}" >&2
     [[ $DRY -eq 1 ]] && return

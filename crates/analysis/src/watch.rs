@@ -8,6 +8,12 @@
 //! after it was created (wake_up_new_task fires no sched_waking) and whatever ran before the
 //! watch began are no activation: only what follows a wake-up the watch saw is counted, so
 //! nothing is counted twice or half.
+//!
+//! An activation whose wake-up or switch-in the kernel never reported is *unseen*: it is
+//! counted (per thread, [`Engine::take_unseen`]) but not measured. The watch infers it when a
+//! thread it saw go to sleep is next seen on a CPU (switched in, switched out, exiting) with
+//! no wake-up in between: a sleeping task runs again only after a wake-up. Some kernels fire no
+//! probe for events that happen while certain tasks are current (docs/watch.md shows one).
 
 use rtscope_model::watch::{Activation, Preemption, Preemptor, WatchEvent, WatchKind, WatchThread};
 use rtscope_model::Histogram;
@@ -29,6 +35,18 @@ struct ThreadState {
     /// Preempted (time, by, its prio), inside the current activation.
     preempted: Option<(u64, u32, i32)>,
     next_index: u64,
+    /// The CPU it was last seen on.
+    cpu: u32,
+    /// Seen going to sleep (a switch away that leaves it blocked), and no wake-up since.
+    asleep: bool,
+    /// The pending `wake` came after a sleep the watch saw begin.
+    woke_from_seen_sleep: bool,
+    /// The current activation was started by a wake-up from another CPU while the thread was
+    /// still on its CPU, and nothing else of it has been seen since (see `Waking`).
+    started_by_remote_wake: bool,
+    /// That activation ended at once in a sleep: the wake-up raced the switch away, and the
+    /// next switch-in is that wake-up's, not an unseen one.
+    raced_switch_out: bool,
 }
 
 /// Events in, finished activations out. Bounded per thread.
@@ -37,6 +55,8 @@ pub struct Engine {
     threads: BTreeMap<u32, ThreadState>,
     exited: Vec<u32>,
     started: u64,
+    /// One entry per unseen activation (its thread), until taken.
+    unseen: Vec<u32>,
 }
 
 impl Engine {
@@ -56,6 +76,12 @@ impl Engine {
                 // (ttwu_state_match). Inside an activation that means the thread began a sleep
                 // but had not left its CPU yet, or was preempted on the way (the wake-up then
                 // only sets it running again): its activation ends here and the next begins.
+                // A wake-up from another CPU may also race the thread's own switch away (it
+                // passes the state check before that switch is traced): the activation it
+                // starts here then ends at once in a sleep, and the switch-in that follows is
+                // this wake-up's (`raced_switch_out`).
+                let was_asleep = std::mem::take(&mut st.asleep);
+                st.raced_switch_out = false;
                 if let Some(mut a) = st.act.take() {
                     if let Some(t) = st.on_cpu_since.take() {
                         a.run_ns += e.ts_ns.saturating_sub(t);
@@ -64,16 +90,23 @@ impl Engine {
                     let on_cpu = st.preempted.take().is_none();
                     out.push(a);
                     st.wake = Some((e.ts_ns, timer_soft_ns, waker));
+                    st.woke_from_seen_sleep = false;
                     if on_cpu {
                         // Still on its CPU: running again at once.
-                        self.start(e.tid, e.cpu, e.ts_ns);
+                        let cpu = st.cpu;
+                        self.start(e.tid, cpu, e.ts_ns);
+                        if let Some(st) = self.threads.get_mut(&e.tid) {
+                            st.started_by_remote_wake = e.cpu != cpu;
+                        }
                     }
                 } else if st.wake.is_none() {
                     // Keep the first wake-up of a sleep.
                     st.wake = Some((e.ts_ns, timer_soft_ns, waker));
+                    st.woke_from_seen_sleep = was_asleep;
                 }
             }
             WatchKind::SwitchIn { .. } => {
+                st.cpu = e.cpu;
                 if let Some(act) = st.act.as_mut() {
                     if let Some((t0, by, prio)) = st.preempted.take() {
                         act.preemptions.push(Preemption {
@@ -84,8 +117,14 @@ impl Engine {
                         });
                     }
                     st.on_cpu_since = Some(e.ts_ns);
+                    st.started_by_remote_wake = false;
                 } else if st.wake.is_some() {
                     self.start(e.tid, e.cpu, e.ts_ns);
+                } else if std::mem::take(&mut st.raced_switch_out) {
+                    // The switch-in of the wake-up that raced the switch away: counted.
+                } else if std::mem::take(&mut st.asleep) {
+                    // Seen asleep, now on a CPU, no wake-up seen: it was not reported.
+                    self.unseen.push(e.tid);
                 }
             }
             WatchKind::SwitchOut {
@@ -93,7 +132,17 @@ impl Engine {
                 next_prio,
                 preempted,
             } => {
+                st.cpu = e.cpu;
                 let Some(act) = st.act.as_mut() else {
+                    // Off a CPU it was not seen to get on. Asleep before (no wake-up seen), or
+                    // woken from a sleep seen and not seen switched in: an activation ran that
+                    // the kernel did not report whole.
+                    let woken = st.wake.take().is_some() && st.woke_from_seen_sleep;
+                    let raced = std::mem::take(&mut st.raced_switch_out);
+                    if (st.asleep || woken) && !raced {
+                        self.unseen.push(e.tid);
+                    }
+                    st.asleep = !preempted;
                     return;
                 };
                 if let Some(t) = st.on_cpu_since.take() {
@@ -107,7 +156,10 @@ impl Engine {
                     if let Some(a) = st.act.take() {
                         out.push(a);
                     }
+                    st.raced_switch_out = std::mem::take(&mut st.started_by_remote_wake);
+                    st.asleep = !st.raced_switch_out;
                 }
+                st.started_by_remote_wake = false;
             }
             WatchKind::NewTask { .. } => {}
             WatchKind::Exit => {
@@ -118,6 +170,9 @@ impl Engine {
                     }
                     a.end_ns = Some(e.ts_ns);
                     out.push(a);
+                } else if st.asleep || (st.wake.is_some() && st.woke_from_seen_sleep) {
+                    // Exiting runs on its CPU: an unreported wake-up preceded it.
+                    self.unseen.push(e.tid);
                 }
                 self.threads.remove(&e.tid);
                 self.exited.push(e.tid);
@@ -150,6 +205,7 @@ impl Engine {
             waker,
         });
         st.on_cpu_since = Some(ts_ns);
+        st.cpu = cpu;
     }
 
     /// The watch ended at `end_ns`: activations still running are handed on unfinished
@@ -163,6 +219,11 @@ impl Engine {
                 out.push(a);
             }
         }
+    }
+
+    /// The threads of the unseen activations found since the last call, one entry each.
+    pub fn take_unseen(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.unseen)
     }
 
     /// Activations started so far (every thread).
@@ -195,6 +256,8 @@ pub struct ThreadSums {
     pub preempted_ns: u64,
     preemptors: BTreeMap<u32, (u64, u64, u64)>,
     pub exited: bool,
+    /// Activations counted but not measured (their wake-up or switch-in was not reported).
+    pub unseen: u64,
 }
 
 impl ThreadSums {
@@ -263,6 +326,7 @@ impl ThreadSums {
             tid,
             comm: comm(tid),
             activations: self.activations,
+            unseen_activations: self.unseen,
             timer_activations: self.timer_activations,
             wakeup_latency: self.wakeup_latency.clone(),
             timer_lateness: self.timer_lateness.clone(),
@@ -426,6 +490,72 @@ mod tests {
         e.finish(2_600, &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!((out[1].end_ns, out[1].run_ns), (None, 500));
+    }
+
+    fn unseen(events: &[WatchEvent]) -> (usize, usize) {
+        let mut e = Engine::new();
+        let mut out = Vec::new();
+        for x in events {
+            e.push(x, &mut out);
+        }
+        (out.len(), e.take_unseen().len())
+    }
+
+    fn on(cpu: u32, mut e: WatchEvent) -> WatchEvent {
+        e.cpu = cpu;
+        e
+    }
+
+    #[test]
+    fn a_thread_seen_asleep_then_on_a_cpu_without_a_wakeup_had_an_unseen_activation() {
+        let act = [waking(1_000, 900), sw_in(1_100), sw_out(1_200, false)];
+        // Neither the wake-up nor the switch-in reported: two sleeps in a row.
+        let mut evs = act.to_vec();
+        evs.push(sw_out(2_200, false));
+        evs.extend([waking(3_000, 2_900), sw_in(3_100), sw_out(3_200, false)]);
+        assert_eq!(unseen(&evs), (2, 1));
+        // The wake-up not reported, the switch-in seen.
+        let mut evs = act.to_vec();
+        evs.extend([sw_in(2_100), sw_out(2_200, false)]);
+        assert_eq!(unseen(&evs), (1, 1));
+        // The wake-up seen, the switch-in not: the next wake-up is not glued to the old one.
+        let mut evs = act.to_vec();
+        evs.extend([waking(2_000, 1_900), sw_out(2_200, false)]);
+        evs.extend([waking(3_000, 2_900), sw_in(3_100), sw_out(3_200, false)]);
+        let (n, u) = unseen(&evs);
+        assert_eq!((n, u), (2, 1));
+        assert_eq!(run(&evs)[1].waking_ns, 3_000);
+        // Asleep, then exiting.
+        let mut evs = act.to_vec();
+        evs.push(ev(2_500, 11, WatchKind::Exit));
+        assert_eq!(unseen(&evs), (1, 1));
+        // A preemption is not a sleep: back on the CPU without a wake-up is no activation.
+        let evs = [
+            waking(1_000, 0),
+            sw_in(1_100),
+            sw_out(1_200, true),
+            sw_in(1_300),
+        ];
+        assert_eq!(unseen(&evs).1, 0);
+        // A thread never seen asleep (running when the watch began) is not guessed at.
+        assert_eq!(unseen(&[sw_in(100), sw_out(200, true), sw_in(300)]), (0, 0));
+    }
+
+    #[test]
+    fn a_remote_wakeup_racing_the_switch_away_counts_once() {
+        // On CPU 1; the timer on CPU 0 wakes it before its switch away is traced.
+        let ev = [
+            waking(1_000, 900),
+            sw_in(1_100),
+            on(0, waking(1_150, 1_140)),
+            sw_out(1_160, false),
+            sw_in(1_300),
+            sw_out(1_400, false),
+            waking(2_000, 1_990),
+            sw_in(2_100),
+            sw_out(2_200, false),
+        ];
+        assert_eq!(unseen(&ev), (3, 0));
     }
 
     #[test]

@@ -55,6 +55,8 @@ pub fn flag(f: Field) -> &'static str {
         Field::Since => "--since",
         Field::Until => "--until",
         Field::Db => "--db",
+        Field::WatchCgroup => "--cgroup",
+        Field::WatchOnThreshold => "--on-threshold",
     }
 }
 

@@ -113,6 +113,10 @@ pub struct WatchThread {
     pub tid: u32,
     pub comm: String,
     pub activations: u64,
+    /// Activations counted but not measured: the thread was seen asleep and then on a CPU
+    /// with no wake-up (or no switch-in) reported between (see docs/watch.md).
+    #[serde(default)]
+    pub unseen_activations: u64,
     /// Activations an hrtimer woke (those in `timer_lateness`).
     pub timer_activations: u64,
     /// sched_waking → running, every activation.

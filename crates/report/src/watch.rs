@@ -45,11 +45,19 @@ pub fn text(w: &WatchResult) -> String {
     for t in &w.threads {
         let _ = writeln!(
             s,
-            "  thread {} {}: {} activations ({} woken by an hrtimer){}",
+            "  thread {} {}: {} activations ({} woken by an hrtimer){}{}",
             t.tid,
             t.comm,
             t.activations,
             t.timer_activations,
+            if t.unseen_activations > 0 {
+                format!(
+                    ", {} more not measured (the kernel reported no wake-up)",
+                    t.unseen_activations
+                )
+            } else {
+                String::new()
+            },
             if t.exited { ", exited" } else { "" }
         );
         row(&mut s, "timer lateness", &t.timer_lateness);
@@ -112,6 +120,7 @@ mod tests {
             tid: 11,
             comm: "ctl".into(),
             activations: 2,
+            unseen_activations: 0,
             timer_activations: 2,
             wakeup_latency: h.clone(),
             timer_lateness: h.clone(),

@@ -147,6 +147,9 @@ fields! {
     WatchPid => "pid",
     WatchComm => "comm",
     WatchCommand => "command",
+    WatchCgroup => "cgroup",
+    /// `watch --on-threshold`: the command run when an activation exceeds `--threshold`.
+    WatchOnThreshold => "on_threshold",
     Since => "since",
     Until => "until",
     Db => "db",

@@ -52,6 +52,9 @@ pub struct WatchSpec {
     pub comm: Option<String>,
     /// Children of a watched process join (`watch -- CMD`).
     pub follow_children: bool,
+    /// Every task in this cgroup-v2 cgroup (its id: the directory's inode number) is watched,
+    /// those moved into it later included (`watch --cgroup`).
+    pub cgroup_id: Option<u64>,
 }
 
 /// Can the watch programs load here (kernel BTF, root)? Loads nothing.
@@ -136,6 +139,7 @@ impl WatchCapture {
             })?;
             ro.follow_children = u8::from(spec.follow_children);
             ro.by_comm = u8::from(spec.comm.is_some());
+            ro.target_cgid = spec.cgroup_id.unwrap_or(0);
             for (d, s) in ro.target_comm.iter_mut().zip(comm.bytes()) {
                 *d = s as _;
             }

@@ -35,6 +35,8 @@ pub enum Target {
     Comm(String),
     /// A command started by the watch, and its children.
     Command(Vec<String>),
+    /// Every task in this cgroup-v2 directory, those moved into it later included.
+    Cgroup(std::path::PathBuf),
 }
 
 /// `watch`'s resolved flags.
@@ -52,6 +54,9 @@ pub struct WatchPlan {
     /// Capture every CPU's events to explain the activations (off: the watched threads' own
     /// events only).
     pub explain: bool,
+    /// Run through `sh -c` when an activation exceeds `threshold_us` (rate-limited: see
+    /// [`OnThreshold`]).
+    pub on_threshold: Option<String>,
 }
 
 /// Largest samples list kept above `--threshold` per thread.
@@ -114,6 +119,37 @@ fn processes_named(comm: &str) -> Vec<u32> {
     v
 }
 
+/// A cgroup-v2 directory's id (the kernel's `kn->id` is the directory's inode number), and the
+/// processes in it now.
+fn cgroup_target(path: &std::path::Path) -> Result<(u64, Vec<u32>), VerbError> {
+    use std::os::unix::fs::MetadataExt;
+    let bad = |m: String| refuse(Field::WatchCgroup, m);
+    let md = std::fs::metadata(path)
+        .map_err(|e| bad(format!("{}: {e} (a cgroup-v2 directory)", path.display())))?;
+    // cgroup.controllers exists only in cgroup v2 directories.
+    if !md.is_dir() || !path.join("cgroup.controllers").exists() {
+        return Err(bad(format!(
+            "{}: not a cgroup-v2 directory (e.g. /sys/fs/cgroup/…, or /sys/fs/cgroup/unified/… \
+             on a hybrid hierarchy)",
+            path.display()
+        )));
+    }
+    let procs = std::fs::read_to_string(path.join("cgroup.procs"))
+        .map_err(|e| bad(format!("{}/cgroup.procs: {e}", path.display())))?;
+    let mut tg: Vec<u32> = procs
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    if tg.contains(&std::process::id()) {
+        return Err(bad(format!(
+            "{}: this rtscope process is in that cgroup: it would watch its own capture",
+            path.display()
+        )));
+    }
+    tg.sort_unstable();
+    Ok((md.ino(), tg))
+}
+
 fn refuse(field: Field, msg: String) -> VerbError {
     VerbError::Field { field, msg }
 }
@@ -167,6 +203,114 @@ pub fn resolve_target(t: &Target) -> Result<Vec<u32>, VerbError> {
                 return Err(refuse(Field::WatchCommand, "no command given".into()));
             }
             Ok(Vec::new())
+        }
+        Target::Cgroup(p) => cgroup_target(p).map(|(_, tg)| tg),
+    }
+}
+
+/// Least time between two `--on-threshold` commands.
+pub const ON_THRESHOLD_GAP: Duration = Duration::from_secs(1);
+
+/// `--on-threshold CMD`: the command run when an activation exceeds the threshold, at most once
+/// per [`ON_THRESHOLD_GAP`] and never while the previous one still runs; the activations above
+/// the threshold skipped meanwhile are counted and handed to the next run. The command is
+/// spawned and reaped later: the capture never waits for it.
+///
+/// Its environment: `RTSCOPE_LATENCY_US` (the activation's latency, µs with 3 decimals),
+/// `RTSCOPE_LATENCY_NS`, `RTSCOPE_THRESHOLD_US`, `RTSCOPE_TID`, `RTSCOPE_COMM`, `RTSCOPE_CPU`,
+/// `RTSCOPE_EXPECTED_NS` (CLOCK_MONOTONIC of its expected start), `RTSCOPE_SKIPPED`.
+pub struct OnThreshold {
+    cmd: String,
+    threshold_ns: u64,
+    last: Option<Instant>,
+    running: Option<std::process::Child>,
+    skipped: u64,
+    /// Commands started, and activations above the threshold that started none.
+    pub started: u64,
+    pub skipped_total: u64,
+}
+
+impl OnThreshold {
+    pub fn new(cmd: String, threshold_ns: u64) -> OnThreshold {
+        OnThreshold {
+            cmd,
+            threshold_ns,
+            last: None,
+            running: None,
+            skipped: 0,
+            started: 0,
+            skipped_total: 0,
+        }
+    }
+
+    /// Reap a finished command; true when one may start at `now`.
+    fn ready(&mut self, now: Instant) -> bool {
+        if let Some(c) = self.running.as_mut() {
+            match c.try_wait() {
+                Ok(None) => return false,
+                _ => self.running = None,
+            }
+        }
+        self.last
+            .is_none_or(|t| now.duration_since(t) >= ON_THRESHOLD_GAP)
+    }
+
+    /// The activations of one step: the worst one above the threshold starts the command when
+    /// the rate limit allows, the others are counted as skipped.
+    pub fn offer(&mut self, now: Instant, samples: &[RawSample], comm: &dyn Fn(u32) -> String) {
+        let above: Vec<&RawSample> = samples
+            .iter()
+            .filter(|s| s.latency_ns > self.threshold_ns)
+            .collect();
+        let Some(worst) = above.iter().max_by_key(|s| s.latency_ns) else {
+            return;
+        };
+        if !self.ready(now) {
+            self.skipped += above.len() as u64;
+            self.skipped_total += above.len() as u64;
+            return;
+        }
+        let skipped = self.skipped + above.len() as u64 - 1;
+        let spawned = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&self.cmd)
+            .stdin(std::process::Stdio::null())
+            .env(
+                "RTSCOPE_LATENCY_US",
+                format!("{:.3}", worst.latency_ns as f64 / 1000.0),
+            )
+            .env("RTSCOPE_LATENCY_NS", worst.latency_ns.to_string())
+            .env(
+                "RTSCOPE_THRESHOLD_US",
+                format!("{:.3}", self.threshold_ns as f64 / 1000.0),
+            )
+            .env("RTSCOPE_TID", worst.tid.to_string())
+            .env("RTSCOPE_COMM", comm(worst.tid))
+            .env("RTSCOPE_CPU", worst.cpu.to_string())
+            .env("RTSCOPE_EXPECTED_NS", worst.expected_ns.to_string())
+            .env("RTSCOPE_SKIPPED", skipped.to_string())
+            .spawn();
+        self.last = Some(now);
+        match spawned {
+            Ok(c) => {
+                self.running = Some(c);
+                self.started += 1;
+                self.skipped = 0;
+                self.skipped_total += above.len() as u64 - 1;
+            }
+            Err(e) => {
+                eprintln!("rtscope: the threshold command: cannot start sh: {e}");
+                self.skipped += above.len() as u64;
+                self.skipped_total += above.len() as u64;
+            }
+        }
+    }
+
+    /// The end of the watch: the command still running is waited for (it was started by the
+    /// watch and is reaped by it).
+    pub fn finish(&mut self) {
+        if let Some(mut c) = self.running.take() {
+            let _ = c.wait();
         }
     }
 }
@@ -248,20 +392,19 @@ impl Watcher {
         for e in events {
             let before = self.engine.started();
             self.engine.push(e, &mut done);
-            if let WatchKind::SwitchIn { .. } = e.kind {
-                if self.engine.started() > before {
-                    if let Some(a) = self.engine.current(e.tid).cloned() {
-                        let t = self.thread(e.tid, e.cpu);
-                        t.recorder.cpu = e.cpu;
-                        t.recorder.record(a.expected_ns(), a.latency_ns());
-                        samples.push(RawSample {
-                            cpu: a.cpu,
-                            tid: a.tid,
-                            cycle: a.index,
-                            expected_ns: a.expected_ns(),
-                            latency_ns: a.latency_ns(),
-                        });
-                    }
+            // An activation starts at a switch-in, or at a wake-up of a thread still on its CPU.
+            if self.engine.started() > before {
+                if let Some(a) = self.engine.current(e.tid).cloned() {
+                    let t = self.thread(e.tid, a.cpu);
+                    t.recorder.cpu = a.cpu;
+                    t.recorder.record(a.expected_ns(), a.latency_ns());
+                    samples.push(RawSample {
+                        cpu: a.cpu,
+                        tid: a.tid,
+                        cycle: a.index,
+                        expected_ns: a.expected_ns(),
+                        latency_ns: a.latency_ns(),
+                    });
                 }
             }
             if let WatchKind::Exit = e.kind {
@@ -269,6 +412,10 @@ impl Watcher {
                     t.sums.exited = true;
                 }
             }
+        }
+        for tid in self.engine.take_unseen() {
+            let cpu = self.threads.get(&tid).map_or(0, |t| t.recorder.cpu);
+            self.thread(tid, cpu).sums.unseen += 1;
         }
         for a in done {
             self.thread(a.tid, a.cpu).sums.add(&a);
@@ -337,6 +484,24 @@ impl Watcher {
 /// it through the one lifecycle.
 pub fn run(p: &WatchPlan, out: &RecordOutputs) -> Result<(), VerbError> {
     let tgids = resolve_target(&p.target)?;
+    let cgroup_id = match &p.target {
+        Target::Cgroup(path) => Some(cgroup_target(path)?.0),
+        _ => None,
+    };
+    if let Some(c) = &p.on_threshold {
+        if c.trim().is_empty() {
+            return Err(refuse(
+                Field::WatchOnThreshold,
+                "an empty command (a shell command line, run with sh -c)".into(),
+            ));
+        }
+        if p.threshold_us.is_none() {
+            return Err(refuse(
+                Field::WatchOnThreshold,
+                "needs a threshold: the latency above which the command runs".into(),
+            ));
+        }
+    }
     let tags = out.validate()?;
     let cpus = rtscope_sys::affinity::online_cpus_or_all();
     let target = match &p.target {
@@ -349,9 +514,17 @@ pub fn run(p: &WatchPlan, out: &RecordOutputs) -> Result<(), VerbError> {
         ),
         Target::Comm(c) => format!("processes named {c}"),
         Target::Command(c) => format!("command {}", c.join(" ")),
+        Target::Cgroup(path) => format!("cgroup {}", path.display()),
     };
+    let on_threshold = p
+        .on_threshold
+        .clone()
+        .zip(p.threshold_us)
+        .map(|(c, t)| OnThreshold::new(c, t.saturating_mul(1000)));
     run_tool(WatchTool {
         plan: p,
+        cgroup_id,
+        on_threshold,
         out,
         tags,
         tgids,
@@ -371,6 +544,8 @@ pub fn run(p: &WatchPlan, out: &RecordOutputs) -> Result<(), VerbError> {
 
 struct WatchTool<'a> {
     plan: &'a WatchPlan,
+    cgroup_id: Option<u64>,
+    on_threshold: Option<OnThreshold>,
     out: &'a RecordOutputs,
     tags: BTreeMap<String, String>,
     tgids: Vec<u32>,
@@ -400,6 +575,10 @@ impl WatchTool<'_> {
         } else {
             w.step(now, &mut samples)
         };
+        if let Some(o) = self.on_threshold.as_mut() {
+            let comm = |t: u32| rtscope_trace::sys::comm_of(t).unwrap_or_else(|| format!("tid{t}"));
+            o.offer(Instant::now(), &samples, &comm);
+        }
         if let (Some(x), Some(c)) = (self.explain.as_mut(), self.capture.as_mut()) {
             let mut events = Vec::new();
             c.poll(&mut events)
@@ -432,6 +611,7 @@ impl Tool for WatchTool<'_> {
                 _ => None,
             },
             follow_children: matches!(self.plan.target, Target::Command(_)),
+            cgroup_id: self.cgroup_id,
         };
         // The explaining capture first: a window's context must be there when its activation is.
         if self.plan.explain {
@@ -491,6 +671,8 @@ impl Tool for WatchTool<'_> {
         }
         let gone = match self.child.as_mut() {
             Some(c) => matches!(c.try_wait(), Ok(Some(_))),
+            // A cgroup may be empty now and filled later: it ends with -D or a signal.
+            None if self.cgroup_id.is_some() => false,
             None => !self.tgids.iter().any(|&t| alive(t)),
         };
         // With --comm a process of that name may still start: only the ones watched count.
@@ -517,6 +699,20 @@ impl Tool for WatchTool<'_> {
     fn stop(&mut self, _w: &Work) -> Result<(), VerbError> {
         self.end_ns = rtscope_sys::clock::monotonic_ns();
         self.tick(true)?;
+        if let Some(o) = self.on_threshold.as_mut() {
+            o.finish();
+            if o.skipped_total > 0 {
+                self.warnings.push(Warning::new(
+                    WarningCode::Other,
+                    format!(
+                        "the threshold command ran {} time(s); {} activation(s) above the threshold \
+                         came within {ON_THRESHOLD_GAP:?} of a run (or while it ran) and ran \
+                         nothing",
+                        o.started, o.skipped_total
+                    ),
+                ));
+            }
+        }
         if let Some(mut c) = self.child.take() {
             // The command watched is the user's: on a stop before it ended it gets SIGTERM's
             // equivalent from std (kill), and is reaped.
@@ -618,6 +814,16 @@ impl Tool for WatchTool<'_> {
         };
         let mut warnings = self.warnings.clone();
         warnings.extend(work.leftovers().iter().cloned());
+        let unseen: u64 = watch.threads.iter().map(|t| t.unseen_activations).sum();
+        if unseen > 0 {
+            warnings.push(Warning::new(
+                WarningCode::Trace,
+                format!(
+                    "{unseen} activation(s) of the watched threads were counted but not measured: \
+                     the kernel reported no wake-up or switch-in for them (docs/watch.md)"
+                ),
+            ));
+        }
         if watch.dropped_events > 0 {
             warnings.push(Warning::new(
                 WarningCode::LostEvents,
@@ -686,6 +892,72 @@ impl Tool for WatchTool<'_> {
 mod tests {
     use super::*;
 
+    fn sample(tid: u32, latency_ns: u64) -> RawSample {
+        RawSample {
+            cpu: 1,
+            tid,
+            cycle: 0,
+            expected_ns: 5_000,
+            latency_ns,
+        }
+    }
+
+    #[test]
+    fn on_threshold_runs_the_worst_activation_rate_limited_and_counts_the_skipped() {
+        let dir = std::env::temp_dir().join(format!("rtscope-onthr-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let log = dir.join("log");
+        let cmd = format!(
+            "echo \"$RTSCOPE_LATENCY_US $RTSCOPE_LATENCY_NS $RTSCOPE_TID $RTSCOPE_COMM \
+             $RTSCOPE_CPU $RTSCOPE_THRESHOLD_US $RTSCOPE_SKIPPED\" >> {}",
+            log.display()
+        );
+        let mut o = OnThreshold::new(cmd, 50_000);
+        let comm = |t: u32| format!("t{t}");
+        let t0 = Instant::now();
+        // Below the threshold: nothing.
+        o.offer(t0, &[sample(7, 50_000)], &comm);
+        assert_eq!(o.started, 0);
+        // Two above: the worst runs, the other is skipped.
+        o.offer(t0, &[sample(7, 60_000), sample(8, 75_500)], &comm);
+        assert_eq!((o.started, o.skipped_total), (1, 1));
+        // Within the gap: skipped, whatever the value.
+        o.offer(t0 + Duration::from_millis(10), &[sample(7, 900_000)], &comm);
+        assert_eq!((o.started, o.skipped_total), (1, 2));
+        o.finish();
+        // After the gap: runs again, told of the one skipped since.
+        o.offer(t0 + ON_THRESHOLD_GAP, &[sample(9, 51_000)], &comm);
+        o.finish();
+        assert_eq!((o.started, o.skipped_total), (2, 2));
+        let text = std::fs::read_to_string(&log).expect("the command ran");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "75.500 75500 8 t8 1 50.000 1",
+                "51.000 51000 9 t9 1 50.000 1"
+            ],
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn on_threshold_waits_for_the_previous_command_however_long_ago_it_started() {
+        let mut o = OnThreshold::new("sleep 0.3".into(), 1);
+        let comm = |t: u32| format!("t{t}");
+        let t0 = Instant::now();
+        o.offer(t0, &[sample(1, 10)], &comm);
+        // The gap has passed but the first command still runs: skipped.
+        o.offer(t0 + ON_THRESHOLD_GAP * 2, &[sample(1, 10)], &comm);
+        assert_eq!((o.started, o.skipped_total), (1, 1));
+        o.finish();
+        o.offer(t0 + ON_THRESHOLD_GAP * 3, &[sample(1, 10)], &comm);
+        o.finish();
+        assert_eq!(o.started, 2);
+    }
+
     #[test]
     fn bad_targets_are_refused_before_anything_starts() {
         let me = std::process::id();
@@ -706,6 +978,16 @@ mod tests {
                 field: Field::WatchCommand,
                 ..
             })
+        ));
+        let e = resolve_target(&Target::Cgroup("/tmp".into())).expect_err("not a cgroup");
+        assert!(e.to_string().contains("not a cgroup-v2 directory"), "{e}");
+        let e = resolve_target(&Target::Cgroup("/no/such/cgroup".into())).expect_err("none");
+        assert!(matches!(
+            e,
+            VerbError::Field {
+                field: Field::WatchCgroup,
+                ..
+            }
         ));
         // pid 1 is a user process (init).
         assert_eq!(resolve_target(&Target::Pids(vec![1])).ok(), Some(vec![1]));

@@ -1,7 +1,9 @@
 //! `rtscope watch` on the real kernel: a fixture process (this test binary re-run with
 //! `RTSCOPE_WATCH_FIXTURE=1`) with a thread that sleeps 1 ms at a time and threads created every
 //! 100 ms that each sleep 1 ms a few times and exit. The watch must count exactly the sleeps each
-//! thread made (±1), each woken by its hrtimer, and nothing of any other process.
+//! thread made, each woken by its hrtimer, and nothing of any other process. An activation the
+//! kernel did not report whole (docs/watch.md: some kernels fire no probe while certain tasks are
+//! current) is counted as unseen: measured plus unseen is exact.
 
 use rtscope_trace::watch::WatchSpec;
 use rtscope_verbs::watch::Watcher;
@@ -57,15 +59,52 @@ fn fixture_process() {
     }
 }
 
-#[test]
-fn counts_every_activation_of_threads_that_come_and_go() {
+fn can_watch() -> bool {
     if !rtscope_testkit::root_or_skip("eBPF programs") {
-        return;
+        return false;
     }
     if let Err(e) = rtscope_trace::watch::available() {
         rtscope_testkit::skipped(format_args!("eBPF unavailable: {e}"));
+        return false;
+    }
+    true
+}
+
+#[test]
+fn counts_every_activation_of_threads_that_come_and_go() {
+    if can_watch() {
+        watch_fixture(None);
+    }
+}
+
+/// The cgroup-v2 hierarchy's mount point (`/sys/fs/cgroup`, or `…/unified` on a hybrid one).
+fn cgroup2_root() -> Option<std::path::PathBuf> {
+    let m = std::fs::read_to_string("/proc/mounts").ok()?;
+    m.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(2) == Some(&"cgroup2")).then(|| std::path::PathBuf::from(f[1]))
+    })
+}
+
+#[test]
+fn a_cgroup_is_watched_with_the_processes_moved_into_it_and_nothing_else() {
+    if !can_watch() {
         return;
     }
+    let Some(root) = cgroup2_root() else {
+        rtscope_testkit::skipped(format_args!("no cgroup2 hierarchy mounted"));
+        return;
+    };
+    let dir = root.join(format!("rtscope-watch-test-{}", std::process::id()));
+    std::fs::create_dir(&dir).expect("test cgroup created");
+    watch_fixture(Some(&dir));
+    // The fixture has exited: the cgroup is empty and can go.
+    std::fs::remove_dir(&dir).expect("test cgroup removed");
+}
+
+/// Run the fixture watched by its TGID, or (`cgroup`) by moving it into that cgroup and
+/// watching the cgroup only, and check every thread's count.
+fn watch_fixture(cgroup: Option<&std::path::Path>) {
     let exe = std::env::current_exe().expect("test binary");
     let mut child = Command::new(exe)
         .args([
@@ -79,10 +118,24 @@ fn counts_every_activation_of_threads_that_come_and_go() {
         .stdout(Stdio::piped())
         .spawn()
         .expect("fixture starts");
-    let spec = WatchSpec {
-        tgids: vec![child.id()],
-        comm: None,
-        follow_children: false,
+    let spec = match cgroup {
+        None => WatchSpec {
+            tgids: vec![child.id()],
+            comm: None,
+            follow_children: false,
+            cgroup_id: None,
+        },
+        Some(dir) => {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::write(dir.join("cgroup.procs"), child.id().to_string())
+                .expect("fixture moved into the cgroup");
+            WatchSpec {
+                tgids: Vec::new(),
+                comm: None,
+                follow_children: false,
+                cgroup_id: Some(std::fs::metadata(dir).expect("cgroup").ino()),
+            }
+        }
     };
     let mut w = Watcher::start(&spec, 5, None, true).expect("watch attaches");
     child
@@ -102,7 +155,13 @@ fn counts_every_activation_of_threads_that_come_and_go() {
         .expect("fixture output");
     assert!(child.wait().expect("reaped").success());
     w.finish(rtscope_sys::clock::monotonic_ns(), &mut samples);
-    let dropped = w.result("fixture", None, &|t| t.to_string()).dropped_events;
+    let res = w.result("fixture", None, &|t| t.to_string());
+    let dropped = res.dropped_events;
+    let unseen: BTreeMap<u32, u64> = res
+        .threads
+        .iter()
+        .map(|t| (t.tid, t.unseen_activations))
+        .collect();
     let mut per_tid: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     for a in w.take_finished() {
         let e = per_tid.entry(a.tid).or_default();
@@ -119,15 +178,21 @@ fn counts_every_activation_of_threads_that_come_and_go() {
     assert_eq!(did.len() as u32, 1 + WORKERS, "fixture output: {text}");
     for (tid, n) in &did {
         let (seen, timer) = per_tid.get(tid).copied().unwrap_or_default();
-        // Known gap (docs/watch.md, "Not done yet"): on a loaded machine the long-running
-        // sleeper loses up to ~3 % of its activations in some runs (no event dropped); the
-        // threads that come and go are exact. The bound below is that observation, not the goal.
-        let tolerance = if *n == u64::from(SLEEPS) { n / 32 } else { 1 };
-        assert!(
-            seen.abs_diff(*n) <= tolerance,
-            "thread {tid} slept {n} times, the watch saw {seen} activations ({per_tid:?}; {} events dropped)",
-            dropped
+        let hidden = unseen.get(tid).copied().unwrap_or_default();
+        assert_eq!(
+            seen + hidden,
+            *n,
+            "thread {tid} slept {n} times, the watch measured {seen} activations and counted \
+             {hidden} unseen ({per_tid:?}; {dropped} events dropped)"
         );
+        // Unseen ones are the exception (a few per cent on a busy machine here), not the rule.
+        assert!(
+            hidden * 10 <= (*n).max(10),
+            "thread {tid}: {hidden} of {n} unseen"
+        );
+        if hidden > 0 {
+            eprintln!("thread {tid}: {hidden} of {n} activations unseen");
+        }
         // A sleep's wake-up comes from its hrtimer's callback; a nested hrtimer may hide one.
         assert!(
             timer + 2 >= seen,

@@ -9,6 +9,11 @@
 // set (`watch -- CMD`), or when its name is `target_comm` (`watch --comm`): at fork (a child
 // inherits its parent's comm) and at exec (the comm changes to the program's name).
 //
+// With `target_cgid` set (`watch --cgroup`), a task is also watched when it is a member of that
+// cgroup-v2 cgroup (its default-hierarchy cgroup's kernfs id, the directory's inode number): the
+// threads of processes moved into it later are watched from their first event there, and a
+// thread moved out stops being watched, whatever its TGID.
+//
 // Timer lateness: a task sleeping on an hrtimer (clock_nanosleep, timerfd, the hrtimer of a
 // POSIX timer) is woken from the timer's callback, which runs between hrtimer_expire_entry and
 // hrtimer_expire_exit on the CPU that expired it. The entry program keeps the timer's
@@ -87,10 +92,33 @@ struct {
 const volatile __u8 follow_children = 0;
 const volatile __u8 by_comm = 0;
 const volatile char target_comm[16] = {};
+const volatile __u64 target_cgid = 0;
 
 static __always_inline int watched(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+}
+
+// The task's cgroup-v2 id: task->cgroups->dfl_cgrp->kn->id, direct BTF loads.
+static __always_inline __u64 cgroup_of(struct task_struct *p)
+{
+	struct css_set *cs = p->cgroups;
+	if (!cs)
+		return 0;
+	struct cgroup *cg = cs->dfl_cgrp;
+	if (!cg)
+		return 0;
+	struct kernfs_node *kn = cg->kn;
+	if (!kn)
+		return 0;
+	return kn->id;
+}
+
+static __always_inline int watched_task(struct task_struct *p)
+{
+	if (watched(p->tgid))
+		return 1;
+	return target_cgid && p->pid && cgroup_of(p) == target_cgid;
 }
 
 static __always_inline void put(__u32 kind, __u32 pid, __u32 tgid, __u32 other, __s32 other_prio,
@@ -164,7 +192,7 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(watch_waking, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
-	if (!watched(tgid))
+	if (!watched_task(p))
 		return 0;
 	__u32 zero = 0;
 	struct cur_timer *c = bpf_map_lookup_elem(&cur, &zero);
@@ -185,10 +213,10 @@ int BPF_PROG(watch_switch, bool preempt, struct task_struct *prev, struct task_s
 	__u32 ptgid = prev->tgid;
 	__u32 ntgid = next->tgid;
 	// The idle task (pid 0) has TGID 0, which is never watched.
-	if (watched(ptgid))
+	if (watched_task(prev))
 		put(W_SWITCH_OUT, prev->pid, ptgid, next->pid, next->prio, (__u64)prev_state,
 		    preempt);
-	if (watched(ntgid))
+	if (watched_task(next))
 		put(W_SWITCH_IN, next->pid, ntgid, prev->pid, prev->prio, 0, 0);
 	return 0;
 }
@@ -202,7 +230,7 @@ int BPF_PROG(watch_fork, struct task_struct *parent, struct task_struct *child)
 		if ((follow_children && watched(ptgid)) || (by_comm && comm_matches(child)))
 			add_target(ctgid);
 	}
-	if (watched(ctgid))
+	if (watched_task(child))
 		put(W_NEW_TASK, child->pid, ctgid, parent->pid, 0, 0, 0);
 	return 0;
 }
@@ -222,7 +250,7 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(watch_exit, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
-	if (watched(tgid))
+	if (watched_task(p))
 		put(W_EXIT, p->pid, tgid, 0, 0, 0, 0);
 	return 0;
 }

@@ -36,7 +36,7 @@ fn the_soundness_files_are_one_calibrate_validate_matrix() {
         );
         // Odd repetitions calibrate, even ones validate: at least 3 of each.
         assert!(
-            c.repetitions >= 6 && c.repetitions % 2 == 0,
+            c.repetitions >= 6 && c.repetitions.is_multiple_of(2),
             "{name}: {}",
             c.repetitions
         );

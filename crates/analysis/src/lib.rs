@@ -9,5 +9,6 @@ pub mod doctor;
 pub mod interrupts;
 pub mod mbwi;
 pub mod sched;
+pub mod soundness;
 pub mod tail;
 pub mod watch;

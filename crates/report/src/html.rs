@@ -388,6 +388,15 @@ pub fn build(runs: &[RunRecord], opts: &ReportOptions) -> Report {
         figs.push(f);
     }
 
+    // The soundness experiment (calibrate, then validate), when these are its runs.
+    let sound =
+        rtscope_analysis::soundness::analyze(runs, &rtscope_analysis::soundness::prefixes_of(runs));
+    if !sound.is_empty() {
+        let f = crate::soundness::fig26("soundness", &sound);
+        body.push_str(&crate::soundness::html_section(&sound, f.as_ref()));
+        figs.extend(f);
+    }
+
     // Per run.
     for (i, r) in runs.iter().enumerate() {
         let _ = write!(

@@ -19,6 +19,7 @@ pub mod osnoise;
 pub mod practise;
 pub mod prometheus;
 pub mod raw_csv;
+pub mod soundness;
 pub mod stored;
 pub mod svg;
 pub mod table;

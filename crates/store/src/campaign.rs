@@ -17,6 +17,10 @@
 //! "trace:full", "rt-trace"]` runs each cell on the host (`host`) or inside a lab kernel
 //! (`NAME[:PREEMPT]`, PREEMPT one of none, voluntary, full) through `rtscope lab run`, with
 //! `lab_args` (e.g. `["--icount", "--smp", "1"]`) passed to every lab run.
+//!
+//! Several files may fill one campaign (same `name`, SQLite store): each gives its cells a
+//! `cell_prefix` (e.g. `"smp2-"`) when their ids would otherwise be the same, as they are for
+//! two files that differ only in `lab_args` (the lab's `--smp`) or `extra_args`.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -59,6 +63,8 @@ struct Raw {
     kernels: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     lab_args: Vec<String>,
+    #[serde(default)]
+    cell_prefix: Option<Spanned<String>>,
     #[serde(default)]
     tags: BTreeMap<String, Spanned<String>>,
 }
@@ -131,6 +137,9 @@ pub struct Campaign {
     pub kernels: Vec<KernelAxis>,
     /// Passed to every `rtscope lab run`.
     pub lab_args: Vec<String>,
+    /// Put before every cell id (empty when the file has none): lets several files that differ
+    /// only in their arguments fill one campaign.
+    pub cell_prefix: String,
     pub tags: BTreeMap<String, String>,
 }
 
@@ -300,6 +309,24 @@ impl Campaign {
                 }
             }
         }
+        let cell_prefix = match &raw.cell_prefix {
+            None => String::new(),
+            Some(p) => {
+                let v = p.get_ref();
+                if v.is_empty()
+                    || !v
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                {
+                    return Err(err_at(
+                        p.span(),
+                        "cell_prefix: must be non-empty and use only letters, digits, '-', '_', '.'"
+                            .into(),
+                    ));
+                }
+                v.clone()
+            }
+        };
         let mut tags = BTreeMap::new();
         for (k, v) in raw.tags {
             if k == "campaign" || k == "cell" {
@@ -340,6 +367,7 @@ impl Campaign {
             extra_args: raw.extra_args,
             kernels,
             lab_args: raw.lab_args,
+            cell_prefix,
             tags,
         })
     }
@@ -355,7 +383,11 @@ impl Campaign {
                         for &i in &self.intervals_us {
                             for (d, ds) in &self.durations {
                                 out.push(Cell {
-                                    id: format!("{}{p}-{l}-i{i}-{d}-r{rep}", k.id_prefix()),
+                                    id: format!(
+                                        "{}{}{p}-{l}-i{i}-{d}-r{rep}",
+                                        self.cell_prefix,
+                                        k.id_prefix()
+                                    ),
                                     policy: p.clone(),
                                     load: l.clone(),
                                     interval_us: i,
@@ -457,6 +489,21 @@ kernel = "6.18-none"
         )
         .unwrap_err();
         assert!(e.message.contains("kernels: must list"), "{e}");
+    }
+
+    #[test]
+    fn a_cell_prefix_goes_before_every_id() {
+        let text = GOOD.replace(
+            "repetitions = 3\n",
+            "repetitions = 1\ncell_prefix = \"smp2-\"\n",
+        );
+        let c = Campaign::parse("c.toml", &text).unwrap();
+        assert_eq!(c.cell_prefix, "smp2-");
+        assert_eq!(c.cells()[0].id, "smp2-fifo-idle-i1000-2m-r1");
+        assert_eq!(Campaign::parse("c.toml", GOOD).unwrap().cell_prefix, "");
+        let e = Campaign::parse("c.toml", &text.replace("smp2-", "smp 2")).unwrap_err();
+        assert_eq!(e.line, 7, "{e}");
+        assert!(e.message.starts_with("cell_prefix: "), "{e}");
     }
 
     #[test]

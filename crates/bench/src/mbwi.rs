@@ -20,6 +20,20 @@
 //! its root domain (sched-deadline.rst §5), so the threads are put in an exclusive cpuset
 //! ([`crate::taskset::cpuset`]) instead of being pinned.
 
+rtscope_model::request_fields! {
+    /// The fields of an M-BWI request as its errors name them.
+    pub enum Field in "mbwi" {
+        Cpus = "cpus" => CPUS,
+        Duration = "duration" => DURATION,
+        Mutex = "mutex" => MUTEX,
+        Scenario = "scenario" => SCENARIO,
+        TickUs = "tick_us" => TICK_US,
+        Iterations = "iterations" => ITERATIONS,
+        ContendedIterations = "contended_iterations" => CONTENDED_ITERATIONS,
+        Example = "example" => EXAMPLE,
+    }
+}
+
 use crate::common::reaper::Reaper;
 use crate::common::sync::Sem;
 use crate::common::tracefs::{parse_line, Instance};
@@ -113,12 +127,12 @@ impl KernelConfig {
         sim::validate(&self.set).map_err(|e| BenchError::Invalid(e.to_string()))?;
         if self.set.tasks.iter().any(|t| !t.affinity.is_empty()) {
             return Err(BenchError::Invalid(
-                "affinity: SCHED_DEADLINE threads run on their whole root domain; give the CPUs with --cpus instead".into(),
+                format!("affinity: SCHED_DEADLINE threads run on their whole root domain; give the CPUs with {CPUS} instead"),
             ));
         }
         if !(MIN_DURATION_NS..=MAX_DURATION_NS).contains(&self.duration_ns) {
             return Err(BenchError::Invalid(format!(
-                "--duration: must be 200ms..=600s, got {} ms",
+                "{DURATION}: must be 200ms..=600s, got {} ms",
                 self.duration_ns / 1_000_000
             )));
         }
@@ -126,7 +140,7 @@ impl KernelConfig {
             .map_err(|e| BenchError::io("reading /sys/devices/system/cpu/online", e))?;
         if self.cpus.is_empty() || self.cpus.iter().any(|c| !online.contains(c)) {
             return Err(BenchError::Invalid(format!(
-                "--cpus: {:?} must be online CPUs ({online:?})",
+                "{CPUS}: {:?} must be online CPUs ({online:?})",
                 self.cpus
             )));
         }
@@ -620,7 +634,7 @@ impl ExperimentConfig {
                 "both" => vec![MutexKind::Pi, MutexKind::Plain],
                 m => {
                     return Err(BenchError::Invalid(format!(
-                        "--mutex: unknown '{m}' (pi, plain or both)"
+                        "{MUTEX}: unknown '{m}' (pi, plain or both)"
                     )))
                 }
             },
@@ -632,7 +646,7 @@ impl ExperimentConfig {
         };
         if tick_us > 1_000_000 {
             return Err(BenchError::Invalid(format!(
-                "--tick-us: {tick_us} is out of range (0..=1000000)"
+                "{TICK_US}: {tick_us} is out of range (0..=1000000)"
             )));
         }
         cfg.runs()?;
@@ -656,7 +670,7 @@ impl ExperimentConfig {
         for s in &self.scenarios {
             let set = scenario_set(s, self.tick_us, self.duration_ns / 1000).ok_or_else(|| {
                 BenchError::Invalid(format!(
-                    "--scenario: unknown '{s}' (one of {})",
+                    "{SCENARIO}: unknown '{s}' (one of {})",
                     SCENARIOS.join(", ")
                 ))
             })?;
@@ -667,7 +681,7 @@ impl ExperimentConfig {
             };
             if cpus.len() != set.cpus as usize {
                 return Err(BenchError::Invalid(format!(
-                    "--cpus: scenario {s} needs {} CPUs, got {cpus:?}",
+                    "{CPUS}: scenario {s} needs {} CPUs, got {cpus:?}",
                     set.cpus
                 )));
             }
@@ -823,13 +837,13 @@ impl OverheadConfig {
     pub fn validate(&self) -> Result<()> {
         if !(1000..=10_000_000).contains(&self.iterations) {
             return Err(BenchError::Invalid(format!(
-                "--iterations: must be 1000..=10000000, got {}",
+                "{ITERATIONS}: must be 1000..=10000000, got {}",
                 self.iterations
             )));
         }
         if !(10..=1_000_000).contains(&self.contended_iterations) {
             return Err(BenchError::Invalid(format!(
-                "--contended-iterations: must be 10..=1000000, got {}",
+                "{CONTENDED_ITERATIONS}: must be 10..=1000000, got {}",
                 self.contended_iterations
             )));
         }
@@ -837,7 +851,7 @@ impl OverheadConfig {
             .map_err(|e| BenchError::io("reading /sys/devices/system/cpu/online", e))?;
         if self.cpus.is_empty() || self.cpus.iter().any(|c| !online.contains(c)) {
             return Err(BenchError::Invalid(format!(
-                "--cpus: {:?} must be online CPUs ({online:?})",
+                "{CPUS}: {:?} must be online CPUs ({online:?})",
                 self.cpus
             )));
         }
@@ -1056,7 +1070,7 @@ pub fn sim_set<V: crate::common::Values>(
             .map_err(|e| BenchError::Invalid(format!("{}: {e}", f.display())))?,
         None => example
             .and_then(rtscope_analysis::mbwi::example)
-            .ok_or_else(|| BenchError::Invalid("--example".into()))?,
+            .ok_or_else(|| BenchError::Invalid(EXAMPLE.to_string()))?,
     };
     let name = match (example, file.and_then(|f| f.file_stem())) {
         (Some(e), _) => e.to_string(),

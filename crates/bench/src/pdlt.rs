@@ -27,6 +27,23 @@ use rtscope_sys::timer::TimerFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+rtscope_model::request_fields! {
+    /// The fields of a scan request ([`Flags`]) as its errors name them.
+    pub enum Field in "pdlt" {
+        Priority = "priority" => PRIORITY,
+        ConsumerPriority = "consumer_priority" => CONSUMER_PRIORITY,
+        Syscall = "syscall" => SYSCALL,
+        Size = "size" => SIZE,
+        StepUs = "step_us" => STEP_US,
+        OffsetsUs = "offsets_us" => OFFSETS_US,
+        Repeats = "repeats" => REPEATS,
+        ScratchDir = "scratch_dir" => SCRATCH_DIR,
+        Timeout = "timeout" => TIMEOUT,
+        Points = "points" => POINTS,
+        ComparePreempt = "compare_preempt" => COMPARE_PREEMPT,
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Syscall {
     /// pread() of a page-cached file of `size` bytes into a locked buffer.
@@ -59,7 +76,7 @@ impl Syscall {
             .map(|(_, k)| *k)
             .ok_or_else(|| {
                 format!(
-                    "--syscall: unknown '{s}' (one of {})",
+                    "{SYSCALL}: unknown '{s}' (one of {})",
                     SYSCALLS
                         .iter()
                         .map(|(n, _)| *n)
@@ -126,57 +143,59 @@ impl Config {
             || self.consumer_priority >= self.producer_priority
         {
             return bad(format!(
-                "--priority/--consumer-priority: need 1 <= consumer < producer <= 99, got consumer {} producer {}",
+                "{PRIORITY}/{CONSUMER_PRIORITY}: need 1 <= consumer < producer <= 99, got consumer {} producer {}",
                 self.consumer_priority, self.producer_priority
             ));
         }
         let (lo, hi) = self.syscall.size_range();
         if !(lo..=hi).contains(&self.size) {
             return bad(format!(
-                "--size: {} accepts {lo}..={hi}, got {}",
+                "{SIZE}: {} accepts {lo}..={hi}, got {}",
                 self.syscall.name(),
                 self.size
             ));
         }
         if !(10..=1_000_000_000).contains(&self.step_ns) {
             return bad(format!(
-                "--step-us: must be 0.01..=1000000 µs, got {} ns",
+                "{STEP_US}: must be 0.01..=1000000 µs, got {} ns",
                 self.step_ns
             ));
         }
         if !(1..=10_000).contains(&self.repeats) {
             return bad(format!(
-                "--repeats: must be 1..=10000, got {}",
+                "{REPEATS}: must be 1..=10000, got {}",
                 self.repeats
             ));
         }
         if let Some((a, b)) = self.range_ns {
             if a > b || a < -1_000_000_000 || b > 10_000_000_000 {
-                return bad("--offsets-us: need START <= END within -1000000..=10000000 µs".into());
+                return bad(format!(
+                    "{OFFSETS_US}: need START <= END within -1000000..=10000000 µs"
+                ));
             }
             let points = ((b - a) as u64 / self.step_ns + 1) * self.repeats as u64;
             if points > MAX_POINTS {
-                return bad(format!("--offsets-us/--step-us/--repeats: {points} points exceed the limit of {MAX_POINTS}"));
+                return bad(format!("{OFFSETS_US}/{STEP_US}/{REPEATS}: {points} points exceed the limit of {MAX_POINTS}"));
             }
         }
         if !self.scratch_dir.is_dir() {
             return bad(format!(
-                "--scratch-dir: {} is not a directory",
+                "{SCRATCH_DIR}: {} is not a directory",
                 self.scratch_dir.display()
             ));
         }
         if !(100_000_000..=86_400_000_000_000).contains(&self.max_duration_ns) {
-            return bad("--timeout: must be 0.1s..=1d".into());
+            return bad(format!("{TIMEOUT}: must be 0.1s..=1d"));
         }
         if self.points > 0 && self.syscall != Syscall::Driver {
             return bad(format!(
-                "--points: preemption points belong to the test driver (--syscall driver), not to {}",
+                "{POINTS}: preemption points belong to the test driver ({SYSCALL} driver), not to {}",
                 self.syscall.name()
             ));
         }
         if self.syscall == Syscall::Driver && self.points as u64 >= self.size {
             return bad(format!(
-                "--points: must be 0..={} for a loop of {} iterations, got {}",
+                "{POINTS}: must be 0..={} for a loop of {} iterations, got {}",
                 self.size - 1,
                 self.size,
                 self.points
@@ -207,14 +226,14 @@ pub fn read_preempt_models() -> std::io::Result<(String, Vec<String>)> {
 pub fn check_compare_preempt() -> Result<(String, Vec<String>)> {
     let (cur, all) = read_preempt_models().map_err(|e| {
         BenchError::Unavailable(format!(
-            "--compare-preempt: the preemption model cannot be switched on this machine: reading {PREEMPT_FILE} failed ({e}); \
+            "{COMPARE_PREEMPT}: the preemption model cannot be switched on this machine: reading {PREEMPT_FILE} failed ({e}); \
              it needs a PREEMPT_DYNAMIC kernel with debugfs mounted and writable (before 6.13 also CONFIG_SCHED_DEBUG, which creates the file; kernel lockdown blocks debugfs writes); no scan was run"
         ))
     })?;
     // Writing the current value back is a no-op that proves we may write.
     std::fs::write(PREEMPT_FILE, &cur).map_err(|e| {
         BenchError::Unavailable(format!(
-            "--compare-preempt: the preemption model cannot be switched on this machine: writing {PREEMPT_FILE} failed ({e}; \
+            "{COMPARE_PREEMPT}: the preemption model cannot be switched on this machine: writing {PREEMPT_FILE} failed ({e}; \
              kernel lockdown blocks debugfs writes); no scan was run"
         ))
     })?;
@@ -242,7 +261,7 @@ pub fn check_timers(preempt_rt: bool) -> Result<()> {
 pub fn check_kernel(cfg: &Config) -> Result<()> {
     if cfg.syscall == Syscall::Driver {
         return match crate::labdev::unavailable() {
-            Some(why) => Err(BenchError::Invalid(format!("--syscall driver: {why}"))),
+            Some(why) => Err(BenchError::Invalid(format!("{SYSCALL} driver: {why}"))),
             None => Ok(()),
         };
     }
@@ -519,7 +538,7 @@ fn plan(cfg: &Config, call_ns: u64, first_ns: i64, floor_ns: i64) -> Result<Vec<
     let total = offsets.len() as u64 * cfg.repeats as u64;
     if total > MAX_POINTS {
         return Err(BenchError::Invalid(format!(
-            "the default sweep for a {} µs call at this step is {total} points (> {MAX_POINTS}): raise --step-us or set --offsets-us",
+            "the default sweep for a {} µs call at this step is {total} points (> {MAX_POINTS}): raise {STEP_US} or set {OFFSETS_US}",
             dur / 1000
         )));
     }
@@ -793,14 +812,14 @@ impl Flags {
         };
         if !self.step_us.is_finite() || !(0.01..=1e6).contains(&self.step_us) {
             return Err(BenchError::Invalid(format!(
-                "--step-us: must be 0.01..=1000000, got {}",
+                "{STEP_US}: must be 0.01..=1000000, got {}",
                 self.step_us
             ))
             .into());
         }
         if !self.max_seconds.is_finite() || !(0.1..=86_400.0).contains(&self.max_seconds) {
             return Err(BenchError::Invalid(format!(
-                "--timeout: must be 0.1s..=1d, got {} s",
+                "{TIMEOUT}: must be 0.1s..=1d, got {} s",
                 self.max_seconds
             ))
             .into());
@@ -830,8 +849,8 @@ pub fn parse_size(s: &str) -> Result<u64> {
     use rtscope_model::size::SizeError;
     rtscope_model::size::parse_size(s).map_err(|e| {
         BenchError::Invalid(match e {
-            SizeError::Overflow(_) => format!("--size: '{s}' is too large"),
-            _ => format!("--size: '{s}' is not a size (a whole number, optional K/M/G suffix)"),
+            SizeError::Overflow(_) => format!("{SIZE}: '{s}' is too large"),
+            _ => format!("{SIZE}: '{s}' is not a size (a whole number, optional K/M/G suffix)"),
         })
     })
 }
@@ -841,17 +860,17 @@ pub fn parse_offsets(s: &str) -> Result<(i64, i64)> {
     let bad = |m: String| BenchError::Invalid(m);
     let (a, b) = s.split_once(':').ok_or_else(|| {
         bad(format!(
-            "--offsets-us: '{s}' must be START:END in µs, e.g. -5:800"
+            "{OFFSETS_US}: '{s}' must be START:END in µs, e.g. -5:800"
         ))
     })?;
     let p = |x: &str| -> Result<i64> {
         let v: f64 = x
             .trim()
             .parse()
-            .map_err(|_| bad(format!("--offsets-us: '{x}' is not a number of µs")))?;
+            .map_err(|_| bad(format!("{OFFSETS_US}: '{x}' is not a number of µs")))?;
         if !v.is_finite() || v.abs() > 1e7 {
             return Err(bad(format!(
-                "--offsets-us: {x} is out of range (-10000000..=10000000 µs)"
+                "{OFFSETS_US}: {x} is out of range (-10000000..=10000000 µs)"
             )));
         }
         Ok((v * 1000.0).round() as i64)
@@ -927,7 +946,7 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(
-            e.starts_with("--points:") && e.contains("--syscall driver"),
+            e.starts_with("⟨pdlt.points⟩:") && e.contains("⟨pdlt.syscall⟩ driver"),
             "{e}"
         );
         let d = Config {
@@ -946,7 +965,7 @@ mod tests {
         .to_string();
         assert_eq!(
             e,
-            "--points: must be 0..=1199 for a loop of 1200 iterations, got 1200"
+            "⟨pdlt.points⟩: must be 0..=1199 for a loop of 1200 iterations, got 1200"
         );
         assert!(Config { size: 1, ..d }.validate().is_err());
         assert!(Config {
@@ -994,20 +1013,20 @@ mod tests {
         assert_eq!(parse_size("20000").unwrap(), 20000);
         assert_eq!(
             parse_size("x").unwrap_err().to_string(),
-            "--size: 'x' is not a size (a whole number, optional K/M/G suffix)"
+            "⟨pdlt.size⟩: 'x' is not a size (a whole number, optional K/M/G suffix)"
         );
         assert_eq!(
             parse_size("99999999999G").unwrap_err().to_string(),
-            "--size: '99999999999G' is too large"
+            "⟨pdlt.size⟩: '99999999999G' is too large"
         );
         assert_eq!(parse_offsets("-2:10.5").unwrap(), (-2000, 10500));
         assert_eq!(
             parse_offsets("5").unwrap_err().to_string(),
-            "--offsets-us: '5' must be START:END in µs, e.g. -5:800"
+            "⟨pdlt.offsets_us⟩: '5' must be START:END in µs, e.g. -5:800"
         );
         assert_eq!(
             parse_offsets("0:1e9").unwrap_err().to_string(),
-            "--offsets-us: 1e9 is out of range (-10000000..=10000000 µs)"
+            "⟨pdlt.offsets_us⟩: 1e9 is out of range (-10000000..=10000000 µs)"
         );
     }
 
@@ -1035,15 +1054,15 @@ mod tests {
         );
         assert_eq!(c.range_ns, Some((-2000, 100_000)));
         let rows: Vec<(Flags, &str)> = vec![
-            (Flags { step_us: 0.0, ..f.clone() }, "--step-us: must be 0.01..=1000000, got 0"),
-            (Flags { max_seconds: 0.0, ..f.clone() }, "--timeout: must be 0.1s..=1d, got 0 s"),
+            (Flags { step_us: 0.0, ..f.clone() }, "⟨pdlt.step_us⟩: must be 0.01..=1000000, got 0"),
+            (Flags { max_seconds: 0.0, ..f.clone() }, "⟨pdlt.timeout⟩: must be 0.1s..=1d, got 0 s"),
             (
                 Flags { cpus: Some("0-1".into()), ..f.clone() },
-                "--cpu: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. --cpu 1",
+                "⟨bench.cpu⟩: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. ⟨bench.cpu⟩ 1",
             ),
             (
                 Flags { consumer_priority: 90, ..f.clone() },
-                "--priority/--consumer-priority: need 1 <= consumer < producer <= 99, got consumer 90 producer 80",
+                "⟨pdlt.priority⟩/⟨pdlt.consumer_priority⟩: need 1 <= consumer < producer <= 99, got consumer 90 producer 80",
             ),
         ];
         for (f, want) in rows {

@@ -27,6 +27,18 @@ use std::sync::atomic::AtomicU64;
 pub const DEFAULT_LOADS: [u32; 9] = [0, 10, 20, 30, 40, 50, 100, 150, 200];
 pub const MAX_LOADS: u32 = 1000;
 
+rtscope_model::request_fields! {
+    /// The fields of a scaling request ([`Flags`]) as its errors name them.
+    pub enum Field in "sched_scale" {
+        Priority = "priority" => PRIORITY,
+        Loads = "loads" => LOADS,
+        Wakeups = "wakeups" => WAKEUPS,
+        Sleep = "sleep" => SLEEP,
+        SchedTime = "sched_time" => SCHED_TIME,
+        Protocol = "protocol" => PROTOCOL,
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub cpu: u32,
@@ -61,7 +73,7 @@ impl SchedTime {
             "off" => Ok(SchedTime::Off),
             "preemptirq" => Ok(SchedTime::Preemptirq),
             _ => Err(format!(
-                "--sched-time: must be auto, on, preemptirq or off; got '{s}'"
+                "{SCHED_TIME}: must be auto, on, preemptirq or off; got '{s}'"
             )),
         }
     }
@@ -79,31 +91,33 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(BenchError::Invalid(m));
         if !(1..=99).contains(&self.priority) {
-            return bad(format!("--priority: must be 1..=99, got {}", self.priority));
+            return bad(format!("{PRIORITY}: must be 1..=99, got {}", self.priority));
         }
         if self.loads.is_empty() {
-            return bad("--loads: needs at least one number of load processes".into());
+            return bad(format!(
+                "{LOADS}: needs at least one number of load processes"
+            ));
         }
         if let Some(n) = self.loads.iter().find(|n| **n > MAX_LOADS) {
             return bad(format!(
-                "--loads: each value must be 0..={MAX_LOADS}, got {n}"
+                "{LOADS}: each value must be 0..={MAX_LOADS}, got {n}"
             ));
         }
         let mut s = self.loads.clone();
         s.sort_unstable();
         s.dedup();
         if s.len() != self.loads.len() {
-            return bad("--loads: values must be distinct".into());
+            return bad(format!("{LOADS}: values must be distinct"));
         }
         if !(2..=100_000).contains(&self.wakeups) {
             return bad(format!(
-                "--wakeups: must be 2..=100000, got {}",
+                "{WAKEUPS}: must be 2..=100000, got {}",
                 self.wakeups
             ));
         }
         if !(100_000..=10_000_000_000).contains(&self.sleep_ns) {
             return bad(format!(
-                "--sleep: must be 0.1ms..=10s, got {} ms",
+                "{SLEEP}: must be 0.1ms..=10s, got {} ms",
                 self.sleep_ns as f64 / 1e6
             ));
         }
@@ -116,7 +130,7 @@ pub fn parse_loads(s: &str) -> std::result::Result<Vec<u32>, String> {
     s.split(',')
         .map(|p| {
             p.trim().parse::<u32>().map_err(|_| {
-                format!("--loads: '{p}' is not a whole number (expected a list like 0,10,20)")
+                format!("{LOADS}: '{p}' is not a whole number (expected a list like 0,10,20)")
             })
         })
         .collect()
@@ -477,7 +491,7 @@ impl Flags {
             Some("heursch2001") => {
                 if self.loads.is_some() || self.wakeups.is_some() || self.sleep_ms.is_some() {
                     return Err(BenchError::Invalid(
-                        "--protocol heursch2001 sets --loads, --wakeups and --sleep (Table 3's N, 200 wake-ups 1000 ms apart); leave them out".into(),
+                        format!("{PROTOCOL} heursch2001 sets {LOADS}, {WAKEUPS} and {SLEEP} (Table 3's N, 200 wake-ups 1000 ms apart); leave them out"),
                     )
                     .into());
                 }
@@ -489,7 +503,7 @@ impl Flags {
             }
             Some(p) => {
                 return Err(BenchError::Invalid(format!(
-                    "--protocol: must be {}; got '{p}'",
+                    "{PROTOCOL}: must be {}; got '{p}'",
                     PROTOCOLS.join(", ")
                 ))
                 .into())
@@ -497,7 +511,7 @@ impl Flags {
         };
         if !sleep_ms.is_finite() || !(0.1..=10_000.0).contains(&sleep_ms) {
             return Err(BenchError::Invalid(format!(
-                "--sleep: must be 0.1ms..=10s, got {sleep_ms} ms"
+                "{SLEEP}: must be 0.1ms..=10s, got {sleep_ms} ms"
             ))
             .into());
         }
@@ -625,7 +639,10 @@ mod tests {
         }
         .resolve(&crate::common::tests::NoMachine)
         .unwrap_err();
-        assert_eq!(e.to_string(), "--sleep: must be 0.1ms..=10s, got 0 ms");
+        assert_eq!(
+            e.to_string(),
+            "⟨sched_scale.sleep⟩: must be 0.1ms..=10s, got 0 ms"
+        );
         let e = Flags {
             sched_time: "yes".into(),
             ..f.clone()
@@ -634,7 +651,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--sched-time: must be auto, on, preemptirq or off; got 'yes'"
+            "⟨sched_scale.sched_time⟩: must be auto, on, preemptirq or off; got 'yes'"
         );
         // The paper's protocol: Table 3's N, 200 wake-ups 1 s apart; alone or refused.
         let p = Flags {
@@ -661,7 +678,7 @@ mod tests {
         .unwrap_err();
         assert!(
             e.to_string()
-                .starts_with("--protocol heursch2001 sets --loads"),
+                .starts_with("⟨sched_scale.protocol⟩ heursch2001 sets ⟨sched_scale.loads⟩"),
             "{e}"
         );
         let e = Flags {
@@ -672,7 +689,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--protocol: must be heursch2001; got 'heursch'"
+            "⟨sched_scale.protocol⟩: must be heursch2001; got 'heursch'"
         );
         assert!(Flags {
             loads: Some("x".into()),

@@ -79,7 +79,8 @@ fn compare_preempt_is_refused_clearly_when_not_switchable() {
         Err(e) => {
             let m = e.to_string();
             assert!(
-                m.contains("--compare-preempt") && m.contains("no scan was run"),
+                m.contains(&pdlt::Field::ComparePreempt.to_string())
+                    && m.contains("no scan was run"),
                 "{m}"
             );
         }

@@ -29,9 +29,19 @@ impl std::fmt::Display for ExitCode {
 }
 impl std::error::Error for ExitCode {}
 
-/// Errors quote what the user typed: passwords are masked on the way out.
+/// Errors quote what the user typed: passwords are masked on the way out, and the fields the
+/// libraries name are shown as the flags the user typed.
 fn redact(s: &str) -> String {
-    rtscope_model::secrets::redact(s)
+    rtscope_model::secrets::redact(&libraries(s))
+}
+
+/// Every library field token (`⟨pdlt.step_us⟩`) in `s` as its flag.
+pub fn libraries(s: &str) -> String {
+    let s = crate::fields_bench::render(s);
+    let s = crate::fields_load::render(&s);
+    let s = crate::fields_practise::render(&s);
+    let s = crate::fields_lab::render(&s);
+    crate::fields_store::render(&s)
 }
 
 pub fn report(r: anyhow::Result<()>) -> i32 {
@@ -70,5 +80,5 @@ pub fn clap_line(e: &clap::Error) -> String {
             !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:")
         })
         .collect();
-    line.join(" ")
+    libraries(&line.join(" "))
 }

@@ -11,6 +11,13 @@ mod cmd;
 mod deprecated;
 mod exit;
 mod fields;
+mod fields_bench;
+#[cfg(test)]
+mod fields_check;
+mod fields_lab;
+mod fields_load;
+mod fields_practise;
+mod fields_store;
 #[cfg(test)]
 mod flag_table;
 mod resolver;

@@ -43,7 +43,9 @@ pub fn measure_plan(args: &[String]) -> Result<Plan, VerbError> {
         .collect();
     req.cmdline = rtscope_model::secrets::redact_argv(&cmdline);
     resolve::measure(&req, "measure", None).map_err(|e| match e {
-        e if e.is_bad_input() => VerbError::BadInput(e.render(crate::fields::flag)),
+        e if e.is_bad_input() => {
+            VerbError::BadInput(crate::exit::libraries(&e.render(crate::fields::flag)))
+        }
         e => e,
     })
 }

@@ -17,6 +17,7 @@
 //! formatted FAT32 by the guest's busybox (the lab kernels have vfat built in, no ext*) and
 //! mounted on /var/tmp, the loads' default `--scratch-dir`.
 
+use crate::field::*;
 use crate::initramfs::Archive;
 use crate::kernel::Kernel;
 use crate::{io, LabError, Result};
@@ -47,7 +48,7 @@ impl Preempt {
             "voluntary" => Ok(Preempt::Voluntary),
             "full" => Ok(Preempt::Full),
             _ => Err(LabError::Usage(format!(
-                "--preempt: must be none, voluntary or full; got '{s}'"
+                "{PREEMPT}: must be none, voluntary or full; got '{s}'"
             ))),
         }
     }
@@ -75,7 +76,7 @@ impl Icount {
                 .map(Icount::Shift)
                 .ok_or_else(|| {
                     LabError::Usage(format!(
-                        "--icount: must be a shift 0..=10 (2^shift ns per instruction) or auto; got '{s}'"
+                        "{ICOUNT}: must be a shift 0..=10 (2^shift ns per instruction) or auto; got '{s}'"
                     ))
                 }),
         }
@@ -102,7 +103,7 @@ pub const GUEST_VERBS: &[&str] = &[
 pub fn check_verb(args: &[String]) -> Result<()> {
     let Some(verb) = args.first() else {
         return Err(LabError::Usage(format!(
-            "lab run: give the verb after `--`, e.g. `rtscope lab run --kernel trace -- measure -D 10s` (verbs: {})",
+            "lab run: give the verb after `--`, e.g. `rtscope lab run {KERNEL} trace -- measure -D 10s` (verbs: {})",
             GUEST_VERBS.join(", ")
         )));
     };
@@ -235,19 +236,19 @@ impl RunSpec {
         check_verb(&self.args)?;
         if let Some(b) = self.guest_bins.iter().find(|b| !b.is_file()) {
             return Err(LabError::Usage(format!(
-                "--guest-bin: {} is not a file",
+                "{GUEST_BIN}: {} is not a file",
                 b.display()
             )));
         }
         if !(1..=64).contains(&self.smp) {
             return Err(LabError::Usage(format!(
-                "--smp: must be 1..=64; got {}",
+                "{SMP}: must be 1..=64; got {}",
                 self.smp
             )));
         }
         if !(128..=65536).contains(&self.mem_mib) {
             return Err(LabError::Usage(format!(
-                "--mem: must be 128M..=64G; got {} MiB",
+                "{MEM}: must be 128M..=64G; got {} MiB",
                 self.mem_mib
             )));
         }
@@ -255,14 +256,14 @@ impl RunSpec {
         if let Some(p) = self.preempt {
             if f.preempt_rt {
                 return Err(LabError::Usage(format!(
-                    "--preempt {}: kernel {} is PREEMPT_RT (its model is fixed); leave --preempt out",
+                    "{PREEMPT} {}: kernel {} is PREEMPT_RT (its model is fixed); leave {PREEMPT} out",
                     p.name(),
                     self.kernel.meta.name
                 )));
             }
             if !f.preempt_dynamic {
                 return Err(LabError::Usage(format!(
-                    "--preempt {}: kernel {} has no PREEMPT_DYNAMIC (the model is chosen at build time)",
+                    "{PREEMPT} {}: kernel {} has no PREEMPT_DYNAMIC (the model is chosen at build time)",
                     p.name(),
                     self.kernel.meta.name
                 )));
@@ -577,7 +578,7 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
     for b in &spec.guest_bins {
         let name = b.file_name().map(|n| n.to_string_lossy().into_owned());
         let name = name.ok_or_else(|| {
-            LabError::Usage(format!("--guest-bin {}: not a file name", b.display()))
+            LabError::Usage(format!("{GUEST_BIN} {}: not a file name", b.display()))
         })?;
         arch.executable(&format!("bin/{name}"), b)?;
     }
@@ -771,7 +772,7 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
             let tail: Vec<&str> = text.lines().rev().take(8).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
             return Err(LabError::Timeout(format!(
-                "lab run: the guest did not finish within {} s (--timeout) and was killed ({}); last console lines:\n{}",
+                "lab run: the guest did not finish within {} s ({TIMEOUT}) and was killed ({}); last console lines:\n{}",
                 spec.timeout.as_secs(),
                 if started.is_some() { "the verb was running" } else { "it never finished booting" },
                 tail.join("\n")
@@ -1166,7 +1167,7 @@ mod tests {
         // A missing binary is named (after the kernel checks pass).
         assert!(matches!(s.validate(), Err(LabError::Missing(m)) if m.contains("/nonexistent")));
         s.smp = 0;
-        assert!(matches!(s.validate(), Err(LabError::Usage(m)) if m.contains("--smp")));
+        assert!(matches!(s.validate(), Err(LabError::Usage(m)) if m.contains("⟨lab.smp⟩")));
         s.smp = 2;
         s.kernel.meta.features.preempt_dynamic = false;
         assert!(matches!(s.validate(), Err(LabError::Usage(m)) if m.contains("PREEMPT_DYNAMIC")));

@@ -10,6 +10,7 @@
 //!   `<preset>-<version>-<key>`, the key a hash of the source package version and every config
 //!   input, so a changed fragment builds a new kernel and an unchanged one is a cache hit.
 
+use crate::field::*;
 use crate::preset::{self, Preset};
 use crate::{have, io, LabError, Result};
 use serde::{Deserialize, Serialize};
@@ -151,14 +152,14 @@ pub fn find(cache: &Path, name: &str) -> Result<Kernel> {
         return Ok(k.clone());
     }
     let how = match Preset::parse(name) {
-        Ok(p) => format!("rtscope lab kernel build --preset {}", p.name()),
+        Ok(p) => format!("rtscope lab kernel build {PRESET} {}", p.name()),
         Err(_) => format!(
             "a preset ({}) or a name from `rtscope lab list`",
             Preset::names().join(", ")
         ),
     };
     Err(LabError::Missing(format!(
-        "--kernel: no kernel '{name}' in {} (get it with: {how})",
+        "{KERNEL}: no kernel '{name}' in {} (get it with: {how})",
         cache.display()
     )))
 }
@@ -425,7 +426,7 @@ fn debian_package(p: Preset, debs: &[PathBuf]) -> Result<String> {
     names.sort_by_key(|n| abi_number(n));
     names.pop().ok_or_else(|| {
         LabError::Missing(format!(
-            "lab kernel build --preset {}: no {} package known to apt (apt-get update)",
+            "lab kernel build {PRESET} {}: no {} package known to apt (apt-get update)",
             p.name(),
             re
         ))
@@ -475,7 +476,7 @@ fn fetch_debian(cache: &Path, p: Preset, o: &BuildOpts) -> Result<Kernel> {
         None => {
             if have("apt-get").is_none() {
                 return Err(LabError::Missing(format!(
-                    "lab kernel build --preset {}: apt-get is needed to download {pkg}",
+                    "lab kernel build {PRESET} {}: apt-get is needed to download {pkg}",
                     p.name()
                 )));
             }
@@ -747,7 +748,7 @@ mod tests {
         match find(d.path(), "rt-trace") {
             Err(LabError::Missing(m)) => {
                 assert!(
-                    m.contains("rtscope lab kernel build --preset rt-trace"),
+                    m.contains("rtscope lab kernel build ⟨lab.preset⟩ rt-trace"),
                     "{m}"
                 )
             }

@@ -15,6 +15,7 @@
 //! - [`module`]: `rtscope_lab.ko`, the paper's test driver and a device interrupt, for the guests;
 //! - [`nic`]: a virtio-net device fed from the host side (`lab run --nic-load`).
 
+pub mod field;
 pub mod guest;
 pub mod home;
 pub mod initramfs;

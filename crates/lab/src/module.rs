@@ -8,6 +8,7 @@
 //! tree. The module is cached beside the kernel, named by a hash of its source, and the guest
 //! loads it at boot when it is in the initramfs (`/dev/rtscope_lab`).
 
+use crate::field::*;
 use crate::kernel::Kernel;
 use crate::{io, LabError, Result};
 use sha2::{Digest, Sha256};
@@ -61,7 +62,7 @@ pub fn unavailable_reason(k: &Kernel) -> Option<String> {
     }
     if !src.join("Makefile").is_file() || !bdir.join("vmlinux.symvers").is_file() {
         return Some(format!(
-            "the build tree of {} is gone ({}); rebuild with `rtscope lab kernel build --preset {} --force`",
+            "the build tree of {} is gone ({}); rebuild with `rtscope lab kernel build {PRESET} {} {FORCE}`",
             k.meta.name,
             bdir.display(),
             k.meta.preset
@@ -76,7 +77,7 @@ pub fn unavailable_reason(k: &Kernel) -> Option<String> {
     };
     if !same {
         return Some(format!(
-            "{} holds another configuration than {} (a later build of the preset); rebuild with `rtscope lab kernel build --preset {} --force`",
+            "{} holds another configuration than {} (a later build of the preset); rebuild with `rtscope lab kernel build {PRESET} {} {FORCE}`",
             bdir.display(),
             k.meta.name,
             k.meta.preset

@@ -14,6 +14,7 @@
 //! The guest's counters before and after the verb (`/proc/interrupts`, eth0's `rx_packets`,
 //! `/proc/net/snmp`, `/proc/uptime`) come home in `lab-nic/`, with what the host sent.
 
+use crate::field::*;
 use crate::{LabError, Result};
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -49,7 +50,7 @@ impl NicLoad {
             .map(|pps| NicLoad { pps })
             .ok_or_else(|| {
                 LabError::Usage(format!(
-                    "--nic-load: must be 1..={MAX_PPS} datagrams per second (e.g. 2000 or 2000/s); got '{s}'"
+                    "{NIC_LOAD}: must be 1..={MAX_PPS} datagrams per second (e.g. 2000 or 2000/s); got '{s}'"
                 ))
             })
     }
@@ -125,12 +126,12 @@ impl Feed {
     /// A port the kernel reports free now. QEMU binds it a moment later; were another process
     /// to take it in between, QEMU exits naming the forwarding rule.
     pub fn new(load: NicLoad) -> Result<Feed> {
-        let probe = UdpSocket::bind("127.0.0.1:0").map_err(crate::io(
-            "--nic-load: finding a free UDP port on 127.0.0.1",
-        ))?;
+        let probe = UdpSocket::bind("127.0.0.1:0").map_err(crate::io(format!(
+            "{NIC_LOAD}: finding a free UDP port on 127.0.0.1"
+        )))?;
         let host_port = probe
             .local_addr()
-            .map_err(crate::io("--nic-load: reading the port"))?
+            .map_err(crate::io(format!("{NIC_LOAD}: reading the port")))?
             .port();
         drop(probe);
         Ok(Feed {
@@ -151,12 +152,14 @@ impl Feed {
         }
         let sock = UdpSocket::bind("127.0.0.1:0")
             .and_then(|s| s.connect(("127.0.0.1", self.host_port)).map(|_| s))
-            .map_err(crate::io("--nic-load: the host's sending socket"))?;
+            .map_err(crate::io(format!("{NIC_LOAD}: the host's sending socket")))?;
         let (stop, sent, pps) = (self.stop.clone(), self.sent.clone(), self.load.pps);
         let t = std::thread::Builder::new()
             .name("nic-load".into())
             .spawn(move || send_loop(&sock, pps, &stop, &sent))
-            .map_err(crate::io("--nic-load: starting the sending thread"))?;
+            .map_err(crate::io(format!(
+                "{NIC_LOAD}: starting the sending thread"
+            )))?;
         self.thread = Some(t);
         self.started = Some(Instant::now());
         Ok(())
@@ -377,7 +380,7 @@ impl Figures {
     pub fn summary(&self) -> String {
         let per = |n: u64, s: f64| if s > 0.0 { n as f64 / s } else { 0.0 };
         format!(
-            "NIC load: the host sent {} datagrams in {:.1} s ({:.0}/s, --nic-load {}); during the verb ({:.1} s of guest time) eth0 received {} packets ({:.0}/s), UDP delivered {} to the sink ({} dropped), virtio-net RX interrupts {} ({:.0}/s, {:.2} per packet)",
+            "NIC load: the host sent {} datagrams in {:.1} s ({:.0}/s, {NIC_LOAD} {}); during the verb ({:.1} s of guest time) eth0 received {} packets ({:.0}/s), UDP delivered {} to the sink ({} dropped), virtio-net RX interrupts {} ({:.0}/s, {:.2} per packet)",
             self.sent,
             self.host_secs,
             per(self.sent, self.host_secs),
@@ -410,7 +413,7 @@ mod tests {
         for bad in ["0", "50001", "-1", "2k", "", "1.5", "x/s"] {
             match NicLoad::parse(bad) {
                 Err(LabError::Usage(m)) => {
-                    assert!(m.starts_with("--nic-load: must be 1..=50000"), "{m}")
+                    assert!(m.starts_with("⟨lab.nic_load⟩: must be 1..=50000"), "{m}")
                 }
                 other => panic!("{bad}: {other:?}"),
             }

@@ -3,6 +3,7 @@
 //! own `kernel/configs/kvm_guest.config` (virtio, 9p, serial console). Debian presets take the
 //! distribution's images unchanged: the kernels users actually run.
 
+use crate::field::*;
 use crate::{LabError, Result};
 
 pub const TRACE_FRAGMENT: &str = include_str!("../presets/trace.config");
@@ -94,7 +95,7 @@ impl Preset {
             .find(|p| p.name() == s)
             .ok_or_else(|| {
                 LabError::Usage(format!(
-                    "--preset: unknown preset '{s}' (accepted: {})",
+                    "{PRESET}: unknown preset '{s}' (accepted: {})",
                     Preset::names().join(", ")
                 ))
             })
@@ -219,7 +220,8 @@ mod tests {
         match Preset::parse("rt") {
             Err(LabError::Usage(m)) => {
                 assert!(
-                    m.contains("--preset") && m.contains("rt-trace, lean, rt-lean, debian-stock"),
+                    m.contains("⟨lab.preset⟩")
+                        && m.contains("rt-trace, lean, rt-lean, debian-stock"),
                     "{m}"
                 )
             }

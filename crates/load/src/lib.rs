@@ -28,7 +28,7 @@ mod supervise;
 mod sys;
 mod validate;
 
-pub use error::LoadError;
+pub use error::{Field, LoadError};
 pub use options::{parse_size, DiskTool, LoadKind, LoadOptions, LoadPolicy, LoadSettings};
 pub use supervise::RunningLoads;
 pub use sys::parse_cpu_list;

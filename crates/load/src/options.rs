@@ -1,6 +1,6 @@
 //! Clap-free load options, shared by `rtscope load` and `rtscope measure --load`.
 
-use crate::LoadError;
+use crate::error::*;
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -111,7 +111,7 @@ fn check_next(before: &[LoadKind], k: LoadKind, spec: &str) -> Result<(), LoadEr
         let overlap = prev.parts().iter().any(|p| k.parts().contains(p));
         if *prev == k || overlap {
             return Err(LoadError::invalid(
-                "--load",
+                LOAD,
                 format!("'{k}' overlaps '{prev}' in '{spec}' (io = hackbench+disk+net)"),
             ));
         }
@@ -122,7 +122,7 @@ fn check_next(before: &[LoadKind], k: LoadKind, spec: &str) -> Result<(), LoadEr
 fn check_idle(kinds: &[LoadKind], spec: &str) -> Result<(), LoadError> {
     if kinds.len() > 1 && kinds.contains(&LoadKind::Idle) {
         return Err(LoadError::invalid(
-            "--load",
+            LOAD,
             format!("'idle' cannot be combined with other loads in '{spec}'"),
         ));
     }
@@ -150,7 +150,7 @@ impl std::str::FromStr for LoadPolicy {
     fn from_str(s: &str) -> Result<Self, LoadError> {
         let bad = || {
             LoadError::invalid(
-                "--load-policy",
+                LOAD_POLICY,
                 format!("expected 'other', 'fifo' or 'fifo:PRIO' with PRIO 1..=99, got '{s}'"),
             )
         };
@@ -209,7 +209,7 @@ impl std::str::FromStr for DiskTool {
             .map(|i| [DiskTool::Builtin, DiskTool::Bonnie, DiskTool::Auto][i])
             .ok_or_else(|| {
                 LoadError::invalid(
-                    "--disk-tool",
+                    DISK_TOOL,
                     format!("expected builtin, bonnie++ or auto, got '{s}'"),
                 )
             })
@@ -308,11 +308,11 @@ impl LoadSettings {
         exec_argv: Vec<String>,
     ) -> Result<LoadOptions, LoadError> {
         let wss_bytes = match &self.wss {
-            Some(w) => Some(parse_size(w).map_err(|e| LoadError::invalid("--wss", e))?),
+            Some(w) => Some(parse_size(w).map_err(|e| LoadError::invalid(WSS, e))?),
             None => None,
         };
         let disk_bytes =
-            parse_size(&self.disk_size).map_err(|e| LoadError::invalid("--disk-size", e))?;
+            parse_size(&self.disk_size).map_err(|e| LoadError::invalid(DISK_SIZE, e))?;
         Ok(LoadOptions {
             cpus,
             wss_bytes,
@@ -364,15 +364,15 @@ mod tests {
         let rows: &[(&[LoadKind], &str)] = &[
             (
                 &[Io, Disk],
-                "--load: 'disk' overlaps 'io' in 'io,disk' (io = hackbench+disk+net)",
+                "⟨load.load⟩: 'disk' overlaps 'io' in 'io,disk' (io = hackbench+disk+net)",
             ),
             (
                 &[Net, Net],
-                "--load: 'net' overlaps 'net' in 'net,net' (io = hackbench+disk+net)",
+                "⟨load.load⟩: 'net' overlaps 'net' in 'net,net' (io = hackbench+disk+net)",
             ),
             (
                 &[Idle, Net],
-                "--load: 'idle' cannot be combined with other loads in 'idle,net'",
+                "⟨load.load⟩: 'idle' cannot be combined with other loads in 'idle,net'",
             ),
         ];
         for (kinds, want) in rows {
@@ -416,14 +416,14 @@ mod tests {
                     wss: Some("3X".into()),
                     ..LoadSettings::default()
                 },
-                "--wss: unknown size unit 'X' in '3X' (use K, M, G, T)",
+                "⟨load.wss⟩: unknown size unit 'X' in '3X' (use K, M, G, T)",
             ),
             (
                 LoadSettings {
                     disk_size: "x".into(),
                     ..LoadSettings::default()
                 },
-                "--disk-size: expected a size like 4096, 64K, 20M or 1G, got 'x'",
+                "⟨load.disk_size⟩: expected a size like 4096, 64K, 20M or 1G, got 'x'",
             ),
         ];
         for (s, want) in rows {

@@ -1,9 +1,10 @@
 //! Every check happens here, before a single process is forked; nothing here changes the machine
 //! (the port check binds and immediately closes a listening socket, which leaves no trace).
 
+use crate::error::*;
 use crate::options::FALLBACK_WSS_BYTES as FALLBACK_WSS;
 use crate::plan::Resolved;
-use crate::{sys, LoadError, LoadKind, LoadOptions, LoadPolicy};
+use crate::{sys, LoadKind, LoadOptions, LoadPolicy};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
@@ -26,7 +27,7 @@ fn human(b: u64) -> String {
 
 pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolved, LoadError> {
     if kinds.is_empty() {
-        return Err(LoadError::invalid("--load", "no load kind given"));
+        return Err(LoadError::invalid(LOAD, "no load kind given"));
     }
     let has = |k: LoadKind| kinds.iter().any(|x| x.parts().contains(&k));
 
@@ -38,15 +39,12 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
         for &c in &opts.cpus {
             if !online.contains(&c) {
                 return Err(LoadError::invalid(
-                    "--cpus",
+                    CPUS,
                     format!("CPU {c} is not online (online: {online:?})"),
                 ));
             }
             if seen.contains(&c) {
-                return Err(LoadError::invalid(
-                    "--cpus",
-                    format!("CPU {c} listed twice"),
-                ));
+                return Err(LoadError::invalid(CPUS, format!("CPU {c} listed twice")));
             }
             seen.push(c);
         }
@@ -56,21 +54,21 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
     if let LoadPolicy::Fifo(_) = opts.policy {
         if !opts.force {
             return Err(LoadError::invalid(
-                "--load-policy",
-                "a SCHED_FIFO load can starve the machine; add --force to confirm",
+                LOAD_POLICY,
+                format!("a SCHED_FIFO load can starve the machine; add {FORCE} to confirm"),
             ));
         }
         // RT throttling (sched_rt_runtime_us < sched_rt_period_us) is what still leaves the
         // machine some time; we never turn it off and refuse to run when someone else did.
         let rt = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").map_err(|e| {
             LoadError::invalid(
-                "--load-policy",
+                LOAD_POLICY,
                 format!("cannot read /proc/sys/kernel/sched_rt_runtime_us: {e}"),
             )
         })?;
         if rt.trim() == "-1" {
             return Err(LoadError::invalid(
-                "--load-policy",
+                LOAD_POLICY,
                 "fifo needs RT throttling on, but sched_rt_runtime_us is -1",
             ));
         }
@@ -79,13 +77,13 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
     if has(LoadKind::Hackbench) {
         if !(1..=100).contains(&opts.hackbench_groups) {
             return Err(LoadError::invalid(
-                "--hackbench-groups",
+                HACKBENCH_GROUPS,
                 format!("must be 1..=100, got {}", opts.hackbench_groups),
             ));
         }
         if !(1..=100).contains(&opts.hackbench_fds) {
             return Err(LoadError::invalid(
-                "--hackbench-fds",
+                HACKBENCH_FDS,
                 format!("must be 1..=100, got {}", opts.hackbench_fds),
             ));
         }
@@ -104,7 +102,7 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
     if has(LoadKind::CpuCache) {
         if !(MIN_WSS..=MAX_WSS).contains(&wss_bytes) {
             return Err(LoadError::invalid(
-                "--wss",
+                WSS,
                 format!("must be 4K..=64G bytes, got {wss_bytes}"),
             ));
         }
@@ -112,7 +110,7 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
             let total = wss_bytes.saturating_mul(cpus.len() as u64);
             if total > avail / 2 {
                 return Err(LoadError::invalid(
-                    "--wss",
+                    WSS,
                     format!(
                         "{} x {} workers = {} exceeds half of MemAvailable ({})",
                         human(wss_bytes),
@@ -132,14 +130,11 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
     if has(LoadKind::Net) {
         if opts.net_veth {
             if !rtscope_sys::system::is_root() {
-                return Err(LoadError::invalid(
-                    "--net-veth",
-                    "needs root (CAP_NET_ADMIN)",
-                ));
+                return Err(LoadError::invalid(NET_VETH, "needs root (CAP_NET_ADMIN)"));
             }
             if ip_command().is_none() {
                 return Err(LoadError::invalid(
-                    "--net-veth",
+                    NET_VETH,
                     "the 'ip' command (iproute2) was not found",
                 ));
             }
@@ -152,19 +147,19 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
     if has(LoadKind::Exec) {
         let Some(prog) = opts.exec_argv.first() else {
             return Err(LoadError::invalid(
-                "exec",
+                EXEC,
                 "needs a command: rtscope load exec -- CMD ARGS…",
             ));
         };
         let path = find_program(prog).ok_or_else(|| {
             LoadError::invalid(
-                "exec",
+                EXEC,
                 format!("command '{prog}' not found or not executable"),
             )
         })?;
         let cstr = |s: &str| {
             CString::new(s)
-                .map_err(|_| LoadError::invalid("exec", format!("argument {s:?} contains NUL")))
+                .map_err(|_| LoadError::invalid(EXEC, format!("argument {s:?} contains NUL")))
         };
         exec_path = Some(cstr(&path.to_string_lossy())?);
         for a in &opts.exec_argv {
@@ -172,7 +167,7 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
         }
     } else if !opts.exec_argv.is_empty() {
         return Err(LoadError::invalid(
-            "exec",
+            EXEC,
             "a command was given after -- but no 'exec' load was asked for",
         ));
     }
@@ -182,13 +177,13 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
         match bonnie_program() {
             Some(p) => {
                 bonnie = Some(CString::new(p.to_string_lossy().as_bytes()).map_err(|_| {
-                    LoadError::invalid("--disk-tool", "the bonnie++ path contains NUL")
+                    LoadError::invalid(DISK_TOOL, "the bonnie++ path contains NUL")
                 })?)
             }
             None if opts.disk_tool == crate::DiskTool::Bonnie => {
                 return Err(LoadError::invalid(
-                    "--disk-tool",
-                    "bonnie++ not found in PATH or /usr/sbin (apt-get install bonnie++), or use --disk-tool builtin",
+                    DISK_TOOL,
+                    format!("bonnie++ not found in PATH or /usr/sbin (apt-get install bonnie++), or use {DISK_TOOL} builtin"),
                 ))
             }
             None => {
@@ -220,10 +215,10 @@ fn bonnie_program() -> Option<PathBuf> {
 }
 
 fn check_scratch(dir: &Path, disk_bytes: u64) -> Result<(), LoadError> {
-    const F: &str = "--scratch-dir";
+    const F: Field = SCRATCH_DIR;
     if !(MIN_DISK..=MAX_DISK).contains(&disk_bytes) {
         return Err(LoadError::invalid(
-            "--disk-size",
+            DISK_SIZE,
             format!("must be 1M..=1T bytes, got {disk_bytes}"),
         ));
     }
@@ -258,7 +253,7 @@ fn check_scratch(dir: &Path, disk_bytes: u64) -> Result<(), LoadError> {
         return Err(LoadError::invalid(
             F,
             format!(
-                "{} has {} free; --disk-size {} needs {} (file + 64 MiB margin)",
+                "{} has {} free; {DISK_SIZE} {} needs {} (file + 64 MiB margin)",
                 dir.display(),
                 human(free),
                 human(disk_bytes),
@@ -277,7 +272,7 @@ fn check_port_free(port: u16) -> Result<(), LoadError> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(LoadError::PortInUse { port }),
         Err(e) => Err(LoadError::invalid(
-            "--net-port",
+            NET_PORT,
             format!("cannot bind {port}: {e}"),
         )),
     }

@@ -26,7 +26,7 @@ fn parse_table() {
     }
     for p in ["rr", "fifo:0", "fifo:100", "fifo:x"] {
         let e = p.parse::<LoadPolicy>().expect_err(p);
-        assert!(e.to_string().starts_with("--load-policy:"), "{e}");
+        assert!(e.to_string().starts_with("⟨load.load_policy⟩:"), "{e}");
     }
 }
 
@@ -55,13 +55,13 @@ fn validate_table() {
             "wss too small",
             k("cpu-cache"),
             with(&|o| o.wss_bytes = Some(100)),
-            "--wss: must be 4K..=64G",
+            "⟨load.wss⟩: must be 4K..=64G",
         ),
         (
             "wss too large",
             k("cpu-cache"),
             with(&|o| o.wss_bytes = Some(65 << 30)),
-            "--wss: must be 4K..=64G",
+            "⟨load.wss⟩: must be 4K..=64G",
         ),
         (
             "wss beyond memory",
@@ -73,7 +73,7 @@ fn validate_table() {
             "scratch missing",
             k("disk"),
             with(&|o| o.scratch_dir = PathBuf::from("/nonexistent/rtscope")),
-            "--scratch-dir: /nonexistent/rtscope",
+            "⟨load.scratch_dir⟩: /nonexistent/rtscope",
         ),
         (
             "scratch is a file",
@@ -85,13 +85,13 @@ fn validate_table() {
             "scratch too small",
             k("disk"),
             with(&|o| o.disk_bytes = 1 << 40),
-            "free; --disk-size",
+            "free; ⟨load.disk_size⟩",
         ),
         (
             "disk size zero",
             k("disk"),
             with(&|o| o.disk_bytes = 0),
-            "--disk-size: must be 1M..=1T",
+            "⟨load.disk_size⟩: must be 1M..=1T",
         ),
         (
             "port in use",
@@ -103,25 +103,25 @@ fn validate_table() {
             "cpu offline",
             k("cpu-cache"),
             with(&|o| o.cpus = vec![4095]),
-            "--cpus: CPU 4095 is not online",
+            "⟨load.cpus⟩: CPU 4095 is not online",
         ),
         (
             "cpu twice",
             k("hackbench"),
             with(&|o| o.cpus = vec![0, 0]),
-            "--cpus: CPU 0 listed twice",
+            "⟨load.cpus⟩: CPU 0 listed twice",
         ),
         (
             "fifo without force",
             k("cpu-cache"),
             with(&|o| o.policy = LoadPolicy::Fifo(1)),
-            "add --force",
+            "add ⟨load.force⟩",
         ),
         (
             "no hackbench groups",
             k("hackbench"),
             with(&|o| o.hackbench_groups = 0),
-            "--hackbench-groups: must be 1..=100",
+            "⟨load.hackbench_groups⟩: must be 1..=100",
         ),
         (
             "exec without command",

@@ -11,6 +11,7 @@ pub mod cpus;
 pub mod doctor;
 pub mod duration;
 pub mod event;
+pub mod field;
 pub mod histogram;
 pub mod json_keys;
 pub mod limits;

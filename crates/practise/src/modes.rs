@@ -14,6 +14,27 @@ use rtscope_session::privilege::Need;
 use rtscope_session::tool::{run_once, Begin, Made, Work};
 use std::path::{Path, PathBuf};
 
+rtscope_model::request_fields! {
+    /// The fields of a scheduler-lab request as its errors name them; the caller renders each
+    /// token ([`rtscope_model::field::render`]).
+    pub enum Field in "practise" {
+        Structure = "structure" => STRUCTURE,
+        Queue = "queue" => QUEUE,
+        Svg = "svg" => SVG,
+        EmulatedCpus = "emulated_cpus" => EMULATED_CPUS,
+        PArrival = "p_arrival" => P_ARRIVAL,
+        PFinish = "p_finish" => P_FINISH,
+        Cycle = "cycle" => CYCLE,
+        Duration = "duration" => DURATION,
+        CheckEvery = "check_every" => CHECK_EVERY,
+        Policy = "policy" => POLICY,
+        Load = "load" => LOAD,
+        Cpus = "cpus" => CPUS,
+        /// `trace record`'s event filter, named in the hint for a trace without scheduling events.
+        TraceKeep = "trace_keep" => TRACE_KEEP,
+    }
+}
+
 macro_rules! bad {
     ($($t:tt)*) => { VerbError::BadInput(format!($($t)*)) };
 }
@@ -56,34 +77,34 @@ fn setup(
 ) -> Result<(Setup, std::collections::BTreeMap<String, String>), VerbError> {
     let kinds = match c.structure.as_str() {
         "all" => st::ALL_STRUCTURES.to_vec(),
-        s => vec![st::StructureKind::parse(s).ok_or_else(|| bad!("--structure: unknown '{s}'"))?],
+        s => vec![st::StructureKind::parse(s).ok_or_else(|| bad!("{STRUCTURE}: unknown '{s}'"))?],
     };
-    let queue = QueueKind::parse(&c.queue).ok_or_else(|| bad!("--queue: unknown '{}'", c.queue))?;
+    let queue = QueueKind::parse(&c.queue).ok_or_else(|| bad!("{QUEUE}: unknown '{}'", c.queue))?;
     let fault = c.inject_fault.as_deref().and_then(st::Fault::parse);
     c.svg
         .as_ref()
-        .map_or(Ok(()), |p| input::output("--svg", p))?;
+        .map_or(Ok(()), |p| input::output(&SVG.to_string(), p))?;
     Ok(((kinds, queue, fault), out.validate()?))
 }
 
-/// The lab's refusals carry no flag names: the command line's are added here.
+/// The lab's refusals name no field: the request's are added here.
 fn config_err(e: crate::ConfigError) -> VerbError {
     use crate::ConfigError::*;
-    let flag = match &e {
-        NoCpus | EmulatedCpus { .. } => "--emulated-cpus",
+    let field = match &e {
+        NoCpus | EmulatedCpus { .. } => EMULATED_CPUS.to_string(),
         Probability {
             which: crate::Prob::Arrival,
             ..
-        } => "--p-arrival",
-        Probability { .. } => "--p-finish",
-        ProbabilitySum { .. } => "--p-arrival + --p-finish",
-        Cycle { .. } => "--cycle",
-        Duration { .. } => "-D/--duration",
-        CheckEvery { .. } => "--check-every",
-        CpupriUnderEdf => "--policy edf with --structure cpupri",
-        NoStructures => "--structure",
+        } => P_ARRIVAL.to_string(),
+        Probability { .. } => P_FINISH.to_string(),
+        ProbabilitySum { .. } => format!("{P_ARRIVAL} + {P_FINISH}"),
+        Cycle { .. } => CYCLE.to_string(),
+        Duration { .. } => DURATION.to_string(),
+        CheckEvery { .. } => CHECK_EVERY.to_string(),
+        CpupriUnderEdf => format!("{POLICY} edf with {STRUCTURE} cpupri"),
+        NoStructures => STRUCTURE.to_string(),
     };
-    bad!("{flag}: {e}")
+    bad!("{field}: {e}")
 }
 
 /// A random-events run: testing mode (checkers) or performance mode (per-operation costs).
@@ -94,7 +115,7 @@ pub fn random(
     out: &RecordOutputs,
 ) -> Result<(), VerbError> {
     let (setup, tags) = setup(c, out)?;
-    let online = input::cpus("--emulated-cpus", None)?;
+    let online = input::cpus(&EMULATED_CPUS.to_string(), None)?;
     let cfg = config(mode, a, setup, &online)?;
     run_once(Begin::live("practise", Need::Nothing, ""), out, |work| {
         let progress = &mut |l: &str| out.progress(l);
@@ -114,7 +135,7 @@ fn config(
 ) -> Result<crate::Config, VerbError> {
     let ms = match &a.emulated_cpus {
         Some(s) => rtscope_model::cpus::parse_cpu_list(s)
-            .map_err(|e| bad!("--emulated-cpus: {e} (a count or a list: 2, 1-2, 2,4,8)"))?
+            .map_err(|e| bad!("{EMULATED_CPUS}: {e} (a count or a list: 2, 1-2, 2,4,8)"))?
             .into_iter()
             .map(|m| m as usize)
             .collect(),
@@ -128,12 +149,12 @@ fn config(
         structures,
         queue,
         policy: crate::PolicyChoice::parse(&a.policy).unwrap_or(crate::PolicyChoice::Auto),
-        cycle_ns: ns("--cycle", &a.cycle, 1e-5, 10.0)?,
+        cycle_ns: ns(&CYCLE.to_string(), &a.cycle, 1e-5, 10.0)?,
         p_arrival: a.p_arrival,
         p_finish: a.p_finish,
-        duration_ns: ns("-D/--duration", &a.duration, 0.01, 86_400.0)?,
+        duration_ns: ns(&DURATION.to_string(), &a.duration, 0.01, 86_400.0)?,
         seed: a.seed.unwrap_or_else(rand_seed),
-        check_every_ns: ns("--check-every", &a.check_every, 1e-4, 10.0)?,
+        check_every_ns: ns(&CHECK_EVERY.to_string(), &a.check_every, 1e-4, 10.0)?,
         pin_cpus: online.to_vec(),
         fault,
     };
@@ -164,7 +185,7 @@ pub fn replay(file: &Path, c: &Common, out: &RecordOutputs) -> Result<(), VerbEr
                 @ (crate::PractiseError::NoSchedEvents | crate::PractiseError::TooManyCpus { .. }),
             ) => {
                 return Err(bad(&format!(
-                    "{e}; record one with `rtscope trace record --keep all`"
+                    "{e}; record one with `rtscope trace record {TRACE_KEEP} all`"
                 )))
             }
             r => r.map_err(VerbError::failed)?,
@@ -205,15 +226,15 @@ fn made(
 /// Time for `duration` under `load`: deadline (a SCHED_DEADLINE set: cpudl), fifo (a SCHED_FIFO
 /// set: cpupri) or none (whatever the machine runs).
 pub fn kernel(duration: &str, load: &str, out: &RecordOutputs) -> Result<(), VerbError> {
-    let d_s = input::duration_in("-D/--duration", duration, 0.01, 86_400.0)?;
+    let d_s = input::duration_in(&DURATION.to_string(), duration, 0.01, 86_400.0)?;
     let tags = out.validate()?;
     let policy = match load {
         "deadline" => Some(PolicyKind::Deadline),
         "fifo" => Some(PolicyKind::Fifo(PriorityOrder::RateMonotonic)),
         "none" => None,
-        l => return Err(bad!("--load: unknown '{l}' (deadline, fifo, none)")),
+        l => return Err(bad!("{LOAD}: unknown '{l}' (deadline, fifo, none)")),
     };
-    let cpus = input::cpus("--cpus", None)?;
+    let cpus = input::cpus(&CPUS.to_string(), None)?;
     let timing = rtscope_trace::kfuncs::attach().map_err(VerbError::failed)?;
     run_once(Begin::live("practise", Need::Nothing, ""), out, |clock| {
         let duration_ns = (d_s * 1e9) as u64;
@@ -309,43 +330,43 @@ mod tests {
                 crate::Mode::Perf,
                 random(),
                 common(),
-                "--emulated-cpus: 4 is out of range (1..=2: performance mode pins one emulated CPU per online CPU)",
+                "⟨practise.emulated_cpus⟩: 4 is out of range (1..=2: performance mode pins one emulated CPU per online CPU)",
             ),
             (
                 crate::Mode::Test,
                 Random { emulated_cpus: Some("x".into()), ..random() },
                 common(),
-                "--emulated-cpus: ",
+                "⟨practise.emulated_cpus⟩: ",
             ),
             (
                 crate::Mode::Test,
                 Random { p_arrival: 2.0, ..random() },
                 common(),
-                "--p-arrival: 2 is not a probability (0..=1)",
+                "⟨practise.p_arrival⟩: 2 is not a probability (0..=1)",
             ),
             (
                 crate::Mode::Test,
                 Random { p_arrival: 0.9, p_finish: 0.5, ..random() },
                 common(),
-                "--p-arrival + --p-finish: 0.9 + 0.5 = 1.4 exceeds 1",
+                "⟨practise.p_arrival⟩ + ⟨practise.p_finish⟩: 0.9 + 0.5 = 1.4 exceeds 1",
             ),
             (
                 crate::Mode::Test,
                 Random { cycle: "1us".into(), ..random() },
                 common(),
-                "--cycle: 1us is out of range",
+                "⟨practise.cycle⟩: 1us is out of range",
             ),
             (
                 crate::Mode::Test,
                 Random { policy: "edf".into(), ..random() },
                 Common { structure: "cpupri".into(), ..common() },
-                "--policy edf with --structure cpupri: cpupri tracks fixed priorities",
+                "⟨practise.policy⟩ edf with ⟨practise.structure⟩ cpupri: cpupri tracks fixed priorities",
             ),
             (
                 crate::Mode::Test,
                 random(),
                 Common { queue: "list".into(), ..common() },
-                "--queue: unknown 'list'",
+                "⟨practise.queue⟩: unknown 'list'",
             ),
         ];
         for (mode, a, c, want) in rows {

@@ -25,11 +25,22 @@ use std::time::Duration;
 
 pub use fallback::{replace_or_fallback, save_or_fallback, save_or_fallback_in, Saved};
 
+rtscope_model::request_fields! {
+    /// The inputs a store error names; the caller renders each token
+    /// ([`rtscope_model::field::render`]).
+    pub enum Field in "store" {
+        /// The results database (a path or a PostgreSQL URL).
+        Db = "db" => DB,
+        /// rtsl's SQLite databases read by the bound.
+        RtslDb = "rtsl_db" => RTSL_DB,
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("{location} is not an rtscope results database ({detail}); it was left untouched — pass another --db")]
+    #[error("{location} is not an rtscope results database ({detail}); it was left untouched — pass another {}", DB)]
     Foreign { location: String, detail: String },
-    #[error("{location} is corrupt or not a database ({detail}); it was left untouched — pass another --db")]
+    #[error("{location} is corrupt or not a database ({detail}); it was left untouched — pass another {}", DB)]
     Corrupt { location: String, detail: String },
     #[error("{location} has schema version {found}, newer than this rtscope supports ({supported}); upgrade rtscope")]
     TooNew {
@@ -37,9 +48,9 @@ pub enum StoreError {
         found: i64,
         supported: i64,
     },
-    #[error("--db: {0}")]
+    #[error("{db}: {0}", db = DB)]
     BadUrl(String),
-    #[error("no results database at {0} (nothing stored there yet; pass another --db)")]
+    #[error("no results database at {0} (nothing stored there yet; pass another {db})", db = DB)]
     Missing(String),
     /// The file exists but holds no tables yet (empty, or being created by a writer).
     #[error("{0} holds no stored runs yet (an empty database)")]
@@ -441,7 +452,7 @@ impl Store {
         })?;
         if !meta.is_file() {
             return Err(StoreError::Other(format!(
-                "{location} is not a file; pass a results database with --db"
+                "{location} is not a file; pass a results database with {DB}"
             )));
         }
         check_sqlite_size(path, &location)?;

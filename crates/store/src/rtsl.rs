@@ -52,7 +52,7 @@ fn sq(origin: &str) -> impl Fn(rusqlite::Error) -> RtslError + '_ {
 pub fn read_paths(paths: &[&Path]) -> Result<Vec<RawCpu>, RtslError> {
     let mut all: BTreeMap<u32, (String, RawCpu)> = BTreeMap::new();
     if paths.is_empty() {
-        return Err(bad("--rtsl-db", "no database given"));
+        return Err(bad(&crate::RTSL_DB.to_string(), "no database given"));
     }
     // One budget for all the files: what is built from them is kept together.
     let bytes = paths

@@ -8,6 +8,12 @@ pub mod rt;
 pub mod sync;
 pub mod tracefs;
 
+rtscope_model::request_fields! {
+    /// The fields every benchmark request shares, as its errors name them (the caller renders
+    /// each token, [`rtscope_model::field::render`]).
+    pub enum Field in "bench" { Cpu = "cpu" => CPU }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error(transparent)]
@@ -86,7 +92,7 @@ pub fn check_cpu(cpu: u32) -> Result<()> {
         .map_err(|e| BenchError::io("reading /sys/devices/system/cpu/online", e))?;
     if !online.contains(&cpu) {
         return Err(BenchError::Invalid(format!(
-            "--cpu: CPU {cpu} is not online (online: {online:?})"
+            "{CPU}: CPU {cpu} is not online (online: {online:?})"
         )));
     }
     Ok(())
@@ -121,10 +127,10 @@ pub trait Values {
 pub fn one_cpu<V: Values>(v: &V, spec: Option<&str>) -> std::result::Result<u32, V::Error> {
     match spec {
         None => Ok(default_cpu()),
-        Some(s) => match v.cpus("--cpu", Some(s))?.as_slice() {
+        Some(s) => match v.cpus(&CPU.to_string(), Some(s))?.as_slice() {
             [c] => Ok(*c),
             many => Err(BenchError::Invalid(format!(
-                "--cpu: this benchmark runs on one CPU, got {} ({s}); give one, e.g. --cpu {}",
+                "{CPU}: this benchmark runs on one CPU, got {} ({s}); give one, e.g. {CPU} {}",
                 many.len(),
                 many[many.len() - 1]
             ))
@@ -185,7 +191,7 @@ pub(crate) mod tests {
         assert_eq!(one_cpu(&NoMachine, None).unwrap(), default_cpu());
         assert_eq!(
             one_cpu(&NoMachine, Some("0-1")).unwrap_err().to_string(),
-            "--cpu: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. --cpu 1"
+            "⟨bench.cpu⟩: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. ⟨bench.cpu⟩ 1"
         );
     }
 }

@@ -66,6 +66,21 @@ pub const SHUFFLE_HOLD_NS: u64 = 1_000;
 /// The preempted thread's user-space loop between two preemptions.
 pub const PREEMPT_LOOP_NS: u64 = 1_000;
 
+rtscope_model::request_fields! {
+    /// The fields of a suite request ([`Flags`]) as its errors name them.
+    pub enum Field in "rhealstone" {
+        Priority = "priority" => PRIORITY,
+        Iterations = "iterations" => ITERATIONS,
+        IrqIterations = "irq_iterations" => IRQ_ITERATIONS,
+        TimerIntervalUs = "timer_interval_us" => TIMER_INTERVAL_US,
+        MediumBurstUs = "medium_burst_us" => MEDIUM_BURST_US,
+        Timeout = "timeout" => TIMEOUT,
+        Only = "only" => ONLY,
+        Variants = "variants" => VARIANTS_FIELD,
+        NoVariants = "no_variants" => NO_VARIANTS,
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub cpu: u32,
@@ -96,39 +111,39 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(BenchError::Invalid(m));
         if !(21..=99).contains(&self.priority_high) {
-            return bad(format!("--priority: must be 21..=99 (two lower priorities 10 and 20 below are used), got {}", self.priority_high));
+            return bad(format!("{PRIORITY}: must be 21..=99 (two lower priorities 10 and 20 below are used), got {}", self.priority_high));
         }
         if !(1..=100_000_000).contains(&self.iterations) {
             return bad(format!(
-                "--iterations: must be 1..=100000000, got {}",
+                "{ITERATIONS}: must be 1..=100000000, got {}",
                 self.iterations
             ));
         }
         if !(1..=100_000).contains(&self.irq_iterations) {
             return bad(format!(
-                "--irq-iterations: must be 1..=100000 (trace buffer), got {}",
+                "{IRQ_ITERATIONS}: must be 1..=100000 (trace buffer), got {}",
                 self.irq_iterations
             ));
         }
         if !(10_000..=10_000_000).contains(&self.timer_interval_ns) {
             return bad(format!(
-                "--timer-interval-us: must be 10..=10000 µs, got {} µs",
+                "{TIMER_INTERVAL_US}: must be 10..=10000 µs, got {} µs",
                 self.timer_interval_ns / 1000
             ));
         }
         if !(1_000..=10_000_000).contains(&self.medium_burst_ns) {
             return bad(format!(
-                "--medium-burst-us: must be 1..=10000 µs, got {} µs",
+                "{MEDIUM_BURST_US}: must be 1..=10000 µs, got {} µs",
                 self.medium_burst_ns / 1000
             ));
         }
         if !(100_000_000..=3_600_000_000_000).contains(&self.max_duration_ns) {
-            return bad("--timeout: must be 0.1s..=1h".to_string());
+            return bad(format!("{TIMEOUT}: must be 0.1s..=1h"));
         }
         for m in &self.only {
             if !METRICS.contains(&m.as_str()) {
                 return bad(format!(
-                    "--only: unknown metric '{m}' (one of {})",
+                    "{ONLY}: unknown metric '{m}' (one of {})",
                     METRICS.join(", ")
                 ));
             }
@@ -174,12 +189,14 @@ pub fn check_variants(
         return Ok(());
     }
     if no_variants {
-        return Err("--variants: cannot be combined with --no-variants".into());
+        return Err(format!(
+            "{VARIANTS_FIELD}: cannot be combined with {NO_VARIANTS}"
+        ));
     }
     for v in select {
         if !VARIANTS.iter().any(|(_, x)| x == v) {
             return Err(format!(
-                "--variants: unknown variant '{v}' (one of {})",
+                "{VARIANTS_FIELD}: unknown variant '{v}' (one of {})",
                 variant_names().join(", ")
             ));
         }
@@ -190,7 +207,7 @@ pub fn check_variants(
         .any(|(m, v)| runs(m) && select.iter().any(|s| s == v))
     {
         return Err(format!(
-            "--variants: none of {} belongs to a metric chosen by --only ({})",
+            "{VARIANTS_FIELD}: none of {} belongs to a metric chosen by {ONLY} ({})",
             select.join(", "),
             only.join(", ")
         ));
@@ -1132,13 +1149,13 @@ impl Flags {
         let secs = self.max_seconds;
         if !secs.is_finite() || !(0.1..=3600.0).contains(&secs) {
             return Err(
-                BenchError::Invalid(format!("--timeout: must be 0.1s..=1h, got {secs} s")).into(),
+                BenchError::Invalid(format!("{TIMEOUT}: must be 0.1s..=1h, got {secs} s")).into(),
             );
         }
         for m in &self.only {
             if !METRICS.contains(&m.as_str()) {
                 return Err(BenchError::Invalid(format!(
-                    "--only: unknown metric '{m}' (one of {})",
+                    "{ONLY}: unknown metric '{m}' (one of {})",
                     METRICS.join(", ")
                 ))
                 .into());
@@ -1221,7 +1238,7 @@ mod tests {
                     max_seconds: 0.0,
                     ..f.clone()
                 },
-                "--timeout: must be 0.1s..=1h, got 0 s".into(),
+                "⟨rhealstone.timeout⟩: must be 0.1s..=1h, got 0 s".into(),
             ),
             (
                 Flags {
@@ -1229,7 +1246,7 @@ mod tests {
                     ..f.clone()
                 },
                 format!(
-                    "--only: unknown metric 'bogus' (one of {})",
+                    "⟨rhealstone.only⟩: unknown metric 'bogus' (one of {})",
                     METRICS.join(", ")
                 ),
             ),
@@ -1239,7 +1256,7 @@ mod tests {
                     variants: vec!["setparam".into(), "bogus".into()],
                     ..f.clone()
                 },
-                "--variants: unknown variant 'bogus' (one of sched_yield, setparam, futex_wake, \
+                "⟨rhealstone.variants⟩: unknown variant 'bogus' (one of sched_yield, setparam, futex_wake, \
                  hrtimer_wake, sysv_msg, posix_mq, pipe, sysv_sem, posix_sem, futex, pi_mutex, \
                  no_pi_mutex, parallel_port, hrtimer_expire)"
                     .into(),
@@ -1249,7 +1266,7 @@ mod tests {
                     variants: vec!["setparam".into()],
                     ..f.clone()
                 },
-                "--variants: cannot be combined with --no-variants".into(),
+                "⟨rhealstone.variants⟩: cannot be combined with ⟨rhealstone.no_variants⟩".into(),
             ),
             (
                 Flags {
@@ -1257,7 +1274,7 @@ mod tests {
                     variants: vec!["sysv_sem".into()],
                     ..f.clone()
                 },
-                "--variants: none of sysv_sem belongs to a metric chosen by --only (task_switch)"
+                "⟨rhealstone.variants⟩: none of sysv_sem belongs to a metric chosen by ⟨rhealstone.only⟩ (task_switch)"
                     .into(),
             ),
         ];

@@ -96,7 +96,7 @@ pub enum CpusetError {
         state: String,
         cpus: String,
     },
-    #[error("cgroup v2: CPUs {group} are not all in the top cgroup's cpuset.cpus.effective ({available}); pass --cpus within it")]
+    #[error("cgroup v2: CPUs {group} are not all in the top cgroup's cpuset.cpus.effective ({available}); pass {} within it", super::field::CPUS)]
     CpusUnavailable { group: String, available: String },
     #[error("cpuset {path}: {source}")]
     Io {

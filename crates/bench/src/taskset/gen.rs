@@ -4,6 +4,7 @@
 //! or constrained deadlines. Pure: the caller passes the seed; ChaCha8 streams make a set
 //! reproducible from (seed, index) on any machine.
 
+use super::field::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rtscope_model::taskset::{GenInfo, Task, TaskSet};
@@ -85,19 +86,19 @@ pub fn validate(p: &GenParams) -> Result<(), GenError> {
     }
     if !(p.utilisation > 0.0 && p.utilisation.is_finite()) {
         return bad(format!(
-            "-u: utilisation must be > 0, got {}",
+            "{UTILISATION}: utilisation must be > 0, got {}",
             p.utilisation
         ));
     }
     if !(p.umax > 0.0 && p.umax <= 1.0) {
         return bad(format!(
-            "--umax: per-task utilisation cap must be in (0, 1], got {}",
+            "{UMAX}: per-task utilisation cap must be in (0, 1], got {}",
             p.umax
         ));
     }
     if p.utilisation > p.n as f64 * p.umax + 1e-12 {
         return bad(format!(
-            "-u: U = {} cannot be split into {} tasks of U_i ≤ {} (max {})",
+            "{UTILISATION}: U = {} cannot be split into {} tasks of U_i ≤ {} (max {})",
             p.utilisation,
             p.n,
             p.umax,
@@ -107,20 +108,20 @@ pub fn validate(p: &GenParams) -> Result<(), GenError> {
     if p.period_set_ns.is_empty() {
         if p.tmin_ns == 0 || p.tmin_ns > p.tmax_ns {
             return bad(format!(
-                "--tmin/--tmax: need 0 < Tmin ≤ Tmax, got Tmin = {} µs, Tmax = {} µs",
+                "{TMIN_MS}/{TMAX_MS}: need 0 < Tmin ≤ Tmax, got Tmin = {} µs, Tmax = {} µs",
                 p.tmin_ns / 1000,
                 p.tmax_ns / 1000
             ));
         }
     } else if p.period_set_ns.contains(&0) {
-        return bad("--periods: every period must be > 0".into());
+        return bad(format!("{PERIODS_MS}: every period must be > 0"));
     }
     if p.granularity_ns == 0 {
-        return bad("--period-gran-us: must be ≥ 1".into());
+        return bad(format!("{PERIOD_GRAN_US}: must be ≥ 1"));
     }
     if !(0.0..=1.0).contains(&p.dmin_frac) {
         return bad(format!(
-            "--dmin-frac: must be in [0, 1], got {}",
+            "{DMIN_FRAC}: must be in [0, 1], got {}",
             p.dmin_frac
         ));
     }
@@ -129,7 +130,7 @@ pub fn validate(p: &GenParams) -> Result<(), GenError> {
         // Every task gets C_min on top of its scaled share: n·C_min/T_min must leave room.
         if p.n as f64 * cmin as f64 / tmin as f64 >= p.utilisation {
             return bad(format!(
-                "--cmin-us: n·C_min/T_min = {}·{}/{} ≥ U = {}: C_min leaves no utilisation to share",
+                "{CMIN_US}: n·C_min/T_min = {}·{}/{} ≥ U = {}: C_min leaves no utilisation to share",
                 p.n,
                 cmin,
                 tmin,
@@ -137,7 +138,7 @@ pub fn validate(p: &GenParams) -> Result<(), GenError> {
             ));
         }
         if cmin as f64 / tmin as f64 > p.umax {
-            return bad("--cmin-us: C_min/T_min exceeds --umax".into());
+            return bad(format!("{CMIN_US}: C_min/T_min exceeds {UMAX}"));
         }
     }
     Ok(())
@@ -271,7 +272,7 @@ pub fn generate(p: &GenParams) -> Result<TaskSet, GenError> {
     let share = p.utilisation - reserve;
     if share <= 0.0 {
         return Err(GenError::Invalid(format!(
-            "--cmin-us: Σ C_min/T_i = {reserve:.4} ≥ U = {}",
+            "{CMIN_US}: Σ C_min/T_i = {reserve:.4} ≥ U = {}",
             p.utilisation
         )));
     }
@@ -280,7 +281,7 @@ pub fn generate(p: &GenParams) -> Result<TaskSet, GenError> {
     let cap = (p.umax - cmin / tmin).min(share);
     if share > cap * n as f64 + 1e-12 {
         return Err(GenError::Invalid(format!(
-            "-u: after C_min rescaling U' = {share:.4} exceeds n·(umax − C_min/T_min) = {:.4}",
+            "{UTILISATION}: after C_min rescaling U' = {share:.4} exceeds n·(umax − C_min/T_min) = {:.4}",
             cap * n as f64
         )));
     }

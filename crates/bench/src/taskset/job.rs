@@ -5,6 +5,7 @@
 //! durations, input and output files, privileges) are resolved by the caller's one rule for each
 //! ([`crate::common::Values`]).
 
+use super::field::*;
 use super::{
     gen, rtapp, rtapp_engine, work::Access, PlacementKind, PolicyKind, RunOptions, RunPlan,
 };
@@ -71,13 +72,13 @@ where
     let ext = if toml_format { "toml" } else { "json" };
     match (&g.output, g.count) {
         (None, 1) => Ok(Generated::Text(write_set(&sets[0], toml_format)?)),
-        (None, _) => Err(bad("--count > 1 needs -o DIR".into()).into()),
+        (None, _) => Err(bad(format!("{COUNT} > 1 needs {OUTPUT} DIR")).into()),
         (Some(p), 1) if !p.is_dir() && !p.to_string_lossy().ends_with('/') => {
             v.write(p, write_set(&sets[0], toml_format)?.as_bytes())?;
             Ok(Generated::Written(None))
         }
         (Some(dir), _) => {
-            v.output_dir("-o", dir)?;
+            v.output_dir(&OUTPUT.to_string(), dir)?;
             for (i, s) in sets.iter().enumerate() {
                 let p = dir.join(format!("set-{i:03}.{ext}"));
                 v.write(&p, write_set(s, toml_format)?.as_bytes())?;
@@ -98,7 +99,7 @@ pub fn gen_params(g: &GenFlags) -> Result<gen::GenParams, TasksetError> {
         "uunifast-discard" | "uunifast" => gen::Method::UUniFastDiscard,
         m => {
             return Err(bad(format!(
-                "--method: randfixedsum or uunifast-discard, got '{m}'"
+                "{METHOD}: randfixedsum or uunifast-discard, got '{m}'"
             )))
         }
     };
@@ -107,12 +108,12 @@ pub fn gen_params(g: &GenFlags) -> Result<gen::GenParams, TasksetError> {
         "constrained" => true,
         d => {
             return Err(bad(format!(
-                "--deadlines: implicit or constrained, got '{d}'"
+                "{DEADLINES}: implicit or constrained, got '{d}'"
             )))
         }
     };
     if !["json", "toml"].contains(&g.format.as_str()) {
-        return Err(bad(format!("--format: json or toml, got '{}'", g.format)));
+        return Err(bad(format!("{FORMAT}: json or toml, got '{}'", g.format)));
     }
     let ms = |x: f64, name: &str| -> Result<u64, TasksetError> {
         if !(x > 0.0 && x <= 3_600_000.0) {
@@ -120,12 +121,12 @@ pub fn gen_params(g: &GenFlags) -> Result<gen::GenParams, TasksetError> {
         }
         Ok((x * 1e6).round() as u64)
     };
-    let tmin = ms(g.tmin_ms, "--tmin-ms")?;
-    let tmax = ms(g.tmax_ms, "--tmax-ms")?;
+    let tmin = ms(g.tmin_ms, &TMIN_MS.to_string())?;
+    let tmax = ms(g.tmax_ms, &TMAX_MS.to_string())?;
     let period_set = g
         .periods_ms
         .iter()
-        .map(|&p| ms(p, "--periods-ms"))
+        .map(|&p| ms(p, &PERIODS_MS.to_string()))
         .collect::<Result<Vec<u64>, _>>()?;
     let cpus = match g.cpu_count {
         Some(c) => c,
@@ -135,15 +136,15 @@ pub fn gen_params(g: &GenFlags) -> Result<gen::GenParams, TasksetError> {
     };
     if g.utilisation > cpus as f64 {
         return Err(bad(format!(
-            "-u: U = {} exceeds the {cpus} CPUs the set is for (--cpu-count): infeasible on any scheduler",
+            "{UTILISATION}: U = {} exceeds the {cpus} CPUs the set is for ({CPU_COUNT}): infeasible on any scheduler",
             g.utilisation
         )));
     }
     if g.count < 1 || g.count > 100_000 {
-        return Err(bad(format!("--count: must be 1..=100000, got {}", g.count)));
+        return Err(bad(format!("{COUNT}: must be 1..=100000, got {}", g.count)));
     }
     if g.period_gran_us == 0 {
-        return Err(bad("--period-gran-us: must be ≥ 1".into()));
+        return Err(bad(format!("{PERIOD_GRAN_US}: must be ≥ 1")));
     }
     let p = gen::GenParams {
         n: g.n,
@@ -193,19 +194,19 @@ impl PlanFlags {
         let order = match self.priorities.as_str() {
             "rm" => PriorityOrder::RateMonotonic,
             "dm" => PriorityOrder::DeadlineMonotonic,
-            o => return Err(bad(format!("--priorities: rm or dm, got '{o}'"))),
+            o => return Err(bad(format!("{PRIORITIES}: rm or dm, got '{o}'"))),
         };
         let policy = match self.policy.as_str() {
             "deadline" => PolicyKind::Deadline,
             "fifo" => PolicyKind::Fifo(order),
             "other" | "cfs" => PolicyKind::Other,
-            o => return Err(bad(format!("--policy: deadline, fifo or other, got '{o}'"))),
+            o => return Err(bad(format!("{POLICY}: deadline, fifo or other, got '{o}'"))),
         };
         let fit = match self.fit.as_str() {
             "first" | "first-fit" => Fit::FirstFit,
             "best" | "best-fit" => Fit::BestFit,
             "worst" | "worst-fit" => Fit::WorstFit,
-            f => return Err(bad(format!("--fit: first, best or worst, got '{f}'"))),
+            f => return Err(bad(format!("{FIT}: first, best or worst, got '{f}'"))),
         };
         let placement = match self.placement.as_str() {
             "global" => PlacementKind::Global,
@@ -216,31 +217,31 @@ impl PlanFlags {
             },
             o => {
                 return Err(bad(format!(
-                    "--placement: global, partitioned or clustered, got '{o}'"
+                    "{PLACEMENT}: global, partitioned or clustered, got '{o}'"
                 )))
             }
         };
         if !["policy", "deadline"].contains(&self.bin_test.as_str()) {
             return Err(bad(format!(
-                "--bin-test: policy or deadline, got '{}'",
+                "{BIN_TEST}: policy or deadline, got '{}'",
                 self.bin_test
             )));
         }
         if self.margin_us > 100_000 {
             return Err(bad(format!(
-                "--margin-us: must be 0..=100000, got {}",
+                "{MARGIN_US}: must be 0..=100000, got {}",
                 self.margin_us
             )));
         }
         if !(1.0..=2.0).contains(&self.margin) {
             return Err(bad(format!(
-                "--margin: must be in [1, 2], got {}",
+                "{MARGIN}: must be in [1, 2], got {}",
                 self.margin
             )));
         }
         if !(0.0..=100_000.0).contains(&self.inflate_us) {
             return Err(bad(format!(
-                "--inflate-us: must be in [0, 100000], got {}",
+                "{INFLATE_US}: must be in [0, 100000], got {}",
                 self.inflate_us
             )));
         }
@@ -301,12 +302,14 @@ fn topology_clusters(
         return Ok((cpus, placement, None));
     };
     let PlacementKind::Clustered { fit, .. } = placement else {
-        return Err(bad("--cluster-by: only with --placement clustered".into()));
+        return Err(bad(format!(
+            "{CLUSTER_BY}: only with {PLACEMENT} clustered"
+        )));
     };
     if p.cluster_size != 1 {
-        return Err(bad(
-            "--cluster-by: give it or --cluster-size, not both".into()
-        ));
+        return Err(bad(format!(
+            "{CLUSTER_BY}: give it or {CLUSTER_SIZE}, not both"
+        )));
     }
     let share: super::topology::Share = by.parse()?;
     let sharing = super::topology::read_sharing(share, &cpus);
@@ -326,7 +329,7 @@ where
 {
     let set = read_set(path)?;
     let (policy, placement) = p.resolve()?;
-    let cpus = v.cpus("--cpus", p.cpus.as_deref())?;
+    let cpus = v.cpus(&CPUS.to_string(), p.cpus.as_deref())?;
     let (cpus, placement, _) = topology_clusters(p, cpus, placement)?;
     let (admission, lim) = super::runner::admission_info(
         cpus.len() as u32,
@@ -526,26 +529,26 @@ pub fn prepare<V: Values>(r: &RunFlags, v: &V) -> Result<Prepared, V::Error>
 where
     V::Error: From<TasksetError>,
 {
-    let cpus = v.cpus("--cpus", r.plan.cpus.as_deref())?;
+    let cpus = v.cpus(&CPUS.to_string(), r.plan.cpus.as_deref())?;
     let access = match r.access.as_str() {
         "seq" | "sequential" => Access::Sequential,
         "random" => Access::Random,
-        a => return Err(bad(format!("--access: seq or random, got '{a}'")).into()),
+        a => return Err(bad(format!("{ACCESS}: seq or random, got '{a}'")).into()),
     };
     let work_by_cputime = match r.work.as_str() {
         "calibrated" => false,
         "cputime" => true,
-        w => return Err(bad(format!("--work: calibrated or cputime, got '{w}'")).into()),
+        w => return Err(bad(format!("{WORK}: calibrated or cputime, got '{w}'")).into()),
     };
     if !(1..=1024 * 1024).contains(&r.wss_kb) {
-        return Err(bad(format!("--wss-kb: must be 1..=1048576, got {}", r.wss_kb)).into());
+        return Err(bad(format!("{WSS_KB}: must be 1..=1048576, got {}", r.wss_kb)).into());
     }
     let (policy, placement) = r.plan.resolve()?;
     let (cpus, placement, topology_note) = topology_clusters(&r.plan, cpus, placement)?;
-    let online = v.cpus("--cpus", None)?;
+    let online = v.cpus(&CPUS.to_string(), None)?;
     if policy == PolicyKind::Deadline && placement == PlacementKind::Global && cpus != online {
         return Err(bad(format!(
-            "--cpus: global SCHED_DEADLINE runs on its whole root domain (CPUs {online:?}); the kernel refuses narrower affinities — use --placement partitioned or clustered"
+            "{CPUS}: global SCHED_DEADLINE runs on its whole root domain (CPUs {online:?}); the kernel refuses narrower affinities — use {PLACEMENT} partitioned or clustered"
         ))
         .into());
     }
@@ -564,14 +567,14 @@ where
             (plan, set, path.display().to_string(), None, Vec::new())
         }
         (None, Some(path)) => {
-            let text = v.read("--rt-app", path)?;
+            let text = v.read(&RT_APP.to_string(), path)?;
             let binary = match r.engine.as_deref() {
                 Some("native") => None,
                 Some("rt-app") => Some(rtapp_engine::find_binary().ok_or_else(|| {
-                    bad("--engine rt-app: rt-app is not installed (no executable 'rt-app' on PATH); install it or give --engine native".into())
+                    bad(format!("{ENGINE} rt-app: rt-app is not installed (no executable 'rt-app' on PATH); install it or give {ENGINE} native"))
                 })?),
                 None => rtapp_engine::find_binary(),
-                Some(e) => return Err(bad(format!("--engine: rt-app or native, got '{e}'")).into()),
+                Some(e) => return Err(bad(format!("{ENGINE}: rt-app or native, got '{e}'")).into()),
             };
             match binary {
                 None => {
@@ -586,11 +589,11 @@ where
                 }
                 Some(binary) => {
                     let d = match &r.duration {
-                        Some(d) => Some(v.duration("--duration", d, 0.5, 600.0)?),
+                        Some(d) => Some(v.duration(&DURATION.to_string(), d, 0.5, 600.0)?),
                         None => None,
                     };
                     let (job, mut notes) = rtapp_engine::prepare(&text, path, binary, d)
-                        .map_err(|e| bad(format!("--rt-app {}: {e}", path.display())))?;
+                        .map_err(|e| bad(format!("{RT_APP} {}: {e}", path.display())))?;
                     // The native reading of a periodic file gives the predictions beside
                     // rt-app's observation; other files run without them.
                     let (plan, set) = match rt_app_plan(&text, path, &cpus) {
@@ -620,17 +623,22 @@ where
                 }
             }
         }
-        _ => return Err(bad("taskset run: give a task-set FILE or --rt-app FILE".into()).into()),
+        _ => {
+            return Err(bad(format!(
+                "taskset run: give a task-set FILE or {RT_APP} FILE"
+            ))
+            .into())
+        }
     };
     notes.extend(topology_note);
     let duration = match &r.duration {
-        Some(d) => Some(v.duration("--duration", d, 0.5, 600.0)?),
+        Some(d) => Some(v.duration(&DURATION.to_string(), d, 0.5, 600.0)?),
         None => None,
     }
     .or(file_duration)
     .unwrap_or(3.0);
     if !(0.5..=600.0).contains(&duration) {
-        return Err(bad(format!("--duration: must be 0.5..=600 s, got {duration}")).into());
+        return Err(bad(format!("{DURATION}: must be 0.5..=600 s, got {duration}")).into());
     }
     // Parameters sched_setattr would refuse once the threads are up: refused here instead.
     super::plan::dl_periods_admitted(&plan.specs, super::kernel::dl_period_limits_ns())
@@ -698,7 +706,7 @@ fn rt_app_plan(
     cpus: &[u32],
 ) -> Result<(RunPlan, TaskSet, Option<f64>, Vec<String>), TasksetError> {
     let w =
-        rtapp::parse(text, cpus).map_err(|e| bad(format!("--rt-app {}: {e}", path.display())))?;
+        rtapp::parse(text, cpus).map_err(|e| bad(format!("{RT_APP} {}: {e}", path.display())))?;
     let set = TaskSet {
         schema_version: rtscope_model::SCHEMA_VERSION,
         tasks: w.specs.iter().map(|s| s.task.clone()).collect(),
@@ -707,7 +715,7 @@ fn rt_app_plan(
     let u = set.utilisation();
     if u > cpus.len() as f64 {
         return Err(bad(format!(
-            "--rt-app: U = {u:.4} > {} CPUs: infeasible",
+            "{RT_APP}: U = {u:.4} > {} CPUs: infeasible",
             cpus.len()
         )));
     }
@@ -733,7 +741,7 @@ fn rt_app_plan(
             .iter()
             .any(|s| matches!(s.policy, ThreadPolicy::Deadline { .. }))
     {
-        return Err(bad("--rt-app: SCHED_DEADLINE threads cannot be pinned to one CPU through 'cpus' (the kernel refuses affinities narrower than the root domain); drop 'cpus' or use a task-set file with --placement partitioned".into()));
+        return Err(bad(format!("{RT_APP}: SCHED_DEADLINE threads cannot be pinned to one CPU through 'cpus' (the kernel refuses affinities narrower than the root domain); drop 'cpus' or use a task-set file with {PLACEMENT} partitioned")));
     }
     let plan = RunPlan {
         placement: rtscope_model::taskset::Placement {
@@ -917,21 +925,21 @@ mod tests {
         let rows: Vec<(GenFlags, &str)> = vec![
             (
                 GenFlags { utilisation: 3.0, ..gen_flags() },
-                "-u: U = 3 exceeds the 2 CPUs the set is for (--cpu-count): infeasible on any scheduler",
+                "⟨taskset.utilisation⟩: U = 3 exceeds the 2 CPUs the set is for (⟨taskset.cpu_count⟩): infeasible on any scheduler",
             ),
             (
                 GenFlags { tmin_ms: 0.0, ..gen_flags() },
-                "--tmin-ms: must be in (0, 3600000] ms, got 0",
+                "⟨taskset.tmin_ms⟩: must be in (0, 3600000] ms, got 0",
             ),
             (
                 GenFlags { periods_ms: vec![-1.0], ..gen_flags() },
-                "--periods-ms: must be in (0, 3600000] ms, got -1",
+                "⟨taskset.periods_ms⟩: must be in (0, 3600000] ms, got -1",
             ),
-            (GenFlags { count: 0, ..gen_flags() }, "--count: must be 1..=100000, got 0"),
-            (GenFlags { period_gran_us: 0, ..gen_flags() }, "--period-gran-us: must be ≥ 1"),
+            (GenFlags { count: 0, ..gen_flags() }, "⟨taskset.count⟩: must be 1..=100000, got 0"),
+            (GenFlags { period_gran_us: 0, ..gen_flags() }, "⟨taskset.period_gran_us⟩: must be ≥ 1"),
             (
                 GenFlags { method: "x".into(), ..gen_flags() },
-                "--method: randfixedsum or uunifast-discard, got 'x'",
+                "⟨taskset.method⟩: randfixedsum or uunifast-discard, got 'x'",
             ),
         ];
         for (f, want) in rows {
@@ -945,7 +953,7 @@ mod tests {
                 },
                 &Fixed
             )),
-            "--count > 1 needs -o DIR"
+            "⟨taskset.count⟩ > 1 needs ⟨taskset.output⟩ DIR"
         );
     }
 
@@ -1035,28 +1043,28 @@ mod tests {
                     margin: 3.0,
                     ..plan_flags()
                 },
-                "--margin: must be in [1, 2], got 3",
+                "⟨taskset.margin⟩: must be in [1, 2], got 3",
             ),
             (
                 PlanFlags {
                     margin_us: 200_000,
                     ..plan_flags()
                 },
-                "--margin-us: must be 0..=100000, got 200000",
+                "⟨taskset.margin_us⟩: must be 0..=100000, got 200000",
             ),
             (
                 PlanFlags {
                     inflate_us: -1.0,
                     ..plan_flags()
                 },
-                "--inflate-us: must be in [0, 100000], got -1",
+                "⟨taskset.inflate_us⟩: must be in [0, 100000], got -1",
             ),
             (
                 PlanFlags {
                     bin_test: "x".into(),
                     ..plan_flags()
                 },
-                "--bin-test: policy or deadline, got 'x'",
+                "⟨taskset.bin_test⟩: policy or deadline, got 'x'",
             ),
         ];
         for (f, want) in bad_rows {
@@ -1106,28 +1114,28 @@ mod tests {
                     wss_kb: 0,
                     ..base.clone()
                 },
-                "--wss-kb: must be 1..=1048576, got 0".into(),
+                "⟨taskset.wss_kb⟩: must be 1..=1048576, got 0".into(),
             ),
             (
                 RunFlags {
                     access: "x".into(),
                     ..base.clone()
                 },
-                "--access: seq or random, got 'x'".into(),
+                "⟨taskset.access⟩: seq or random, got 'x'".into(),
             ),
             (
                 RunFlags {
                     set: None,
                     ..base.clone()
                 },
-                "taskset run: give a task-set FILE or --rt-app FILE".into(),
+                "taskset run: give a task-set FILE or ⟨taskset.rt_app⟩ FILE".into(),
             ),
             (
                 RunFlags {
                     duration: Some("11m".into()),
                     ..base.clone()
                 },
-                "--duration: 11m is out of range (500ms ..= 10m)".into(),
+                "⟨taskset.duration⟩: 11m is out of range (500ms ..= 10m)".into(),
             ),
             (
                 RunFlags {

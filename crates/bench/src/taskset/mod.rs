@@ -14,6 +14,53 @@ pub mod sweep;
 pub mod topology;
 pub mod work;
 
+/// The fields of a task-set request (`gen`, `check`, `run`, `sweep`) as its errors name them;
+/// the caller renders each token ([`rtscope_model::field::render`]).
+pub mod field {
+    rtscope_model::request_fields! {
+        pub enum Field in "taskset" {
+            Access = "access" => ACCESS,
+            BinTest = "bin_test" => BIN_TEST,
+            ClusterBy = "cluster_by" => CLUSTER_BY,
+            ClusterSize = "cluster_size" => CLUSTER_SIZE,
+            CminUs = "cmin_us" => CMIN_US,
+            Count = "count" => COUNT,
+            CpuCount = "cpu_count" => CPU_COUNT,
+            Cpus = "cpus" => CPUS,
+            Deadlines = "deadlines" => DEADLINES,
+            DminFrac = "dmin_frac" => DMIN_FRAC,
+            Duration = "duration" => DURATION,
+            Engine = "engine" => ENGINE,
+            FairServerUs = "fair_server_us" => FAIR_SERVER_US,
+            Fit = "fit" => FIT,
+            Format = "format" => FORMAT,
+            InflateUs = "inflate_us" => INFLATE_US,
+            Loads = "loads" => LOADS,
+            MarginUs = "margin_us" => MARGIN_US,
+            Margin = "margin" => MARGIN,
+            Method = "method" => METHOD,
+            NoProbe = "no_probe" => NO_PROBE,
+            Output = "output" => OUTPUT,
+            PeriodGranUs = "period_gran_us" => PERIOD_GRAN_US,
+            PeriodsMs = "periods_ms" => PERIODS_MS,
+            Placement = "placement" => PLACEMENT,
+            Policies = "policies" => POLICIES,
+            Policy = "policy" => POLICY,
+            Priorities = "priorities" => PRIORITIES,
+            RtApp = "rt_app" => RT_APP,
+            RtRuntimeUs = "rt_runtime_us" => RT_RUNTIME_US,
+            Sets = "sets" => SETS,
+            TasksPerCpu = "tasks_per_cpu" => TASKS_PER_CPU,
+            TmaxMs = "tmax_ms" => TMAX_MS,
+            TminMs = "tmin_ms" => TMIN_MS,
+            Umax = "umax" => UMAX,
+            Utilisation = "utilisation" => UTILISATION,
+            Work = "work" => WORK,
+            WssKb = "wss_kb" => WSS_KB,
+        }
+    }
+}
+
 pub use plan::{
     plan, predict, PlacementKind, PolicyKind, Release, RunPlan, Segment, TaskSpec, ThreadPolicy,
 };

@@ -1,6 +1,7 @@
 //! From a task set, a policy and a placement to one thread specification per task, plus the
 //! predictions of the schedulability tests for exactly that configuration.
 
+use super::field::*;
 use super::TasksetError;
 use rtscope_analysis::sched::{self, Fit, KernelLimits, PartitionTest, PriorityOrder};
 use rtscope_model::taskset::{Placement, Task, TaskSet, TestResult, Verdict};
@@ -165,7 +166,7 @@ pub fn plan_with(
     let tasks = &set.tasks;
     let m = cpus.len();
     if m == 0 {
-        return Err(TasksetError::Invalid("--cpus: no CPU to run on".into()));
+        return Err(TasksetError::Invalid(format!("{CPUS}: no CPU to run on")));
     }
     let u = set.utilisation();
     if u > m as f64 + 1e-9 {
@@ -195,13 +196,13 @@ pub fn plan_with(
                 },
             };
             let a = sched::partition(tasks, m, fit, test)
-                .map_err(|e| TasksetError::Invalid(format!("--placement partitioned: {e}")))?;
+                .map_err(|e| TasksetError::Invalid(format!("{PLACEMENT} partitioned: {e}")))?;
             (cpus.iter().map(|&c| vec![c]).collect(), a, fit.name())
         }
         PlacementKind::Clustered { size, fit } => {
             if size == 0 || (m / size as usize) * size as usize != m {
                 return Err(TasksetError::Invalid(format!(
-                    "--cluster-size: {size} does not divide the {m} CPUs of the run"
+                    "{CLUSTER_SIZE}: {size} does not divide the {m} CPUs of the run"
                 )));
             }
             let clusters: Vec<Vec<u32>> = cpus.chunks(size as usize).map(|c| c.to_vec()).collect();
@@ -214,7 +215,7 @@ pub fn plan_with(
                     capacity: cap + tol / size as f64,
                 },
             )
-            .map_err(|e| TasksetError::Invalid(format!("--placement clustered: {e}")))?;
+            .map_err(|e| TasksetError::Invalid(format!("{PLACEMENT} clustered: {e}")))?;
             (clusters, a, fit.name())
         }
     };
@@ -280,7 +281,7 @@ fn build(
         PolicyKind::Fifo(order) => {
             if tasks.len() > FIFO_TOP as usize {
                 return Err(TasksetError::Invalid(format!(
-                    "--policy fifo: {} tasks need distinct priorities, at most {FIFO_TOP}",
+                    "{POLICY} fifo: {} tasks need distinct priorities, at most {FIFO_TOP}",
                     tasks.len()
                 )));
             }
@@ -322,7 +323,7 @@ fn build(
     }
     if needs_rd {
         kernel_admits_groups(&specs, assign, groups_cpus, limits).map_err(|e| {
-            TasksetError::Invalid(format!("--placement {}: {e}", placement_name(placement)))
+            TasksetError::Invalid(format!("{PLACEMENT} {}: {e}", placement_name(placement)))
         })?;
     }
     let scopes = groups_cpus
@@ -487,7 +488,7 @@ pub fn kernel_admits_groups(
             .sum();
         if asked + m * fair > m * limit {
             return Err(format!(
-                "{}: the kernel would refuse these reservations: Σ to_ratio(P, Q) = {asked} + {m} × {fair} (fair server) > {m} × {limit} (sched_rt_runtime/sched_rt_period), in units of 2^-20 (BW_SHIFT = 20); runtimes are C × margin + margin-us: lower --margin/--margin-us or the load",
+                "{}: the kernel would refuse these reservations: Σ to_ratio(P, Q) = {asked} + {m} × {fair} (fair server) > {m} × {limit} (sched_rt_runtime/sched_rt_period), in units of 2^-20 (BW_SHIFT = 20); runtimes are C × margin + margin-us: lower {MARGIN}/{MARGIN_US} or the load",
                 scope_name(cpus)
             ));
         }

@@ -279,7 +279,7 @@ const UNSUPPORTED_EVENTS: &[&str] = &[
 ];
 
 /// What the native engine cannot run exactly: refused with this advice.
-pub const ENGINE_HINT: &str = "run the file with rt-app itself (--engine rt-app)";
+pub const ENGINE_HINT: &str = "run the file with rt-app itself (⟨taskset.engine⟩ rt-app)";
 
 struct Pattern {
     segments: Vec<Segment>,
@@ -847,7 +847,7 @@ mod tests {
         assert!(bad(
             r#"{"tasks": {"a": {"run": 1, "lock": "m", "timer": {"ref":"x","period":10}}}}"#
         )
-        .contains("not 'lock': run the file with rt-app itself (--engine rt-app)"));
+        .contains("not 'lock': run the file with rt-app itself (⟨taskset.engine⟩ rt-app)"));
         assert!(bad(r#"{"tasks": {"a": {"run": 1, "timer": {"ref":"x","period":10}}}, "global": {"durtion": 3}}"#).contains("global.durtion"));
         assert!(bad(r#"{"tasks": {"a": {"run": 1, "sleep": 10}}}"#).contains("no timer"));
         assert!(
@@ -994,7 +994,8 @@ mod tests {
         .unwrap_err()
         .0;
         assert!(
-            e.contains("events both before and after the timer") && e.contains("--engine rt-app"),
+            e.contains("events both before and after the timer")
+                && e.contains("⟨taskset.engine⟩ rt-app"),
             "{e}"
         );
     }
@@ -1006,11 +1007,12 @@ mod tests {
             "p1": {"run": 1000, "timer": {"ref": "u", "period": 10000}},
             "p2": {"run": 2000, "timer": {"ref": "u", "period": 10000}}}}}}"#;
         assert!(
-            bad(two).contains("tasks.a.phases: 2 phases") && bad(two).contains("--engine rt-app")
+            bad(two).contains("tasks.a.phases: 2 phases")
+                && bad(two).contains("⟨taskset.engine⟩ rt-app")
         );
         let e = bad(r#"{"tasks": {"a": {"run": 1000, "sleep": 8000}}}"#);
         assert!(
-            e.contains("tasks.a: no timer event") && e.contains("--engine rt-app"),
+            e.contains("tasks.a: no timer event") && e.contains("⟨taskset.engine⟩ rt-app"),
             "{e}"
         );
         let e = bad(r#"{"tasks": {"a": {"exec": 5000, "period": 5000}}}"#);

@@ -9,6 +9,7 @@
 //! (Drop). Durations are bounded by the caller; RT throttling is never touched.
 
 use super::cpuset::{self, Cpusets};
+use super::field::*;
 use super::kernel::{self, SchedCounters};
 use super::plan::{Release, RunPlan, Segment, ThreadPolicy};
 use super::work::{self, Access, WorkingSet};
@@ -881,7 +882,7 @@ pub fn explain_ebusy(plan: &RunPlan, i: usize, adm: &AdmissionInfo, lim: KernelL
     };
     let cap = (lim.limit_per_cpu - lim.fair_server_per_cpu) * m as f64 - others;
     format!(
-        "SCHED_DEADLINE admission refused (EBUSY) for task {} (runtime {:.3} ms / period {:.3} ms = {:.4}) in root domain {name}: this run asks Σ Q/P = {asked:.4} there; the kernel admits ({:.3} sched_rt_runtime/period − {:.3} fair server) × {m} CPU − {others:.4} held by other DEADLINE threads or unaccounted = {cap:.4}. Lower --margin, the utilisation, or raise /proc/sys/kernel/sched_rt_runtime_us",
+        "SCHED_DEADLINE admission refused (EBUSY) for task {} (runtime {:.3} ms / period {:.3} ms = {:.4}) in root domain {name}: this run asks Σ Q/P = {asked:.4} there; the kernel admits ({:.3} sched_rt_runtime/period − {:.3} fair server) × {m} CPU − {others:.4} held by other DEADLINE threads or unaccounted = {cap:.4}. Lower {MARGIN}, the utilisation, or raise /proc/sys/kernel/sched_rt_runtime_us",
         spec.task.id,
         q as f64 / 1e6,
         p as f64 / 1e6,

@@ -14,6 +14,7 @@
 //! write the old values back when it ends (also on error, SIGINT/SIGTERM and panic; not on
 //! SIGKILL); the record lists every setting with its before/during values.
 
+use super::field::*;
 use super::{gen, job, plan, PlacementKind, PolicyKind, RunOptions, TasksetError};
 use crate::common::Values;
 use rtscope_analysis::sched::KernelLimits;
@@ -75,23 +76,23 @@ pub fn prepare<V: Values>(f: &SweepFlags, v: &V) -> Result<SweepJob, V::Error>
 where
     V::Error: From<TasksetError>,
 {
-    let cpus = v.cpus("--cpus", f.cpus.as_deref())?;
+    let cpus = v.cpus(&CPUS.to_string(), f.cpus.as_deref())?;
     let m = cpus.len();
     let global = match f.placement.as_str() {
         "global" => true,
         "partitioned" => false,
         p => {
-            return Err(bad(format!("--placement: partitioned or global, got '{p}'")).into());
+            return Err(bad(format!("{PLACEMENT}: partitioned or global, got '{p}'")).into());
         }
     };
     check_loads(&f.loads, global, m)?;
     if !(1..=1000).contains(&f.sets) {
-        return Err(bad(format!("--sets: must be 1..=1000, got {}", f.sets)).into());
+        return Err(bad(format!("{SETS}: must be 1..=1000, got {}", f.sets)).into());
     }
     let max_tpc = (super::runner::MAX_TASKS / m.max(1)).min(64) as u32;
     if !(1..=max_tpc).contains(&f.tasks_per_cpu) {
         return Err(bad(format!(
-            "--tasks-per-cpu: must be 1..={max_tpc} on {m} CPUs, got {}",
+            "{TASKS_PER_CPU}: must be 1..={max_tpc} on {m} CPUs, got {}",
             f.tasks_per_cpu
         ))
         .into());
@@ -101,17 +102,17 @@ where
         && (f.tasks_per_cpu as usize * m) > plan::FIFO_TOP as usize
     {
         return Err(bad(format!(
-            "--tasks-per-cpu: fifo needs a distinct priority per task, at most {} tasks; {} × {m} CPUs is more",
+            "{TASKS_PER_CPU}: fifo needs a distinct priority per task, at most {} tasks; {} × {m} CPUs is more",
             plan::FIFO_TOP,
             f.tasks_per_cpu
         ))
         .into());
     }
     if global && policies.contains(&PolicyKind::Deadline) {
-        let online = v.cpus("--cpus", None)?;
+        let online = v.cpus(&CPUS.to_string(), None)?;
         if cpus != online {
             return Err(bad(format!(
-                "--cpus: global SCHED_DEADLINE runs on its whole root domain (CPUs {online:?}); the kernel refuses narrower affinities"
+                "{CPUS}: global SCHED_DEADLINE runs on its whole root domain (CPUs {online:?}); the kernel refuses narrower affinities"
             ))
             .into());
         }
@@ -133,12 +134,12 @@ where
     }
     .resolve()?;
     if !["cputime", "calibrated"].contains(&f.work.as_str()) {
-        return Err(bad(format!("--work: cputime or calibrated, got '{}'", f.work)).into());
+        return Err(bad(format!("{WORK}: cputime or calibrated, got '{}'", f.work)).into());
     }
     if !(1..=1024 * 1024).contains(&f.wss_kb) {
-        return Err(bad(format!("--wss-kb: must be 1..=1048576, got {}", f.wss_kb)).into());
+        return Err(bad(format!("{WSS_KB}: must be 1..=1048576, got {}", f.wss_kb)).into());
     }
-    let duration = v.duration("--duration", &f.duration, 0.5, 600.0)?;
+    let duration = v.duration(&DURATION.to_string(), &f.duration, 0.5, 600.0)?;
     // The generator's own rules (periods, C_min against the load) via `taskset gen`'s checks,
     // on the heaviest point.
     let top = f.loads.iter().copied().fold(0.0, f64::max);
@@ -167,7 +168,7 @@ where
     let gen = job::gen_params(&g)?;
     if f.cmin_us as f64 >= f.tmin_ms * 1000.0 {
         return Err(bad(format!(
-            "--cmin-us: must be below --tmin-ms ({} ms), got {} µs",
+            "{CMIN_US}: must be below {TMIN_MS} ({} ms), got {} µs",
             f.tmin_ms, f.cmin_us
         ))
         .into());
@@ -206,7 +207,7 @@ where
 fn check_loads(loads: &[f64], global: bool, m: usize) -> Result<(), TasksetError> {
     if loads.is_empty() || loads.len() > 64 {
         return Err(bad(format!(
-            "--loads: give 1..=64 loads, got {}",
+            "{LOADS}: give 1..=64 loads, got {}",
             loads.len()
         )));
     }
@@ -214,9 +215,9 @@ fn check_loads(loads: &[f64], global: bool, m: usize) -> Result<(), TasksetError
     for &l in loads {
         if !(l > 0.0 && l <= hi) {
             return Err(bad(if global {
-                format!("--loads: a global load is the total U, in (0, {m}] on {m} CPUs, got {l}")
+                format!("{LOADS}: a global load is the total U, in (0, {m}] on {m} CPUs, got {l}")
             } else {
-                format!("--loads: a partitioned load is the per-CPU load R, in (0, 1], got {l}")
+                format!("{LOADS}: a partitioned load is the per-CPU load R, in (0, 1], got {l}")
             }));
         }
     }
@@ -225,9 +226,9 @@ fn check_loads(loads: &[f64], global: bool, m: usize) -> Result<(), TasksetError
 
 fn parse_policies(ps: &[String]) -> Result<Vec<PolicyKind>, TasksetError> {
     if ps.is_empty() {
-        return Err(bad(
-            "--policies: give one or more of deadline, other, fifo".into()
-        ));
+        return Err(bad(format!(
+            "{POLICIES}: give one or more of deadline, other, fifo"
+        )));
     }
     let mut out = Vec::new();
     for p in ps {
@@ -237,12 +238,12 @@ fn parse_policies(ps: &[String]) -> Result<Vec<PolicyKind>, TasksetError> {
             "fifo" => PolicyKind::Fifo(rtscope_analysis::sched::PriorityOrder::RateMonotonic),
             o => {
                 return Err(bad(format!(
-                    "--policies: deadline, other or fifo (comma separated), got '{o}'"
+                    "{POLICIES}: deadline, other or fifo (comma separated), got '{o}'"
                 )))
             }
         };
         if out.contains(&k) {
-            return Err(bad(format!("--policies: '{p}' given twice")));
+            return Err(bad(format!("{POLICIES}: '{p}' given twice")));
         }
         out.push(k);
     }
@@ -274,12 +275,12 @@ fn kernel_settings(
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| {
                 bad(format!(
-                    "--rt-runtime-us: {RT_PERIOD} unreadable: this kernel has no RT bandwidth sysctls"
+                    "{RT_RUNTIME_US}: {RT_PERIOD} unreadable: this kernel has no RT bandwidth sysctls"
                 ))
             })?;
         if rt != -1 && !(1..=period).contains(&rt) {
             return Err(bad(format!(
-                "--rt-runtime-us: must be -1 (no limit) or 1..={period} (sched_rt_period_us), got {rt}"
+                "{RT_RUNTIME_US}: must be -1 (no limit) or 1..={period} (sched_rt_period_us), got {rt}"
             )));
         }
         out.push((at(RT_RUNTIME), rt.to_string()));
@@ -288,7 +289,7 @@ fn kernel_settings(
         let dir = at(FAIR_SERVER);
         if !dir.is_dir() {
             return Err(bad(format!(
-                "--fair-server-us: {} not found: the kernel has no fair server (Linux < 6.12) or debugfs is not mounted/readable",
+                "{FAIR_SERVER_US}: {} not found: the kernel has no fair server (Linux < 6.12) or debugfs is not mounted/readable",
                 dir.display()
             )));
         }
@@ -299,13 +300,13 @@ fn kernel_settings(
                 .and_then(|s| s.trim().parse().ok())
                 .ok_or_else(|| {
                     bad(format!(
-                        "--fair-server-us: {} unreadable",
+                        "{FAIR_SERVER_US}: {} unreadable",
                         d.join("period").display()
                     ))
                 })?;
             if us * 1000 > period {
                 return Err(bad(format!(
-                    "--fair-server-us: must be 0..={} (the fair server's period on cpu{c}), got {us}",
+                    "{FAIR_SERVER_US}: must be 0..={} (the fair server's period on cpu{c}), got {us}",
                     period / 1000
                 )));
             }
@@ -393,7 +394,7 @@ impl SweepJob {
                 index,
                 ..self.gen.clone()
             })
-            .map_err(|e| bad(format!("--loads {load}: {e}")))?;
+            .map_err(|e| bad(format!("{LOADS} {load}: {e}")))?;
             let n = s.tasks.len();
             return Ok((s, vec![0; n]));
         }
@@ -408,7 +409,7 @@ impl SweepJob {
                 index: index * m as u32 + k as u32,
                 ..self.gen.clone()
             })
-            .map_err(|e| bad(format!("--loads {load}: {e}")))?;
+            .map_err(|e| bad(format!("{LOADS} {load}: {e}")))?;
             for mut t in s.tasks {
                 t.id = tasks.len() as u32;
                 tasks.push(t);
@@ -683,14 +684,14 @@ mod tests {
                     placement: "x".into(),
                     ..flags()
                 },
-                "--placement: partitioned or global, got 'x'",
+                "⟨taskset.placement⟩: partitioned or global, got 'x'",
             ),
             (
                 SweepFlags {
                     loads: vec![1.2],
                     ..flags()
                 },
-                "--loads: a partitioned load is the per-CPU load R, in (0, 1], got 1.2",
+                "⟨taskset.loads⟩: a partitioned load is the per-CPU load R, in (0, 1], got 1.2",
             ),
             (
                 SweepFlags {
@@ -698,60 +699,60 @@ mod tests {
                     loads: vec![4.5],
                     ..flags()
                 },
-                "--loads: a global load is the total U, in (0, 4] on 4 CPUs, got 4.5",
+                "⟨taskset.loads⟩: a global load is the total U, in (0, 4] on 4 CPUs, got 4.5",
             ),
             (
                 SweepFlags {
                     loads: vec![],
                     ..flags()
                 },
-                "--loads: give 1..=64 loads, got 0",
+                "⟨taskset.loads⟩: give 1..=64 loads, got 0",
             ),
             (
                 SweepFlags { sets: 0, ..flags() },
-                "--sets: must be 1..=1000, got 0",
+                "⟨taskset.sets⟩: must be 1..=1000, got 0",
             ),
             (
                 SweepFlags {
                     tasks_per_cpu: 0,
                     ..flags()
                 },
-                "--tasks-per-cpu: must be 1..=64 on 4 CPUs, got 0",
+                "⟨taskset.tasks_per_cpu⟩: must be 1..=64 on 4 CPUs, got 0",
             ),
             (
                 SweepFlags {
                     policies: vec!["rr".into()],
                     ..flags()
                 },
-                "--policies: deadline, other or fifo (comma separated), got 'rr'",
+                "⟨taskset.policies⟩: deadline, other or fifo (comma separated), got 'rr'",
             ),
             (
                 SweepFlags {
                     policies: vec!["other".into(), "cfs".into()],
                     ..flags()
                 },
-                "--policies: 'cfs' given twice",
+                "⟨taskset.policies⟩: 'cfs' given twice",
             ),
             (
                 SweepFlags {
                     margin: 0.5,
                     ..flags()
                 },
-                "--margin: must be in [1, 2], got 0.5",
+                "⟨taskset.margin⟩: must be in [1, 2], got 0.5",
             ),
             (
                 SweepFlags {
                     work: "x".into(),
                     ..flags()
                 },
-                "--work: cputime or calibrated, got 'x'",
+                "⟨taskset.work⟩: cputime or calibrated, got 'x'",
             ),
             (
                 SweepFlags {
                     duration: "11m".into(),
                     ..flags()
                 },
-                "--duration: 11m is out of range",
+                "⟨taskset.duration⟩: 11m is out of range",
             ),
             (
                 SweepFlags {
@@ -759,7 +760,7 @@ mod tests {
                     policies: vec!["fifo".into()],
                     ..flags()
                 },
-                "--tasks-per-cpu: fifo needs a distinct priority per task, at most 90 tasks",
+                "⟨taskset.tasks_per_cpu⟩: fifo needs a distinct priority per task, at most 90 tasks",
             ),
         ];
         for (f, want) in rows {
@@ -824,10 +825,13 @@ mod tests {
         let e = kernel_settings(Some(1_000_001), None, &[0], &d).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--rt-runtime-us: must be -1 (no limit) or 1..=1000000 (sched_rt_period_us), got 1000001"
+            "⟨taskset.rt_runtime_us⟩: must be -1 (no limit) or 1..=1000000 (sched_rt_period_us), got 1000001"
         );
         let e = kernel_settings(None, Some(10_000), &[0], &d).unwrap_err();
-        assert!(e.to_string().starts_with("--fair-server-us: "), "{e}");
+        assert!(
+            e.to_string().starts_with("⟨taskset.fair_server_us⟩: "),
+            "{e}"
+        );
         for c in 0..2 {
             std::fs::create_dir_all(fs.join(format!("cpu{c}"))).unwrap();
             std::fs::write(fs.join(format!("cpu{c}/period")), "1000000000\n").unwrap();
@@ -838,7 +842,7 @@ mod tests {
         let e = kernel_settings(None, Some(2_000_000), &[0], &d).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "--fair-server-us: must be 0..=1000000 (the fair server's period on cpu0), got 2000000"
+            "⟨taskset.fair_server_us⟩: must be 0..=1000000 (the fair server's period on cpu0), got 2000000"
         );
         // Applied, then restored: the files read as before, the record says what was set.
         let mut a = Applied::apply(&s).unwrap();

@@ -4,6 +4,7 @@
 //! NUMA node (`node*/cpulist`); the plan then clusters them as `--cluster-size` would, in that
 //! order.
 
+use super::field::*;
 use super::TasksetError;
 use std::collections::BTreeMap;
 
@@ -26,7 +27,7 @@ impl std::str::FromStr for Share {
             "llc" => Ok(Share::Llc),
             "numa" => Ok(Share::Numa),
             o => Err(TasksetError::Invalid(format!(
-                "--cluster-by: l2, l3, llc or numa, got '{o}'"
+                "{CLUSTER_BY}: l2, l3, llc or numa, got '{o}'"
             ))),
         }
     }
@@ -45,7 +46,7 @@ pub fn clusters(
     for &c in cpus {
         let Some(with) = sharing.get(&c) else {
             return Err(TasksetError::Invalid(format!(
-                "--cluster-by {what}: the machine does not say which CPUs share it with CPU {c}"
+                "{CLUSTER_BY} {what}: the machine does not say which CPUs share it with CPU {c}"
             )));
         };
         let mut g: Vec<u32> = with.iter().copied().filter(|x| cpus.contains(x)).collect();
@@ -63,13 +64,13 @@ pub fn clusters(
     let total: usize = groups.iter().map(Vec::len).sum();
     if total != cpus.len() {
         return Err(TasksetError::Invalid(format!(
-            "--cluster-by {what}: the groups {groups:?} overlap; they do not partition CPUs {cpus:?}"
+            "{CLUSTER_BY} {what}: the groups {groups:?} overlap; they do not partition CPUs {cpus:?}"
         )));
     }
     let size = groups.first().map_or(0, Vec::len);
     if groups.iter().any(|g| g.len() != size) {
         return Err(TasksetError::Invalid(format!(
-            "--cluster-by {what}: clusters of unequal size {groups:?}; choose --cpus so that each {what} group is whole, or --cluster-size"
+            "{CLUSTER_BY} {what}: clusters of unequal size {groups:?}; choose {CPUS} so that each {what} group is whole, or {CLUSTER_SIZE}"
         )));
     }
     Ok((groups, size as u32))

@@ -446,7 +446,9 @@ fn run_verb(r: RunArgs) -> Result<()> {
     ));
     let nic = rtscope_lab::nic::Figures::from_files(&out.files);
     match &nic {
-        Some(Ok(f)) => r.output.progress(&format!("lab: {}", f.summary())),
+        Some(Ok(f)) => r
+            .output
+            .progress(&format!("lab: {}", crate::exit::libraries(&f.summary()))),
         Some(Err(m)) => r.output.progress(&format!("lab: NIC load: {m}")),
         None => {}
     }

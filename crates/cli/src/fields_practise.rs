@@ -1,0 +1,46 @@
+//! The scheduler lab's typed fields named as the user typed them (`rtscope practise`).
+
+use rtscope_practise::modes::Field;
+
+fn flag(f: Field) -> &'static str {
+    match f {
+        Field::Structure => "--structure",
+        Field::Queue => "--queue",
+        Field::Svg => "--svg",
+        Field::EmulatedCpus => "--emulated-cpus",
+        Field::PArrival => "--p-arrival",
+        Field::PFinish => "--p-finish",
+        Field::Cycle => "--cycle",
+        Field::Duration => "-D/--duration",
+        Field::CheckEvery => "--check-every",
+        Field::Policy => "--policy",
+        Field::Load => "--load",
+        Field::Cpus => "--cpus",
+        Field::TraceKeep => "--trace-keep",
+    }
+}
+
+/// Every scheduler-lab field token in `text` replaced by its flag.
+pub fn render(text: &str) -> String {
+    rtscope_model::field::render(text, Field::ALL, flag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fields_check::takes;
+
+    #[test]
+    fn every_field_is_a_flag_of_its_verb() {
+        for f in Field::ALL {
+            let (verb, name) = match f {
+                Field::TraceKeep => ("trace", flag(*f)),
+                Field::Duration => ("practise", "--duration"),
+                // `practise kernel` times the kernel's structures on every online CPU.
+                Field::Cpus => continue,
+                _ => ("practise", flag(*f)),
+            };
+            assert!(takes(&[verb], name), "{f:?}");
+        }
+    }
+}

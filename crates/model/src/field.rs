@@ -1,0 +1,81 @@
+//! Typed fields of a request, as a library's errors name them. A library never spells a flag:
+//! its message refers to a field by a token (`⟨pdlt.step_us⟩`, the field's `Display`), and
+//! whoever shows the message to a person renders each token in that person's terms (the cli: the
+//! flag) with [`render`].
+
+/// Declares the fields of one request: an enum with `ALL`, `key()` and a `Display` that is the
+/// field's token, `⟨family.key⟩`, and one constant per field so that a message can name it
+/// inline (`format!("{STEP_US}: must be …")`).
+///
+/// ```
+/// rtscope_model::request_fields! {
+///     /// The fields of a scan.
+///     pub enum Field in "scan" { Step = "step_us" => STEP_US, Repeats = "repeats" => REPEATS }
+/// }
+/// assert_eq!(Field::Step.to_string(), "⟨scan.step_us⟩");
+/// assert_eq!(format!("{STEP_US}: too small"), "⟨scan.step_us⟩: too small");
+/// ```
+#[macro_export]
+macro_rules! request_fields {
+    ($(#[$m:meta])* $vis:vis enum $name:ident in $family:literal {
+        $($(#[$vm:meta])* $v:ident = $key:literal => $c:ident),* $(,)?
+    }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        $vis enum $name { $($(#[$vm])* $v),* }
+
+        #[allow(dead_code)]
+        impl $name {
+            /// Every field, for whoever maps them to its own names.
+            pub const ALL: &'static [$name] = &[$($name::$v),*];
+            /// The field's name in the request (snake case, with its unit).
+            pub fn key(self) -> &'static str {
+                match self { $($name::$v => $key),* }
+            }
+        }
+
+        $(
+            #[allow(dead_code)]
+            $vis const $c: $name = $name::$v;
+        )*
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "⟨{}.{}⟩", $family, self.key())
+            }
+        }
+    };
+}
+
+/// Every token of `all` in `text` replaced by `name(field)`.
+pub fn render<F: Copy + std::fmt::Display>(
+    text: &str,
+    all: &[F],
+    name: impl Fn(F) -> &'static str,
+) -> String {
+    if !text.contains('⟨') {
+        return text.to_string();
+    }
+    all.iter()
+        .fold(text.to_string(), |t, f| t.replace(&f.to_string(), name(*f)))
+}
+
+#[cfg(test)]
+mod tests {
+    crate::request_fields! {
+        enum F in "t" { A = "a_us" => A_US, B = "b" => B }
+    }
+
+    #[test]
+    fn tokens_render_by_the_callers_names() {
+        assert_eq!(F::ALL, [F::A, F::B]);
+        assert_eq!(F::B.to_string(), "⟨t.b⟩");
+        let msg = format!("{A_US}: must be below {B}");
+        let line = super::render(&msg, F::ALL, |f| match f {
+            F::A => "--a-us",
+            F::B => "--b",
+        });
+        assert_eq!(line, "--a-us: must be below --b");
+        assert_eq!(super::render("plain", F::ALL, |_| "x"), "plain");
+    }
+}

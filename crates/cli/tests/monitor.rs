@@ -2,20 +2,13 @@
 //! 127.0.0.1): what Prometheus scraped matches the monitor's own record; scrapers that send
 //! nothing, garbage or a write never disturb the measurement; a port in use is bad input.
 
+use rtscope_testkit::http::{exchange, free_port};
 use rtscope_testkit::{need_root, tmp};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A port free on the loopback now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// Kill and reap a child when the test ends, passed or not.
 struct Reap(Child);
@@ -29,16 +22,8 @@ impl Drop for Reap {
 /// One request to 127.0.0.1:port; the response's status line and body. The endpoint answers in
 /// the request's HTTP version: the monitor's requests are HTTP/1.1.
 fn http(port: u16, request: &str) -> (String, String) {
-    let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    c.write_all(request.as_bytes()).unwrap();
-    let mut out = String::new();
-    let _ = c.read_to_string(&mut out);
-    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
-    (
-        head.lines().next().unwrap_or("").to_string(),
-        body.to_string(),
-    )
+    let r = exchange(port, request.as_bytes(), Duration::from_secs(10));
+    (r.status, r.body)
 }
 
 fn get(port: u16, path: &str) -> (String, String) {

@@ -38,10 +38,12 @@ pub struct AttributionSummary {
     /// `rtscope analyze` prints, kept in the record so reports can draw them.
     #[serde(default)]
     pub worst: Vec<WorstSample>,
-    /// Relative resolution of `p99_latency_ns`, of which samples form the p99 tail, and of the
-    /// causes' `p99_contribution_ns` when the summary was built online while streaming
-    /// (log-linear buckets, 64 per power of two: a reported value lies in [exact, exact·(1+1/64)),
-    /// and the tail also holds the samples of the p99's own bucket below it). None: exact.
+    /// Relative resolution of which samples form the p99 tail and of the causes'
+    /// `p99_contribution_ns` when the summary was built online while streaming (log-linear
+    /// buckets, 64 per power of two: a contribution lies in [exact, exact·(1+1/64)), and the tail
+    /// also holds the samples of the p99's own bucket below the p99). `p99_latency_ns` itself is
+    /// then the HDR histogram's, as in the record's statistics (exact below 2048 ns, within
+    /// 1/1024 above). None: exact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_relative_resolution: Option<f64>,
 }

@@ -113,6 +113,18 @@ impl Histogram {
         self.clamped = self.clamped.saturating_add(other.clamped);
     }
 
+    /// Empty again, keeping its counter array (no allocation: a measurement thread's recorders
+    /// are reused, see `rtscope_probe::measure`).
+    pub fn reset(&mut self) {
+        self.hdr.reset();
+        self.count = 0;
+        self.min_ns = u64::MAX;
+        self.max_ns = 0;
+        self.sum_ns = 0;
+        self.sum_sq_ns2 = 0;
+        self.clamped = 0;
+    }
+
     /// Bytes of its counter array (what one histogram costs beyond its struct; the same for
     /// every histogram: the array covers 1 ns … 100 s).
     pub fn heap_bytes(&self) -> u64 {
@@ -314,6 +326,11 @@ impl LinearHistogram {
             *a += b;
         }
         self.overflow += other.overflow;
+    }
+    /// Every count back to zero, keeping the array (no allocation).
+    pub fn reset(&mut self) {
+        self.counts.fill(0);
+        self.overflow = 0;
     }
     /// Build from explicit counts (e.g. parsed from a cyclictest histogram file).
     pub fn from_counts(counts: Vec<u64>, overflow: u64) -> Self {

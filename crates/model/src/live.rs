@@ -1,6 +1,7 @@
 //! What a run shows while it goes: the figures so far ([`LiveSnapshot`]) and what a view does
-//! with them ([`View`]). The figures come from the orchestrating thread's mirrors of the sample
-//! rings, never from the measurement threads directly, so a view costs the loop nothing. The
+//! with them ([`View`]). The figures are what each measurement thread published of its own
+//! recorder (a swap of buffers every ~50 ms, `rtscope_probe::measure`), never read from the
+//! threads while they record, so a view costs the loop one comparison per sample. The
 //! views that draw text are `rtscope_report::live`'s.
 
 use std::time::Duration;

@@ -56,6 +56,11 @@ impl<T> WorstN<T> {
         self.items.into_iter().map(|(_, _, t)| t).collect()
     }
 
+    /// Nothing kept, the room for `n` kept (no allocation).
+    pub fn clear(&mut self) {
+        self.items.clear();
+    }
+
     pub fn len(&self) -> usize {
         self.items.len()
     }

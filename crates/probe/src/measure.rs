@@ -17,6 +17,9 @@ const PREFAULT_STACK_BYTES: usize = 256 * 1024;
 const THREAD_STACK_BYTES: usize = 1024 * 1024;
 /// Cap on individually stored above-threshold samples per thread.
 pub const ABOVE_THRESHOLD_CAP: usize = 100_000;
+/// How often a publishing thread hands over what it recorded (its own clock): the orchestrating
+/// thread collects ~10 times a second, so the figures it shows lag by at most ~150 ms.
+const PUBLISH_EVERY_NS: u64 = 50_000_000;
 
 /// What the measurement threads need, already validated by the caller.
 #[derive(Clone, Debug)]
@@ -40,8 +43,11 @@ pub struct MeasureSpec {
     pub worst_n: usize,
     pub linear_max_us: u32,
     /// Hand every sample to the orchestrating thread through a per-thread ring
-    /// ([`Measurement::rings`]): traced runs, `--raw`, live views and checkpoints.
+    /// ([`Measurement::rings`]): traced runs, `--raw`, the tail model.
     pub stream: bool,
+    /// Hand what each thread recorded to the orchestrating thread every ~50 ms
+    /// ([`Measurement::collect`], [`Measurement::published`]): live views and checkpoints.
+    pub publish: bool,
     pub mlock: bool,
 }
 
@@ -66,14 +72,15 @@ impl MeasureSpec {
             worst_n: c.worst_n,
             linear_max_us: c.linear_max_us,
             stream,
+            publish: stream,
             mlock: true,
         }
     }
 }
 
 /// What a thread says about itself outside the loop: its tid once started and `done` once its
-/// loop ended. Nothing here is written per sample (live figures come from the sample rings, which
-/// the orchestrating thread reads a few times a second), so a display costs the loop nothing.
+/// loop ended. Nothing here is written per sample (live figures come from what the thread
+/// publishes every ~50 ms, [`Measurement::collect`]), so a display costs the loop nothing.
 /// Padded so threads never share a cache line.
 #[repr(align(128))]
 #[derive(Default)]
@@ -93,6 +100,27 @@ pub struct ThreadOutcome {
     pub error: Option<String>,
 }
 
+/// Where a publishing thread hands over what it recorded, without copying: it takes the `clean`
+/// recorder (the orchestrating thread emptied it) and leaves the one it filled in `full`. Both
+/// sides only ever `try_lock`, so nobody waits on it and the thread's unlock never has to wake a
+/// waiter (no system call on a measured CPU); a thread that finds it taken tries again at its
+/// next publication.
+#[derive(Default)]
+struct Exchange {
+    clean: Option<Box<Recorder>>,
+    full: Option<Box<Recorder>>,
+    /// The latency of the sample recorded just before `full` was handed over.
+    last_ns: u64,
+}
+
+/// What the orchestrating thread has collected of one thread so far.
+pub struct Published {
+    /// Every sample the thread had recorded by its last publication.
+    pub recorder: Recorder,
+    /// The latency of the last of them (the "current" figure of a live view).
+    pub last_ns: u64,
+}
+
 pub struct MeasureOutcome {
     pub threads: Vec<ThreadOutcome>,
     pub break_sample: Option<SampleRef>,
@@ -105,6 +133,9 @@ pub struct Measurement {
     /// One ring per thread (same order as `spec.cpus`) when `spec.stream`; empty otherwise.
     /// Only the orchestrating thread may drain them.
     pub rings: Arc<Vec<SampleRing>>,
+    /// One exchange per thread when `spec.publish`; empty otherwise.
+    exchanges: Arc<Vec<Mutex<Exchange>>>,
+    published: Vec<Published>,
     handles: Vec<JoinHandle<Result<ThreadOutcome, ProbeError>>>,
     break_sample: Arc<Mutex<Option<SampleRef>>>,
     dma: Option<CpuDmaLatency>,
@@ -169,6 +200,37 @@ impl Measurement {
         } else {
             Vec::new()
         });
+        let recorder = |cpu: u32| {
+            Recorder::new(
+                cpu,
+                0,
+                spec.linear_max_us,
+                spec.worst_n,
+                spec.threshold_ns,
+                ABOVE_THRESHOLD_CAP,
+            )
+        };
+        // Allocated here, before memory is locked and the threads are let go: the spare each
+        // thread swaps in, and the recorder the collected pieces add up in.
+        let (exchanges, published): (Vec<_>, Vec<_>) = if spec.publish {
+            spec.cpus
+                .iter()
+                .map(|&cpu| {
+                    let ex = Exchange {
+                        clean: Some(Box::new(recorder(cpu))),
+                        ..Default::default()
+                    };
+                    let p = Published {
+                        recorder: recorder(cpu),
+                        last_ns: 0,
+                    };
+                    (Mutex::new(ex), p)
+                })
+                .unzip()
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let exchanges = Arc::new(exchanges);
         let break_sample = Arc::new(Mutex::new(None));
         let go = Arc::new(Gate::default());
         let start_at = Arc::new(AtomicU64::new(0));
@@ -193,6 +255,7 @@ impl Measurement {
                 stop: stop.clone(),
                 live: live.clone(),
                 rings: rings.clone(),
+                exchanges: exchanges.clone(),
                 break_sample: break_sample.clone(),
                 go: go.clone(),
                 start_at: start_at.clone(),
@@ -248,6 +311,8 @@ impl Measurement {
             stop,
             live,
             rings,
+            exchanges,
+            published,
             handles,
             break_sample,
             dma,
@@ -268,14 +333,55 @@ impl Measurement {
         self.live.iter().all(|l| l.done.load(Relaxed))
     }
 
+    /// Take what each publishing thread handed over since the last call and add it to
+    /// [`Measurement::published`]; the emptied recorder goes back for the thread's next
+    /// publication. A thread whose exchange is busy this instant is collected next time.
+    pub fn collect(&mut self) {
+        for (ex, p) in self.exchanges.iter().zip(self.published.iter_mut()) {
+            let mut g = match ex.try_lock() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => continue,
+            };
+            if let Some(mut full) = g.full.take() {
+                p.recorder.absorb(&full);
+                p.last_ns = g.last_ns;
+                full.clear();
+                g.clean = Some(full);
+            }
+        }
+    }
+
+    /// Each thread's figures as of its last publication that [`Measurement::collect`] took
+    /// (same order as `spec.cpus`); empty unless `spec.publish`.
+    pub fn published(&self) -> &[Published] {
+        &self.published
+    }
+
     /// Wait for every thread (they stop on their own at the end, or at the next wake-up after
     /// `request_stop`), release the cpu_dma_latency request and collect results.
     pub fn join(mut self) -> Result<MeasureOutcome, ProbeError> {
         let mut threads = Vec::new();
         let mut err = None;
+        let mut published = std::mem::take(&mut self.published).into_iter();
         for (i, h) in std::mem::take(&mut self.handles).into_iter().enumerate() {
+            let p = published.next();
             match h.join() {
-                Ok(Ok(t)) => threads.push(t),
+                Ok(Ok(mut t)) => {
+                    // A publishing thread's record is what it handed over plus what it kept.
+                    if let Some(p) = p {
+                        let mut whole = p.recorder;
+                        if let Some(ex) = self.exchanges.get(i) {
+                            let mut g = ex.lock().unwrap_or_else(|p| p.into_inner());
+                            if let Some(full) = g.full.take() {
+                                whole.absorb(&full);
+                            }
+                        }
+                        whole.absorb(&t.recorder);
+                        t.recorder = whole;
+                    }
+                    threads.push(t)
+                }
                 Ok(Err(e)) => err = err.or(Some(e)),
                 Err(_) => err = err.or(Some(ProbeError::ThreadPanic(i as u32))),
             }
@@ -287,9 +393,11 @@ impl Measurement {
         }
         let mut hyg = self.hygiene.clone();
         hyg.prefaulted_stack_bytes = PREFAULT_STACK_BYTES as u64;
+        // A publishing thread holds two recorders (the one it fills, the one it swaps in).
+        let recorders_per_thread = if self.exchanges.is_empty() { 1 } else { 2 };
         hyg.prefaulted_heap_bytes = threads
             .iter()
-            .map(|t| t.recorder.footprint_bytes())
+            .map(|t| recorders_per_thread * t.recorder.footprint_bytes())
             .sum::<u64>()
             + self
                 .rings
@@ -333,6 +441,7 @@ struct ThreadCtx {
     stop: Arc<AtomicBool>,
     live: Arc<Vec<LiveThread>>,
     rings: Arc<Vec<SampleRing>>,
+    exchanges: Arc<Vec<Mutex<Exchange>>>,
     break_sample: Arc<Mutex<Option<SampleRef>>>,
     go: Arc<Gate>,
     start_at: Arc<AtomicU64>,
@@ -360,7 +469,7 @@ fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {
     let tid = sys::gettid();
     let live = &ctx.live[ctx.idx as usize];
     live.tid.store(tid as u32, Relaxed);
-    let setup = (|| -> Result<(Recorder, Observed), ProbeError> {
+    let setup = (|| -> Result<(Box<Recorder>, Observed), ProbeError> {
         if ctx.backend.may_pin() {
             sys::set_affinity(0, &[ctx.cpu]).map_err(|e| ProbeError::Affinity {
                 cpu: ctx.cpu,
@@ -369,14 +478,14 @@ fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {
         }
         hygiene::prefault_stack(PREFAULT_STACK_BYTES);
         let s = &ctx.spec;
-        let rec = Recorder::new(
+        let rec = Box::new(Recorder::new(
             ctx.cpu,
             tid as u32,
             s.linear_max_us,
             s.worst_n,
             s.threshold_ns,
             ABOVE_THRESHOLD_CAP,
-        );
+        ));
         ctx.backend.admit()?;
         let observed = admission::observe(0)?;
         Ok((rec, observed))
@@ -414,7 +523,7 @@ fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {
     Ok(ThreadOutcome {
         index: ctx.idx,
         cpu: ctx.cpu,
-        recorder: rec,
+        recorder: *rec,
         observed,
         last_cpu,
         interval_ns,
@@ -423,9 +532,14 @@ fn thread_main(ctx: ThreadCtx) -> Result<ThreadOutcome, ProbeError> {
 }
 
 /// The one measurement loop. A sample costs: the timer wait, one clock read, a subtraction, the
-/// recorder update and, when streaming, one slot write plus a release store into the thread's own
-/// ring. Nothing here allocates or takes a lock (except on `--break-above`).
-fn measure_loop(ctx: &ThreadCtx, rec: &mut Recorder, interval_ns: u64) -> Result<(), ProbeError> {
+/// recorder update, one comparison (is a publication due) and, when streaming, one slot write
+/// plus a release store into the thread's own ring. Nothing here allocates, waits on a lock or
+/// copies a recorder: a publication (every ~50 ms) swaps two pointers under a `try_lock`.
+fn measure_loop(
+    ctx: &ThreadCtx,
+    rec: &mut Box<Recorder>,
+    interval_ns: u64,
+) -> Result<(), ProbeError> {
     let s = &ctx.spec;
     let clk = sys::clock_raw(s.clock);
     let start = ctx.start_at.load(Relaxed);
@@ -445,6 +559,8 @@ fn measure_loop(ctx: &ThreadCtx, rec: &mut Recorder, interval_ns: u64) -> Result
     // traced run attributes it against that CPU's events (one vDSO/rseq read per sample).
     let track_cpu = s.deadline.is_some();
     let ring = ctx.rings.get(ctx.idx as usize);
+    let exchange = ctx.exchanges.get(ctx.idx as usize);
+    let mut publish_at = if exchange.is_some() { first } else { u64::MAX };
     loop {
         let wake = timer.wait()?;
         if let Some(end) = end_ns {
@@ -470,6 +586,10 @@ fn measure_loop(ctx: &ThreadCtx, rec: &mut Recorder, interval_ns: u64) -> Result
             });
         }
         rec.overruns += timer.advance(now);
+        if now >= publish_at {
+            publish_at = now + PUBLISH_EVERY_NS;
+            publish(exchange, rec, lat);
+        }
         if lat > break_ns {
             on_break(ctx, rec, wake.expected_ns, lat);
             break;
@@ -479,6 +599,28 @@ fn measure_loop(ctx: &ThreadCtx, rec: &mut Recorder, interval_ns: u64) -> Result
         }
     }
     Ok(())
+}
+
+/// Hand the filled recorder over and continue in the emptied one, if the orchestrating thread
+/// has given one back; otherwise keep recording into this one until the next publication.
+#[cold]
+#[inline(never)]
+fn publish(exchange: Option<&Mutex<Exchange>>, rec: &mut Box<Recorder>, last_ns: u64) {
+    let Some(ex) = exchange else {
+        return;
+    };
+    let Ok(mut g) = ex.try_lock() else {
+        return;
+    };
+    if g.full.is_some() {
+        return;
+    }
+    if let Some(mut next) = g.clean.take() {
+        next.continue_from(rec);
+        std::mem::swap(rec, &mut next);
+        g.full = Some(next);
+        g.last_ns = last_ns;
+    }
 }
 
 #[cold]

@@ -88,6 +88,51 @@ impl Recorder {
         }
     }
 
+    /// Add `delta`, the samples a thread recorded after those already here (its recorder as the
+    /// thread handed it over, see [`crate::measure::Measurement::collect`]), as if they had
+    /// been recorded here: the histograms add up, the worst-N and the first `above_cap` samples
+    /// above the threshold are the run's, not the delta's. `delta.cycles` is the thread's
+    /// running count (a handed-over recorder continues the numbering), so it is taken as is.
+    pub fn absorb(&mut self, delta: &Recorder) {
+        self.cpu = delta.cpu;
+        self.tid = delta.tid;
+        self.cycles = self.cycles.max(delta.cycles);
+        self.overruns += delta.overruns;
+        self.hist.merge(&delta.hist);
+        self.linear.merge(&delta.linear);
+        for s in delta.worst.iter() {
+            self.worst.push(s.latency_ns, s.cycle, *s);
+        }
+        for s in &delta.above {
+            if self.above.len() < self.above.capacity() {
+                self.above.push(*s);
+            } else {
+                self.above_dropped += 1;
+            }
+        }
+        self.above_dropped += delta.above_dropped;
+    }
+
+    /// Empty again for the thread to record into, every buffer kept (no allocation).
+    pub fn clear(&mut self) {
+        self.hist.reset();
+        self.linear.reset();
+        self.cycles = 0;
+        self.overruns = 0;
+        self.worst.clear();
+        self.above.clear();
+        self.above_dropped = 0;
+    }
+
+    /// Continue `prev`'s numbering and identity: what a recorder takes over when a thread
+    /// swaps it in for the one it hands over.
+    #[inline]
+    pub fn continue_from(&mut self, prev: &Recorder) {
+        self.cycles = prev.cycles;
+        self.cpu = prev.cpu;
+        self.tid = prev.tid;
+    }
+
     /// The worst samples, largest first.
     pub fn worst(&self) -> Vec<SampleRef> {
         self.worst.iter().copied().collect()
@@ -114,5 +159,41 @@ mod tests {
         assert_eq!(r.above[0].latency_ns, 70_000);
         assert_eq!(r.hist.count(), 7);
         assert_eq!(r.linear.counts()[5], 1);
+    }
+
+    /// A run recorded in handed-over pieces and absorbed in order is the run recorded whole.
+    #[test]
+    fn absorbed_pieces_equal_one_recorder() {
+        let lats = [
+            10_000u64, 70_000, 5_000, 60_000, 90_000, 20_000, 80_000, 90_000, 55_000, 1_000,
+        ];
+        let new = || Recorder::new(2, 7, 100, 3, Some(50_000), 4);
+        let mut whole = new();
+        whole.overruns = 3;
+        for (i, &l) in lats.iter().enumerate() {
+            whole.record(i as u64 * 1_000_000, l);
+        }
+        let mut acc = new();
+        let mut cur = new();
+        let mut spare = new();
+        cur.overruns = 3;
+        for (i, &l) in lats.iter().enumerate() {
+            cur.record(i as u64 * 1_000_000, l);
+            if i % 3 == 2 {
+                spare.continue_from(&cur);
+                std::mem::swap(&mut cur, &mut spare);
+                acc.absorb(&spare);
+                spare.clear();
+            }
+        }
+        acc.absorb(&cur);
+        assert_eq!(acc.cycles, whole.cycles);
+        assert_eq!(acc.overruns, whole.overruns);
+        assert!(acc.hist == whole.hist);
+        assert_eq!(acc.linear, whole.linear);
+        assert_eq!(acc.worst(), whole.worst());
+        assert_eq!(acc.above, whole.above);
+        assert_eq!(acc.above_dropped, whole.above_dropped);
+        assert_eq!((acc.cpu, acc.tid), (2, 7));
     }
 }

@@ -8,7 +8,7 @@
 //! What it owns: flags resolved against the machine ([`input`], [`resolve`], [`preset`]), the
 //! privilege rule ([`privilege`]), the work's clock and leftovers ([`tool::Work`]), the measurement's
 //! streaming analysis ([`stream`], [`thread_vars`]), checkpoints ([`checkpoint`]), the live
-//! figures ([`mirror`], [`live`]), the record ([`record`]) and the outputs ([`outputs`]: store,
+//! figures ([`live`], from what the threads publish), the record ([`record`]) and the outputs ([`outputs`]: store,
 //! then `--json`, with a fallback file).
 //!
 //! What it must not do: hold a verb's own work (that is `rtscope-verbs`), parse argv, or format
@@ -24,7 +24,6 @@ pub mod live {
     pub use rtscope_report::live::*;
 }
 pub mod measure;
-pub mod mirror;
 pub mod outputs;
 pub mod preset;
 pub mod privilege;

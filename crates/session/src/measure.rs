@@ -21,7 +21,7 @@
 use crate::input::VerbError;
 use crate::live::{LiveSnapshot, ThreadLive, View};
 use crate::tool::{run_tool, Begin, Flow, Tool, Work};
-use crate::{checkpoint, mirror, outputs, record, signals, stream, Outcome, Plan, SessionError};
+use crate::{checkpoint, outputs, record, signals, stream, Outcome, Plan, SessionError};
 use rtscope_model::{CheckpointInfo, EndReason, RawSample, RunRecord, SystemInfo};
 use rtscope_probe::Measurement;
 use std::time::{Duration, Instant, SystemTime};
@@ -81,7 +81,11 @@ struct Running {
     raw_csv: Option<outputs::RawCsv>,
     checkpointer: Option<checkpoint::Checkpointer>,
     last_checkpoint: Option<CheckpointInfo>,
-    mirrors: Vec<mirror::Mirror>,
+    /// What the session keeps of each thread's streamed samples (the tail model, the floor of
+    /// the streaming analysis).
+    feeds: Vec<crate::tail::Feed>,
+    /// Samples the rings could not hand over (counted when the threads were joined).
+    ring_dropped: u64,
     m: Option<Measurement>,
     joined: Option<rtscope_probe::MeasureOutcome>,
     t0: Instant,
@@ -163,7 +167,7 @@ impl Tool for MeasureTool<'_> {
         let r = running(&mut self.run)?;
         let mut rec = r.final_record(plan).map_err(failed)?;
         r.finish_streams(plan, &mut rec).map_err(failed)?;
-        crate::tail::attach(&r.mirrors, &mut rec);
+        crate::tail::attach(&r.feeds, &mut rec);
         let wall_s = rec.wall_duration_s;
         if let (Some(u), Some(m)) = (r.stable.as_ref(), rec.measurement_mut()) {
             m.stable = Some(u.end(wall_s));
@@ -194,7 +198,7 @@ fn start_loads(plan: &Plan) -> Result<Option<rtscope_load::RunningLoads>, Sessio
 }
 
 /// Where the samples go besides the threads' histograms: the `--raw` file, the checkpoints,
-/// the per-thread mirrors of the live figures; and the threads' spec, streaming samples when
+/// the tail model's per-thread feeds; and the threads' spec, streaming samples when
 /// any of them (or the capture, the view, `--until-stable`) reads them.
 #[allow(clippy::type_complexity)]
 fn sinks(
@@ -206,7 +210,7 @@ fn sinks(
         Option<outputs::RawCsv>,
         Option<checkpoint::Checkpointer>,
         rtscope_probe::MeasureSpec,
-        Vec<mirror::Mirror>,
+        Vec<crate::tail::Feed>,
     ),
     SessionError,
 > {
@@ -231,16 +235,17 @@ fn sinks(
         || view.wants_samples()
         || checkpointer.is_some()
         || plan.until_stable.is_some();
-    let mirrors = spec
+    // The threads' figures reach the live view, the SIGUSR2 snapshot and the checkpoints by
+    // publication: each thread swaps its filled recorder for an empty one off its hot path.
+    // Always on, so a quiet untraced run still answers a snapshot with every CPU.
+    spec.publish = true;
+    let feeds = spec
         .cpus
         .iter()
         .enumerate()
-        .map(|(i, &cpu)| {
-            let interval_ns = spec.interval_ns + i as u64 * spec.distance_ns;
-            mirror::Mirror::new(cpu, interval_ns, &plan.config)
-        })
+        .map(|(i, &cpu)| crate::tail::Feed::new(cpu, spec.interval_ns + i as u64 * spec.distance_ns))
         .collect();
-    Ok((raw_csv, checkpointer, spec, mirrors))
+    Ok((raw_csv, checkpointer, spec, feeds))
 }
 
 impl Running {
@@ -285,7 +290,7 @@ impl Running {
         if let (Some(_), Some(x)) = (bursts, explain.as_mut()) {
             x.in_bursts();
         }
-        let (raw_csv, checkpointer, spec, mirrors) = sinks(plan, traced, view)?;
+        let (raw_csv, checkpointer, spec, feeds) = sinks(plan, traced, view)?;
         if spec.policy == rtscope_model::Policy::Deadline {
             // Unpinned DEADLINE threads inherit the spawning thread's CPUs.
             placement.widen();
@@ -323,7 +328,8 @@ impl Running {
             raw_csv,
             checkpointer,
             last_checkpoint: None,
-            mirrors,
+            feeds,
+            ring_dropped: 0,
             m: Some(m),
             joined: None,
             t0,
@@ -345,10 +351,11 @@ impl Running {
 
     /// One tick: drain, explain, show, checkpoint. Done once every thread has ended.
     fn tick(&mut self, plan: &Plan, view: &mut dyn View) -> Result<Flow, SessionError> {
-        let m = self.m.as_ref().ok_or(SessionError::NotRunning)?;
+        let m = self.m.as_mut().ok_or(SessionError::NotRunning)?;
         let done = m.all_done();
         // Drain after reading `done`: a thread that is done has published its last sample.
-        drain(m, &mut self.batch, &mut self.mirrors);
+        drain(m, &mut self.batch, &mut self.feeds);
+        m.collect();
         view.samples(&self.batch);
         if let Err(e) = self.explain_batch(plan, done) {
             // The capture or a file failed mid-run: stop measuring, keep what was measured.
@@ -363,7 +370,7 @@ impl Running {
         }
         if let Some(u) = self.stable.as_mut() {
             let bound = self.explain.as_ref().and_then(|x| x.bound_latest());
-            if u.step(elapsed.as_secs_f64(), &self.mirrors, bound) && !done {
+            if u.step(elapsed.as_secs_f64(), &self.feeds, bound) && !done {
                 if let Some(m) = self.m.as_ref() {
                     m.request_stop();
                 }
@@ -384,9 +391,9 @@ impl Running {
             // A thread still running late delivers its sample after the trace passed it: keep
             // the events its next wake-up may need.
             let floor = self
-                .mirrors
+                .feeds
                 .iter()
-                .map(|mi| mi.next_expected_ns().unwrap_or(0))
+                .map(|f| f.next_expected_ns().unwrap_or(0))
                 .min()
                 .unwrap_or(0);
             x.set_sample_floor(floor);
@@ -421,10 +428,11 @@ impl Running {
         let explain = self.explain.as_ref();
         let capture = self.capture.as_ref();
         let bursts = explain.and_then(|x| x.burst_totals());
+        let m = self.measurement()?;
         Ok(LiveSnapshot {
             elapsed,
             total: self.total,
-            threads: self.mirrors.iter().map(thread_live).collect(),
+            threads: m.published().iter().map(thread_live).collect(),
             dominant_tail_cause: explain.and_then(|x| x.dominant_tail_cause()),
             // Bursts that ended lost theirs; the running capture its own so far.
             events_lost: match (capture, bursts) {
@@ -434,7 +442,7 @@ impl Running {
                 (c, None) => c.map(|c| c.lost_so_far().values().sum()),
             },
             bursts: bursts.map(|(n, s, _)| (n, s)),
-            ring_dropped: self.measurement()?.rings.iter().map(|r| r.dropped()).sum(),
+            ring_dropped: ring_dropped(m),
             rss_kib: record::current_rss_kib(),
             checkpoints: self.checkpointer.as_ref().map_or(0, |c| c.written),
             analysis_heap_bytes: explain.map(|x| {
@@ -498,17 +506,17 @@ impl Running {
         }
     }
 
-    /// The record of a run still going, from the mirrors (the threads' own recorders are
-    /// theirs until they end).
+    /// The record of a run still going, from what the threads published so far (their own
+    /// recorders are theirs until they end).
     fn interim_record(&self, plan: &Plan, elapsed: Duration) -> RunRecord {
-        let threads: Vec<record::ThreadIn<'_>> = self
-            .mirrors
+        let published = self.m.as_ref().map_or(&[][..], |m| m.published());
+        let threads: Vec<record::ThreadIn<'_>> = published
             .iter()
             .enumerate()
-            .map(|(i, mi)| record::ThreadIn {
+            .map(|(i, p)| record::ThreadIn {
                 index: i as u32,
-                cpu: mi.rec.cpu,
-                recorder: &mi.rec,
+                cpu: p.recorder.cpu,
+                recorder: &p.recorder,
                 observed_policy: plan.config.policy.name().to_string(),
                 observed_priority: plan.config.priority as i32,
                 error: None,
@@ -536,7 +544,7 @@ impl Running {
         if let Some(x) = self.explain.as_ref() {
             x.fill_interim(&mut rec);
         }
-        crate::tail::attach(&self.mirrors, &mut rec);
+        crate::tail::attach(&self.feeds, &mut rec);
         rec
     }
 
@@ -573,6 +581,7 @@ impl Running {
             x.end_kernel_thread_window();
         }
         let m = self.m.take().ok_or(SessionError::NotRunning)?;
+        self.ring_dropped = ring_dropped(&m);
         let joined = m.join();
         self.wall_s = self.t0.elapsed().as_secs_f64();
         // The sampling is over: teardown may free and unmap again, and what the run kept goes
@@ -635,7 +644,7 @@ impl Running {
             }
         }
         rec.loads = std::mem::take(&mut self.load_reports);
-        rec.hygiene.ring_dropped_samples = ring_dropped(&self.mirrors, &rec);
+        rec.hygiene.ring_dropped_samples = self.ring_dropped;
         if rec.hygiene.ring_dropped_samples > 0 {
             rec.warnings.push(rtscope_model::Warning::new(
                 rtscope_model::WarningCode::LostEvents,
@@ -745,40 +754,34 @@ fn start_capture(plan: &Plan) -> Result<rtscope_trace::TraceSession, SessionErro
     )
 }
 
-fn thread_live(mi: &mirror::Mirror) -> ThreadLive {
+/// A thread's live figures, from what it published so far.
+fn thread_live(p: &rtscope_probe::measure::Published) -> ThreadLive {
+    let r = &p.recorder;
     ThreadLive {
-        cpu: mi.rec.cpu,
-        tid: mi.rec.tid,
-        samples: mi.samples(),
-        overruns: mi.rec.overruns,
-        cur_ns: mi.cur_ns,
-        min_ns: if mi.min_ns == u64::MAX { 0 } else { mi.min_ns },
-        avg_ns: mi.avg_ns(),
-        max_ns: mi.max_ns,
-        p999_ns: mi.p999_ns(),
+        cpu: r.cpu,
+        tid: r.tid,
+        samples: r.hist.count(),
+        overruns: r.overruns,
+        cur_ns: p.last_ns,
+        min_ns: r.hist.min_ns().unwrap_or(0),
+        avg_ns: r.hist.mean_ns().map_or(0, |m| m as u64),
+        max_ns: r.hist.max_ns().unwrap_or(0),
+        p999_ns: r.hist.quantile_ns(0.999),
     }
 }
 
-/// Samples the rings dropped: the threads' own counts against what the mirrors received.
-fn ring_dropped(mirrors: &[mirror::Mirror], rec: &RunRecord) -> u64 {
-    if mirrors.iter().all(|m| m.samples() == 0) {
-        return 0;
-    }
-    rec.measurement()
-        .map_or(&[][..], |m| &m.threads[..])
-        .iter()
-        .zip(mirrors)
-        .map(|(t, m)| t.cycles.saturating_sub(m.samples()))
-        .sum()
+/// Samples the rings could not hand over (the threads' own recorders still have them).
+fn ring_dropped(m: &Measurement) -> u64 {
+    m.rings.iter().map(|r| r.dropped()).sum()
 }
 
-fn drain(m: &Measurement, batch: &mut Vec<RawSample>, mirrors: &mut [mirror::Mirror]) {
+fn drain(m: &Measurement, batch: &mut Vec<RawSample>, feeds: &mut [crate::tail::Feed]) {
     batch.clear();
-    for (ring, mi) in m.rings.iter().zip(mirrors.iter_mut()) {
+    for (ring, f) in m.rings.iter().zip(feeds.iter_mut()) {
         let from = batch.len();
         ring.drain(batch);
         for s in &batch[from..] {
-            mi.push(s);
+            f.push(s);
         }
     }
 }

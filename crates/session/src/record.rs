@@ -1,5 +1,5 @@
-//! The RunRecord of a run: from the threads' own recorders at the end, or from the mirrors at a
-//! checkpoint. One builder for both, so an interim record and the final one have the same shape.
+//! The RunRecord of a run: from the threads' own recorders at the end, or from what they
+//! published so far at a checkpoint. One builder for both, so an interim record and the final one have the same shape.
 
 use rtscope_model::{
     EndReason, Histogram, Measurement, Policy, RunConfig, RunKind, RunRecord, SampleRef, Stats,

@@ -1,15 +1,59 @@
 //! The tail model of a measurement (docs/tail.md): fitted when the run has ended, from the
-//! block maxima the mirrors kept of every streamed sample, one worker per CPU so that the fits
+//! block maxima kept of every streamed sample ([`Feed`]), one worker per CPU so that the fits
 //! run in parallel where CPUs allow and never on a measuring thread.
 
-use crate::mirror::Mirror;
-use rtscope_analysis::tail::{self, TailInput};
-use rtscope_model::RunRecord;
+use rtscope_analysis::tail::{self, BlockMaxima, TailInput};
+use rtscope_model::{RawSample, RunRecord};
+
+/// What the session keeps of one thread's streamed samples: the tail model's block maxima and
+/// when the thread's next wake-up is due (the streaming analysis keeps the events that wake-up
+/// may need). The thread's figures themselves are its own recorder's, as it publishes them.
+pub struct Feed {
+    /// The CPU of the last sample (unpinned DEADLINE threads move).
+    pub cpu: u32,
+    pub interval_ns: u64,
+    last_expected_ns: Option<u64>,
+    received: u64,
+    /// The tail model's block maxima (bounded reservoir, docs/tail.md).
+    pub tail: BlockMaxima,
+}
+
+impl Feed {
+    pub fn new(cpu: u32, interval_ns: u64) -> Feed {
+        Feed {
+            cpu,
+            interval_ns,
+            last_expected_ns: None,
+            received: 0,
+            tail: BlockMaxima::new(
+                tail::first_block_samples(interval_ns),
+                tail::RESERVOIR_CAPACITY,
+            ),
+        }
+    }
+
+    pub fn push(&mut self, s: &RawSample) {
+        self.last_expected_ns = Some(s.expected_ns);
+        self.cpu = s.cpu;
+        self.received += 1;
+        self.tail.push(s.latency_ns);
+    }
+
+    /// Samples received from the thread's ring.
+    pub fn received(&self) -> u64 {
+        self.received
+    }
+
+    /// The thread's next wake-up is due no earlier than this (None before its first sample).
+    pub fn next_expected_ns(&self) -> Option<u64> {
+        self.last_expected_ns.map(|e| e + self.interval_ns)
+    }
+}
 
 /// Fit every CPU's tail and the run's, and add the report and its warnings to the record.
-/// Nothing when the samples were not streamed (the mirrors saw none).
-pub fn attach(mirrors: &[Mirror], rec: &mut RunRecord) {
-    if mirrors.iter().all(|m| m.samples() == 0) {
+/// Nothing when the samples were not streamed (the feeds received none).
+pub fn attach(feeds: &[Feed], rec: &mut RunRecord) {
+    if feeds.iter().all(|f| f.received() == 0) {
         return;
     }
     let Some(m) = rec.measurement_mut() else {
@@ -23,11 +67,9 @@ pub fn attach(mirrors: &[Mirror], rec: &mut RunRecord) {
                 .and_then(|c| c.bounds.sliding_window.latency_ns)
         })
     };
-    let inputs: Vec<TailInput> = mirrors
+    let inputs: Vec<TailInput> = feeds
         .iter()
-        .map(|mi| {
-            TailInput::from_reservoir(mi.rec.cpu, &mi.tail, mi.interval_ns, bound_of(mi.rec.cpu))
-        })
+        .map(|f| TailInput::from_reservoir(f.cpu, &f.tail, f.interval_ns, bound_of(f.cpu)))
         .collect();
     let fits = std::thread::scope(|s| {
         let handles: Vec<_> = inputs
@@ -76,15 +118,15 @@ impl UntilStable {
     }
 
     /// One step at `t_s` into the run; true when the run should end now.
-    pub fn step(&mut self, t_s: f64, mirrors: &[Mirror], bound: Option<Vec<f64>>) -> bool {
+    pub fn step(&mut self, t_s: f64, feeds: &[Feed], bound: Option<Vec<f64>>) -> bool {
         if self.ended.is_some() || t_s < self.next_s {
             return self.ended.is_some();
         }
         self.next_s = t_s + self.every_s();
-        let mut v = Vec::with_capacity(3 * mirrors.len());
+        let mut v = Vec::with_capacity(3 * feeds.len());
         let mut complete = true;
-        for mi in mirrors {
-            match tail::sample_level(mi.tail.maxima(), mi.tail.block_samples(), 1e-9) {
+        for f in feeds {
+            match tail::sample_level(f.tail.maxima(), f.tail.block_samples(), 1e-9) {
                 Some((est, iv)) => match (iv.low, iv.high) {
                     (Some(lo), Some(hi)) => v.extend([lo, est, hi]),
                     _ => complete = false,

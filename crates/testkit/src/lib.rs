@@ -1,8 +1,10 @@
 //! What every real-kernel integration test repeats: is this root (and if not, say `SKIPPED:` with
 //! the reason, never skip silently), one lock so that real-kernel runs of one test binary do not
-//! share the CPUs, the `rtscope` binary under test, temporary directories and JSON files; and
-//! [`synth`], a generated traced run for the streaming pipeline's offline tests and benchmarks.
+//! share the CPUs, the `rtscope` binary under test, temporary directories and JSON files;
+//! [`synth`], a generated traced run for the streaming pipeline's offline tests and benchmarks;
+//! and [`http`], one request on the loopback for the monitor's endpoint tests.
 
+pub mod http;
 pub mod synth;
 
 use std::path::Path;

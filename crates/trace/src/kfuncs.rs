@@ -14,17 +14,7 @@ use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use rtscope_model::practise::KfuncStats;
 use std::mem::MaybeUninit;
 
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    dead_code,
-    non_snake_case,
-    non_camel_case_types,
-    unused
-)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/kfuncs.skel.rs"));
-}
+skeleton!("kfuncs.skel.rs");
 use skel::{KfuncsSkel, KfuncsSkelBuilder};
 
 /// The timed functions in map-key order (`F_*` in kfuncs.bpf.c) and the PRAcTISE operation

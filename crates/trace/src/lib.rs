@@ -42,6 +42,24 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+/// `mod skel`: the skeleton `build.rs` generated for one BPF object (`$file` in `OUT_DIR`),
+/// generated code and so without lints. One per capture module.
+macro_rules! skeleton {
+    ($file:literal) => {
+        #[allow(
+            clippy::all,
+            clippy::pedantic,
+            dead_code,
+            non_snake_case,
+            non_camel_case_types,
+            unused
+        )]
+        mod skel {
+            include!(concat!(env!("OUT_DIR"), "/", $file));
+        }
+    };
+}
+
 mod bpf;
 pub mod flight;
 pub mod kallsyms;
@@ -56,17 +74,7 @@ pub mod sys;
 pub mod tracefs;
 pub mod watch;
 
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    dead_code,
-    non_snake_case,
-    non_camel_case_types,
-    unused
-)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/rtscope.skel.rs"));
-}
+skeleton!("rtscope.skel.rs");
 
 pub use flight::{RttWriter, TraceFileMode};
 pub use reduce::{Keep, Reducer};

@@ -26,17 +26,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    dead_code,
-    non_snake_case,
-    non_camel_case_types,
-    unused
-)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/preemptirq.skel.rs"));
-}
+skeleton!("preemptirq.skel.rs");
 use skel::{PreemptirqSkel, PreemptirqSkelBuilder};
 
 // Event kinds of the BPF queue: keep in sync with preemptirq.bpf.c (K_*).

@@ -17,17 +17,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use std::mem::MaybeUninit;
 
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    dead_code,
-    non_snake_case,
-    non_camel_case_types,
-    unused
-)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/schedtime.skel.rs"));
-}
+skeleton!("schedtime.skel.rs");
 use skel::{SchedtimeSkel, SchedtimeSkelBuilder};
 
 /// The kernel functions whose entry starts a timing (fentry and fexit programs).

@@ -17,17 +17,7 @@ use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    dead_code,
-    non_snake_case,
-    non_camel_case_types,
-    unused
-)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/watch.skel.rs"));
-}
+skeleton!("watch.skel.rs");
 use skel::{WatchSkel, WatchSkelBuilder};
 
 // Record kinds: keep in sync with watch.bpf.c.

@@ -5,47 +5,19 @@
 //! follows the `Accept` header and passes `promtool check metrics`. Every loop is bounded in
 //! count and time; nothing leaves the loopback.
 
-use rtscope_verbs::monitor::{
-    Metrics, MonitorOptions, MonitorView, Server, HEAD_DEADLINE, MAX_CONNECTIONS,
-};
+use rtscope_testkit::http::{self, header};
+use rtscope_verbs::monitor::{Server, HEAD_DEADLINE, MAX_CONNECTIONS};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
 /// A server on an ephemeral loopback port, its metrics holding a series of every kind.
 fn server() -> (Server, u16) {
-    use rtscope_session::live::{LiveSnapshot, ThreadLive, View};
-    let m = Arc::new(Metrics::new());
-    let mut v = MonitorView::new(
-        m.clone(),
-        MonitorOptions {
-            window: Duration::from_secs(1),
-            expose_names: false,
-        },
-        Box::new(rtscope_session::live::NoView),
-    );
-    v.samples(&[rtscope_model::RawSample {
-        cpu: 0,
-        latency_ns: 5_000,
-        ..Default::default()
-    }]);
-    v.update(&LiveSnapshot {
-        threads: vec![ThreadLive {
-            cpu: 0,
-            samples: 1,
-            overruns: 1,
-            max_ns: 5_000,
-            ..Default::default()
-        }],
-        ..Default::default()
-    });
-    let mut spec = rtscope_store::fixture::Spec::new("run-1", 1);
-    spec.with_analysis = true;
-    let mut rec = rtscope_store::fixture::record(&spec);
-    rec.system.steal_per_cpu_ns = vec![(0, 1_000_000)];
-    v.interim(&rec, Duration::from_secs(1));
+    let m = common::metrics_of_every_kind();
     let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     let s = Server::start(l, m).expect("server");
     let port = s.addr.port();
@@ -55,21 +27,8 @@ fn server() -> (Server, u16) {
 /// Send `raw`, read the answer to its end (the server closes every connection after one
 /// answer): (status line, head, body, time to the end of the answer).
 fn exchange(port: u16, raw: &[u8]) -> (String, String, String, Duration) {
-    let t0 = Instant::now();
-    let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    c.write_all(raw).unwrap();
-    let mut out = Vec::new();
-    let _ = c.read_to_end(&mut out);
-    let took = t0.elapsed();
-    let out = String::from_utf8_lossy(&out).into_owned();
-    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
-    (
-        head.lines().next().unwrap_or("").to_string(),
-        head.to_string(),
-        body.to_string(),
-        took,
-    )
+    let r = http::exchange(port, raw, Duration::from_secs(5));
+    (r.status, r.head, r.body, r.took)
 }
 
 fn scrape(port: u16, accept: Option<&str>) -> (String, String, String, Duration) {
@@ -78,16 +37,6 @@ fn scrape(port: u16, accept: Option<&str>) -> (String, String, String, Duration)
         port,
         format!("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n{accept}\r\n").as_bytes(),
     )
-}
-
-/// A header's value in a response head (names case-insensitive).
-fn header(head: &str, name: &str) -> Option<String> {
-    head.lines().skip(1).find_map(|l| {
-        let (n, v) = l.split_once(':')?;
-        n.trim()
-            .eq_ignore_ascii_case(name)
-            .then(|| v.trim().to_string())
-    })
 }
 
 /// Every request the endpoint refused or served before, each with its answer: the routes, a

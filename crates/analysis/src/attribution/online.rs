@@ -6,14 +6,21 @@
 //! threshold is known before the first sample, so its sums are plain sums); samples
 //! attributed/unattributed; the sum check; the worst samples (kept by the caller).
 //!
-//! Bucketed: the p99 of the latency, which samples form "the p99 tail", and the causes'
-//! `p99_contribution_ns`. Values go into log-linear buckets — exact below 128 ns, then 64
-//! sub-buckets per power of two, so a bucket [lo, hi] has (hi + 1 − lo) / lo ≤ 1/64 — and every
-//! sum the tail needs is kept per latency bucket (total latency, and per cause and per CPU the
-//! contributed ns). A percentile is the nearest rank over the bucket counts: the bucket holding
-//! that rank is exact, and the value reported is its upper edge clamped to the exact maximum, so
-//! it lies in [exact, exact · (1 + 1/64)). The tail is every sample in that bucket or above:
-//! the exact tail plus the samples of the p99's own bucket below the p99 (all within 1/64 of it).
+//! The p99 of the latency comes from the one histogram engine every latency percentile of
+//! rtscope comes from, the HDR [`Histogram`] (nearest rank; exact below 2048 ns, within 1/1024
+//! above), so it is the p99 the record's own statistics would give for the same samples.
+//!
+//! Bucketed: which samples form "the p99 tail", and the causes' `p99_contribution_ns`. The sums
+//! the tail needs are kept per latency bucket (total latency and count, and per cause and per
+//! CPU the contributed ns) in log-linear buckets — exact below 128 ns, then 64 sub-buckets per
+//! power of two, so a bucket [lo, hi] has (hi + 1 − lo) / lo ≤ 1/64; an HDR bucket never
+//! straddles one, so the p99 falls in exactly one — because the p99 is known only at the end and
+//! a finer grid per cause and CPU would cost HDR's kilobytes per octave each. The tail is every
+//! sample in the p99's bucket or above: the exact tail plus the samples of the p99's own bucket
+//! below the p99 (all within 1/64 of it). A cause's contribution percentile is the nearest rank
+//! over its own compact bucket counts (a [`LogHistogram`] of a few hundred bytes per cause, where
+//! an HDR histogram would hold kilobytes): the upper edge of the bucket holding that rank,
+//! clamped to the exact maximum, so in [exact, exact · (1 + 1/64)).
 //! With X those extra samples and T the exact tail, a cause's tail share differs from the exact
 //! one by at most latency(X) / latency(T ∪ X) (its contribution to X lies in [0, latency(X)]).
 //!
@@ -26,6 +33,7 @@ use super::summary::{per_cpu_tail_line, run_warnings, sort_causes, steal_checks,
 use super::{AttributionOptions, AttributionResult, SampleAttribution, SumCheck};
 use rtscope_model::attribution::{AttributionSummary, CauseSummary, ATTRIBUTION_SCHEMA_VERSION};
 use rtscope_model::event::NameTables;
+use rtscope_model::Histogram;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
@@ -201,11 +209,6 @@ impl LogHistogram {
         self.max = self.max.max(v);
     }
 
-    /// Values recorded.
-    pub(super) fn len(&self) -> u64 {
-        self.n
-    }
-
     /// The bucket holding the nearest-rank p-th percentile of the recorded values together with
     /// `zeros` zero values that were counted but not recorded; None when that rank falls among
     /// the zeros or there are no values.
@@ -281,7 +284,10 @@ struct CpuAgg {
 #[derive(Clone, Debug)]
 pub(super) struct OnlineSummary {
     tail_threshold_ns: Option<u64>,
-    latency: LogHistogram,
+    /// Every latency (its percentiles).
+    latency: Histogram,
+    /// Samples and their latency per tail bucket.
+    latency_count: BucketSums,
     latency_sum: BucketSums,
     unattributed: u64,
     sum_check: SumCheck,
@@ -298,7 +304,8 @@ impl OnlineSummary {
     pub(super) fn new(tail_threshold_ns: Option<u64>) -> Self {
         OnlineSummary {
             tail_threshold_ns,
-            latency: LogHistogram::default(),
+            latency: Histogram::new(),
+            latency_count: BucketSums::default(),
             latency_sum: BucketSums::default(),
             unattributed: 0,
             sum_check: SumCheck {
@@ -318,7 +325,7 @@ impl OnlineSummary {
 
     /// Samples recorded.
     pub(super) fn samples(&self) -> u64 {
-        self.latency.len()
+        self.latency.count()
     }
 
     pub(super) fn cause_name(&self, id: u16) -> &str {
@@ -358,6 +365,7 @@ impl OnlineSummary {
         let lat = a.latency_ns;
         let b = bucket_of(lat);
         self.latency.record(lat);
+        self.latency_count.add(b, 1);
         self.latency_sum.add(b, lat);
         if a.unattributed_reason.is_some() {
             self.unattributed += 1;
@@ -409,9 +417,14 @@ impl OnlineSummary {
         }
     }
 
-    /// The latency bucket of the p99 (nearest rank), None without samples.
+    /// The p99 of the latency (nearest rank, HDR), None without samples.
+    fn p99(&self) -> Option<u64> {
+        self.latency.quantile_ns(0.99)
+    }
+
+    /// The tail bucket holding the p99: the p99 tail is that bucket and above.
     fn p99_bucket(&self) -> Option<u32> {
-        self.latency.percentile_bucket(99.0, 0)
+        self.p99().map(bucket_of)
     }
 
     /// The cause with the largest share of the p99 tail's latency, and that share.
@@ -440,16 +453,11 @@ impl OnlineSummary {
         gaps: Vec<(u32, u64)>,
         names: &NameTables,
     ) -> AttributionResult {
-        let n = self.latency.len();
+        let n = self.latency.count();
         let b99 = self.p99_bucket();
-        let p99 = self.latency.percentile(99.0, 0);
+        let p99 = self.p99().unwrap_or(0);
         let (tail_n, tail_lat) = b99
-            .map(|b| {
-                (
-                    self.latency.counts.sum_from(b),
-                    self.latency_sum.sum_from(b),
-                )
-            })
+            .map(|b| (self.latency_count.sum_from(b), self.latency_sum.sum_from(b)))
             .unwrap_or((0, 0));
         let thr = self.tail_threshold_ns;
 
@@ -585,7 +593,12 @@ impl OnlineSummary {
                     + c.by_cause.iter().map(|h| h.heap_bytes()).sum::<usize>()
             })
             .sum();
-        self.latency.heap_bytes() + self.latency_sum.heap_bytes() + causes + ids + cpus
+        self.latency.heap_bytes() as usize
+            + self.latency_count.heap_bytes()
+            + self.latency_sum.heap_bytes()
+            + causes
+            + ids
+            + cpus
     }
 }
 
@@ -709,7 +722,7 @@ mod tests {
         for v in [10u64, 20, 30, 40, 50, 60, 70, 80, 90, 1030] {
             h.record(v);
         }
-        assert_eq!(h.len(), 10);
+        assert_eq!(h.n, 10);
         assert_eq!(h.max, 1030);
         // p50: rank ⌈5⌉ = 5 → 50 (exact region).
         assert_eq!(h.percentile(50.0, 0), 50);
@@ -750,7 +763,7 @@ mod tests {
     /// The p99 tail by hand, online and exact. 100 samples: 97 × 500 ns ("ret"), then 1030
     /// ("irq"), 1035 ("ret"), 1038 ("nmi" 38 + "ret" 1000); the last three share the bucket
     /// [1024, 1039]. Exact: p99 = rank 99 = 1035, tail {1035, 1038} = 2073 ns, "ret" 2035 of it.
-    /// Online: p99 = the bucket's upper edge 1039 clamped to the max 1038; the tail is the whole
+    /// Online: p99 = 1035 (the HDR histogram's, exact below 2048 ns); the tail is the whole
     /// bucket {1030, 1035, 1038} = 3103 ns: "irq" 1030/3103, "ret" 2035/3103, "nmi" 38/3103 —
     /// each within latency(X)/latency(T ∪ X) = 1030/3103 of its exact share ("irq" exactly
     /// that far). "ret"'s p99 contribution: 99 nonzero + 1 zero, rank 99 → the 98th nonzero,
@@ -777,7 +790,7 @@ mod tests {
         assert_eq!(rises, 4);
         let r = online.result(&opts, Vec::new(), Vec::new(), &NameTables::default());
         let s = &r.summary;
-        assert_eq!((s.p99_latency_ns, s.tail_p99_samples), (1038, 3));
+        assert_eq!((s.p99_latency_ns, s.tail_p99_samples), (1035, 3));
         let c = |n: &str| s.causes.iter().find(|c| c.cause == n).expect(n).clone();
         assert_eq!(c("irq").tail_p99_share, 1030.0 / 3103.0);
         assert_eq!(c("ret").tail_p99_share, 2035.0 / 3103.0);

@@ -483,16 +483,18 @@ fn check_against_batch(
     assert_eq!(ss.p99_relative_resolution, Some(ONLINE_RELATIVE_RESOLUTION));
     assert_eq!(bs.p99_relative_resolution, None);
 
-    // p99: the upper edge of the exact p99's bucket, clamped to the maximum: in
-    // [exact, exact · (1 + 1/64)).
-    let max_lat = s.samples.iter().map(|x| x.latency_ns).max().unwrap_or(0);
+    // p99: the HDR histogram's of the same samples (the record's engine): in
+    // [exact, exact · (1 + 1/1024)], and in the exact p99's tail bucket.
     let p99 = bs.p99_latency_ns;
     let b99 = bucket_of(p99);
-    if !s.samples.is_empty() {
-        assert_eq!(ss.p99_latency_ns, bucket_high(b99).min(max_lat));
+    let mut hdr = rtscope_model::Histogram::new();
+    for x in &s.samples {
+        hdr.record(x.latency_ns);
     }
+    assert_eq!(ss.p99_latency_ns, hdr.quantile_ns(0.99).unwrap_or(0));
     assert!(ss.p99_latency_ns >= p99);
-    assert!((ss.p99_latency_ns - p99) as f64 <= p99 as f64 * ONLINE_RELATIVE_RESOLUTION);
+    assert!((ss.p99_latency_ns - p99) as f64 <= p99 as f64 / 1024.0);
+    assert_eq!(bucket_of(ss.p99_latency_ns), b99);
     // The tail: the exact tail T plus the samples X of the p99's bucket below the p99.
     let in_x = |lat: u64| bucket_of(lat) == b99 && lat < p99;
     let x_n = s.samples.iter().filter(|x| in_x(x.latency_ns)).count() as u64;

@@ -110,24 +110,7 @@ impl Interference for PrefixSource<'_> {
     }
     fn arrivals(&self, delta_ns: u64) -> u64 {
         // Not asked by the series (sliding window only); exact over the prefix.
-        let a = &self.src.starts()[..self.m];
-        let n = a.len();
-        if n == 0 || delta_ns == 0 {
-            return 0;
-        }
-        let (mut best, mut j) = (0usize, 0usize);
-        for i in 0..n {
-            let end = a[i].saturating_add(delta_ns);
-            j = j.max(i);
-            while j < n && a[j] < end {
-                j += 1;
-            }
-            best = best.max(j - i);
-            if j == n {
-                break;
-            }
-        }
-        best as u64
+        window::max_arrivals_in(&self.src.starts()[..self.m], delta_ns)
     }
 }
 
@@ -164,22 +147,7 @@ pub(crate) fn cumulative(src: &InterruptSource) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bound::source::RawInstance;
-
-    fn src(v: &[(u64, u64)]) -> InterruptSource {
-        let raw = v
-            .iter()
-            .enumerate()
-            .map(|(i, &(s, d))| RawInstance {
-                start_ns: s,
-                duration_ns: d,
-                row: i as u64,
-            })
-            .collect();
-        InterruptSource::build("x", SourceKind::Irq, raw, "test")
-            .unwrap()
-            .0
-    }
+    use crate::bound::window::tests::src;
 
     /// At every prefix and every Δ, asked in any order and again at longer prefixes, the view
     /// answers what a copied prefix answers.

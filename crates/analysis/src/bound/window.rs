@@ -54,7 +54,11 @@ pub(crate) fn max_demand_in(a: &[u64], d: &[u64], total: u64, delta_ns: u64) -> 
 
 /// The largest number of arrivals in one window [t, t+Δ) (for `sliding_window_owcet`).
 pub fn max_arrivals(src: &InterruptSource, delta_ns: u64) -> u64 {
-    let a = src.starts();
+    max_arrivals_in(src.starts(), delta_ns)
+}
+
+/// [`max_arrivals`] over the sorted arrivals `a`.
+pub(crate) fn max_arrivals_in(a: &[u64], delta_ns: u64) -> u64 {
     let n = a.len();
     if n == 0 || delta_ns == 0 {
         return 0;
@@ -81,11 +85,12 @@ pub fn max_arrivals(src: &InterruptSource, delta_ns: u64) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::bound::source::{RawInstance, SourceKind};
 
-    fn src(v: &[(u64, u64)]) -> InterruptSource {
+    /// A source of (arrival, duration) instances.
+    pub(crate) fn src(v: &[(u64, u64)]) -> InterruptSource {
         let raw = v
             .iter()
             .enumerate()

@@ -30,7 +30,7 @@ fn run(
     let input = dir.join(format!("{engine}.json"));
     std::fs::write(&input, text).unwrap();
     let db = dir.join("results.db");
-    let mut child = Command::new(bin!())
+    let child = Command::new(bin!())
         .args(["taskset", "run", "--engine", engine, "--rt-app"])
         .arg(&input)
         .args(["-q", "--json", "--db"])
@@ -83,7 +83,10 @@ fn validate(v: &Value) {
 
 /// Per task (rt-app threads sorted by name, native tasks in file order): (jobs, mean response
 /// in ms, largest lateness in ms).
-fn tasks(t: &Value) -> Vec<(u64, f64, f64)> {
+/// Per thread: jobs, mean response (ms) and largest lateness (ms).
+type Table = Vec<(u64, f64, f64)>;
+
+fn tasks(t: &Value) -> Table {
     t["tasks"]
         .as_array()
         .unwrap()
@@ -159,7 +162,7 @@ fn the_duration_ends_rt_app_within_a_period_of_d_with_its_logs() {
 
 /// The same file under `--engine rt-app` (rt-app's own view) and `--engine native`: the task
 /// tables, in file order (the tests name threads in alphabetical file order).
-fn both(text: &str, d: &str) -> (Vec<(u64, f64, f64)>, Vec<(u64, f64, f64)>) {
+fn both(text: &str, d: &str) -> (Table, Table) {
     let dir = tempfile::tempdir().unwrap();
     let (_, r) = run(dir.path(), "rt-app", text, &["-D", d], None);
     let (_, n) = run(dir.path(), "native", text, &["-D", d], None);

@@ -243,7 +243,9 @@ fn sinks(
         .cpus
         .iter()
         .enumerate()
-        .map(|(i, &cpu)| crate::tail::Feed::new(cpu, spec.interval_ns + i as u64 * spec.distance_ns))
+        .map(|(i, &cpu)| {
+            crate::tail::Feed::new(cpu, spec.interval_ns + i as u64 * spec.distance_ns)
+        })
         .collect();
     Ok((raw_csv, checkpointer, spec, feeds))
 }

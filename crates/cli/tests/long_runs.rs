@@ -219,12 +219,15 @@ fn memory_and_trace_file_do_not_grow_with_the_run() {
     // high-water mark of a host stall's backlog: a 15–45 ms stall at 10 kHz queues hundreds of
     // samples and their events at once; three 16-s runs of this debug binary peaked at 88, 97
     // and 97 MiB. The absolute figure (≤ 64 MiB) is the release build's at 1 kHz, in
-    // docs/long-runs.md: this debug binary's own text adds ~18 MiB under mlockall.
+    // docs/long-runs.md: this debug binary's own text adds ~18 MiB under mlockall. The
+    // measurement keeps what the set-up freed (`sys::mem::retain_freed`: no munmap, hence no
+    // preempt-off `zap_pte_range()`, between the reduction's start and the sampling's end,
+    // docs/bound.md), which adds the set-up's freed heap to the peak once: 106–116 MiB here.
     assert!(
         long <= short + 16 * 1024,
         "peak RSS {short} KiB at 4 s, {long} KiB at 16 s"
     );
-    assert!(long < 112 * 1024, "peak RSS {long} KiB");
+    assert!(long < 128 * 1024, "peak RSS {long} KiB");
     // Every sample explained, the bound computed.
     let a = &rec["kind"]["measurement"]["attribution"];
     let explained =

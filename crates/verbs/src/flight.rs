@@ -100,8 +100,13 @@ fn union_stretch(w: &[(u64, u64)], s: &[(u64, u64)], p: u64) -> Option<(u64, u64
 }
 
 /// ns covered by merged list `w`, merged list `s`, or both (each counted once).
-fn union_ns(w: &[(u64, u64)], s: &[(u64, u64)]) -> u64 {
-    let len = |v: &[(u64, u64)]| v.iter().fold(0u64, |t, (a, b)| t.saturating_add(b - a + 1));
+fn span_ns(v: &[(u64, u64)]) -> u64 {
+    v.iter().fold(0u64, |t, (a, b)| t.saturating_add(b - a + 1))
+}
+
+/// `s_len` is `span_ns(s)`, summed once by the caller: the snapshots are the same for every CPU,
+/// and summing them per CPU costs CPUs × snapshots (10^9 steps for a crafted META).
+fn union_ns(w: &[(u64, u64)], s: &[(u64, u64)], s_len: u64) -> u64 {
     let mut overlap = 0u64;
     for &(a, b) in w {
         let from = s.partition_point(|&(_, y)| y < a);
@@ -109,7 +114,7 @@ fn union_ns(w: &[(u64, u64)], s: &[(u64, u64)]) -> u64 {
             overlap = overlap.saturating_add(b.min(y) - a.max(x) + 1);
         }
     }
-    len(w).saturating_add(len(s)).saturating_sub(overlap)
+    span_ns(w).saturating_add(s_len).saturating_sub(overlap)
 }
 
 impl FlightView {
@@ -247,13 +252,14 @@ impl FlightView {
 
     pub fn json(&self, f: &RttFile) -> serde_json::Value {
         // Every CPU with something kept: its windows and the snapshots.
+        let snaps_ns = span_ns(&self.snaps);
         let kept_ns: BTreeMap<u32, u64> = self
             .cpus
             .iter()
             .filter(|c| !self.snaps.is_empty() || self.windows_kept.contains_key(c))
             .map(|c| {
                 let w = self.windows_kept.get(c).map_or(&[][..], |v| v.as_slice());
-                (*c, union_ns(w, &self.snaps))
+                (*c, union_ns(w, &self.snaps, snaps_ns))
             })
             .collect();
         serde_json::json!({

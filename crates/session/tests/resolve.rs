@@ -91,7 +91,7 @@ fn refusals_name_the_field_and_the_range() {
                 load: Some(vec![rtscope_load::LoadKind::Io, rtscope_load::LoadKind::Disk]),
                 ..other()
             },
-            "--load: 'disk' overlaps 'io' in 'io,disk' (io = hackbench+disk+net)",
+            "⟨load.load⟩: 'disk' overlaps 'io' in 'io,disk' (io = hackbench+disk+net)",
         ),
         (
             MeasureRequest { trace_file: Some("x.rtt".into()), ..other() },

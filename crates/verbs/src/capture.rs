@@ -387,7 +387,7 @@ mod tests {
             ..RecordOutputs::default()
         };
         match record(&r, &out) {
-            Err(VerbError::BadInput(got)) => assert!(got.starts_with("--tag: 'x'"), "{got}"),
+            Err(VerbError::BadInput(got)) => assert!(got.starts_with("⟨tags⟩: 'x'"), "{got}"),
             other => panic!("{other:?}"),
         }
         assert!(!r.output.exists());

@@ -102,15 +102,49 @@ struct CtView {
     intervals: Vec<u64>,
     nsecs: bool,
     lines: usize,
-    /// Refresh in place on a terminal; otherwise only keep the last state for the final print.
+    /// Refresh in place on a terminal; otherwise only keep each thread's last latency.
     live: bool,
-    last: String,
+    /// Each thread's last latency (`Act:`), from the last snapshot.
+    acts: Vec<u64>,
+}
+
+impl CtView {
+    /// cyclictest `-q`'s final `T:` lines. The counts, minimum, mean and maximum come from the
+    /// joined threads' record: the last live snapshot holds only what the threads had published
+    /// (they hand their figures over every ~50 ms), so a run that ends on `-l` would print a
+    /// stale `C:`.
+    fn final_lines(&self, rec: &rtscope_model::RunRecord) -> String {
+        let d = if self.nsecs { 1 } else { 1000 };
+        let threads = rec.measurement().map_or(&[][..], |m| &m.threads[..]);
+        let mut out = String::new();
+        for (i, t) in threads.iter().enumerate() {
+            let h = &t.histogram;
+            out.push_str(&rtscope_report::cyclictest::status_line(
+                i as u32,
+                t.tid,
+                self.prio,
+                self.intervals.get(i).copied().unwrap_or(0),
+                t.cycles,
+                h.min_ns().unwrap_or(0) / d,
+                self.acts.get(i).copied().unwrap_or(0) / d,
+                h.mean_ns().unwrap_or(0.0) as u64 / d,
+                h.max_ns().unwrap_or(0) / d,
+                self.nsecs,
+            ));
+            out.push('\n');
+        }
+        out
+    }
 }
 
 impl crate::View for CtView {
     fn update(&mut self, snap: &crate::LiveSnapshot) {
         let mut out = String::new();
         let d = if self.nsecs { 1 } else { 1000 };
+        self.acts = snap.threads.iter().map(|t| t.cur_ns).collect();
+        if !self.live {
+            return;
+        }
         for (i, t) in snap.threads.iter().enumerate() {
             out.push_str(&rtscope_report::cyclictest::status_line(
                 i as u32,
@@ -126,19 +160,16 @@ impl crate::View for CtView {
             ));
             out.push('\n');
         }
-        if self.live {
-            let up = if self.lines > 0 {
-                format!("\x1b[{}A", self.lines)
-            } else {
-                String::new()
-            };
-            self.lines = snap.threads.len();
-            let mut o = std::io::stdout().lock();
-            let _ = o.write_all(up.as_bytes());
-            let _ = o.write_all(out.as_bytes());
-            let _ = o.flush();
-        }
-        self.last = out;
+        let up = if self.lines > 0 {
+            format!("\x1b[{}A", self.lines)
+        } else {
+            String::new()
+        };
+        self.lines = snap.threads.len();
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(up.as_bytes());
+        let _ = o.write_all(out.as_bytes());
+        let _ = o.flush();
     }
 }
 
@@ -166,7 +197,7 @@ pub fn run(argv: &[String], base: MeasureRequest) -> Result<(), VerbError> {
         nsecs: ct.nsecs,
         lines: 0,
         live: !ct.quiet && std::io::stdout().is_terminal(),
-        last: String::new(),
+        acts: Vec::new(),
     };
     let outcome = crate::measure::run(&r, &mut view)?;
     let rec = outcome.record;
@@ -177,7 +208,10 @@ pub fn run(argv: &[String], base: MeasureRequest) -> Result<(), VerbError> {
         print!("{}", rtscope_report::cyclictest::write_histogram(&res));
     } else if !view.live {
         // cyclictest -q prints the final status lines on exit.
-        print!("{}", view.last);
+        print!("{}", view.final_lines(&rec));
+    } else if view.lines > 0 {
+        // On a terminal the screen's last refresh is redrawn with the joined threads' figures.
+        print!("\x1b[{}A{}", view.lines, view.final_lines(&rec));
     }
     if let Some(b) = rec.measurement().and_then(|m| m.break_sample.as_ref()) {
         println!("# Break thread: {}", b.tid);

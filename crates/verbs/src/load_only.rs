@@ -173,7 +173,7 @@ mod tests {
                     ..l.clone()
                 },
                 out.clone(),
-                "--load: 'net' overlaps 'io' in 'io,net' (io = hackbench+disk+net)",
+                "⟨load.load⟩: 'net' overlaps 'io' in 'io,net' (io = hackbench+disk+net)",
             ),
             (
                 LoadOnly {
@@ -197,7 +197,7 @@ mod tests {
                     tags: vec!["x".into()],
                     ..out.clone()
                 },
-                "--tag: 'x' is not key=value",
+                "⟨tags⟩: 'x' is not key=value",
             ),
             (
                 LoadOnly {
@@ -208,7 +208,7 @@ mod tests {
                     ..l.clone()
                 },
                 out.clone(),
-                "--disk-size: expected a size like 4096, 64K, 20M or 1G, got 'x'",
+                "⟨load.disk_size⟩: expected a size like 4096, 64K, 20M or 1G, got 'x'",
             ),
             (
                 LoadOnly {
@@ -216,7 +216,7 @@ mod tests {
                     ..l.clone()
                 },
                 out.clone(),
-                "exec: needs a command",
+                "⟨load.exec⟩: needs a command",
             ),
         ];
         for (l, out, want) in rows {

@@ -208,7 +208,7 @@ mod tests {
                     example: Some("fig9.9".into()),
                     protocol: "all".into(),
                 },
-                "--example",
+                "⟨mbwi.example⟩",
             ),
         ];
         for (job, want) in rows {

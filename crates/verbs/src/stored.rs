@@ -481,7 +481,7 @@ mod tests {
 
     fn refused(r: Result<impl std::fmt::Debug, VerbError>) -> String {
         match r {
-            Err(VerbError::BadInput(m)) => m,
+            Err(e) if e.is_bad_input() => e.to_string(),
             other => panic!("not bad input: {other:?}"),
         }
     }

@@ -114,51 +114,41 @@ impl CtView {
     /// (they hand their figures over every ~50 ms), so a run that ends on `-l` would print a
     /// stale `C:`.
     fn final_lines(&self, rec: &rtscope_model::RunRecord) -> String {
-        let d = if self.nsecs { 1 } else { 1000 };
         let threads = rec.measurement().map_or(&[][..], |m| &m.threads[..]);
         let mut out = String::new();
         for (i, t) in threads.iter().enumerate() {
             let h = &t.histogram;
-            out.push_str(&rtscope_report::cyclictest::status_line(
-                i as u32,
-                t.tid,
-                self.prio,
-                self.intervals.get(i).copied().unwrap_or(0),
-                t.cycles,
-                h.min_ns().unwrap_or(0) / d,
-                self.acts.get(i).copied().unwrap_or(0) / d,
-                h.mean_ns().unwrap_or(0.0) as u64 / d,
-                h.max_ns().unwrap_or(0) / d,
-                self.nsecs,
-            ));
-            out.push('\n');
+            let act = self.acts.get(i).copied().unwrap_or(0);
+            let mean = h.mean_ns().unwrap_or(0.0) as u64;
+            let ns = [h.min_ns().unwrap_or(0), act, mean, h.max_ns().unwrap_or(0)];
+            out.push_str(&self.line(i, t.tid, t.cycles, ns));
         }
         out
+    }
+
+    /// One `T:` line and its newline; `ns` is min, act, avg and max in nanoseconds.
+    fn line(&self, i: usize, tid: u32, cycles: u64, ns: [u64; 4]) -> String {
+        let d = if self.nsecs { 1 } else { 1000 };
+        let [min, act, avg, max] = ns.map(|v| v / d);
+        let interval = self.intervals.get(i).copied().unwrap_or(0);
+        let mut l = rtscope_report::cyclictest::status_line(
+            i as u32, tid, self.prio, interval, cycles, min, act, avg, max, self.nsecs,
+        );
+        l.push('\n');
+        l
     }
 }
 
 impl crate::View for CtView {
     fn update(&mut self, snap: &crate::LiveSnapshot) {
         let mut out = String::new();
-        let d = if self.nsecs { 1 } else { 1000 };
         self.acts = snap.threads.iter().map(|t| t.cur_ns).collect();
         if !self.live {
             return;
         }
         for (i, t) in snap.threads.iter().enumerate() {
-            out.push_str(&rtscope_report::cyclictest::status_line(
-                i as u32,
-                t.tid,
-                self.prio,
-                self.intervals.get(i).copied().unwrap_or(0),
-                t.samples,
-                t.min_ns / d,
-                t.cur_ns / d,
-                t.avg_ns / d,
-                t.max_ns / d,
-                self.nsecs,
-            ));
-            out.push('\n');
+            let ns = [t.min_ns, t.cur_ns, t.avg_ns, t.max_ns];
+            out.push_str(&self.line(i, t.tid, t.samples, ns));
         }
         let up = if self.lines > 0 {
             format!("\x1b[{}A", self.lines)

@@ -262,27 +262,31 @@ fn events_run_in_file_order_as_in_rt_app() {
     if !have_rt_app() {
         return;
     }
-    // On CPU 0, "hi" (FIFO 50) runs 40 ms every 100 ms from 20 ms on (`delay`); "lo" (FIFO
-    // 40), released at 0, sleeps 30 ms and runs 10 ms, or runs then sleeps. Run first: lo runs
-    // before hi is released, then sleeps: response ~40 ms. Sleep first: lo's run waits for
-    // hi's end (20 + 40 ms): ~70 ms. Measured the same way in both engines.
+    // On CPU 0, every 200 ms: "hi" (FIFO 50) spins 40 ms from 35 ms on (`delay`); "lo" (FIFO
+    // 40), released at 0, spins 25 ms and sleeps 40 ms, or sleeps then spins. Run first: lo's
+    // spin ends before hi's release and its sleep ends inside hi's spin, so lo completes when hi
+    // does (~75 ms). Sleep first: lo wakes inside hi's spin and spins after it (~100 ms). The
+    // spins are `runtime` (wall-clock time): a calibrated `run` stretches on a busy machine (by
+    // half here with builds beside it), which can push lo's spin past hi's release and erase the
+    // difference. The period leaves room for either response.
     let file = |lo: &str| {
         format!(
             r#"{{"tasks": {{
-            "hi": {{"policy": "SCHED_FIFO", "priority": 50, "cpus": [0], "delay": 20000, "run": 40000,
-                   "timer": {{"ref": "t", "period": 100000}}}},
+            "hi": {{"policy": "SCHED_FIFO", "priority": 50, "cpus": [0], "delay": 35000, "runtime": 40000,
+                   "timer": {{"ref": "t", "period": 200000}}}},
             "lo": {{"policy": "SCHED_FIFO", "priority": 40, "cpus": [0], {lo},
-                   "timer": {{"ref": "u", "period": 100000}}}}}},
+                   "timer": {{"ref": "u", "period": 200000}}}}}},
             "global": {{"duration": 2, "calibration": 15}}}}"#
         )
     };
-    let (r1, n1) = both(&file(r#""sleep": 30000, "run": 10000"#), "2s");
-    let (r2, n2) = both(&file(r#""run": 10000, "sleep": 30000"#), "2s");
+    let (r1, n1) = both(&file(r#""sleep": 40000, "runtime": 25000"#), "2s");
+    let (r2, n2) = both(&file(r#""runtime": 25000, "sleep": 40000"#), "2s");
     for (engine, a, b) in [("rt-app", &r1, &r2), ("native", &n1, &n2)] {
-        // lo's mean response (ms): sleep first is later by about hi's run (~30 ms; at least
-        // 8: rt-app starts its threads a few ms apart on a busy machine, which blurs it).
+        println!("{engine}: sleep-then-run {a:?}, run-then-sleep {b:?}");
+        // lo's mean response (ms): sleep first is later by about lo's spin (25 ms; at least
+        // 12: rt-app starts its threads a few ms apart, which blurs the release of hi).
         assert!(
-            a[1].1 - b[1].1 > 8.0,
+            a[1].1 - b[1].1 > 12.0,
             "{engine}: sleep-then-run {a:?}, run-then-sleep {b:?}"
         );
     }

@@ -14,19 +14,24 @@ fn uname() -> (String, String, String) {
         .unwrap_or_default()
 }
 
-/// Kernel config, from /proc/config.gz (needs gzip) or /boot/config-<release>.
+/// Kernel config, from /boot/config-<release> or /proc/config.gz (decompressed in-process, so
+/// capturing the system starts no child process). Either read is capped at [`CONFIG_MAX`].
 fn kernel_config(release: &str) -> Option<String> {
-    if let Ok(s) = fs::read_to_string(format!("/boot/config-{release}")) {
-        return Some(s);
+    use std::io::Read;
+    let capped = |r: &mut dyn Read| -> Option<String> {
+        let mut s = String::new();
+        r.take(CONFIG_MAX).read_to_string(&mut s).ok()?;
+        Some(s)
+    };
+    if let Ok(mut f) = fs::File::open(format!("/boot/config-{release}")) {
+        return capped(&mut f);
     }
-    let out = std::process::Command::new("gzip")
-        .args(["-dc", "/proc/config.gz"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    let f = fs::File::open("/proc/config.gz").ok()?;
+    capped(&mut flate2::read::GzDecoder::new(f.take(CONFIG_MAX)))
 }
+
+/// A kernel config is about 300 KiB; 8 MiB bounds a corrupt or hostile file.
+const CONFIG_MAX: u64 = 8 << 20;
 
 /// The preemption model and where it was read. In order of trust: the live debugfs knob (shows
 /// the PREEMPT_DYNAMIC choice in parentheses), /sys/kernel/realtime (PREEMPT_RT), the boot
@@ -258,6 +263,29 @@ pub fn set_steal(info: &mut SystemInfo, before: &[(u32, u64)], after: &[(u32, u6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The running kernel's config, where it publishes one, is read without a child process
+    /// and yields its CONFIG_HZ (a run's system capture stores it).
+    #[test]
+    fn the_running_kernels_config_is_read_in_process() {
+        let release = uname().1;
+        let published = std::path::Path::new("/proc/config.gz").exists()
+            || std::path::Path::new(&format!("/boot/config-{release}")).exists();
+        if !published {
+            skipped("the kernel publishes no config");
+            return;
+        }
+        let c = kernel_config(&release).expect("config read");
+        assert!(
+            c.lines().any(|l| l.starts_with("CONFIG_HZ=")),
+            "no CONFIG_HZ"
+        );
+        assert!(capture(&[]).hz.is_some());
+    }
+
+    fn skipped(why: &str) {
+        println!("SKIPPED: {why}");
+    }
 
     #[test]
     fn preempt_rt_from_realtime_or_uname() {

@@ -46,6 +46,8 @@ fn run(mech: Mechanism) {
             .iter()
             .map(|(a, b)| (*a, *b))
             .collect(),
+        // Every sample with its reason, so the unattributed ones below are all named.
+        top_n: cycles as usize,
         ..Default::default()
     };
     let r = attribute(&back.events, &back.samples, &back.names, &opts);
@@ -69,15 +71,41 @@ fn run(mech: Mechanism) {
     assert_eq!(r.sum_check.violations, 0);
     assert_eq!(r.sum_check.max_abs_error_ns, 0);
     // Every sample should have its wake-up and switch-in in the trace (allow 0.5 % for the
-    // edges of the capture).
+    // edges of the capture), except where the kernel hid them: a task that the trace shows
+    // switched in but never switched out was current at the planned wake-up, and no probe saw
+    // the timer's wake-up nor the switch from it (docs/tracing.md, "unattributed"; a guest
+    // agent's thread on a Firecracker VM). Those are counted apart, named, and kept few.
+    use rtscope_model::event::EventKind;
+    let switched_out: std::collections::HashSet<u32> = back
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Switch { prev_pid, .. } => Some(prev_pid),
+            _ => None,
+        })
+        .collect();
+    let hidden = |reason: &str| {
+        reason
+            .rsplit_once("on the CPU at E: ")
+            .and_then(|(_, t)| t.split(' ').next()?.rsplit_once(':'))
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+            .is_some_and(|pid| pid != 0 && !switched_out.contains(&pid))
+    };
+    let reasons: Vec<&str> = r
+        .worst
+        .iter()
+        .filter_map(|w| w.unattributed_reason.as_deref())
+        .collect();
+    let by_hidden_task = reasons.iter().filter(|r| hidden(r)).count() as u64;
+    println!("unattributed with a hidden task current at E: {by_hidden_task}");
     assert!(
-        s.samples_unattributed <= 5,
-        "{} unattributed: {:?}",
+        s.samples_unattributed - by_hidden_task.min(s.samples_unattributed) <= 5,
+        "{} unattributed ({by_hidden_task} under a task never switched out): {reasons:?}",
         s.samples_unattributed,
-        r.worst
-            .iter()
-            .map(|w| &w.unattributed_reason)
-            .collect::<Vec<_>>()
+    );
+    assert!(
+        by_hidden_task <= cycles / 50,
+        "{by_hidden_task} of {cycles} samples under a hidden task: {reasons:?}"
     );
     for w in &r.worst {
         if w.unattributed_reason.is_none() {

@@ -943,21 +943,7 @@ impl Store {
     #[doc(hidden)]
     pub fn insert_raw_v3(&mut self, rec: &RunRecord) -> Result<(), StoreError> {
         self.insert_raw_v2(rec)?;
-        let s = Summary::of(rec);
-        self.conn.exec(
-            "UPDATE runs SET policy = ?1, scenario = ?2, samples = ?3, min_ns = ?4, max_ns = ?5,
-             avg_ns = ?6 WHERE id = ?7",
-            &[
-                Val::text(s.policy),
-                Val::text(s.scenario),
-                Val::int(s.samples),
-                Val::Int(s.min_ns),
-                Val::Int(s.max_ns),
-                Val::Real(s.avg_ns),
-                Val::text(&rec.id),
-            ],
-        )?;
-        Ok(())
+        schema::set_summary(&mut self.conn, &rec.id, rec)
     }
 
     /// Drop the tables of this store (tests on a shared PostgreSQL schema).

@@ -115,21 +115,31 @@ fn backfill_tags(c: &mut Conn) -> Result<(), StoreError> {
 
 fn backfill_summary(c: &mut Conn) -> Result<(), StoreError> {
     for (id, rec) in all_records(c)? {
-        let s = crate::Summary::of(&rec);
-        c.exec(
-            "UPDATE runs SET policy = ?1, scenario = ?2, samples = ?3, min_ns = ?4, max_ns = ?5,
-             avg_ns = ?6 WHERE id = ?7",
-            &[
-                Val::text(s.policy),
-                Val::text(s.scenario),
-                Val::int(s.samples),
-                Val::Int(s.min_ns),
-                Val::Int(s.max_ns),
-                Val::Real(s.avg_ns),
-                Val::text(id),
-            ],
-        )?;
+        set_summary(c, &id, &rec)?;
     }
+    Ok(())
+}
+
+/// The summary columns of run `id` from its record (the v3 columns `runs` and `show` list by).
+pub(crate) fn set_summary(
+    c: &mut Conn,
+    id: &str,
+    rec: &rtscope_model::RunRecord,
+) -> Result<(), StoreError> {
+    let s = crate::Summary::of(rec);
+    c.exec(
+        "UPDATE runs SET policy = ?1, scenario = ?2, samples = ?3, min_ns = ?4, max_ns = ?5,
+         avg_ns = ?6 WHERE id = ?7",
+        &[
+            Val::text(s.policy),
+            Val::text(s.scenario),
+            Val::int(s.samples),
+            Val::Int(s.min_ns),
+            Val::Int(s.max_ns),
+            Val::Real(s.avg_ns),
+            Val::text(id),
+        ],
+    )?;
     Ok(())
 }
 

@@ -366,6 +366,40 @@ fn busy_silence_ns(st: &CpuState, len_ns: u64, opts: &AttributionOptions) -> u64
     }
 }
 
+impl SampleAttribution {
+    /// `s` with nothing explained yet: no parts, anchors, threads or timeline.
+    fn unexplained(s: &RawSample) -> SampleAttribution {
+        SampleAttribution {
+            cpu: s.cpu,
+            tid: s.tid,
+            cycle: s.cycle,
+            expected_ns: s.expected_ns,
+            latency_ns: s.latency_ns,
+            unattributed_reason: None,
+            parts: Vec::new(),
+            anchors: Anchors::default(),
+            threads: Vec::new(),
+            segments: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+}
+
+/// Why `s` has no waking to start from. It says who held the CPU at the planned wake-up
+/// (`current`: pid and prio, pid 0 idle), a clue when the kernel reported no events
+/// (docs/tracing.md, "Unattributed samples").
+fn no_waking_reason(s: &RawSample, current: Option<(u32, i32)>, names: &NameTables) -> String {
+    if s.latency_ns == 0 {
+        return "zero latency".to_string();
+    }
+    let holder = match current {
+        Some((0, _)) => "; on the CPU at E: idle".to_string(),
+        Some((pid, prio)) => format!("; on the CPU at E: {}:{pid} prio {prio}", names.comm(pid)),
+        None => String::new(),
+    };
+    format!("no sched_waking of the thread on its CPU inside the window{holder}")
+}
+
 /// Attribute one sample. `ce` holds the CPU's events (time-sorted, recorded order on equal
 /// timestamps) at least up to the window end; `state` is the CPU state just before
 /// `s.expected_ns`; `first` is the index in `ce` of the first event at or after E. The batch and
@@ -381,19 +415,7 @@ fn attribute_one(
 ) -> SampleAttribution {
     let e0 = s.expected_ns;
     let r = s.expected_ns.saturating_add(s.latency_ns);
-    let mut out = SampleAttribution {
-        cpu: s.cpu,
-        tid: s.tid,
-        cycle: s.cycle,
-        expected_ns: s.expected_ns,
-        latency_ns: s.latency_ns,
-        unattributed_reason: None,
-        parts: Vec::new(),
-        anchors: Anchors::default(),
-        threads: Vec::new(),
-        segments: Vec::new(),
-        events: Vec::new(),
-    };
+    let mut out = SampleAttribution::unexplained(s);
     let end = first + ce.ts[first..].partition_point(|&t| t < r);
     let win = first..end;
 
@@ -432,21 +454,7 @@ fn attribute_one(
         None if late => None,
         Some(w) => Some(w),
         None => {
-            let reason = if s.latency_ns == 0 {
-                "zero latency".to_string()
-            } else {
-                // Say who held the CPU at the planned wake-up: a clue when events are missing
-                // (docs/tracing.md, "Unattributed samples").
-                let holder = match state.current {
-                    Some((0, _)) => "; on the CPU at E: idle".to_string(),
-                    Some((pid, prio)) => {
-                        format!("; on the CPU at E: {}:{pid} prio {prio}", names.comm(pid))
-                    }
-                    None => String::new(),
-                };
-                format!("no sched_waking of the thread on its CPU inside the window{holder}")
-            };
-            out.unattributed_reason = Some(reason);
+            out.unattributed_reason = Some(no_waking_reason(s, state.current, names));
             out.parts = vec![(UNATTRIBUTED.to_string(), s.latency_ns)];
             if keep_timeline {
                 out.segments = vec![Segment {

@@ -359,19 +359,7 @@ impl Index {
         let r = s.expected_ns.saturating_add(s.latency_ns);
         let end = first + ts[first..].partition_point(|&t| t < r);
         let state = self.snap_before(first);
-        let mut out = SampleAttribution {
-            cpu: s.cpu,
-            tid: s.tid,
-            cycle: s.cycle,
-            expected_ns: s.expected_ns,
-            latency_ns: s.latency_ns,
-            unattributed_reason: None,
-            parts: Vec::new(),
-            anchors: Anchors::default(),
-            threads: Vec::new(),
-            segments: Vec::new(),
-            events: Vec::new(),
-        };
+        let mut out = SampleAttribution::unexplained(s);
         let waking = first_in(self.wakings.get(&s.tid), first, end).map(|i| match ev[i] {
             Ev::RemoteWaking { prio, from, .. } => (i, prio, Some(from)),
             Ev::K(EventKind::Waking { prio, .. }) => (i, prio, None),
@@ -382,18 +370,7 @@ impl Index {
             && matches!(state.current, Some((pid, _)) if pid == s.tid)
             && first_in(self.switch_out.get(&s.tid), first, end).is_none();
         if waking.is_none() && !late {
-            out.unattributed_reason = Some(if s.latency_ns == 0 {
-                "zero latency".to_string()
-            } else {
-                let holder = match state.current {
-                    Some((0, _)) => "; on the CPU at E: idle".to_string(),
-                    Some((pid, prio)) => {
-                        format!("; on the CPU at E: {}:{pid} prio {prio}", names.comm(pid))
-                    }
-                    None => String::new(),
-                };
-                format!("no sched_waking of the thread on its CPU inside the window{holder}")
-            });
+            out.unattributed_reason = Some(super::no_waking_reason(s, state.current, names));
             out.parts = vec![(UNATTRIBUTED.to_string(), s.latency_ns)];
             return out;
         }

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod doctor;
 pub mod interrupts;
 pub mod mbwi;
+pub mod rtapp;
 pub mod sched;
 pub mod soundness;
 pub mod tail;

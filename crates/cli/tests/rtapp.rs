@@ -291,3 +291,56 @@ fn events_run_in_file_order_as_in_rt_app() {
         );
     }
 }
+
+/// The kernel's view beside rt-app's own: every rt-app thread paired with its task by log
+/// index, its wake-ups counted from the scheduler's tracepoints. A loop that sleeps once agrees
+/// with rt-app's job count; a loop with a `sleep` before its timer wakes twice per job, and the
+/// record says so.
+#[test]
+fn the_kernels_view_of_rt_apps_threads_agrees_with_its_logs() {
+    need_root!("taskset run sets policies; the watch attaches eBPF programs");
+    if !have_rt_app() {
+        return;
+    }
+    if let Err(e) = rtscope_trace::watch::available() {
+        rtscope_testkit::skipped(format_args!("the watch's eBPF programs cannot load: {e}"));
+        return;
+    }
+    let text = r#"{"tasks": {
+        "once": {"policy": "SCHED_FIFO", "priority": 10, "run": 1000, "timer": {"ref": "t", "period": 10000}},
+        "twice": {"policy": "SCHED_FIFO", "priority": 11, "run": 500, "sleep": 3000,
+                  "timer": {"ref": "u", "period": 10000}}},
+        "global": {"duration": 2, "calibration": 15}}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let (_, t) = run(dir.path(), "rt-app", text, &["-D", "2s"], None);
+    let v = &t["rt_app"];
+    let pid = v["pid"].as_u64().unwrap();
+    let kernel = &v["kernel"];
+    assert_eq!(kernel["tgids"], serde_json::json!([pid]), "{kernel}");
+    let rows = v["agreement"].as_array().expect("agreement rows");
+    assert_eq!(rows.len(), 2, "{v}");
+    let row = |name: &str| rows.iter().find(|r| r["name"] == name).expect(name).clone();
+    let once = row("once-0");
+    let twice = row("twice-1");
+    for r in [&once, &twice] {
+        // Each paired with a task of rt-app's own process, not its main thread.
+        let tid = r["tid"].as_u64().expect("tid");
+        assert_ne!(tid, pid);
+        assert!(r["jobs"].as_u64().unwrap() >= 150, "{r}");
+    }
+    assert_eq!(once["agree"], true, "{once}");
+    let (jobs, act) = (
+        twice["jobs"].as_u64().unwrap(),
+        twice["activations"].as_u64().unwrap() + twice["unseen_activations"].as_u64().unwrap(),
+    );
+    // Two wake-ups per job, give or take the run's edges (each at most 2 per edge loop).
+    assert!(act.abs_diff(2 * jobs) <= 6, "two wake-ups per job: {twice}");
+    assert_eq!(twice["agree"], false);
+    assert!(
+        twice["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("2.0 wake-ups per job"),
+        "{twice}"
+    );
+}

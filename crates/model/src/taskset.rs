@@ -165,6 +165,34 @@ pub struct RtAppView {
     #[serde(default)]
     pub logs: String,
     pub threads: Vec<RtAppThread>,
+    /// The kernel's view of the same threads (`rtscope watch`'s machinery: every wake-up and
+    /// switch of rt-app's threads from the scheduler's tracepoints); None when it was not taken
+    /// (no eBPF here, or not asked for), with the reason in the run's warnings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<crate::watch::WatchResult>,
+    /// Per rt-app thread, its jobs beside the kernel's activations of its task; empty without
+    /// the kernel's view.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agreement: Vec<RtAppAgreement>,
+}
+
+/// One rt-app thread's jobs (its log's loops) beside the activations the kernel reported for
+/// its task (each wake-up after a sleep or timer is one).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RtAppAgreement {
+    /// `<name>-<index>` as rt-app logs it.
+    pub name: String,
+    /// The thread's tid (rt-app creates its threads in log-index order).
+    pub tid: Option<u32>,
+    pub jobs: u64,
+    /// Wake-ups measured, and the ones the kernel reported no event for (unseen).
+    pub activations: u64,
+    pub unseen_activations: u64,
+    /// True when activations (+ unseen) are jobs − (loops with slack < 0) − 1 ..= jobs + 3: the
+    /// edges of the run and the loops that did not sleep (`rtscope_analysis::rtapp`).
+    pub agree: bool,
+    /// Why they differ, when they do.
+    pub why: Option<String>,
 }
 
 /// One rt-app thread's loops, summarised from its log's columns.

@@ -241,6 +241,38 @@ fn rt_app_view(v: &rtscope_model::taskset::RtAppView) -> String {
             t.max_wu_lat_us
         );
     }
+    if let Some(k) = &v.kernel {
+        let _ = writeln!(
+            o,
+            "the kernel's view (every wake-up of rt-app's threads, from the scheduler's tracepoints):"
+        );
+        let _ = writeln!(
+            o,
+            "  {:<20} {:>7} {:>6} {:>11} {:>8} {:>8} {:>6}",
+            "thread", "tid", "jobs", "activations", "unseen", "wake_max", "agree"
+        );
+        for a in &v.agreement {
+            let wake_max = a
+                .tid
+                .and_then(|tid| k.threads.iter().find(|t| t.tid == tid))
+                .and_then(|t| t.wakeup_latency.max_ns())
+                .map_or("-".into(), |n| format!("{}us", n / 1000));
+            let _ = writeln!(
+                o,
+                "  {:<20} {:>7} {:>6} {:>11} {:>8} {:>8} {:>6}",
+                a.name,
+                a.tid.map_or("-".into(), |t| t.to_string()),
+                a.jobs,
+                a.activations,
+                a.unseen_activations,
+                wake_max,
+                if a.agree { "yes" } else { "no" }
+            );
+            if let Some(why) = &a.why {
+                let _ = writeln!(o, "    {why}");
+            }
+        }
+    }
     o
 }
 

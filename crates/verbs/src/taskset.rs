@@ -63,7 +63,14 @@ impl Tool for TasksetRun<'_> {
     }
 
     fn step(&mut self, _w: &Work) -> Result<Flow, VerbError> {
-        self.res = Some(self.job.run()?);
+        let Some(_) = &self.job.rt_app else {
+            self.res = Some(self.job.run()?);
+            return Ok(Flow::Done);
+        };
+        let mut kv = KernelView::start();
+        let mut res = self.job.run_watched(&mut kv)?;
+        kv.attach(&mut res);
+        self.res = Some(res);
         Ok(Flow::Done)
     }
 
@@ -86,6 +93,103 @@ impl Tool for TasksetRun<'_> {
             (true, false) => print!("{}", text::result(res)),
         }
         emit(self.out, rec)
+    }
+}
+
+/// The kernel's view of rt-app's threads: the watch's eBPF programs attached before rt-app
+/// starts, its process added the moment it exists (so its threads are seen from their first
+/// wake-up), stepped while it runs, then every activation compared with rt-app's own log.
+struct KernelView {
+    watcher: Option<crate::watch::Watcher>,
+    why_not: Option<String>,
+    tids: Vec<u32>,
+    last_step: Option<std::time::Instant>,
+    samples: Vec<rtscope_model::RawSample>,
+}
+
+/// How often the watcher reads its ring buffer while rt-app runs (the engine ticks every 2 ms).
+const KERNEL_VIEW_STEP: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl KernelView {
+    fn start() -> KernelView {
+        let spec = rtscope_trace::watch::WatchSpec {
+            tgids: Vec::new(),
+            comm: None,
+            follow_children: false,
+            cgroup_id: None,
+        };
+        let (watcher, why_not) = match crate::watch::Watcher::start(&spec, 0, None, false) {
+            Ok(w) => (Some(w), None),
+            Err(e) => (None, Some(e)),
+        };
+        KernelView {
+            watcher,
+            why_not,
+            tids: Vec::new(),
+            last_step: None,
+            samples: Vec::new(),
+        }
+    }
+
+    /// The kernel's view and its comparison with rt-app's, into `res`'s rt-app view; a view
+    /// that could not be taken is said in a warning.
+    fn attach(mut self, res: &mut TasksetResult) {
+        use rtscope_model::{Warning, WarningCode};
+        let Some(view) = res.rt_app.as_mut() else {
+            return;
+        };
+        let Some(mut w) = self.watcher.take() else {
+            let why = self.why_not.unwrap_or_else(|| "not started".into());
+            res.warnings.push(Warning::new(
+                WarningCode::Trace,
+                format!("the kernel's view of rt-app's threads was not taken: {why}"),
+            ));
+            return;
+        };
+        w.finish(rtscope_sys::clock::monotonic_ns(), &mut self.samples);
+        let comm = |t: u32| rtscope_trace::sys::comm_of(t).unwrap_or_else(|| format!("tid{t}"));
+        let mut kernel = w.result("rt-app", None, &comm);
+        // rt-app's main thread only waits for the others: not one of its workload's threads.
+        kernel.threads.retain(|t| self.tids.contains(&t.tid));
+        if kernel.dropped_events > 0 {
+            res.warnings.push(Warning::new(
+                WarningCode::LostEvents,
+                format!(
+                    "the kernel's view of rt-app's threads lost {} events (ring buffer full): \
+                     its activation counts are low",
+                    kernel.dropped_events
+                ),
+            ));
+        }
+        view.agreement = rtscope_analysis::rtapp::agreement(&view.threads, &self.tids, &kernel);
+        view.kernel = Some(kernel);
+    }
+}
+
+impl rtscope_bench::taskset::rtapp_engine::Observer for KernelView {
+    fn spawned(&mut self, pid: u32) {
+        if let Some(w) = self.watcher.as_mut() {
+            if let Err(e) = w.add_tgid(pid) {
+                self.why_not = Some(e);
+                self.watcher = None;
+            }
+        }
+    }
+
+    fn threads(&mut self, _pid: u32, threads: &[(i32, String)]) {
+        self.tids = threads.iter().map(|&(t, _)| t as u32).collect();
+    }
+
+    fn tick(&mut self) {
+        let due = self
+            .last_step
+            .is_none_or(|t| t.elapsed() >= KERNEL_VIEW_STEP);
+        if let (Some(w), true) = (self.watcher.as_mut(), due) {
+            w.step(rtscope_sys::clock::monotonic_ns(), &mut self.samples);
+            // Each activation is in the per-thread sums; the samples are not needed here.
+            self.samples.clear();
+            self.last_step = Some(std::time::Instant::now());
+        }
     }
 }
 

@@ -381,15 +381,15 @@ pub struct Prepared {
 
 impl Prepared {
     pub fn run(&self) -> Result<TasksetResult, TasksetError> {
-        self.run_watched(&mut |_, _| {})
+        self.run_watched(&mut rtapp_engine::Unobserved)
     }
 
-    /// [`Prepared::run`], calling `on_threads` with rt-app's pid and its threads' (tid, name)
+    /// [`Prepared::run`], telling `obs` of rt-app's pid and its threads' (tid, name)
     /// once they exist (the kernel's view of each job attaches there); task sets run by
     /// rtscope's own threads never call it.
     pub fn run_watched(
         &self,
-        on_threads: &mut super::rtapp_engine::OnThreads,
+        obs: &mut dyn rtapp_engine::Observer,
     ) -> Result<TasksetResult, TasksetError> {
         match &self.rt_app {
             None => super::run(&self.plan, &self.options, &self.set),
@@ -397,7 +397,7 @@ impl Prepared {
                 rtscope_probe::signals::clear_stop();
                 // SIGINT/SIGTERM/SIGHUP stop the run (rt-app is then stopped and its logs read).
                 let _sig = rtscope_probe::signals::Guard::install(&[]);
-                let out = rtapp_engine::run(job, on_threads)?;
+                let out = rtapp_engine::run(job, obs)?;
                 Ok(rt_app_result(self, job, out))
             }
         }

@@ -29,9 +29,21 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Called with rt-app's pid and each of its threads (tid, name) once they exist: where a
-/// kernel-side observer (`watch`) attaches.
-pub type OnThreads = dyn FnMut(u32, &[(i32, String)]);
+/// What a caller learns of rt-app's run as it goes: the seam for the kernel's view (a watcher
+/// attaches to rt-app's process as soon as it exists, before its threads, and is stepped while
+/// it runs).
+pub trait Observer {
+    /// rt-app was started: its pid, before it has parsed its file or created a thread.
+    fn spawned(&mut self, _pid: u32) {}
+    /// rt-app's threads (tid, comm), its main thread excluded, once all of them exist.
+    fn threads(&mut self, _pid: u32, _threads: &[(i32, String)]) {}
+    /// Called every few milliseconds while rt-app runs, and once after it ended.
+    fn tick(&mut self) {}
+}
+
+/// No one watching.
+pub struct Unobserved;
+impl Observer for Unobserved {}
 
 /// Most threads an rt-app file may create (instances summed).
 pub const MAX_THREADS: u64 = 4096;
@@ -355,7 +367,7 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> EngineError {
 }
 
 /// rt-app's threads once they exist: (tid, name) of every task of its process but the main one.
-/// The seam for the kernel's view: `run`'s `on_threads` is called with these as soon as rt-app
+/// The seam for the kernel's view: `run`'s observer gets these as soon as rt-app
 /// has created them, so a watcher (the `watch` machinery) can follow those tids from the kernel.
 pub fn threads_of(pid: u32) -> Vec<(i32, String)> {
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
@@ -471,9 +483,9 @@ impl Streams {
     }
 }
 
-/// Run rt-app on the job's file; `on_threads` gets rt-app's pid and thread ids once they exist
+/// Run rt-app on the job's file; `obs` sees rt-app's pid, then its threads once they exist
 /// (the seam for the kernel's view). Returns when rt-app has ended and its logs are read.
-pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, EngineError> {
+pub fn run(job: &RtAppJob, obs: &mut dyn Observer) -> Result<RtAppOutcome, EngineError> {
     let dir = Private::create()?;
     let mut tree = job.tree.clone();
     if let Some(g) = tree_global(&mut tree) {
@@ -526,6 +538,7 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
         .spawn()
         .map_err(io(format!("starting {}", job.binary.display())))?;
     let pid = child.id();
+    obs.spawned(pid);
     let mut seen_threads = false;
     let mut term_at: Option<(Instant, u64)> = None;
     let mut interrupted = false;
@@ -542,7 +555,7 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
             let t = threads_of(pid);
             if t.len() as u64 >= job.threads {
                 seen_threads = true;
-                on_threads(pid, &t);
+                obs.threads(pid, &t);
             }
         }
         match term_at {
@@ -578,8 +591,10 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
             }
             Some(_) => {}
         }
+        obs.tick();
         std::thread::sleep(Duration::from_millis(2));
     };
+    obs.tick();
     let window_ns = t0.elapsed().as_nanos() as u64;
     streams.finish();
     let printed = std::fs::read_to_string(&out).unwrap_or_default();
@@ -628,6 +643,8 @@ pub fn run(job: &RtAppJob, on_threads: &mut OnThreads) -> Result<RtAppOutcome, E
                 "files".into()
             },
             threads,
+            kernel: None,
+            agreement: Vec::new(),
         },
         window_ns,
         interrupted,

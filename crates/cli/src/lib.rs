@@ -8,20 +8,16 @@
 //! validated configuration before anything starts, then handed to the crate that does the work.
 //! It is a library so that its tests (`tests/`) reach the clap tree and the field maps.
 
-mod cmd;
-mod deprecated;
-mod exit;
+pub mod cmd;
+pub mod deprecated;
+pub mod exit;
 mod fields;
-mod fields_bench;
-#[cfg(test)]
-mod fields_check;
-mod fields_lab;
-mod fields_load;
-mod fields_practise;
-mod fields_store;
-#[cfg(test)]
-mod flag_table;
-mod resolver;
+pub mod fields_bench;
+pub mod fields_lab;
+pub mod fields_load;
+pub mod fields_practise;
+pub mod fields_store;
+pub mod resolver;
 
 use clap::{Parser, Subcommand};
 
@@ -32,7 +28,7 @@ use clap::{Parser, Subcommand};
     about = "Measure, explain and bound real-time latency on Linux",
     after_help = exit::TABLE
 )]
-struct Cli {
+pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }

@@ -41,7 +41,7 @@ pub struct Args {
 }
 
 /// The codes of `--fix` as full codes; CPUs online; root and a writable /sys for a change.
-fn check(
+pub fn check(
     a: &Args,
     online: &[u32],
     root: bool,
@@ -131,66 +131,4 @@ pub fn run(a: Args) -> Result<()> {
         target_us: a.target_us,
         quiet: a.out.quiet,
     })?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: Args,
-    }
-
-    fn args(argv: &[&str]) -> Args {
-        T::try_parse_from(std::iter::once("doctor").chain(argv.iter().copied()))
-            .unwrap()
-            .a
-    }
-
-    #[test]
-    fn bad_input_is_one_line_naming_the_flag() {
-        let rw = |_: &str| false;
-        let e = check(&args(&["--fix", "RT999"]), &[0, 1], true, &rw)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("--fix: unknown check code \"RT999\"") && !e.contains('\n'),
-            "{e}"
-        );
-        let e = check(&args(&["--cpus", "1,5"]), &[0, 1], true, &rw)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e, "--cpus: CPU 5 is not online (online: 0-1)");
-        let e = check(&args(&["--fix", "RT009"]), &[0, 1], false, &rw)
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("--fix: needs root"), "{e}");
-        let e = check(&args(&["--revert"]), &[0, 1], true, &|d| d == "/sys")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "--revert: /sys is mounted read-only, so nothing can be changed"
-        );
-        assert_eq!(
-            check(
-                &args(&["--fix", "RT009", "RT009-timer-migration"]),
-                &[0, 1],
-                true,
-                &rw
-            )
-            .unwrap(),
-            vec!["RT009-timer-migration".to_string()]
-        );
-        for e in [
-            check(&args(&["--fix", "RT999"]), &[0], true, &rw).unwrap_err(),
-            check(&args(&["--revert"]), &[0], false, &rw).unwrap_err(),
-        ] {
-            assert_eq!(crate::exit::report(Err(e)), crate::exit::USAGE);
-        }
-        assert!(T::try_parse_from(["doctor", "--run", "1s", "--from", "x"]).is_err());
-    }
 }

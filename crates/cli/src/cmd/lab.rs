@@ -240,7 +240,7 @@ fn list(json: &common::JsonOut) -> Result<()> {
 
 /// `--mem`: a size in the load flags' grammar (`768M`, `1G`, `2GiB`); a bare number is MiB,
 /// as QEMU's `-m` reads it.
-fn mem_mib(s: &str) -> Result<u64> {
+pub fn mem_mib(s: &str) -> Result<u64> {
     let t = s.trim();
     let mib = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         t.parse::<u64>().ok()
@@ -258,7 +258,7 @@ const SCRATCH_EXTRA: u64 = 128 << 20;
 /// The scratch disk a verb's disk load needs, in bytes: its `--disk-size` (default 1G) plus
 /// [`SCRATCH_EXTRA`]; None when no load of the verb writes files (`--load` of `measure`/`run`,
 /// or the kinds of `rtscope load`, without disk or io). Flags after `--` are not the verb's.
-fn scratch_disk_bytes(verb: &[String]) -> Option<u64> {
+pub fn scratch_disk_bytes(verb: &[String]) -> Option<u64> {
     use rtscope_load::LoadKind;
     let args: Vec<&str> = verb
         .iter()
@@ -301,7 +301,7 @@ fn scratch_disk_bytes(verb: &[String]) -> Option<u64> {
 /// The verb's whole length, to size the default timeout: its `-D/--duration`, times the number
 /// of runs for `taskset sweep` (loads × sets × policies, whose -D is per run; defaults 10 s,
 /// 50 sets, 2 policies as the verb's).
-fn verb_length_s(args: &[String]) -> Option<f64> {
+pub fn verb_length_s(args: &[String]) -> Option<f64> {
     if !(args.first().is_some_and(|a| a == "taskset") && args.get(1).is_some_and(|a| a == "sweep"))
     {
         return verb_duration_s(args);
@@ -339,7 +339,7 @@ fn verb_has_load(args: &[String]) -> bool {
 }
 
 /// The verb's own `-D/--duration`.
-fn verb_duration_s(args: &[String]) -> Option<f64> {
+pub fn verb_duration_s(args: &[String]) -> Option<f64> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let v = if a == "-D" || a == "--duration" {
@@ -479,81 +479,4 @@ fn run_verb(r: RunArgs) -> Result<()> {
             .progress("lab: the verb stored no record in the guest (nothing to bring home)");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mem_and_duration_flags() {
-        assert_eq!(mem_mib("1G").unwrap(), 1024);
-        assert_eq!(mem_mib("768M").unwrap(), 768);
-        assert_eq!(mem_mib("512").unwrap(), 512);
-        for bad in ["64M", "1T", "x", ""] {
-            assert!(mem_mib(bad).is_err(), "{bad}");
-        }
-        let v = |s: &[&str]| verb_duration_s(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
-        assert_eq!(v(&["measure", "-D", "10s"]), Some(10.0));
-        assert_eq!(v(&["measure", "-D2m"]), Some(120.0));
-        assert_eq!(v(&["measure", "--duration=5"]), Some(5.0));
-        assert_eq!(v(&["measure"]), None);
-        let l = |s: &[&str]| verb_length_s(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
-        assert_eq!(l(&["measure", "-D", "10s"]), Some(10.0));
-        // 3 loads × 4 sets × 2 policies (default) × 2 s.
-        let sweep = [
-            "taskset",
-            "sweep",
-            "--loads",
-            "0.6,0.7,0.8",
-            "--sets",
-            "4",
-            "-D",
-            "2s",
-        ];
-        assert_eq!(l(&sweep), Some(48.0));
-        // Defaults: 1 load given, 50 sets, 2 policies, 10 s.
-        assert_eq!(
-            l(&["taskset", "sweep", "--loads=3.9", "--policies", "deadline"]),
-            Some(500.0)
-        );
-    }
-
-    #[test]
-    fn a_scratch_disk_for_disk_loads_only() {
-        let d =
-            |s: &[&str]| scratch_disk_bytes(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
-        let extra = 128 << 20;
-        assert_eq!(
-            d(&["measure", "-D", "20s", "--load", "io"]),
-            Some((1 << 30) + extra)
-        );
-        assert_eq!(
-            d(&["measure", "--load=cpu-cache,disk", "--disk-size", "64M"]),
-            Some((64 << 20) + extra)
-        );
-        assert_eq!(
-            d(&[
-                "measure",
-                "--load",
-                "net",
-                "--load",
-                "io",
-                "--disk-size=256M"
-            ]),
-            Some((256 << 20) + extra)
-        );
-        assert_eq!(d(&["load", "io", "-D", "5s"]), Some((1 << 30) + extra));
-        assert_eq!(d(&["load", "-D", "5s", "disk"]), Some((1 << 30) + extra));
-        for none in [
-            &["measure", "-D", "20s"][..],
-            &["measure", "--load", "cpu-cache"],
-            &["measure", "--load", "hackbench,net", "--disk-size", "64M"],
-            &["load", "cpu-cache"],
-            &["load", "exec", "--", "--load", "io"],
-            &["measure", "--tag", "io"],
-        ] {
-            assert_eq!(d(none), None, "{none:?}");
-        }
-    }
 }

@@ -444,32 +444,3 @@ fn timerlat(f: &MeasureFlags) -> anyhow::Result<()> {
     };
     Ok(rtscope_verbs::osnoise::timerlat(&plan, &f.out.lib())?)
 }
-
-#[cfg(test)]
-mod tests {
-    /// The flags' defaults parse into a request the library accepts as given.
-    #[test]
-    fn defaults_parse() {
-        let d = super::defaults();
-        assert_eq!(
-            (d.interval_us, d.worst, d.linear_max_us),
-            (1000, 10, 10_000)
-        );
-        assert_eq!(d.trace, rtscope_trace::Mechanism::Off);
-    }
-
-    include!("../../../session/tests/support/request.rs");
-
-    /// The library's test fixture (`request_fixture`, what its tests and the verbs' take for
-    /// "no flags") is this parser's defaults, field for field.
-    #[test]
-    fn the_librarys_fixture_is_these_defaults() {
-        let mut d = super::defaults();
-        let mut f = request_fixture();
-        for r in [&mut d, &mut f] {
-            r.cmdline.clear();
-            r.field_names = rtscope_session::input::Field::key;
-        }
-        assert_eq!(format!("{d:?}"), format!("{f:?}"));
-    }
-}

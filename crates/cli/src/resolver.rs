@@ -9,12 +9,8 @@ use clap::Parser;
 use rtscope_session::{resolve, Plan, VerbError};
 use rtscope_store::campaign::Campaign;
 
-#[derive(Parser)]
-#[command(name = "measure", no_binary_name = false)]
-struct Measure {
-    #[command(flatten)]
-    args: Args,
-}
+mod flags;
+use flags::*;
 
 /// `args` (what follows `rtscope measure`) parsed; a refusal is clap's one line.
 fn parse(args: &[String]) -> Result<Args, VerbError> {

@@ -4,13 +4,13 @@
 use rtscope_bench::{common, mbwi, pdlt, rhealstone, sched_scale, taskset};
 use rtscope_model::field::render as tokens;
 
-fn bench(f: common::Field) -> &'static str {
+pub fn bench(f: common::Field) -> &'static str {
     match f {
         common::Field::Cpu => "--cpu",
     }
 }
 
-fn pdlt(f: pdlt::Field) -> &'static str {
+pub fn pdlt(f: pdlt::Field) -> &'static str {
     use pdlt::Field as F;
     match f {
         F::Priority => "--priority",
@@ -27,7 +27,7 @@ fn pdlt(f: pdlt::Field) -> &'static str {
     }
 }
 
-fn rhealstone(f: rhealstone::Field) -> &'static str {
+pub fn rhealstone(f: rhealstone::Field) -> &'static str {
     use rhealstone::Field as F;
     match f {
         F::Priority => "--priority",
@@ -42,7 +42,7 @@ fn rhealstone(f: rhealstone::Field) -> &'static str {
     }
 }
 
-fn sched_scale(f: sched_scale::Field) -> &'static str {
+pub fn sched_scale(f: sched_scale::Field) -> &'static str {
     use sched_scale::Field as F;
     match f {
         F::Priority => "--priority",
@@ -54,7 +54,7 @@ fn sched_scale(f: sched_scale::Field) -> &'static str {
     }
 }
 
-fn mbwi(f: mbwi::Field) -> &'static str {
+pub fn mbwi(f: mbwi::Field) -> &'static str {
     use mbwi::Field as F;
     match f {
         F::Cpus => "--cpus",
@@ -68,7 +68,7 @@ fn mbwi(f: mbwi::Field) -> &'static str {
     }
 }
 
-fn taskset(f: taskset::field::Field) -> &'static str {
+pub fn taskset(f: taskset::field::Field) -> &'static str {
     use taskset::field::Field as F;
     match f {
         F::Access => "--access",
@@ -120,45 +120,4 @@ pub fn render(text: &str) -> String {
     let t = tokens(&t, sched_scale::Field::ALL, sched_scale);
     let t = tokens(&t, mbwi::Field::ALL, mbwi);
     tokens(&t, taskset::field::Field::ALL, taskset)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fields_check::takes;
-
-    #[test]
-    fn every_field_is_a_flag_of_its_verb() {
-        for f in common::Field::ALL {
-            for verb in ["pdlt", "rhealstone", "sched-scale"] {
-                assert!(takes(&[verb], bench(*f)), "{verb} {}", bench(*f));
-            }
-        }
-        for f in pdlt::Field::ALL {
-            assert!(takes(&["pdlt"], pdlt(*f)), "{f:?}");
-        }
-        for f in rhealstone::Field::ALL {
-            assert!(takes(&["rhealstone"], rhealstone(*f)), "{f:?}");
-        }
-        for f in sched_scale::Field::ALL {
-            assert!(takes(&["sched-scale"], sched_scale(*f)), "{f:?}");
-        }
-        for f in mbwi::Field::ALL {
-            assert!(takes(&["mbwi"], mbwi(*f)), "{f:?}");
-        }
-        for f in taskset::field::Field::ALL {
-            assert!(takes(&["taskset"], taskset(*f)), "{f:?}");
-        }
-    }
-
-    #[test]
-    fn a_refusal_reads_with_the_flag() {
-        let e = pdlt::parse_offsets("5").unwrap_err().to_string();
-        assert_eq!(
-            render(&e),
-            "--offsets-us: '5' must be START:END in µs, e.g. -5:800"
-        );
-        let hint = render(taskset::rtapp::ENGINE_HINT);
-        assert!(hint.ends_with("(--engine rt-app)"), "{hint}");
-    }
 }

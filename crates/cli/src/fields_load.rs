@@ -3,7 +3,8 @@
 
 use rtscope_load::Field;
 
-fn flag(f: Field) -> &'static str {
+/// The flag of each field.
+pub fn flag(f: Field) -> &'static str {
     match f {
         Field::Load => "--load",
         Field::Cpus => "--cpus",
@@ -25,34 +26,4 @@ fn flag(f: Field) -> &'static str {
 /// Every load field token in `text` replaced by its flag.
 pub fn render(text: &str) -> String {
     rtscope_model::field::render(text, Field::ALL, flag)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fields_check::takes;
-
-    #[test]
-    fn every_field_is_a_flag_of_load_or_measure() {
-        // `exec` is a load kind; the fds of a hackbench group are set only by the load crate's
-        // test host (`rtscope-load-testhost --fds`), the cli keeps the crate's default.
-        let flagless = [Field::Exec, Field::HackbenchFds];
-        for f in Field::ALL.iter().filter(|f| !flagless.contains(f)) {
-            assert!(
-                takes(&["load"], flag(*f)) || takes(&["measure"], flag(*f)),
-                "{f:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_refusal_reads_with_the_flag() {
-        let e = rtscope_load::parse_kinds("io,disk")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            render(&e),
-            "--load: 'disk' overlaps 'io' in 'io,disk' (io = hackbench+disk+net)"
-        );
-    }
 }

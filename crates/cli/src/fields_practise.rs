@@ -2,7 +2,8 @@
 
 use rtscope_practise::modes::Field;
 
-fn flag(f: Field) -> &'static str {
+/// The flag of each field.
+pub fn flag(f: Field) -> &'static str {
     match f {
         Field::Structure => "--structure",
         Field::Queue => "--queue",
@@ -23,24 +24,4 @@ fn flag(f: Field) -> &'static str {
 /// Every scheduler-lab field token in `text` replaced by its flag.
 pub fn render(text: &str) -> String {
     rtscope_model::field::render(text, Field::ALL, flag)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fields_check::takes;
-
-    #[test]
-    fn every_field_is_a_flag_of_its_verb() {
-        for f in Field::ALL {
-            let (verb, name) = match f {
-                Field::TraceKeep => ("trace", flag(*f)),
-                Field::Duration => ("practise", "--duration"),
-                // `practise kernel` times the kernel's structures on every online CPU.
-                Field::Cpus => continue,
-                _ => ("practise", flag(*f)),
-            };
-            assert!(takes(&[verb], name), "{f:?}");
-        }
-    }
 }

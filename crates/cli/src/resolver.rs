@@ -9,12 +9,8 @@ use clap::Parser;
 use rtscope_session::{resolve, Plan, VerbError};
 use rtscope_store::campaign::Campaign;
 
-#[derive(Parser)]
-#[command(name = "measure", no_binary_name = false)]
-struct Measure {
-    #[command(flatten)]
-    args: Args,
-}
+mod flags;
+use flags::*;
 
 /// `args` (what follows `rtscope measure`) parsed; a refusal is clap's one line.
 fn parse(args: &[String]) -> Result<Args, VerbError> {
@@ -67,47 +63,4 @@ pub fn check_campaign(c: &Campaign, allow_exec: bool) -> Result<(), VerbError> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn v(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-
-    #[test]
-    fn extra_args_are_read_by_the_measure_grammar() {
-        let e = measure_plan(&v("--policy other --no-store --interval 5"))
-            .err()
-            .map(|e| e.to_string());
-        assert_eq!(
-            e.as_deref(),
-            Some("--interval: 5 is out of range (10..=10000000 us)")
-        );
-        let e = measure_plan(&v("--no-store --bogus"))
-            .err()
-            .map(|e| e.to_string());
-        assert!(
-            e.as_deref().is_some_and(|e| e.contains("'--bogus'")),
-            "{e:?}"
-        );
-        let e = measure_plan(&v("--no-store -D 31d"))
-            .err()
-            .map(|e| e.to_string());
-        assert!(
-            e.as_deref()
-                .is_some_and(|e| e.contains("--duration") && e.contains("30d")),
-            "{e:?}"
-        );
-        let p = measure_plan(&v("--policy other --no-store -D 2s --threshold 50"));
-        match p {
-            Ok(p) => {
-                assert_eq!(p.config.threshold_us, Some(50));
-                assert_eq!(p.cmdline[..2], ["rtscope", "measure"]);
-            }
-            Err(e) => println!("SKIPPED: not resolvable here: {e}"),
-        }
-    }
 }

@@ -4,24 +4,8 @@
 use super::db::DbArgs;
 use std::path::PathBuf;
 
-#[derive(clap::Args)]
-pub struct Args {
-    #[command(flatten)]
-    db: DbArgs,
-    /// Campaign file (TOML)
-    file: PathBuf,
-    /// Print the cells and what would run, run nothing
-    #[arg(long)]
-    dry_run: bool,
-    /// With a PostgreSQL --db, the campaign is a queue that any number of workers (this
-    /// command on several machines) drain: how long a claimed cell stays this worker's without
-    /// a renewal (5s..=1h; a worker that dies loses its cell after this) [default: 60s]
-    #[arg(long, value_name = "TIME", value_parser = super::common::duration(5.0, 3600.0))]
-    lease: Option<std::time::Duration>,
-    /// Let the campaign file's `extra_args` run a command (`--load-exec`): refused without
-    #[arg(long)]
-    allow_exec: bool,
-}
+mod flags;
+pub use flags::*;
 
 pub fn run(a: Args) -> anyhow::Result<()> {
     // The cells' measure arguments are this binary's grammar: checked before any cell starts.

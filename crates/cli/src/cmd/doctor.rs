@@ -9,39 +9,11 @@ use rtscope_verbs::doctor::{DoctorPlan, RunSource};
 use std::path::PathBuf;
 use std::time::Duration;
 
-#[derive(clap::Args)]
-pub struct Args {
-    /// The measured CPUs the checks judge, e.g. 1-3 [default: the run's CPUs with --from or
-    /// --run, else the isolated CPUs, else every online CPU but the first]
-    #[arg(short = 'c', long = "cpus", value_name = "LIST")]
-    cpus: Option<CpuList>,
-    /// Measure for this long with eBPF tracing (as `measure --trace bpf`) and tie each finding to
-    /// the share of the run's p99 tail it explains: 30s, 5m (1ms ..= 30d)
-    #[arg(long, value_name = "TIME", value_parser = common::run_time(), conflicts_with = "from")]
-    run: Option<Duration>,
-    /// A stored traced run to tie the findings to (rtscope runs lists them)
-    #[arg(long, value_name = "RUN_ID")]
-    from: Option<String>,
-    /// Apply the run-time fixes of these checks (RT001 or RT001-irq-on-measured-cpu; needs
-    /// root), kept until --revert; boot parameters are printed, never applied
-    #[arg(long, value_name = "CODE", num_args = 1..)]
-    fix: Vec<String>,
-    /// Write back every value a --fix changed (and any a killed doctor left half-applied)
-    #[arg(long, conflicts_with_all = ["fix", "run", "from"])]
-    revert: bool,
-    /// The idle-state exit latency above which a state is a finding, µs (1..=10000)
-    #[arg(long, default_value_t = rtscope_analysis::doctor::DEFAULT_TARGET_US, value_name = "US",
-          value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    target_us: u32,
-    /// The report as a self-contained HTML page
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    #[command(flatten)]
-    out: OutArgs,
-}
+mod flags;
+pub use flags::*;
 
 /// The codes of `--fix` as full codes; CPUs online; root and a writable /sys for a change.
-fn check(
+pub fn check(
     a: &Args,
     online: &[u32],
     root: bool,
@@ -131,66 +103,4 @@ pub fn run(a: Args) -> Result<()> {
         target_us: a.target_us,
         quiet: a.out.quiet,
     })?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: Args,
-    }
-
-    fn args(argv: &[&str]) -> Args {
-        T::try_parse_from(std::iter::once("doctor").chain(argv.iter().copied()))
-            .unwrap()
-            .a
-    }
-
-    #[test]
-    fn bad_input_is_one_line_naming_the_flag() {
-        let rw = |_: &str| false;
-        let e = check(&args(&["--fix", "RT999"]), &[0, 1], true, &rw)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("--fix: unknown check code \"RT999\"") && !e.contains('\n'),
-            "{e}"
-        );
-        let e = check(&args(&["--cpus", "1,5"]), &[0, 1], true, &rw)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e, "--cpus: CPU 5 is not online (online: 0-1)");
-        let e = check(&args(&["--fix", "RT009"]), &[0, 1], false, &rw)
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("--fix: needs root"), "{e}");
-        let e = check(&args(&["--revert"]), &[0, 1], true, &|d| d == "/sys")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "--revert: /sys is mounted read-only, so nothing can be changed"
-        );
-        assert_eq!(
-            check(
-                &args(&["--fix", "RT009", "RT009-timer-migration"]),
-                &[0, 1],
-                true,
-                &rw
-            )
-            .unwrap(),
-            vec!["RT009-timer-migration".to_string()]
-        );
-        for e in [
-            check(&args(&["--fix", "RT999"]), &[0], true, &rw).unwrap_err(),
-            check(&args(&["--revert"]), &[0], false, &rw).unwrap_err(),
-        ] {
-            assert_eq!(crate::exit::report(Err(e)), crate::exit::USAGE);
-        }
-        assert!(T::try_parse_from(["doctor", "--run", "1s", "--from", "x"]).is_err());
-    }
 }

@@ -18,19 +18,8 @@ fn formats() -> PossibleValuesParser {
     )
 }
 
-#[derive(clap::Args)]
-pub struct Args {
-    #[command(flatten)]
-    db: DbArgs,
-    /// Run id (or a unique prefix of one)
-    run: String,
-    /// Output format
-    #[arg(long, value_parser = formats(), default_value = "json")]
-    format: String,
-    /// Write to FILE instead of stdout
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<std::path::PathBuf>,
-}
+mod flags;
+pub use flags::*;
 
 pub fn run(a: Args) -> anyhow::Result<()> {
     Ok(rtscope_verbs::stored::export(

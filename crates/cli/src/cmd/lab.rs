@@ -7,121 +7,8 @@ use anyhow::Result;
 use rtscope_lab::{guest, home, kernel, preset::Preset, LabError};
 use std::path::PathBuf;
 
-#[derive(clap::Args)]
-pub struct Args {
-    #[command(subcommand)]
-    cmd: Sub,
-}
-
-#[derive(clap::Subcommand)]
-enum Sub {
-    /// Build a kernel from Debian's linux-source-6.12 with a preset's config (trace, rt-trace),
-    /// or fetch a Debian image (debian-stock, debian-rt). Cached: a second build is a hit.
-    Kernel {
-        #[command(subcommand)]
-        cmd: KernelSub,
-    },
-    /// The kernels in the cache and what each supports.
-    List {
-        /// JSON instead of the table: FILE, or stdout with `-`
-        #[command(flatten)]
-        json: common::JsonOut,
-    },
-    /// Boot a kernel under QEMU/TCG, run one rtscope verb inside, bring its records home.
-    Run(Box<RunArgs>),
-    /// In the guest of `lab run --nic-load`: a UDP socket on PORT that reads and discards.
-    #[command(hide = true)]
-    NicSink { port: u16 },
-}
-
-#[derive(clap::Subcommand)]
-enum KernelSub {
-    Build {
-        /// trace | rt-trace | debian-stock | debian-rt
-        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(Preset::names()))]
-        preset: String,
-        /// Parallel compile jobs [default: online CPUs]
-        #[arg(short, long)]
-        jobs: Option<u32>,
-        /// Rebuild even when the cache has this kernel
-        #[arg(long)]
-        force: bool,
-        /// No progress display
-        #[arg(short, long)]
-        quiet: bool,
-    },
-    /// Same as `rtscope lab list`.
-    List {
-        #[command(flatten)]
-        json: common::JsonOut,
-    },
-}
-
-#[derive(clap::Args)]
-struct RunArgs {
-    /// A preset (its newest cached kernel) or a kernel name from `rtscope lab list`
-    #[arg(long, short = 'k')]
-    kernel: String,
-    /// Preemption model at boot (PREEMPT_DYNAMIC kernels): none | voluntary | full
-    #[arg(long, value_parser = ["none", "voluntary", "full"])]
-    preempt: Option<String>,
-    /// Guest CPUs
-    #[arg(long, default_value_t = 2)]
-    smp: u32,
-    /// Guest memory (e.g. 1G, 768M)
-    #[arg(long, default_value = "1G")]
-    mem: String,
-    /// Instruction-driven guest clock (QEMU -icount shift=N,sleep=off): 2^N ns per guest
-    /// instruction, so no host stall is visible to the guest; `auto` lets QEMU re-fit N to the
-    /// host's speed (host slowness then leaks into guest time) [default shift when given: 1]
-    #[arg(long, value_name = "SHIFT|auto", num_args = 0..=1, default_missing_value = "1")]
-    icount: Option<String>,
-    /// All vCPUs in one host thread (QEMU -accel tcg,thread=single): the default. Code the
-    /// guest kernel patches at run time (static keys, the tracepoints a capture switches on)
-    /// is seen by every vCPU at once; tagged emulated=tcg-single when --smp > 1
-    #[arg(long, conflicts_with = "multi_thread")]
-    single_thread: bool,
-    /// One host thread per vCPU (QEMU's multi-threaded TCG): vCPUs run in parallel, but a vCPU
-    /// can execute an int3 the guest's text patching already removed and the guest oopses
-    /// (docs/lab.md); tagged emulated=tcg
-    #[arg(long)]
-    multi_thread: bool,
-    /// Kill the guest after this long in host time [default: a limit in the guest's own time —
-    /// 3 × the verb's -D plus 3 min of emulated time (for `taskset sweep`, -D × its runs), 10 min
-    /// to boot, and a stall limit sized from the boot's emulation speed]
-    #[arg(long, value_name = "DURATION")]
-    timeout: Option<String>,
-    /// Extra kernel command-line word (repeatable), e.g. isolcpus=1
-    #[arg(long = "cmdline", value_name = "WORD")]
-    cmdline: Vec<String>,
-    /// Host executable to put into the guest's /bin with its libraries (repeatable; a bare
-    /// name is looked up in PATH), e.g. rtla for --alongside
-    #[arg(long = "guest-bin", value_name = "PATH")]
-    guest_bins: Vec<PathBuf>,
-    /// Shell command the guest starts in the background 2 s before the verb (a reference tool
-    /// on the same kernel); its output comes home as alongside.log
-    #[arg(long, value_name = "CMD")]
-    alongside: Option<String>,
-    /// No scratch disk for the verb's disk load (`--load disk|io`): its files then stay in the
-    /// guest's memory, where no I/O reaches a block device [default: a sparse virtio-blk disk of
-    /// the verb's --disk-size + 128 MiB, mounted on /var/tmp, removed after the run]
-    #[arg(long)]
-    no_scratch_disk: bool,
-    /// Give the guest a virtio-net NIC (QEMU user networking, restrict=on: it reaches nothing)
-    /// and send it PPS full-MTU UDP datagrams per second of host time from 127.0.0.1, to a
-    /// socket in the guest that discards them: NIC interrupts, NET_RX and the UDP path during
-    /// the verb (1..=50000; counts in lab-nic/ and the progress output)
-    #[arg(long, value_name = "PPS")]
-    nic_load: Option<String>,
-    /// Where the guest's files go (a sub-directory per lab run)
-    #[arg(short, long, default_value = "rtscope-results", value_name = "DIR")]
-    out: PathBuf,
-    #[command(flatten)]
-    output: OutArgs,
-    /// The verb and its flags, after `--`
-    #[arg(last = true, required = true, value_name = "VERB ARGS")]
-    verb: Vec<String>,
-}
+mod flags;
+pub use flags::*;
 
 /// A bare name through PATH (as a shell would find it); a path as given.
 fn in_path(b: &std::path::Path) -> PathBuf {
@@ -240,7 +127,7 @@ fn list(json: &common::JsonOut) -> Result<()> {
 
 /// `--mem`: a size in the load flags' grammar (`768M`, `1G`, `2GiB`); a bare number is MiB,
 /// as QEMU's `-m` reads it.
-fn mem_mib(s: &str) -> Result<u64> {
+pub fn mem_mib(s: &str) -> Result<u64> {
     let t = s.trim();
     let mib = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         t.parse::<u64>().ok()
@@ -258,7 +145,7 @@ const SCRATCH_EXTRA: u64 = 128 << 20;
 /// The scratch disk a verb's disk load needs, in bytes: its `--disk-size` (default 1G) plus
 /// [`SCRATCH_EXTRA`]; None when no load of the verb writes files (`--load` of `measure`/`run`,
 /// or the kinds of `rtscope load`, without disk or io). Flags after `--` are not the verb's.
-fn scratch_disk_bytes(verb: &[String]) -> Option<u64> {
+pub fn scratch_disk_bytes(verb: &[String]) -> Option<u64> {
     use rtscope_load::LoadKind;
     let args: Vec<&str> = verb
         .iter()
@@ -301,7 +188,7 @@ fn scratch_disk_bytes(verb: &[String]) -> Option<u64> {
 /// The verb's whole length, to size the default timeout: its `-D/--duration`, times the number
 /// of runs for `taskset sweep` (loads × sets × policies, whose -D is per run; defaults 10 s,
 /// 50 sets, 2 policies as the verb's).
-fn verb_length_s(args: &[String]) -> Option<f64> {
+pub fn verb_length_s(args: &[String]) -> Option<f64> {
     if !(args.first().is_some_and(|a| a == "taskset") && args.get(1).is_some_and(|a| a == "sweep"))
     {
         return verb_duration_s(args);
@@ -339,7 +226,7 @@ fn verb_has_load(args: &[String]) -> bool {
 }
 
 /// The verb's own `-D/--duration`.
-fn verb_duration_s(args: &[String]) -> Option<f64> {
+pub fn verb_duration_s(args: &[String]) -> Option<f64> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let v = if a == "-D" || a == "--duration" {
@@ -479,81 +366,4 @@ fn run_verb(r: RunArgs) -> Result<()> {
             .progress("lab: the verb stored no record in the guest (nothing to bring home)");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mem_and_duration_flags() {
-        assert_eq!(mem_mib("1G").unwrap(), 1024);
-        assert_eq!(mem_mib("768M").unwrap(), 768);
-        assert_eq!(mem_mib("512").unwrap(), 512);
-        for bad in ["64M", "1T", "x", ""] {
-            assert!(mem_mib(bad).is_err(), "{bad}");
-        }
-        let v = |s: &[&str]| verb_duration_s(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
-        assert_eq!(v(&["measure", "-D", "10s"]), Some(10.0));
-        assert_eq!(v(&["measure", "-D2m"]), Some(120.0));
-        assert_eq!(v(&["measure", "--duration=5"]), Some(5.0));
-        assert_eq!(v(&["measure"]), None);
-        let l = |s: &[&str]| verb_length_s(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
-        assert_eq!(l(&["measure", "-D", "10s"]), Some(10.0));
-        // 3 loads × 4 sets × 2 policies (default) × 2 s.
-        let sweep = [
-            "taskset",
-            "sweep",
-            "--loads",
-            "0.6,0.7,0.8",
-            "--sets",
-            "4",
-            "-D",
-            "2s",
-        ];
-        assert_eq!(l(&sweep), Some(48.0));
-        // Defaults: 1 load given, 50 sets, 2 policies, 10 s.
-        assert_eq!(
-            l(&["taskset", "sweep", "--loads=3.9", "--policies", "deadline"]),
-            Some(500.0)
-        );
-    }
-
-    #[test]
-    fn a_scratch_disk_for_disk_loads_only() {
-        let d =
-            |s: &[&str]| scratch_disk_bytes(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
-        let extra = 128 << 20;
-        assert_eq!(
-            d(&["measure", "-D", "20s", "--load", "io"]),
-            Some((1 << 30) + extra)
-        );
-        assert_eq!(
-            d(&["measure", "--load=cpu-cache,disk", "--disk-size", "64M"]),
-            Some((64 << 20) + extra)
-        );
-        assert_eq!(
-            d(&[
-                "measure",
-                "--load",
-                "net",
-                "--load",
-                "io",
-                "--disk-size=256M"
-            ]),
-            Some((256 << 20) + extra)
-        );
-        assert_eq!(d(&["load", "io", "-D", "5s"]), Some((1 << 30) + extra));
-        assert_eq!(d(&["load", "-D", "5s", "disk"]), Some((1 << 30) + extra));
-        for none in [
-            &["measure", "-D", "20s"][..],
-            &["measure", "--load", "cpu-cache"],
-            &["measure", "--load", "hackbench,net", "--disk-size", "64M"],
-            &["load", "cpu-cache"],
-            &["load", "exec", "--", "--load", "io"],
-            &["measure", "--tag", "io"],
-        ] {
-            assert_eq!(d(none), None, "{none:?}");
-        }
-    }
 }

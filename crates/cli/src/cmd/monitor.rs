@@ -3,29 +3,8 @@
 
 use rtscope_verbs::monitor::MonitorFlags;
 
-#[derive(clap::Args)]
-pub struct Args {
-    #[command(flatten)]
-    pub flags: super::measure::MeasureFlags,
-    /// Serve OpenMetrics/Prometheus text at http://ADDRESS:PORT/metrics (read-only); bound to
-    /// the loopback unless another address is given
-    #[arg(long, value_name = "ADDRESS:PORT", default_value = "127.0.0.1:9464")]
-    pub listen: String,
-    /// Window of the per-window gauges (max, p99, p99.9) and of the checkpointed record, e.g.
-    /// 60s, 5m (1s..=1d)
-    #[arg(long, value_name = "TIME", default_value = "60s")]
-    pub window: String,
-    /// Show thread names in the tail-cause labels (hidden by default: whoever reaches the
-    /// endpoint reads them)
-    #[arg(long)]
-    pub expose_names: bool,
-    /// Trace in bursts instead of all the time: LENGTH every EVERY, e.g. 10s/5m (the first at
-    /// the start; LENGTH 1s..=1h and shorter than EVERY, EVERY at most 1d). The samples inside
-    /// a burst are explained; between bursts nothing is traced. Implies --trace auto unless
-    /// --trace names a mechanism
-    #[arg(long, value_name = "LENGTH/EVERY")]
-    pub trace_burst: Option<String>,
-}
+mod flags;
+pub use flags::*;
 
 pub fn run(a: Args) -> anyhow::Result<()> {
     let m = MonitorFlags {

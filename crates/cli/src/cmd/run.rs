@@ -12,19 +12,8 @@ use std::time::Duration;
 
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(60);
 
-#[derive(clap::Args)]
-pub struct Args {
-    #[command(flatten)]
-    flags: MeasureFlags,
-    /// Directory for the run's files (a sub-directory per run is created)
-    #[arg(
-        short = 'o',
-        long,
-        default_value = "rtscope-results",
-        value_name = "DIR"
-    )]
-    out: PathBuf,
-}
+mod flags;
+pub use flags::*;
 
 pub fn run(a: Args) -> anyhow::Result<()> {
     let req = a.flags.request(TraceArg::Auto);

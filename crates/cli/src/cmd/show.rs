@@ -2,16 +2,8 @@
 
 use super::db::DbArgs;
 
-#[derive(clap::Args)]
-pub struct Args {
-    #[command(flatten)]
-    db: DbArgs,
-    /// Run id (or a unique prefix of one)
-    run: String,
-    /// The whole RunRecord as JSON (FILE, or stdout with `-`)
-    #[command(flatten)]
-    json: super::common::JsonOut,
-}
+mod flags;
+pub use flags::*;
 
 pub fn run(a: Args) -> anyhow::Result<()> {
     Ok(rtscope_verbs::stored::show(

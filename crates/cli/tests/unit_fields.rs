@@ -1,0 +1,152 @@
+//! The field-to-flag maps (`rtscope_cli::fields_*`): every library field is a flag of the verb
+//! that takes it, checked against the clap tree, and a library refusal reads with the flag.
+
+/// Whether a verb (`["taskset"]`: any of its subcommands) takes `flag` (`--long` or `-s`).
+fn takes(verb: &[&str], flag: &str) -> bool {
+    fn any(c: &clap::Command, flag: &str) -> bool {
+        c.get_arguments().any(|a| {
+            a.get_long().is_some_and(|l| flag == format!("--{l}"))
+                || a.get_short().is_some_and(|s| flag == format!("-{s}"))
+        }) || c.get_subcommands().any(|s| any(s, flag))
+    }
+    let mut c = <rtscope_cli::Cli as clap::CommandFactory>::command();
+    for v in verb {
+        match c.find_subcommand(v) {
+            Some(s) => c = s.clone(),
+            None => return false,
+        }
+    }
+    any(&c, flag)
+}
+
+mod store {
+    use super::takes;
+    use rtscope_cli::fields_store::{flag, render};
+    use rtscope_store::Field;
+
+    #[test]
+    fn every_field_is_a_flag() {
+        assert!(takes(&["runs"], flag(Field::Db)));
+        assert!(takes(&["bound"], flag(Field::RtslDb)));
+    }
+
+    #[test]
+    fn a_refusal_reads_with_the_flag() {
+        let e = rtscope_store::StoreError::BadUrl("x".into()).to_string();
+        assert_eq!(render(&e), "--db: x");
+    }
+}
+
+mod bench {
+    use super::takes;
+    use rtscope_bench::{common, mbwi, pdlt, rhealstone, sched_scale, taskset};
+    // The maps are functions named as the modules of their fields (a name in each namespace).
+    use rtscope_cli::fields_bench::{bench, mbwi, pdlt, render, rhealstone, sched_scale, taskset};
+
+    #[test]
+    fn every_field_is_a_flag_of_its_verb() {
+        for f in common::Field::ALL {
+            for verb in ["pdlt", "rhealstone", "sched-scale"] {
+                assert!(takes(&[verb], bench(*f)), "{verb} {}", bench(*f));
+            }
+        }
+        for f in pdlt::Field::ALL {
+            assert!(takes(&["pdlt"], pdlt(*f)), "{f:?}");
+        }
+        for f in rhealstone::Field::ALL {
+            assert!(takes(&["rhealstone"], rhealstone(*f)), "{f:?}");
+        }
+        for f in sched_scale::Field::ALL {
+            assert!(takes(&["sched-scale"], sched_scale(*f)), "{f:?}");
+        }
+        for f in mbwi::Field::ALL {
+            assert!(takes(&["mbwi"], mbwi(*f)), "{f:?}");
+        }
+        for f in taskset::field::Field::ALL {
+            assert!(takes(&["taskset"], taskset(*f)), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_reads_with_the_flag() {
+        let e = pdlt::parse_offsets("5").unwrap_err().to_string();
+        assert_eq!(
+            render(&e),
+            "--offsets-us: '5' must be START:END in µs, e.g. -5:800"
+        );
+        let hint = render(taskset::rtapp::ENGINE_HINT);
+        assert!(hint.ends_with("(--engine rt-app)"), "{hint}");
+    }
+}
+
+mod lab {
+    use super::takes;
+    use rtscope_cli::fields_lab::{flag, render};
+    use rtscope_lab::field::Field;
+
+    #[test]
+    fn every_field_is_a_flag_of_lab() {
+        for f in Field::ALL {
+            assert!(takes(&["lab"], flag(*f)), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_reads_with_the_flag() {
+        let e = rtscope_lab::nic::NicLoad::parse("0")
+            .err()
+            .map(|e| e.to_string());
+        let e = e.unwrap_or_default();
+        assert!(render(&e).starts_with("--nic-load: must be 1..="), "{e}");
+    }
+}
+
+mod practise {
+    use super::takes;
+    use rtscope_cli::fields_practise::flag;
+    use rtscope_practise::modes::Field;
+
+    #[test]
+    fn every_field_is_a_flag_of_its_verb() {
+        for f in Field::ALL {
+            let (verb, name) = match f {
+                Field::TraceKeep => ("trace", flag(*f)),
+                Field::Duration => ("practise", "--duration"),
+                // `practise kernel` times the kernel's structures on every online CPU.
+                Field::Cpus => continue,
+                _ => ("practise", flag(*f)),
+            };
+            assert!(takes(&[verb], name), "{f:?}");
+        }
+    }
+}
+
+mod load {
+    use super::takes;
+    use rtscope_cli::fields_load::{flag, render};
+    use rtscope_load::Field;
+
+    #[test]
+    fn every_field_is_a_flag_of_load_or_measure() {
+        // `exec` is a load kind; the fds of a hackbench group are set only by the load crate's
+        // test host (`rtscope-load-testhost --fds`), the cli keeps the crate's default.
+        let flagless = [Field::Exec, Field::HackbenchFds];
+        for f in Field::ALL.iter().filter(|f| !flagless.contains(f)) {
+            assert!(
+                takes(&["load"], flag(*f)) || takes(&["measure"], flag(*f)),
+                "{f:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_refusal_reads_with_the_flag() {
+        let e = rtscope_load::parse_kinds("io,disk")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            render(&e),
+            "--load: 'disk' overlaps 'io' in 'io,disk' (io = hackbench+disk+net)"
+        );
+    }
+}

@@ -18,6 +18,7 @@ mod fields_lab;
 mod fields_load;
 mod fields_practise;
 mod fields_store;
+mod fields_verbs;
 #[cfg(test)]
 mod flag_table;
 mod resolver;

@@ -17,6 +17,7 @@ pub mod fields_lab;
 pub mod fields_load;
 pub mod fields_practise;
 pub mod fields_store;
+pub mod fields_verbs;
 pub mod resolver;
 
 use clap::{Parser, Subcommand};

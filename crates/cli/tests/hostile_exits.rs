@@ -1,7 +1,8 @@
 //! The exit codes and messages of the audit's cases that are not readers (those are in
 //! `hostile_readers.rs`): DEADLINE parameters the kernel would refuse are bad input (exit 2, one
 //! line naming the flag or field and the range, nothing started); a `--trace-file` that fills
-//! the disk fails the run (exit 1, one line naming the flag) while the run itself is stored.
+//! the disk fails the run (exit 1, one line naming the flag) while the run itself is stored; the
+//! verbs' own refusals name the flag, never the library's field token.
 //! Real kernel, seconds each.
 
 use rtscope_testkit::{bin, run_measured, Measured};
@@ -97,6 +98,110 @@ fn deadline_parameters_the_kernel_refuses_are_bad_input() {
         &o,
         &["task 0", "period 10000000 us", "sched_deadline_period"],
     );
+}
+
+/// The verbs' own refusals (bound, monitor, noise, `measure --probe timerlat`, load, import,
+/// campaign) name the flag as the user typed it: the library names a typed field and the cli
+/// renders it, so no field token reaches the terminal.
+#[test]
+fn verb_refusals_name_the_flag() {
+    let d = tempfile::tempdir().expect("tmp");
+    let missing = d.path().join("missing.file").display().to_string();
+    let db = d.path().join("r.db").display().to_string();
+    let campaign = d.path().join("c.toml");
+    std::fs::write(
+        &campaign,
+        "name = \"c1\"\npolicies = [\"other\"]\nloads = [\"idle\"]\nintervals_us = [1000]\ndurations = [\"1s\"]\n",
+    )
+    .expect("write the campaign");
+    let campaign = campaign.display().to_string();
+    let m = missing.as_str();
+    let cases: Vec<(Vec<&str>, &[&str])> =
+        vec![
+        (
+            vec!["bound"],
+            &["give exactly one of --input FILE.json, --rtsl-db PATH…, --trace FILE.rtt"],
+        ),
+        (vec!["bound", "--input", m], &["--input ", "cannot read"]),
+        (vec!["bound", "--rtsl-db", m], &["--rtsl-db "]),
+        (vec!["bound", "--trace", m], &["--trace ", "no such file"]),
+        (
+            vec!["bound", "--trace", m, "--cap", "5000"],
+            &["--cap: '5000' has no unit", "write 5000ns"],
+        ),
+        (
+            vec!["bound", "--trace", m, "--assume-thread-ns", "0"],
+            &["--assume-thread-ns: must be 1..=1000000000 ns, got 0"],
+        ),
+        (
+            vec!["bound", "--trace", m, "--max-iterations", "0"],
+            &["--max-iterations: must be 1..=10000000, got 0"],
+        ),
+        (
+            vec!["bound", "--trace", m, "--series", "0"],
+            &["--series: must be 1..=1000 points, got 0"],
+        ),
+        (
+            vec!["monitor", "--listen", "nowhere"],
+            &["--listen: 'nowhere' is not ADDRESS:PORT"],
+        ),
+        (vec!["monitor", "--window", "0s"], &["--window: "]),
+        (
+            vec!["monitor", "--trace-burst", "0s/5s"],
+            &["--trace-burst LENGTH: "],
+        ),
+        (
+            vec!["monitor", "--trace-burst", "5s/5s"],
+            &["--trace-burst: '5s/5s': expected LENGTH/EVERY"],
+        ),
+        (
+            vec!["monitor", "--checkpoint", "1m"],
+            &["--checkpoint: a monitor stores its record every --window; give --window instead"],
+        ),
+        (vec!["noise", "--top", "1001"], &["--top: must be 0..=1000; got 1001"]),
+        (
+            vec!["noise", "--period", "1ms", "--runtime", "2ms"],
+            &["--runtime: must be 100 µs ..= --period (1000 µs); got 2000"],
+        ),
+        (
+            vec!["noise", "--period", "20s"],
+            &["--period: must be 100..=10000000 µs; got 20000000"],
+        ),
+        (
+            vec!["noise", "--min-noise", "2s"],
+            &["--min-noise: must be 1..=1000000 µs; got 2000000"],
+        ),
+        (
+            vec!["noise", "--stop", "20s"],
+            &["--stop: must be 1..=10000000 µs; got 20000000"],
+        ),
+        (
+            vec!["measure", "--probe", "timerlat", "-i", "50"],
+            &["--interval: must be 100..=1000000 µs with --probe timerlat"],
+        ),
+        (
+            vec!["load", "cpu-cache", "--cpus", "4095", "--no-store"],
+            &["--cpus: CPU 4095 is not online"],
+        ),
+        (
+            vec!["import", m, m, "--json", "-", "--no-store"],
+            &["--json: only with a single input file"],
+        ),
+        (
+            vec!["campaign", &campaign, "--db", &db, "--lease", "10s"],
+            &["--lease: only with a PostgreSQL --db"],
+        ),
+    ];
+    for (args, want) in &cases {
+        let o = run(args, Duration::from_secs(20));
+        let what = args.join(" ");
+        refused(&what, &o, want);
+        assert!(
+            !o.stderr.contains('⟨'),
+            "{what}: a field token: {}",
+            o.stderr
+        );
+    }
 }
 
 /// Mount a tmpfs of `size` at `at` (root).

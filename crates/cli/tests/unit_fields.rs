@@ -150,3 +150,39 @@ mod load {
         );
     }
 }
+
+mod verbs {
+    use super::takes;
+    use rtscope_cli::fields_verbs::{bound, campaign, monitor, osnoise, render};
+    use rtscope_verbs::{bound, campaign, monitor, osnoise};
+
+    #[test]
+    fn every_field_is_a_flag_of_its_verb() {
+        for f in bound::Field::ALL {
+            assert!(takes(&["bound"], bound(*f)), "{f:?}");
+        }
+        for f in monitor::Field::ALL {
+            assert!(takes(&["monitor"], monitor(*f)), "{f:?}");
+        }
+        // `--probe` is measure's (timerlat), the others noise's.
+        assert!(takes(&["measure"], osnoise(osnoise::Field::Probe)));
+        for f in osnoise::Field::ALL {
+            if *f != osnoise::Field::Probe {
+                assert!(takes(&["noise"], osnoise(*f)), "{f:?}");
+            }
+        }
+        for f in campaign::Field::ALL {
+            assert!(takes(&["campaign"], campaign(*f)), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_reads_with_the_flag() {
+        let e = bound::parse_cap("5000").unwrap_err().to_string();
+        assert!(render(&e).starts_with("--cap: '5000' has no unit"), "{e}");
+        let e = monitor::trace_bursts("10s/5s").unwrap_err().to_string();
+        assert!(render(&e).starts_with("--trace-burst: '10s/5s'"), "{e}");
+        let e = monitor::bind("nowhere").unwrap_err();
+        assert!(render(&e).starts_with("--listen: 'nowhere'"), "{e}");
+    }
+}

@@ -6,7 +6,22 @@ use crate::input::{bad, VerbError};
 use crate::outputs::JsonDest;
 use rtscope_analysis::bound::{self, BoundInput, Options};
 use rtscope_model::record::RawSample;
+use rtscope_store::RTSL_DB;
 use std::path::{Path, PathBuf};
+
+rtscope_model::request_fields! {
+    /// The fields of a bound request as its errors name them (rtsl's databases are the store's
+    /// [`RTSL_DB`]); the caller renders each token ([`rtscope_model::field::render`]).
+    pub enum Field in "bound" {
+        Input = "input" => INPUT,
+        Trace = "trace" => TRACE,
+        Samples = "samples" => SAMPLES,
+        AssumeThreadNs = "assume_thread_ns" => ASSUME_THREAD_NS,
+        Series = "series" => SERIES,
+        Cap = "cap" => CAP,
+        MaxIterations = "max_iterations" => MAX_ITERATIONS,
+    }
+}
 
 /// The verb's flags as given.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,29 +43,29 @@ pub fn parse_cap(s: &str) -> Result<u64, VerbError> {
     let t = s.trim();
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad!(
-            "--cap: '{s}' has no unit; a bare number meant ns here before and means seconds in the shared grammar: write {t}ns (or {t}s)"
+            "{CAP}: '{s}' has no unit; a bare number meant ns here before and means seconds in the shared grammar: write {t}ns (or {t}s)"
         ));
     }
-    let secs = crate::input::duration_in("--cap", s, 1e-6, 3600.0)?;
+    let secs = crate::input::duration_in(&CAP.to_string(), s, 1e-6, 3600.0)?;
     Ok((secs * 1e9).round() as u64)
 }
 
 fn read_json(p: &Path) -> Result<BoundInput, VerbError> {
-    let text = crate::input::read("--input", p)?;
-    bound::json::parse(&text, &p.display().to_string()).map_err(|e| bad!("--input {e}"))
+    let text = crate::input::read(&INPUT.to_string(), p)?;
+    bound::json::parse(&text, &p.display().to_string()).map_err(|e| bad!("{INPUT} {e}"))
 }
 
 fn read_rtsl(paths: &[PathBuf]) -> Result<BoundInput, VerbError> {
     let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
-    let raw = rtscope_store::rtsl::read_paths(&refs).map_err(|e| bad!("--rtsl-db {e}"))?;
-    bound::from_raw(raw, Vec::new()).map_err(|e| bad!("--rtsl-db {e}"))
+    let raw = rtscope_store::rtsl::read_paths(&refs).map_err(|e| bad!("{RTSL_DB} {e}"))?;
+    bound::from_raw(raw, Vec::new()).map_err(|e| bad!("{RTSL_DB} {e}"))
 }
 
 type Series = Vec<rtscope_model::bound::BoundSeriesPoint>;
 
 /// `rtscope measure --raw` CSV → samples; every bad line is named.
 fn read_samples_csv(p: &Path) -> Result<Vec<RawSample>, VerbError> {
-    let text = crate::input::read("--samples", p)?;
+    let text = crate::input::read(&SAMPLES.to_string(), p)?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
@@ -62,7 +77,7 @@ fn read_samples_csv(p: &Path) -> Result<Vec<RawSample>, VerbError> {
         let f: Vec<&str> = line.split(',').map(str::trim).collect();
         if f.len() != 5 {
             return Err(bad!(
-                "--samples {} line {n}: expected 5 fields cpu,tid,cycle,expected_ns,latency_ns, got {}",
+                "{SAMPLES} {} line {n}: expected 5 fields cpu,tid,cycle,expected_ns,latency_ns, got {}",
                 p.display(),
                 f.len()
             ));
@@ -70,7 +85,7 @@ fn read_samples_csv(p: &Path) -> Result<Vec<RawSample>, VerbError> {
         let num = |k: usize| -> Result<u64, VerbError> {
             f[k].parse::<u64>().map_err(|_| {
                 bad!(
-                    "--samples {} line {n}: field {} must be a non-negative integer, got {:?}",
+                    "{SAMPLES} {} line {n}: field {} must be a non-negative integer, got {:?}",
                     p.display(),
                     k + 1,
                     f[k]
@@ -78,9 +93,9 @@ fn read_samples_csv(p: &Path) -> Result<Vec<RawSample>, VerbError> {
             })
         };
         let cpu = u32::try_from(num(0)?)
-            .map_err(|_| bad!("--samples {} line {n}: cpu out of range", p.display()))?;
+            .map_err(|_| bad!("{SAMPLES} {} line {n}: cpu out of range", p.display()))?;
         let tid = u32::try_from(num(1)?)
-            .map_err(|_| bad!("--samples {} line {n}: tid out of range", p.display()))?;
+            .map_err(|_| bad!("{SAMPLES} {} line {n}: tid out of range", p.display()))?;
         out.push(RawSample {
             cpu,
             tid,
@@ -99,11 +114,11 @@ fn read_trace(
     series: Option<(u32, Options)>,
 ) -> Result<(BoundInput, Series), VerbError> {
     rtscope_files::check_input(p).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => bad!("--trace {}: no such file", p.display()),
-        _ => bad!("--trace {}: {e}", p.display()),
+        std::io::ErrorKind::NotFound => bad!("{TRACE} {}: no such file", p.display()),
+        _ => bad!("{TRACE} {}: {e}", p.display()),
     })?;
     let mut f =
-        rtscope_trace::rtt::read_rtt(p).map_err(|e| bad!("--trace {}: {e}", p.display()))?;
+        rtscope_trace::rtt::read_rtt(p).map_err(|e| bad!("{TRACE} {}: {e}", p.display()))?;
     if let Some(c) = samples_csv {
         f.samples.extend(read_samples_csv(c)?);
     }
@@ -116,7 +131,7 @@ fn read_trace(
         series.map(|(n, _)| n),
         &series.map(|(_, o)| o).unwrap_or_default(),
     )
-    .map_err(|e| bad!("--trace {}: {e}", p.display()))
+    .map_err(|e| bad!("{TRACE} {}: {e}", p.display()))
 }
 
 /// The bound from exactly one input, as text or JSON (docs/schema/bound.schema.json).
@@ -127,19 +142,19 @@ pub fn run(a: &BoundFlags, json: &JsonDest) -> Result<(), VerbError> {
     if let Some(t) = a.assume_thread_ns {
         if !(1..=1_000_000_000).contains(&t) {
             return Err(bad!(
-                "--assume-thread-ns: must be 1..=1000000000 ns, got {t}"
+                "{ASSUME_THREAD_NS}: must be 1..=1000000000 ns, got {t}"
             ));
         }
     }
     if !(1..=10_000_000).contains(&a.max_iterations) {
         return Err(bad!(
-            "--max-iterations: must be 1..=10000000, got {}",
+            "{MAX_ITERATIONS}: must be 1..=10000000, got {}",
             a.max_iterations
         ));
     }
     if let Some(n) = a.series {
         if !(1..=1000).contains(&n) {
-            return Err(bad!("--series: must be 1..=1000 points, got {n}"));
+            return Err(bad!("{SERIES}: must be 1..=1000 points, got {n}"));
         }
     }
     let opts = Options {
@@ -160,7 +175,7 @@ pub fn run(a: &BoundFlags, json: &JsonDest) -> Result<(), VerbError> {
         }
         _ => {
             return Err(bad!(
-                "give exactly one of --input FILE.json, --rtsl-db PATH…, --trace FILE.rtt"
+                "give exactly one of {INPUT} FILE.json, {RTSL_DB} PATH…, {TRACE} FILE.rtt"
             ))
         }
     };
@@ -216,30 +231,30 @@ mod flag_tests {
                     assume_thread_ns: Some(0),
                     ..f.clone()
                 },
-                "--assume-thread-ns: must be 1..=1000000000 ns, got 0",
+                "⟨bound.assume_thread_ns⟩: must be 1..=1000000000 ns, got 0",
             ),
             (
                 BoundFlags {
                     max_iterations: 0,
                     ..f.clone()
                 },
-                "--max-iterations: must be 1..=10000000, got 0",
+                "⟨bound.max_iterations⟩: must be 1..=10000000, got 0",
             ),
             (
                 BoundFlags {
                     series: Some(0),
                     ..f.clone()
                 },
-                "--series: must be 1..=1000 points, got 0",
+                "⟨bound.series⟩: must be 1..=1000 points, got 0",
             ),
             (
                 BoundFlags {
                     trace: None,
                     ..f.clone()
                 },
-                "give exactly one of --input FILE.json, --rtsl-db PATH…, --trace FILE.rtt",
+                "give exactly one of ⟨bound.input⟩ FILE.json, ⟨store.rtsl_db⟩ PATH…, ⟨bound.trace⟩ FILE.rtt",
             ),
-            (f.clone(), "--trace /nonexistent/t.rtt: no such file"),
+            (f.clone(), "⟨bound.trace⟩ /nonexistent/t.rtt: no such file"),
         ];
         for (flags, want) in rows {
             match run(&flags, &JsonDest(None)) {

@@ -19,6 +19,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+rtscope_model::request_fields! {
+    /// `rtscope campaign`'s own fields as its errors name them (the database is the store's
+    /// [`rtscope_store::DB`]); the caller renders each token ([`rtscope_model::field::render`]).
+    pub enum Field in "campaign" {
+        Lease = "lease" => LEASE,
+    }
+}
+
 fn fmt_dur(s: f64) -> String {
     let s = s.max(0.0).round() as u64;
     if s >= 3600 {
@@ -248,7 +256,8 @@ pub fn run(file: &Path, o: &Options<'_>) -> Result<(), VerbError> {
     }
     if o.lease.is_some() && !dry_run {
         return Err(bad!(
-            "--lease: only with a PostgreSQL --db (the campaign is then a queue several machines drain)"
+            "{LEASE}: only with a PostgreSQL {} (the campaign is then a queue several machines drain)",
+            rtscope_store::DB
         ));
     }
     let cells = c.cells();

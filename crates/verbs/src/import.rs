@@ -2,7 +2,7 @@
 //! JSON such as a fallback file) read, converted (`rtscope_report::import`), tagged and stored
 //! like every verb's result.
 
-use crate::input::{bad, VerbError};
+use crate::input::{bad, Field, VerbError};
 use crate::outputs::RecordOutputs;
 use rtscope_report::import::Kind;
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ pub fn files(args: &[String], out: &RecordOutputs) -> Result<(), VerbError> {
         return Err(bad!("import: no input file given"));
     }
     if out.json.0.is_some() && files.len() != 1 {
-        return Err(bad!("--json: only with a single input file"));
+        return Err(bad!("{}: only with a single input file", Field::Json));
     }
     let tags = out.validate()?;
     let mut records = Vec::new();
@@ -73,7 +73,7 @@ mod tests {
                 out.clone(),
                 "import: no input file given",
             ),
-            (s(&["a", "b"]), two, "--json: only with a single input file"),
+            (s(&["a", "b"]), two, "⟨json⟩: only with a single input file"),
             (
                 s(&["run", "/nonexistent/x"]),
                 out.clone(),

@@ -27,11 +27,14 @@ pub fn run(l: &LoadOnly, out: &RecordOutputs) -> Result<(), VerbError> {
     // Everything is resolved and checked before the first process is forked.
     rtscope_load::check_kinds(&l.kinds)?;
     let duration = match &l.duration {
-        Some(d) => Some(Duration::from_secs_f64(input::duration("--duration", d)?)),
+        Some(d) => Some(Duration::from_secs_f64(input::duration(
+            &input::Field::Duration.to_string(),
+            d,
+        )?)),
         None => None,
     };
     let cpus = match &l.cpus {
-        Some(c) => input::cpus("--cpus", Some(c))?,
+        Some(c) => input::cpus(&rtscope_load::Field::Cpus.to_string(), Some(c))?,
         None => Vec::new(),
     };
     let tags = out.validate()?;
@@ -181,7 +184,7 @@ mod tests {
                     ..l.clone()
                 },
                 out.clone(),
-                "--duration: 0s is out of range (1ms ..= 30d)",
+                "⟨duration⟩: 0s is out of range (1ms ..= 30d)",
             ),
             (
                 LoadOnly {
@@ -189,7 +192,7 @@ mod tests {
                     ..l.clone()
                 },
                 out.clone(),
-                "--cpus: CPU 4095 is not online",
+                "⟨load.cpus⟩: CPU 4095 is not online",
             ),
             (
                 l.clone(),

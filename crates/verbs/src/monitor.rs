@@ -32,6 +32,17 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
+rtscope_model::request_fields! {
+    /// `rtscope monitor`'s own fields as its errors name them (the measurement's are the
+    /// session's [`crate::input::Field`]); the caller renders each token
+    /// ([`rtscope_model::field::render`]).
+    pub enum Field in "monitor" {
+        Listen = "listen" => LISTEN,
+        Window = "window" => WINDOW,
+        TraceBurst = "trace_burst" => TRACE_BURST,
+    }
+}
+
 /// Upper bounds of the latency histogram's buckets, µs: log-spaced 1-2-5 from 1 µs to 100 ms,
 /// the range between a quiet PREEMPT_RT core and a host stall of a VM. Prometheus adds `+Inf`.
 pub const BUCKETS_US: [f64; 16] = [
@@ -546,14 +557,14 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 /// machine is bad input, named with its flag.
 pub fn bind(addr: &str) -> Result<TcpListener, String> {
     let sa: SocketAddr = addr.parse().map_err(|_| {
-        format!("--listen: '{addr}' is not ADDRESS:PORT (e.g. 127.0.0.1:9464, [::1]:9464)")
+        format!("{LISTEN}: '{addr}' is not ADDRESS:PORT (e.g. 127.0.0.1:9464, [::1]:9464)")
     })?;
     TcpListener::bind(sa).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AddrInUse => format!("--listen {addr}: the address is in use"),
+        std::io::ErrorKind::AddrInUse => format!("{LISTEN} {addr}: the address is in use"),
         std::io::ErrorKind::AddrNotAvailable => {
-            format!("--listen {addr}: not an address of this machine")
+            format!("{LISTEN} {addr}: not an address of this machine")
         }
-        _ => format!("--listen {addr}: {e}"),
+        _ => format!("{LISTEN} {addr}: {e}"),
     })
 }
 
@@ -730,11 +741,11 @@ pub struct MonitorFlags {
 /// `--trace-burst LENGTH/EVERY`: LENGTH 1s..=1h, EVERY up to 1d and longer than LENGTH.
 pub fn trace_bursts(v: &str) -> Result<rtscope_model::TraceBursts, crate::input::VerbError> {
     let shape = || {
-        bad!("--trace-burst: '{v}': expected LENGTH/EVERY, e.g. 10s/5m (LENGTH 1s..=1h, shorter than EVERY, EVERY at most 1d)")
+        bad!("{TRACE_BURST}: '{v}': expected LENGTH/EVERY, e.g. 10s/5m (LENGTH 1s..=1h, shorter than EVERY, EVERY at most 1d)")
     };
     let (l, e) = v.split_once('/').ok_or_else(shape)?;
-    let length_s = crate::input::duration_in("--trace-burst LENGTH", l, 1.0, 3600.0)?;
-    let every_s = crate::input::duration_in("--trace-burst EVERY", e, 1.0, 86_400.0)?;
+    let length_s = crate::input::duration_in(&format!("{TRACE_BURST} LENGTH"), l, 1.0, 3600.0)?;
+    let every_s = crate::input::duration_in(&format!("{TRACE_BURST} EVERY"), e, 1.0, 86_400.0)?;
     if every_s <= length_s {
         return Err(shape());
     }
@@ -749,10 +760,11 @@ pub fn run(
 ) -> Result<(), crate::input::VerbError> {
     if flags.checkpoint.is_some() {
         return Err(bad!(
-            "--checkpoint: a monitor stores its record every --window; give --window instead"
+            "{checkpoint}: a monitor stores its record every {WINDOW}; give {WINDOW} instead",
+            checkpoint = crate::input::Field::Checkpoint
         ));
     }
-    let window = crate::input::duration_in("--window", &mf.window, 1.0, 86_400.0)?;
+    let window = crate::input::duration_in(&WINDOW.to_string(), &mf.window, 1.0, 86_400.0)?;
     let mut f = flags.clone();
     if !f.no_store {
         f.checkpoint = Some(crate::resolve::Checkpoint::Every(Duration::from_secs_f64(
@@ -768,7 +780,7 @@ pub fn run(
     let listener = bind(&mf.listen).map_err(crate::input::VerbError::BadInput)?;
     let metrics = Arc::new(Metrics::new());
     let server = Server::start(listener, metrics.clone())
-        .map_err(|e| crate::input::VerbError::failed(format!("--listen {}: {e}", mf.listen)))?;
+        .map_err(|e| crate::input::VerbError::failed(format!("{LISTEN} {}: {e}", mf.listen)))?;
     if !flags.quiet {
         eprintln!(
             "rtscope: monitor: metrics on http://{}/metrics, window {window} s{}",

@@ -19,6 +19,22 @@ use rtscope_trace::osnoise::{
 };
 use std::time::{Duration, Instant};
 
+rtscope_model::request_fields! {
+    /// The fields of `noise` and of `measure --probe timerlat` as their errors name them (the
+    /// timerlat period and priority are the measurement's [`crate::input::Field::Interval`]
+    /// and [`crate::input::Field::Priority`]); the caller renders each token
+    /// ([`rtscope_model::field::render`]).
+    pub enum Field in "osnoise" {
+        /// `measure`'s probe (timerlat here).
+        Probe = "probe" => PROBE,
+        Period = "period_us" => PERIOD,
+        Runtime = "runtime_us" => RUNTIME,
+        MinNoise = "min_noise_us" => MIN_NOISE,
+        Stop = "stop_us" => STOP,
+        Top = "top" => TOP,
+    }
+}
+
 /// The kernel's timerlat_period_us range (kernel/trace/trace_osnoise.c).
 pub const TIMERLAT_PERIOD_US: (u64, u64) = (100, 1_000_000);
 
@@ -31,7 +47,7 @@ pub struct TimerlatPlan {
     /// SCHED_FIFO priority given to the `timerlat/N` threads (None: the kernel's, FIFO 95).
     pub priority: Option<u32>,
     pub linear_max_us: u32,
-    /// The command as the user would type it in the lab (for the missing-tracer message).
+    /// The lab command that runs this one in the trace kernel (for the missing-tracer message).
     pub lab_hint: String,
 }
 
@@ -46,12 +62,13 @@ pub struct NoisePlan {
     pub stop_us: Option<u64>,
     /// Sources shown per CPU in the text.
     pub top: usize,
+    /// The lab command that runs this one in the trace kernel (for the missing-tracer message).
     pub lab_hint: String,
 }
 
 /// The tracer is missing: bad input (exit 2), with the lab command whose kernel has it.
 fn missing(why: String, lab_hint: &str) -> VerbError {
-    bad!("{why}; run it in the lab's trace kernel: rtscope lab run --kernel trace -- {lab_hint} (docs/rtla.md)")
+    bad!("{why}; run it in the lab's trace kernel: {lab_hint} (docs/rtla.md)")
 }
 
 /// Check the timerlat flags against the kernel's ranges.
@@ -59,14 +76,16 @@ pub fn check_timerlat(p: &TimerlatPlan) -> Result<(), VerbError> {
     let (lo, hi) = TIMERLAT_PERIOD_US;
     if !(lo..=hi).contains(&p.period_us) {
         return Err(bad!(
-            "--interval: must be {lo}..={hi} µs with --probe timerlat (the kernel's timerlat_period_us range); got {}",
+            "{}: must be {lo}..={hi} µs with {PROBE} timerlat (the kernel's timerlat_period_us range); got {}",
+            crate::input::Field::Interval,
             p.period_us
         ));
     }
     if let Some(pr) = p.priority {
         if !(1..=99).contains(&pr) {
             return Err(bad!(
-                "--priority: must be 1..=99 (SCHED_FIFO of the timerlat threads); got {pr}"
+                "{}: must be 1..=99 (SCHED_FIFO of the timerlat threads); got {pr}",
+                crate::input::Field::Priority
             ));
         }
     }
@@ -77,29 +96,29 @@ pub fn check_timerlat(p: &TimerlatPlan) -> Result<(), VerbError> {
 pub fn check_noise(p: &NoisePlan) -> Result<(), VerbError> {
     if !(100..=10_000_000).contains(&p.period_us) {
         return Err(bad!(
-            "--period: must be 100..=10000000 µs; got {}",
+            "{PERIOD}: must be 100..=10000000 µs; got {}",
             p.period_us
         ));
     }
     if p.runtime_us < 100 || p.runtime_us > p.period_us {
         return Err(bad!(
-            "--runtime: must be 100 µs ..= --period ({} µs); got {}",
+            "{RUNTIME}: must be 100 µs ..= {PERIOD} ({} µs); got {}",
             p.period_us,
             p.runtime_us
         ));
     }
     if let Some(t) = p.threshold_us {
         if !(1..=1_000_000).contains(&t) {
-            return Err(bad!("--min-noise: must be 1..=1000000 µs; got {t}"));
+            return Err(bad!("{MIN_NOISE}: must be 1..=1000000 µs; got {t}"));
         }
     }
     if let Some(t) = p.stop_us {
         if !(1..=10_000_000).contains(&t) {
-            return Err(bad!("--stop: must be 1..=10000000 µs; got {t}"));
+            return Err(bad!("{STOP}: must be 1..=10000000 µs; got {t}"));
         }
     }
     if p.top > 1000 {
-        return Err(bad!("--top: must be 0..=1000; got {}", p.top));
+        return Err(bad!("{TOP}: must be 0..=1000; got {}", p.top));
     }
     Ok(())
 }
@@ -358,7 +377,7 @@ impl Probe for Timerlat<'_> {
 
     fn begin(&self) -> Begin {
         Begin::live(
-            "measure --probe timerlat",
+            &format!("measure {PROBE} timerlat"),
             Need::Root,
             "the timerlat tracer",
         )
@@ -624,7 +643,7 @@ mod tests {
             duration_s: Some(1.0),
             priority: None,
             linear_max_us: 100,
-            lab_hint: "measure --probe timerlat".into(),
+            lab_hint: "rtscope lab run --kernel trace -- measure --probe timerlat".into(),
         }
     }
 
@@ -637,7 +656,7 @@ mod tests {
             threshold_us: None,
             stop_us: None,
             top: 5,
-            lab_hint: "noise".into(),
+            lab_hint: "rtscope lab run --kernel trace -- noise".into(),
         }
     }
 
@@ -649,13 +668,13 @@ mod tests {
             ..tl()
         })
         .unwrap_err();
-        assert!(e.is_bad_input() && e.to_string().contains("--interval: must be 100..=1000000"));
+        assert!(e.is_bad_input() && e.to_string().contains("⟨interval⟩: must be 100..=1000000"));
         let e = check_timerlat(&TimerlatPlan {
             priority: Some(0),
             ..tl()
         })
         .unwrap_err();
-        assert!(e.to_string().starts_with("--priority"));
+        assert!(e.to_string().starts_with("⟨priority⟩"));
         assert!(check_noise(&np()).is_ok());
         let e = check_noise(&NoisePlan {
             runtime_us: 2000,
@@ -663,7 +682,7 @@ mod tests {
         })
         .unwrap_err();
         assert!(
-            e.is_bad_input() && e.to_string().starts_with("--runtime"),
+            e.is_bad_input() && e.to_string().starts_with("⟨osnoise.runtime_us⟩"),
             "{e}"
         );
         let e = check_noise(&NoisePlan {
@@ -671,14 +690,14 @@ mod tests {
             ..np()
         })
         .unwrap_err();
-        assert!(e.to_string().starts_with("--min-noise"));
+        assert!(e.to_string().starts_with("⟨osnoise.min_noise_us⟩"));
     }
 
     #[test]
     fn a_missing_tracer_names_it_and_the_lab_command() {
         let e = missing(
             "the timerlat tracer is not available: x".into(),
-            "measure --probe timerlat -D 5s",
+            "rtscope lab run --kernel trace -- measure --probe timerlat -D 5s",
         );
         assert!(e.is_bad_input());
         let m = e.to_string();

@@ -39,10 +39,6 @@ impl std::str::FromStr for Mechanism {
     }
 }
 
-const LAB_HINT: &str = "a lab kernel has them: rtscope lab kernel build --preset trace, then \
-                        rtscope lab run --kernel trace -- trace thread-vars --mechanism tracefs \
-                        -D 10s";
-
 /// The tracefs mechanism: measure `cpus` for `duration` (or until `stop()` says so).
 pub fn measure_tracefs(
     cpus: &[u32],
@@ -84,11 +80,15 @@ pub fn measure_tracefs(
 
 /// `rtscope trace thread-vars`: by `mech` (`Auto`: eBPF where it can run, else tracefs; when
 /// neither can, `Unavailable` names both reasons).
+///
+/// `lab_hint` says where the tracepoints are when tracefs has none (the caller's commands for a
+/// lab kernel that has them).
 pub fn measure(
     mech: Mechanism,
     cpus: &[u32],
     duration: Duration,
     stop: &dyn Fn() -> bool,
+    lab_hint: &str,
 ) -> Result<ThreadVarsRun, MeasureError> {
     // SCHED_FIFO 1 for the set-up and the wait, as `measure` takes it: loading and verifying
     // the eBPF programs costs seconds of CPU in an emulated guest, and beside N busy
@@ -98,7 +98,7 @@ pub fn measure(
     // longer than a second is said in the notes, so the window is never mistaken.
     let _prio = rtscope_session::MainPriority::fifo1();
     let asked = std::time::Instant::now();
-    let mut run = measure_by(mech, cpus, duration, stop)?;
+    let mut run = measure_by(mech, cpus, duration, stop, lab_hint)?;
     let late = asked.elapsed().saturating_sub(duration);
     if late > Duration::from_secs(1) && !run.interrupted {
         run.notes.push(format!(
@@ -116,11 +116,12 @@ fn measure_by(
     cpus: &[u32],
     duration: Duration,
     stop: &dyn Fn() -> bool,
+    lab_hint: &str,
 ) -> Result<ThreadVarsRun, MeasureError> {
     match mech {
         Mechanism::Bpf => preemptirq::measure(cpus, duration, stop),
         Mechanism::Tracefs => measure_tracefs(cpus, duration, stop).map_err(|e| match e {
-            MeasureError::Unavailable(t) => MeasureError::Unavailable(format!("{t}; {LAB_HINT}")),
+            MeasureError::Unavailable(t) => MeasureError::Unavailable(format!("{t}; {lab_hint}")),
             e => e,
         }),
         // The eBPF reason ends with the lab hint.
@@ -147,6 +148,7 @@ pub fn run(
     cpus: &[u32],
     duration: Duration,
     json: &JsonDest,
+    lab_hint: &str,
 ) -> Result<(), VerbError> {
     json.check()?;
     run_tool(ThreadVarsTool {
@@ -154,6 +156,7 @@ pub fn run(
         cpus,
         duration,
         json,
+        lab_hint,
         run: None,
     })
 }
@@ -163,6 +166,7 @@ struct ThreadVarsTool<'a> {
     cpus: &'a [u32],
     duration: Duration,
     json: &'a JsonDest,
+    lab_hint: &'a str,
     run: Option<ThreadVarsRun>,
 }
 
@@ -175,10 +179,14 @@ impl Tool for ThreadVarsTool<'_> {
 
     fn step(&mut self, w: &Work) -> Result<Flow, VerbError> {
         let stop = || w.interrupted();
-        let run = measure(self.mech, self.cpus, self.duration, &stop).map_err(|e| match e {
-            MeasureError::Unavailable(m) => VerbError::BadInput(format!("trace thread-vars: {m}")),
-            MeasureError::Failed(m) => VerbError::failed(format!("trace thread-vars: {m}")),
-        })?;
+        let run = measure(self.mech, self.cpus, self.duration, &stop, self.lab_hint).map_err(
+            |e| match e {
+                MeasureError::Unavailable(m) => {
+                    VerbError::BadInput(format!("trace thread-vars: {m}"))
+                }
+                MeasureError::Failed(m) => VerbError::failed(format!("trace thread-vars: {m}")),
+            },
+        )?;
         self.run = Some(run);
         Ok(Flow::Done)
     }

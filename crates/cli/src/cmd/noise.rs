@@ -23,7 +23,8 @@ pub fn run(a: Args) -> Result<()> {
     Ok(osnoise::noise(&plan, &a.out.lib())?)
 }
 
-/// This command line as it would follow `rtscope lab run … --`.
+/// The lab command that runs this command line in the trace kernel.
 pub fn lab_hint() -> String {
-    std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    let argv = std::env::args().skip(1).collect::<Vec<_>>().join(" ");
+    format!("rtscope lab run --kernel trace -- {argv}")
 }

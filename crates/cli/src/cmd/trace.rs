@@ -17,6 +17,11 @@ pub fn run(a: Args) -> anyhow::Result<()> {
     }
 }
 
+/// Where tracefs's missing preemptirq tracepoints are: a lab kernel built with them.
+const LAB_HINT: &str = "a lab kernel has them: rtscope lab kernel build --preset trace, then \
+                        rtscope lab run --kernel trace -- trace thread-vars --mechanism tracefs \
+                        -D 10s";
+
 fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
     let secs = super::common::parse_duration("--duration", &a.duration)?;
     let cpus = super::common::resolve_cpus("--cpus", a.cpus.as_deref())?;
@@ -29,6 +34,7 @@ fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
         &cpus,
         Duration::from_secs_f64(secs),
         &a.json.dest(),
+        LAB_HINT,
     )?)
 }
 

@@ -41,6 +41,7 @@ pub fn libraries(s: &str) -> String {
     let s = crate::fields_load::render(&s);
     let s = crate::fields_practise::render(&s);
     let s = crate::fields_lab::render(&s);
+    let s = crate::fields_offline::render(&s);
     crate::fields_store::render(&s)
 }
 

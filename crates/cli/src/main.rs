@@ -16,6 +16,7 @@ mod fields_bench;
 mod fields_check;
 mod fields_lab;
 mod fields_load;
+mod fields_offline;
 mod fields_practise;
 mod fields_store;
 #[cfg(test)]

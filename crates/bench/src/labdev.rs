@@ -16,7 +16,8 @@ pub fn unavailable() -> Option<String> {
         None
     } else {
         Some(format!(
-            "{DEVICE} is missing: the device interrupt and the test driver come from the rtscope_lab module, which `rtscope lab run` loads into the kernels the lab builds (e.g. `rtscope lab run --kernel trace -- …`)"
+            "{DEVICE} is missing: the device interrupt and the test driver come from the rtscope_lab module, which `rtscope lab run` loads into the kernels the lab builds (e.g. `rtscope lab run {} trace -- …`)",
+            rtscope_model::field::LAB_KERNEL
         ))
     }
 }

@@ -298,7 +298,7 @@ pub fn run(
     let mut trace_unavailable = if cfg.trace {
         None
     } else {
-        Some("disabled with --no-trace".to_string())
+        Some("disabled on request".to_string())
     };
     let inst = if cfg.trace {
         match Instance::create(

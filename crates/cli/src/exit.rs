@@ -42,6 +42,7 @@ pub fn libraries(s: &str) -> String {
     let s = crate::fields_practise::render(&s);
     let s = crate::fields_lab::render(&s);
     let s = crate::fields_verbs::render(&s);
+    let s = crate::fields_offline::render(&s);
     crate::fields_store::render(&s)
 }
 

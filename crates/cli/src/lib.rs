@@ -15,6 +15,7 @@ mod fields;
 pub mod fields_bench;
 pub mod fields_lab;
 pub mod fields_load;
+pub mod fields_offline;
 pub mod fields_practise;
 pub mod fields_store;
 pub mod fields_verbs;

@@ -186,3 +186,68 @@ mod verbs {
         assert!(render(&e).starts_with("--listen: 'nowhere'"), "{e}");
     }
 }
+
+mod offline {
+    use super::takes;
+    use rtscope_cli::fields_offline::{
+        advice, analyze, bench_files, export, mbwi_job, render, stored, trace_record,
+    };
+    use rtscope_model::field::Advice;
+    use rtscope_report::export;
+    use rtscope_verbs::{analyze, bench, capture, mbwi, stored};
+
+    #[test]
+    fn every_field_is_a_flag_of_its_verb() {
+        for f in capture::Field::ALL {
+            assert!(takes(&["trace", "record"], trace_record(*f)), "{f:?}");
+        }
+        for f in analyze::Field::ALL {
+            let verb: &[&str] = match f {
+                analyze::Field::TraceKeep => &["trace", "record"],
+                _ => &["analyze"],
+            };
+            assert!(takes(verb, analyze(*f)), "{f:?}");
+        }
+        for f in stored::StoredField::ALL {
+            let verb = match f {
+                stored::StoredField::Policy | stored::StoredField::Campaign => "runs",
+                stored::StoredField::Format | stored::StoredField::Output => "export",
+                _ => "compare",
+            };
+            assert!(takes(&[verb], stored(*f)), "{f:?}");
+        }
+        assert!(takes(&["report"], stored(stored::StoredField::Campaign)));
+        for f in bench::Field::ALL {
+            for verb in ["pdlt", "sched-scale"] {
+                assert!(takes(&[verb], bench_files(*f)), "{verb} {f:?}");
+            }
+        }
+        for f in mbwi::Field::ALL {
+            assert!(takes(&["mbwi"], mbwi_job(*f)), "{f:?}");
+        }
+        assert!(takes(&["measure"], export(export::Field::Bound)));
+        assert!(takes(&["lab", "run"], advice(Advice::LabKernel)));
+        assert!(takes(
+            &["lab", "kernel", "build"],
+            advice(Advice::LabPreset)
+        ));
+    }
+
+    #[test]
+    fn a_refusal_reads_with_the_flag() {
+        let msg = format!("{}: x", capture::Field::Keep);
+        assert_eq!(render(&msg), "--trace-keep: x");
+        let msg = format!("{}: x", stored::StoredField::FailAbovePct);
+        assert_eq!(render(&msg), "--fail-above-pct: x");
+        let svg = export::exporter("svg-bound").map(|e| render(e.description()));
+        assert_eq!(
+            svg.as_deref(),
+            Some("figure: the latency bound against the observed latency (--bound runs)")
+        );
+        let hint = render(&rtscope_bench::labdev::unavailable().unwrap_or_default());
+        assert!(
+            hint.is_empty() || hint.contains("`rtscope lab run --kernel trace -- …`"),
+            "{hint}"
+        );
+    }
+}

@@ -4,12 +4,16 @@
 use crate::{LoadKind, LoadOptions};
 use std::ffi::CString;
 
+/// The working-set size's source when the request gave it (records before this value say
+/// `--wss`).
+pub(crate) const WSS_REQUESTED: &str = "requested";
+
 /// Options after validation, with defaults filled in from the machine.
 #[derive(Clone, Debug)]
 pub(crate) struct Resolved {
     pub cpus: Vec<u32>,
     pub wss_bytes: u64,
-    /// Where the working-set size came from (`--wss`, `2 x L3 (sysfs)`, `fallback`).
+    /// Where the working-set size came from ([`WSS_REQUESTED`], `2 x L3 (sysfs)`, `fallback`).
     pub wss_source: String,
     /// `exec`: the program path (resolved in PATH) and argv, ready for execv.
     pub exec_path: Option<CString>,
@@ -102,7 +106,7 @@ mod tests {
         let r = Resolved {
             cpus: vec![0, 1],
             wss_bytes: 1 << 20,
-            wss_source: "--wss".into(),
+            wss_source: WSS_REQUESTED.into(),
             exec_path: None,
             exec_argv: vec![],
             bonnie: None,

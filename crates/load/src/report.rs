@@ -286,7 +286,7 @@ mod tests {
         let r = Resolved {
             cpus: vec![0, 1],
             wss_bytes: 1 << 20,
-            wss_source: "--wss".into(),
+            wss_source: crate::plan::WSS_REQUESTED.into(),
             exec_path: None,
             exec_argv: vec![],
             bonnie: None,

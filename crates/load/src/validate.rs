@@ -90,7 +90,7 @@ pub(crate) fn validate(kinds: &[LoadKind], opts: &LoadOptions) -> Result<Resolve
     }
 
     let (wss_bytes, wss_source) = match opts.wss_bytes {
-        Some(w) => (w, "--wss".to_string()),
+        Some(w) => (w, crate::plan::WSS_REQUESTED.to_string()),
         None => match largest_cache_bytes() {
             Some((c, name)) => (2 * c, format!("2 x {name} ({} from sysfs)", human(c))),
             None => (

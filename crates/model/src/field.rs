@@ -47,6 +47,15 @@ macro_rules! request_fields {
     };
 }
 
+crate::request_fields! {
+    /// Flags of the lab's verbs that another crate's advice names ("a lab kernel has them:
+    /// rtscope lab run ⟨advice.lab_kernel⟩ trace …"), for crates that do not depend on the lab.
+    pub enum Advice in "advice" {
+        LabKernel = "lab_kernel" => LAB_KERNEL,
+        LabPreset = "lab_preset" => LAB_PRESET,
+    }
+}
+
 /// Every token of `all` in `text` replaced by `name(field)`.
 pub fn render<F: Copy + std::fmt::Display>(
     text: &str,

@@ -179,7 +179,8 @@ impl Measurement {
             Some(g)
         } else {
             hyg.notes.push(
-                "/dev/cpu_dma_latency not held (--no-dma-latency): deep C-states allowed".into(),
+                "/dev/cpu_dma_latency not held (the run did not ask for it): deep C-states allowed"
+                    .into(),
             );
             None
         };

@@ -13,6 +13,14 @@ pub struct ExportOptions {
     pub generated_at: String,
 }
 
+rtscope_model::request_fields! {
+    /// The measurement settings the formats' descriptions and refusals name (a bound figure
+    /// needs a run measured with a bound): whoever shows them renders each token.
+    pub enum Field in "export" {
+        Bound = "bound" => BOUND,
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// The run holds nothing this format shows (a figure of data the run did not collect).
@@ -25,7 +33,7 @@ pub enum ExportError {
 
 /// One output format of a single run.
 pub trait Exporter {
-    /// The `--format` value.
+    /// The format's name (`rtscope export`'s choice).
     fn name(&self) -> &'static str;
     /// The file extension, without the dot.
     fn extension(&self) -> &'static str;
@@ -238,14 +246,14 @@ impl SvgFigure {
     pub const BOUND: SvgFigure = SvgFigure {
         name: "svg-bound",
         figure_id: "bound-0",
-        description: "figure: the latency bound against the observed latency (--bound runs)",
-        absent: "the run has no bound (measure --bound)",
+        description: "figure: the latency bound against the observed latency (⟨export.bound⟩ runs)",
+        absent: "the run has no bound (measure ⟨export.bound⟩)",
     };
     pub const BOUND_SERIES: SvgFigure = SvgFigure {
         name: "svg-bound-series",
         figure_id: "bound-series-0",
-        description: "figure: the bound over the run (--bound runs with a series)",
-        absent: "the run has no bound series (measure --bound)",
+        description: "figure: the bound over the run (⟨export.bound⟩ runs with a series)",
+        absent: "the run has no bound series (measure ⟨export.bound⟩)",
     };
 }
 
@@ -297,6 +305,20 @@ mod tests {
             assert!(!e.description().is_empty());
         }
         assert!(exporter("nope").is_none());
+    }
+
+    /// The figures' texts are constants: they spell the field's token as the field writes it.
+    #[test]
+    fn the_bound_figures_name_the_bound_field() {
+        assert_eq!(BOUND.to_string(), "⟨export.bound⟩");
+        for f in [SvgFigure::BOUND, SvgFigure::BOUND_SERIES] {
+            assert!(f.description.contains(&BOUND.to_string()), "{}", f.name);
+            assert!(
+                f.absent.ends_with(&format!("(measure {BOUND})")),
+                "{}",
+                f.name
+            );
+        }
     }
 
     /// Every format writes something for a measured run, and what has a parser parses.

@@ -61,10 +61,11 @@ pub fn thread_terms_lost(run: &ThreadVarsRun) -> Option<String> {
     ))
 }
 
-/// `hygiene.ring_dropped_samples` as a warning's message.
-pub fn ring_dropped(n: u64) -> String {
+/// `hygiene.ring_dropped_samples` as a warning's message; `raw` names the raw-samples output
+/// as the run's caller does.
+pub fn ring_dropped(n: u64, raw: &str) -> String {
     format!(
-        "{n} samples could not be streamed to the analysis in time (the sample ring was full): they are in the histograms but not explained, not in --raw and not in the trace file"
+        "{n} samples could not be streamed to the analysis in time (the sample ring was full): they are in the histograms but not explained, not in {raw} and not in the trace file"
     )
 }
 
@@ -110,6 +111,11 @@ mod tests {
         assert_eq!(thread_terms_lost(&run), None);
         let t = tracefs_reader(&run).unwrap();
         assert!(t.contains("10 records, 2.0 MB, 0.002 s of CPU time, 7 events lost (the thread terms may be low)"), "{t}");
-        assert!(ring_dropped(4).starts_with("4 samples could not be streamed"));
+        let r = ring_dropped(4, "the raw CSV");
+        assert!(r.starts_with("4 samples could not be streamed"), "{r}");
+        assert!(
+            r.contains("not in the raw CSV and not in the trace file"),
+            "{r}"
+        );
     }
 }

@@ -255,11 +255,16 @@ fn measurement(s: &mut String, m: &Measurement) {
     if let Some(b) = &m.break_sample {
         let _ = writeln!(
             s,
-            "break: CPU {} thread {} cycle {} latency {} us > --break-above",
+            "break: CPU {} thread {} cycle {} latency {} us > the break threshold{}",
             b.cpu,
             b.tid,
             b.cycle,
-            us(b.latency_ns)
+            us(b.latency_ns),
+            // The threshold as the run was given it, whichever verb's flag set it
+            // (`measure --break-above`, `cyclictest -b`).
+            m.config
+                .break_above_us
+                .map_or(String::new(), |t| format!(" ({t} us)"))
         );
     }
     let worst: Vec<_> = {

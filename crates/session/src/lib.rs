@@ -116,6 +116,9 @@ pub struct Plan {
     pub warnings: Vec<rtscope_model::Warning>,
     /// `--until-stable`.
     pub until_stable: Option<resolve::UntilStable>,
+    /// How the caller names each field: the record's warnings written during the run refer to
+    /// fields through it, as the plan's own do.
+    pub field_names: fn(input::Field) -> &'static str,
 }
 
 /// What a run produced.

@@ -650,7 +650,10 @@ impl Running {
         if rec.hygiene.ring_dropped_samples > 0 {
             rec.warnings.push(rtscope_model::Warning::new(
                 rtscope_model::WarningCode::LostEvents,
-                rtscope_report::notes::ring_dropped(rec.hygiene.ring_dropped_samples),
+                rtscope_report::notes::ring_dropped(
+                    rec.hygiene.ring_dropped_samples,
+                    (plan.field_names)(crate::input::Field::Raw),
+                ),
             ));
         }
         Ok(rec)
@@ -719,7 +722,12 @@ fn store_and_write(
             .iter()
             .find(|w| w.message.starts_with(stream::TRACE_FILE_NOT_WRITTEN))
         {
-            failed_outputs.push(format!("--trace-file {}: {}", p.display(), w.message));
+            failed_outputs.push(format!(
+                "{} {}: {}",
+                crate::input::Field::TraceFile,
+                p.display(),
+                w.message
+            ));
         }
     }
     // A run that was not stored and lost an output file is kept in the fallback directory: a

@@ -94,7 +94,7 @@ impl rtscope_report::export::Exporter for RecordJson<'_> {
         "json"
     }
     fn description(&self) -> &'static str {
-        "the RunRecord as --json writes it"
+        "the RunRecord as the JSON output writes it"
     }
     fn export(
         &self,

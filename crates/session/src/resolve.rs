@@ -194,6 +194,7 @@ pub fn measure(
         w.message = Field::render(&w.message, f.field_names);
     }
     Ok(Plan {
+        field_names: f.field_names,
         id: crate::record::new_run_id(),
         verb: verb.to_string(),
         cmdline: f.cmdline.clone(),

@@ -18,6 +18,7 @@ use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use rtscope_model::bound::ThreadVars;
 use rtscope_model::event::{Event, EventKind, Vector};
+use rtscope_model::field::{LAB_KERNEL, LAB_PRESET};
 pub use rtscope_model::thread_vars::CpuThreadMeasure;
 use rtscope_model::thread_vars::{CodeSite, PoidSite, ThreadVarsRun, THREAD_VARS_SCHEMA_VERSION};
 use rtscope_model::warning::{Warning, WarningCode};
@@ -587,8 +588,8 @@ pub fn measure(
 ) -> Result<ThreadVarsRun, MeasureError> {
     available().map_err(|e| {
         MeasureError::Unavailable(format!(
-            "{e}; a lab kernel has them: rtscope lab kernel build --preset trace, then \
-             rtscope lab run --kernel trace -- trace thread-vars -D 10s"
+            "{e}; a lab kernel has them: rtscope lab kernel build {LAB_PRESET} trace, then \
+             rtscope lab run {LAB_KERNEL} trace -- trace thread-vars -D 10s"
         ))
     })?;
     if !rtscope_sys::system::is_root() {

@@ -18,8 +18,20 @@ use std::time::Instant;
 /// Version of the analysis JSON (docs/trace-format.md, "analyze JSON").
 pub const ANALYZE_SCHEMA_VERSION: u32 = 1;
 
+rtscope_model::request_fields! {
+    /// The fields of an analysis request, as its refusals and warnings name them; `TraceKeep`
+    /// is the recording's setting a warning advises.
+    pub enum Field in "analyze" {
+        Json = "json" => JSON,
+        Worst = "worst" => WORST,
+        GapThresholdUs = "gap_threshold_us" => GAP_THRESHOLD_US,
+        BusyGapThresholdUs = "busy_gap_threshold_us" => BUSY_GAP_THRESHOLD_US,
+        TraceKeep = "trace_keep" => TRACE_KEEP,
+    }
+}
+
 /// The verb's flags as given.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct AnalyzeFlags {
     /// The trace; absent, the error says what `--json` took.
     pub file: Option<PathBuf>,
@@ -31,6 +43,9 @@ pub struct AnalyzeFlags {
     pub busy_gap_threshold_us: u64,
     /// Also the share of samples above this latency each cause explains.
     pub threshold_us: Option<u64>,
+    /// How the caller names each field: the analysis's warnings (printed and in its JSON)
+    /// refer to fields through it.
+    pub field_names: fn(Field) -> &'static str,
 }
 
 /// Read the trace and attribute its samples: JSON to `json`, the text otherwise.
@@ -41,7 +56,7 @@ pub fn file(a: &AnalyzeFlags, json: &JsonDest) -> Result<(), VerbError> {
         None => match &json.0 {
             Some(p) if p.extension().is_some_and(|e| e == "rtt") => {
                 return Err(bad!(
-                "FILE: missing (--json took {} as its output): write `rtscope analyze {} --json -`",
+                "FILE: missing ({JSON} took {} as its output): write `rtscope analyze {} {JSON} -`",
                 p.display(),
                 p.display()
             ))
@@ -51,17 +66,17 @@ pub fn file(a: &AnalyzeFlags, json: &JsonDest) -> Result<(), VerbError> {
     };
     json.check()?;
     if a.top > 10_000 {
-        return Err(bad!("--worst: must be 0..=10000, got {}", a.top));
+        return Err(bad!("{WORST}: must be 0..=10000, got {}", a.top));
     }
     if !(1..=1_000_000).contains(&a.gap_threshold_us) {
         return Err(bad!(
-            "--gap-threshold-us: must be 1..=1000000, got {}",
+            "{GAP_THRESHOLD_US}: must be 1..=1000000, got {}",
             a.gap_threshold_us
         ));
     }
     if !(1..=1_000_000).contains(&a.busy_gap_threshold_us) {
         return Err(bad!(
-            "--busy-gap-threshold-us: must be 1..=1000000, got {}",
+            "{BUSY_GAP_THRESHOLD_US}: must be 1..=1000000, got {}",
             a.busy_gap_threshold_us
         ));
     }
@@ -105,10 +120,12 @@ pub fn file(a: &AnalyzeFlags, json: &JsonDest) -> Result<(), VerbError> {
     // The relevance filter keeps every eventless stretch of 10 µs or more exactly; shorter gap
     // thresholds could see gaps the full stream did not have.
     if f.meta.keep == "relevant" && opts.gap_threshold_ns < rtscope_trace::reduce::SPLIT_NS {
-        r.warnings.push(format!(
-            "--gap-threshold-us {}: below the relevance filter's 10 us split, \"no guest activity\" may include stretches where left-out SCHED_OTHER events ran (record with --trace-keep all for finer gaps)",
+        let w = format!(
+            "{GAP_THRESHOLD_US} {}: below the relevance filter's 10 us split, \"no guest activity\" may include stretches where left-out SCHED_OTHER events ran (record with {TRACE_KEEP} all for finer gaps)",
             a.gap_threshold_us
-        ));
+        );
+        r.warnings
+            .push(rtscope_model::field::render(&w, Field::ALL, a.field_names));
     }
     let analyse_s = t0.elapsed().as_secs_f64();
     let throughput = f.events.len() as f64 / analyse_s.max(1e-9);
@@ -211,30 +228,31 @@ mod tests {
             gap_threshold_us: 100,
             busy_gap_threshold_us: 6000,
             threshold_us: None,
+            field_names: Field::key,
         };
-        let rows: Vec<(AnalyzeFlags, JsonDest, &str)> = vec![
+        let rows: Vec<(AnalyzeFlags, JsonDest, String)> = vec![
             (
                 AnalyzeFlags { file: None, ..f.clone() },
                 JsonDest(Some("x.rtt".into())),
-                "FILE: missing (--json took x.rtt as its output): write `rtscope analyze x.rtt --json -`",
+                format!("FILE: missing ({JSON} took x.rtt as its output): write `rtscope analyze x.rtt {JSON} -`"),
             ),
             (
                 AnalyzeFlags { file: None, ..f.clone() },
                 JsonDest(None),
-                "FILE: the .rtt trace file to analyse is required",
+                "FILE: the .rtt trace file to analyse is required".into(),
             ),
-            (AnalyzeFlags { top: 10_001, ..f.clone() }, JsonDest(None), "--worst: must be 0..=10000, got 10001"),
+            (AnalyzeFlags { top: 10_001, ..f.clone() }, JsonDest(None), format!("{WORST}: must be 0..=10000, got 10001")),
             (
                 AnalyzeFlags { gap_threshold_us: 0, ..f.clone() },
                 JsonDest(None),
-                "--gap-threshold-us: must be 1..=1000000, got 0",
+                format!("{GAP_THRESHOLD_US}: must be 1..=1000000, got 0"),
             ),
             (
                 AnalyzeFlags { busy_gap_threshold_us: 2_000_000, ..f.clone() },
                 JsonDest(None),
-                "--busy-gap-threshold-us: must be 1..=1000000, got 2000000",
+                format!("{BUSY_GAP_THRESHOLD_US}: must be 1..=1000000, got 2000000"),
             ),
-            (f.clone(), JsonDest(None), "FILE: /nonexistent/x.rtt is not a readable file"),
+            (f.clone(), JsonDest(None), "FILE: /nonexistent/x.rtt is not a readable file".into()),
         ];
         for (flags, json, want) in rows {
             match file(&flags, &json) {

@@ -15,6 +15,15 @@ use rtscope_report::bench as text;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+rtscope_model::request_fields! {
+    /// The files a benchmark writes besides its record (pdlt, sched-scale), as the refusals
+    /// name them.
+    pub enum Field in "bench_files" {
+        Csv = "csv" => CSV,
+        Svg = "svg" => SVG,
+    }
+}
+
 /// The session's rule for each shared value, for the jobs of the bench crate (benchmarks, task
 /// sets, M-BWI task sets).
 pub struct Rules;
@@ -144,9 +153,9 @@ where
     }
 }
 
-fn check_files(files: [(&str, Option<&Path>); 2]) -> Result<(), VerbError> {
-    for (flag, p) in files {
-        p.map_or(Ok(()), |p| input::output(flag, p))?;
+fn check_files(files: [(Field, Option<&Path>); 2]) -> Result<(), VerbError> {
+    for (field, p) in files {
+        p.map_or(Ok(()), |p| input::output(&field.to_string(), p))?;
     }
     Ok(())
 }
@@ -158,7 +167,7 @@ pub fn pdlt(
     (csv, svg): (Option<&Path>, Option<&Path>),
     out: &RecordOutputs,
 ) -> Result<(), VerbError> {
-    check_files([("--csv", csv), ("--svg", svg)])?;
+    check_files([(CSV, csv), (SVG, svg)])?;
     let tags = out.validate()?;
     // Said before anything starts: the test driver needs the lab's module (missing input,
     // exit 2); a PREEMPT_RT kernel's timerfd cannot drive the other calls' scans (exit 1).
@@ -240,7 +249,7 @@ pub fn sched_scale(
     (csv, svg): (Option<&Path>, Option<&Path>),
     out: &RecordOutputs,
 ) -> Result<(), VerbError> {
-    check_files([("--csv", csv), ("--svg", svg)])?;
+    check_files([(CSV, csv), (SVG, svg)])?;
     let tags = out.validate()?;
     let run = |reaper: &Reaper, work: &Work| -> Result<Ran, VerbError> {
         // PREEMPT_RT needs the tracepoint method (fentry's trampoline is a preemption point there).
@@ -254,7 +263,8 @@ pub fn sched_scale(
                     Ok(t) => (Some(SchedFentry(t)), None),
                     Err(e) if mode != sched_scale::SchedTime::Auto => {
                         return Err(VerbError::BadInput(format!(
-                            "--sched-time {}: the scheduler cannot be timed on this kernel: {e}",
+                            "{} {}: the scheduler cannot be timed on this kernel: {e}",
+                            sched_scale::SCHED_TIME,
                             if tracepoints { "preemptirq" } else { "on" }
                         )))
                     }

@@ -29,6 +29,18 @@ pub struct Record {
     pub preemptirq: bool,
 }
 
+rtscope_model::request_fields! {
+    /// The fields of a `trace record` request, as its refusals name them.
+    pub enum Field in "trace_record" {
+        Duration = "duration" => DURATION,
+        Cpus = "cpus" => CPUS,
+        Mechanism = "mechanism" => MECHANISM,
+        Output = "output" => OUTPUT,
+        Keep = "keep" => KEEP,
+        Preemptirq = "preemptirq" => PREEMPTIRQ,
+    }
+}
+
 /// What one capture produced, as stored in its record and printed.
 pub use rtscope_model::TraceCapture as CaptureSummary;
 
@@ -82,16 +94,16 @@ pub fn summary_warnings(s: &CaptureSummary) -> Vec<Warning> {
 pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
     // Validate everything before touching the kernel.
     let dur = Duration::from_secs_f64(input::duration_in(
-        "--duration",
+        &DURATION.to_string(),
         &a.duration,
         0.001,
         86400.0,
     )?);
-    let cpus = input::cpus("--cpus", a.cpus.as_deref())?;
-    let mech: Mechanism = a.mechanism.parse().map_err(|e| bad!("--mechanism: {e}"))?;
+    let cpus = input::cpus(&CPUS.to_string(), a.cpus.as_deref())?;
+    let mech: Mechanism = a.mechanism.parse().map_err(|e| bad!("{MECHANISM}: {e}"))?;
     if mech == Mechanism::Off {
         return Err(bad!(
-            "--mechanism: must be one of auto, bpf, tracefs for 'trace record'"
+            "{MECHANISM}: must be one of auto, bpf, tracefs for 'trace record'"
         ));
     }
     let keep = match a.keep.as_deref() {
@@ -99,7 +111,7 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
         None => rtscope_trace::Keep::Relevant,
         Some(k) => k
             .parse::<rtscope_trace::Keep>()
-            .map_err(|e| bad!("--trace-keep: {e}"))?,
+            .map_err(|e| bad!("{KEEP}: {e}"))?,
     };
     // The preemptirq events go to the thread analysis (`rtscope bound --trace`), which follows
     // every switch: the relevance filter would take some away. The eBPF capture has no
@@ -107,16 +119,16 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
     let mech = if a.preemptirq {
         if keep == rtscope_trace::Keep::Relevant {
             return Err(bad!(
-                "--trace-keep relevant: --preemptirq needs every switch (the thread analysis follows \
-                 each one): use --trace-keep all or leave --trace-keep out"
+                "{KEEP} relevant: {PREEMPTIRQ} needs every switch (the thread analysis follows \
+                 each one): use {KEEP} all or leave {KEEP} out"
             ));
         }
         match mech {
             Mechanism::Bpf => {
                 return Err(bad!(
-                    "--preemptirq: the eBPF capture does not record preemptirq events (its \
+                    "{PREEMPTIRQ}: the eBPF capture does not record preemptirq events (its \
                      in-kernel reduction of them is `rtscope trace thread-vars`): use \
-                     --mechanism tracefs"
+                     {MECHANISM} tracefs"
                 ))
             }
             _ => Mechanism::Tracefs,
@@ -124,14 +136,14 @@ pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
     } else {
         mech
     };
-    input::output("--output", &a.output)?;
+    input::output(&OUTPUT.to_string(), &a.output)?;
     let tags = out.validate()?;
     if a.preemptirq {
         rtscope_trace::tracefs::preemptirq_available()
-            .map_err(|e| bad!("--preemptirq: unavailable: {e}"))?;
+            .map_err(|e| bad!("{PREEMPTIRQ}: unavailable: {e}"))?;
     }
     let resolved = rtscope_trace::check(mech)
-        .map_err(|e| VerbError::context(format!("--mechanism {}", mech.name()), e))?;
+        .map_err(|e| VerbError::context(format!("{MECHANISM} {}", mech.name()), e))?;
     if resolved == Mechanism::Off {
         return Err(VerbError::failed(format!(
             "no capture mechanism available: {}",
@@ -186,7 +198,7 @@ impl Tool for CaptureTool<'_> {
         let session = TraceSession::start_opts(cpus, self.resolved, self.keep, a.preemptirq)
             .map_err(|e| match e {
                 rtscope_trace::TraceError::Unavailable(m) if a.preemptirq => {
-                    bad!("--preemptirq: unavailable: {m}")
+                    bad!("{PREEMPTIRQ}: unavailable: {m}")
                 }
                 e => VerbError::context("starting the capture", e),
             })?;
@@ -317,35 +329,35 @@ mod tests {
                     duration: "x".into(),
                     ..r.clone()
                 },
-                "--duration: 'x' is not a duration",
+                format!("{DURATION}: 'x' is not a duration"),
             ),
             (
                 Record {
                     cpus: Some("4095".into()),
                     ..r.clone()
                 },
-                "--cpus: CPU 4095 is not online",
+                format!("{CPUS}: CPU 4095 is not online"),
             ),
             (
                 Record {
                     mechanism: "off".into(),
                     ..r.clone()
                 },
-                "--mechanism: must be one of auto, bpf, tracefs for 'trace record'",
+                format!("{MECHANISM}: must be one of auto, bpf, tracefs for 'trace record'"),
             ),
             (
                 Record {
                     keep: Some("some".into()),
                     ..r.clone()
                 },
-                "--trace-keep: ",
+                format!("{KEEP}: "),
             ),
             (
                 Record {
                     preemptirq: true,
                     ..r.clone()
                 },
-                "--trace-keep relevant: --preemptirq needs every switch",
+                format!("{KEEP} relevant: {PREEMPTIRQ} needs every switch"),
             ),
             (
                 Record {
@@ -354,9 +366,9 @@ mod tests {
                     mechanism: "bpf".into(),
                     ..r.clone()
                 },
-                "--preemptirq: the eBPF capture does not record preemptirq events",
+                format!("{PREEMPTIRQ}: the eBPF capture does not record preemptirq events"),
             ),
-            (r.clone(), "--output /proc/x.rtt: "),
+            (r.clone(), format!("{OUTPUT} /proc/x.rtt: ")),
         ];
         let out = RecordOutputs {
             no_store: true,
@@ -364,7 +376,7 @@ mod tests {
         };
         for (r, want) in rows {
             match record(&r, &out) {
-                Err(VerbError::BadInput(got)) => assert!(got.starts_with(want), "{got} / {want}"),
+                Err(VerbError::BadInput(got)) => assert!(got.starts_with(&want), "{got} / {want}"),
                 other => panic!("{want}: {other:?}"),
             }
         }

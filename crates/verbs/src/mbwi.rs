@@ -14,6 +14,16 @@ use rtscope_report::mbwi as rep;
 use rtscope_trace::Mechanism;
 use std::path::PathBuf;
 
+rtscope_model::request_fields! {
+    /// The fields of an M-BWI job the benchmark crate does not hold (its own are
+    /// `rtscope_bench::mbwi::Field`), as the refusals name them.
+    pub enum Field in "mbwi_job" {
+        Svg = "svg" => SVG,
+        FigureDir = "figure_dir" => FIGURE_DIR,
+        Mechanism = "mechanism" => MECHANISM,
+    }
+}
+
 /// What to do, with its flags as given.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Job {
@@ -50,9 +60,9 @@ impl Figures {
     fn check(&self) -> Result<(), VerbError> {
         self.svg
             .as_ref()
-            .map_or(Ok(()), |p| input::output("--svg", p))?;
+            .map_or(Ok(()), |p| input::output(&SVG.to_string(), p))?;
         let d = self.figure_dir.as_ref();
-        d.map_or(Ok(()), |p| input::output_dir("--figure-dir", p))
+        d.map_or(Ok(()), |p| input::output_dir(&FIGURE_DIR.to_string(), p))
     }
 
     fn write(&self, res: &MbwiResult) -> Result<(), VerbError> {
@@ -96,9 +106,9 @@ pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbErr
             tick_us,
             mechanism,
         } => {
-            let dur = input::duration_in("--duration", duration, 0.2, 600.0)?;
-            let cpus = input::cpus("--cpus", cpus.as_deref())?;
-            let mech: Mechanism = mechanism.parse().map_err(|e| bad!("--mechanism: {e}"))?;
+            let dur = input::duration_in(&km::DURATION.to_string(), duration, 0.2, 600.0)?;
+            let cpus = input::cpus(&km::CPUS.to_string(), cpus.as_deref())?;
+            let mech: Mechanism = mechanism.parse().map_err(|e| bad!("{MECHANISM}: {e}"))?;
             let dur_ns = (dur * 1e9) as u64;
             let cfg = km::ExperimentConfig::new(scenario, mutex, &cpus, dur_ns, *tick_us)?;
             figs.check()?;
@@ -106,7 +116,7 @@ pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbErr
             let why = "SCHED_DEADLINE threads, cpusets, tracefs";
             run_once(Begin::live("mbwi run", Need::Root, why), out, |w| {
                 let mech = rtscope_trace::check(mech)
-                    .map_err(|e| VerbError::context(format!("--mechanism {}", mech.name()), e))?;
+                    .map_err(|e| VerbError::context(format!("{MECHANISM} {}", mech.name()), e))?;
                 let reaper = Reaper::start()?;
                 let mut cap = crate::schedule::capture(mech);
                 out.progress(&format!(
@@ -124,7 +134,7 @@ pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbErr
             contended_iterations,
         } => {
             let cfg = km::OverheadConfig {
-                cpus: input::cpus("--cpus", cpus.as_deref())?,
+                cpus: input::cpus(&km::CPUS.to_string(), cpus.as_deref())?,
                 iterations: *iterations,
                 contended_iterations: *contended_iterations,
             };
@@ -196,11 +206,11 @@ mod tests {
         let rows = [
             (
                 run_job("0.1s", "all", "auto"),
-                "--duration: 0.1s is out of range (200ms ..= 10m)",
+                format!("{}: 0.1s is out of range (200ms ..= 10m)", km::DURATION),
             ),
             (
                 run_job("5s", "all", "perf"),
-                "--mechanism: must be one of auto, bpf, tracefs, off; got 'perf'",
+                format!("{MECHANISM}: must be one of auto, bpf, tracefs, off; got 'perf'"),
             ),
             (
                 Job::Sim {
@@ -208,7 +218,7 @@ mod tests {
                     example: Some("fig9.9".into()),
                     protocol: "all".into(),
                 },
-                "⟨mbwi.example⟩",
+                "⟨mbwi.example⟩".to_string(),
             ),
         ];
         for (job, want) in rows {

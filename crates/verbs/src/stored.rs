@@ -9,6 +9,19 @@ use rtscope_store::{RunFilter, Store, StoreError};
 use std::collections::BTreeSet;
 use std::path::Path;
 
+rtscope_model::request_fields! {
+    /// The fields of the queries of the verbs that read the store, as their refusals name them
+    /// (the database is the session's [`Field::Db`]).
+    pub enum StoredField in "stored" {
+        Policy = "policy" => POLICY,
+        Campaign = "campaign" => CAMPAIGN,
+        Format = "format" => FORMAT,
+        Output = "output" => OUTPUT,
+        Metric = "metric" => METRIC,
+        FailAbovePct = "fail_above_pct" => FAIL_ABOVE_PCT,
+    }
+}
+
 /// Open for a verb that stores (creating the database if needed).
 pub fn open(db: Option<&str>) -> Result<Store, VerbError> {
     Ok(Store::open(db)?)
@@ -47,7 +60,7 @@ pub fn runs(db: Option<&str>, q: RunsQuery, json: &JsonDest) -> Result<(), VerbE
     if let Some(p) = &q.policy {
         if !["fifo", "rr", "other", "deadline"].contains(&p.as_str()) {
             return Err(bad!(
-                "--policy: '{p}' is not one of fifo, rr, other, deadline"
+                "{POLICY}: '{p}' is not one of fifo, rr, other, deadline"
             ));
         }
     }
@@ -157,19 +170,19 @@ pub fn export(
     let Some(e) = exporter(format) else {
         let names: Vec<&str> = exporters().iter().map(|e| e.name()).collect();
         return Err(bad!(
-            "--format: '{format}' is not one of {}",
+            "{FORMAT}: '{format}' is not one of {}",
             names.join(", ")
         ));
     };
     if let Some(p) = output {
-        crate::input::output("-o", p)?;
+        crate::input::output(&OUTPUT.to_string(), p)?;
     }
     let rec = open_read(db)?.get_run(run)?;
     let opts = ExportOptions {
         generated_at: crate::record::rfc3339(std::time::SystemTime::now()),
     };
     let out = e.export(&rec, &opts).map_err(|err| match err {
-        ExportError::NotApplicable { .. } => bad!("--format {err}"),
+        ExportError::NotApplicable { .. } => bad!("{FORMAT} {err}"),
     })?;
     match output {
         Some(p) => write_file(p, &out),
@@ -198,13 +211,13 @@ pub fn compare(
     json.check()?;
     let metric = Metric::parse(q.metric).ok_or_else(|| {
         bad!(
-            "--metric: '{}' is not one of avg, median, p99, p99.99, max",
+            "{METRIC}: '{}' is not one of avg, median, p99, p99.99, max",
             q.metric
         )
     })?;
     if let Some(t) = q.threshold {
         if !(0.0..=10_000.0).contains(&t) {
-            return Err(bad!("--fail-above-pct: must be 0..=10000 percent, got {t}"));
+            return Err(bad!("{FAIL_ABOVE_PCT}: must be 0..=10000 percent, got {t}"));
         }
     }
     let mut ids = q.runs.to_vec();
@@ -341,8 +354,9 @@ pub fn report(db: Option<&str>, q: &ReportQuery) -> Result<(), VerbError> {
             Some(r) => vec![r.id.clone()],
             None => {
                 return Err(bad!(
-                    "report: no stored runs in {} (give run ids, --campaign NAME or --db)",
-                    store.location()
+                    "report: no stored runs in {} (give run ids, {CAMPAIGN} NAME or {})",
+                    store.location(),
+                    Field::Db
                 ))
             }
         }
@@ -370,7 +384,7 @@ pub fn report(db: Option<&str>, q: &ReportQuery) -> Result<(), VerbError> {
         }
         if found.is_empty() {
             return Err(bad!(
-                "--campaign: no stored runs of campaign '{c}' (see `rtscope runs --campaign {c}`)"
+                "{CAMPAIGN}: no stored runs of campaign '{c}' (see `rtscope runs {CAMPAIGN} {c}`)"
             ));
         }
         runs.extend(found);
@@ -499,7 +513,7 @@ mod tests {
         assert!(q(|q| q.until = Some("2026-04-31".into())).starts_with("⟨until⟩: '2026-04-31'"));
         assert_eq!(
             q(|q| q.policy = Some("batch".into())),
-            "--policy: 'batch' is not one of fifo, rr, other, deadline"
+            format!("{POLICY}: 'batch' is not one of fifo, rr, other, deadline")
         );
         let ids = ["a".to_string(), "b".to_string()];
         let c = |metric, threshold, runs: &[String]| {
@@ -513,11 +527,11 @@ mod tests {
         };
         assert_eq!(
             c("p42", None, &ids),
-            "--metric: 'p42' is not one of avg, median, p99, p99.99, max"
+            format!("{METRIC}: 'p42' is not one of avg, median, p99, p99.99, max")
         );
         assert_eq!(
             c("p99", Some(-1.0), &ids),
-            "--fail-above-pct: must be 0..=10000 percent, got -1"
+            format!("{FAIL_ABOVE_PCT}: must be 0..=10000 percent, got -1")
         );
         assert_eq!(
             c("p99", None, &ids[..1]),

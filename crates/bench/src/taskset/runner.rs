@@ -109,7 +109,8 @@ pub fn admission_info(cpus: u32, detect: bool) -> (AdmissionInfo, KernelLimits) 
     let (fs, method) = if !detect {
         (
             None,
-            "fair server not looked for (not a DEADLINE run, or --no-probe): assumed 0".to_string(),
+            "fair server not looked for (not a DEADLINE run, or the admission probe was off): assumed 0"
+                .to_string(),
         )
     } else if let Some(fs) = kernel::fair_server_debugfs() {
         (

@@ -17,6 +17,7 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
         gap_threshold_us: a.gap_threshold_us,
         busy_gap_threshold_us: a.busy_gap_threshold_us,
         threshold_us: a.threshold_us,
+        field_names: crate::fields_offline::analyze,
     };
     Ok(rtscope_verbs::analyze::file(&f, &a.json.dest())?)
 }

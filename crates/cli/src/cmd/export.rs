@@ -14,7 +14,7 @@ fn formats() -> PossibleValuesParser {
     PossibleValuesParser::new(
         rtscope_report::export::exporters()
             .iter()
-            .map(|e| PossibleValue::new(e.name()).help(e.description())),
+            .map(|e| PossibleValue::new(e.name()).help(crate::exit::libraries(e.description()))),
     )
 }
 

@@ -903,6 +903,11 @@ pub fn overhead(cfg: &OverheadConfig) -> Result<MbwiOverhead> {
                     let (mut lh, mut uh) = (Histogram::new(), Histogram::new());
                     for i in 0..cfg.iterations {
                         if i % 1000 == 0 {
+                            // A stop ends the run here, between bursts (a burst of 1000 calls
+                            // and its rest take a few ms): the figures so far are kept.
+                            if crate::common::stop_requested() {
+                                break;
+                            }
                             // A rest: the next burst starts with a full budget.
                             sleep_until(mono_ns() + 5_000_000);
                         }

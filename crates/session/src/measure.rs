@@ -29,6 +29,16 @@ use std::time::{Duration, Instant, SystemTime};
 /// How often the orchestrating thread drains, explains and refreshes the view.
 const TICK: Duration = Duration::from_millis(100);
 
+/// How often, within a tick, the orchestrating thread looks at the stop signals. A signal only
+/// sets an atomic (the handler may do nothing else), so it is seen at the next look: at 25 ms
+/// the stop reaches the measuring threads well within the 100 ms every run promises.
+const STOP_POLL: Duration = Duration::from_millis(25);
+
+/// How often it looks whether every thread has ended once they were asked to, or once the
+/// run's duration is over: a thread ends within one period of that, and the record is made
+/// from the moment the last one ends, not at the next tick.
+const END_POLL: Duration = Duration::from_millis(1);
+
 /// Run a plan from start to end, `view` showing its progress ([`crate::live::default_view`]).
 pub fn run(plan: &Plan, view: &mut dyn View) -> Result<Outcome, VerbError> {
     run_tool(MeasureTool::new(plan, view))
@@ -144,7 +154,7 @@ impl Tool for MeasureTool<'_> {
 
     fn step(&mut self, _w: &Work) -> Result<Flow, VerbError> {
         let r = running(&mut self.run)?;
-        std::thread::sleep(TICK);
+        r.wait_tick();
         r.tick(self.plan, &mut *self.view).map_err(failed)
     }
 
@@ -349,6 +359,32 @@ impl Running {
 
     fn measurement(&self) -> Result<&Measurement, SessionError> {
         self.m.as_ref().ok_or(SessionError::NotRunning)
+    }
+
+    /// Sleep until the next tick, or less: until a stop signal arrives (seen within
+    /// [`STOP_POLL`]), or, once the threads were asked to stop or the duration is over, until
+    /// every thread has ended (seen within [`END_POLL`]).
+    fn wait_tick(&self) {
+        let now = Instant::now();
+        let next = now + TICK;
+        let end = self.total.map(|d| self.t0 + d);
+        loop {
+            let now = Instant::now();
+            if now >= next || self.m.as_ref().is_none_or(Measurement::all_done) {
+                return;
+            }
+            let ending = self.interrupted
+                || self.m.as_ref().is_some_and(Measurement::stop_requested)
+                || end.is_some_and(|e| now >= e);
+            if !ending && signals::stop_requested() {
+                return;
+            }
+            let mut slice = if ending { END_POLL } else { STOP_POLL };
+            if let Some(e) = end.filter(|&e| e > now) {
+                slice = slice.min(e - now);
+            }
+            std::thread::sleep(slice.min(next - now));
+        }
     }
 
     /// One tick: drain, explain, show, checkpoint. Done once every thread has ended.

@@ -343,9 +343,14 @@ pub fn run(file: &Path, o: &Options<'_>) -> Result<(), VerbError> {
         ran
     );
     if crate::signals::stop_requested() {
-        return Err(VerbError::failed(format!(
-            "interrupted: {missing} cells left; run the same command again to resume"
-        )));
+        // A stopped run is done (exit 0, the README's table, as `measure`): the cell under way
+        // is stored marked interrupted, the cells left run on the next invocation.
+        eprintln!(
+            "rtscope: interrupted: {missing} cells left; run the same command again to resume"
+        );
+        if failed.is_empty() {
+            return Ok(());
+        }
     }
     if !failed.is_empty() || missing > 0 {
         return Err(VerbError::failed(format!(
@@ -701,9 +706,11 @@ fn worker(
         q.running + q.expired
     );
     if crate::signals::stop_requested() {
-        return Err(VerbError::failed(
-            "interrupted: the cell under way goes back to the queue when its lease runs out; run the same command to go on".to_string(),
-        ));
+        // A stopped run is done (exit 0, the README's table); a failed cell still fails it.
+        eprintln!("rtscope: interrupted: the cell under way goes back to the queue when its lease runs out; run the same command to go on");
+        if q.failed == 0 {
+            return Ok(());
+        }
     }
     if q.failed > 0 {
         return Err(VerbError::failed(format!(

@@ -24,13 +24,69 @@ fn counts(rows: &[InterruptRow]) -> BTreeMap<String, Vec<u64>> {
 
 type Pred = Box<dyn Fn(&EventKind) -> bool>;
 
+/// Local timer ticks the capture cannot have seen on `cpu` in `t0..t1`: those that fell while
+/// a task the kernel hides from the probes was current. Such a task is switched in and never
+/// switched out in the whole capture (every event is kept): while it runs, no eBPF program runs
+/// (on the Firecracker guest this project runs in, a guest agent's thread: docs/tracing.md,
+/// "unattributed", and docs/watch.md). Each of its turns, from its switch-in to the CPU's next
+/// event, may hold one tick per tick period plus one. The period is read from the capture: the
+/// usual interval between this CPU's ticks.
+fn hidden_ticks(events: &[rtscope_model::event::Event], cpu: u32, t0: u64, t1: u64) -> i64 {
+    use std::collections::HashSet;
+    let is_tick = |k: &EventKind| {
+        matches!(
+            k,
+            EventKind::VectorEntry {
+                vector: Vector::LocalTimer
+            }
+        )
+    };
+    let ticks: Vec<u64> = events
+        .iter()
+        .filter(|e| e.cpu == cpu && is_tick(&e.kind))
+        .map(|e| e.ts_ns)
+        .collect();
+    let mut iv: Vec<u64> = ticks
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|&d| d < 20_000_000)
+        .collect();
+    iv.sort_unstable();
+    let tick = iv.get(iv.len() / 2).copied().unwrap_or(1_000_000).max(1);
+    let switched_out: HashSet<u32> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Switch { prev_pid, .. } => Some(prev_pid),
+            _ => None,
+        })
+        .collect();
+    let on_cpu: Vec<&rtscope_model::event::Event> =
+        events.iter().filter(|e| e.cpu == cpu).collect();
+    let mut hidden = 0;
+    for (i, e) in on_cpu.iter().enumerate() {
+        let EventKind::Switch { next_pid, .. } = e.kind else {
+            continue;
+        };
+        if next_pid == 0 || switched_out.contains(&next_pid) || e.ts_ns < t0 || e.ts_ns > t1 {
+            continue;
+        }
+        let until = on_cpu.get(i + 1).map_or(t1, |n| n.ts_ns.min(t1));
+        hidden += 1 + (until.saturating_sub(e.ts_ns) / tick) as i64;
+    }
+    if hidden > 0 {
+        println!("cpu{cpu}: up to {hidden} ticks while a task hidden from the probes ran");
+    }
+    hidden
+}
+
 fn check_mechanism(mech: Mechanism) {
     if let Some(why) = skip(mech) {
         rtscope_testkit::skipped(format_args!("{} unavailable: {why}", mech.name()));
         return;
     }
     let cpus = [0u32, 1];
-    let s = TraceSession::start(&cpus, mech).expect("start");
+    // Every event kept: a task's switches are all there, so one never switched out is hidden.
+    let s = TraceSession::start_with(&cpus, mech, rtscope_trace::Keep::All).expect("start");
     assert_eq!(s.mechanism(), mech);
     // Window strictly inside the capture: read the counters, note the clock, wait, again.
     std::thread::sleep(Duration::from_millis(100));
@@ -138,7 +194,10 @@ fn check_mechanism(mech: Mechanism) {
                 continue;
             };
             let n = in_win(pred.as_ref(), cpu);
-            let tol = ((d as f64 * 0.01).ceil() as i64).max(2);
+            let mut tol = ((d as f64 * 0.01).ceil() as i64).max(2);
+            if label == "LOC" && n < d {
+                tol += hidden_ticks(&cap.events, cpu, t0, t1);
+            }
             println!(
                 "{}: cpu{cpu} {label}: /proc/interrupts +{d}, trace {n}",
                 mech.name()

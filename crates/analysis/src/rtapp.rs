@@ -1,17 +1,26 @@
 //! rt-app's view of its threads beside the kernel's. rt-app logs one line per loop of a thread's
 //! phase (a job); the watch counts one activation per wake-up of the thread's task. A phase
 //! whose loop sleeps once (its `timer`, or one `sleep`) has one activation per job, give or
-//! take the edges: up to 3 more (a wait before the thread's first loop, the stop signal waking
-//! a sleeping thread, and a last loop woken but not logged when the run ended), one fewer per
-//! loop that found its timer already expired and did not sleep (rt-app logs those with
-//! slack < 0), and one fewer when the first loop ran without waiting. Pure: it compares two
-//! records.
+//! take the edges: up to 3 more measured (a wait before the thread's first loop, the stop signal
+//! waking a sleeping thread, and a last loop woken but not logged when the run ended) and 2 % of
+//! the loops (see [`extra_allowed`]), and, with
+//! the unseen ones the watch infers, no fewer than one per loop that slept (rt-app logs a loop
+//! that found its timer already expired, and so did not sleep, with slack < 0) less one for a
+//! first loop that ran without waiting. Pure: it compares two records.
 
 use rtscope_model::taskset::{RtAppAgreement, RtAppThread};
 use rtscope_model::watch::WatchResult;
 
 /// Wake-ups at the edges of a run that are no logged loop's (see the module's comment).
 pub const EDGE_WAKE_UPS: u64 = 3;
+
+/// Measured wake-ups a thread may have beyond its logged loops: the edges, and 2 % of its loops
+/// more. rt-app 1.0's threads woke 1 to 5 times more than they logged loops in 2-s runs of
+/// ~200 loops (8 runs on the development VM); which of their calls sleeps besides the timer
+/// (the start barrier, the stop signal, a log line written to its pty) is not established.
+pub fn extra_allowed(jobs: u64) -> u64 {
+    EDGE_WAKE_UPS + jobs / 50
+}
 
 /// The log index of `<name>-<index>`: rt-app numbers its threads across the file in creation
 /// order.
@@ -38,7 +47,11 @@ pub fn agreement(
                 seen.map_or((0, 0), |w| (w.activations, w.unseen_activations));
             let total = activations + unseen;
             let low = t.jobs.saturating_sub(t.negative_slack_jobs + 1);
-            let agree = seen.is_some() && (low..=t.jobs + EDGE_WAKE_UPS).contains(&total);
+            // The measured wake-ups may not exceed the loops and the edges; with the inferred (unseen)
+            // ones, which the watch counts without seeing them, they must cover the loops that
+            // slept.
+            let agree =
+                seen.is_some() && activations <= t.jobs + extra_allowed(t.jobs) && total >= low;
             let why = if agree {
                 None
             } else if tid.is_none() {
@@ -57,11 +70,11 @@ pub fn agreement(
                      several timers), each a wake-up",
                     total as f64 / t.jobs.max(1) as f64
                 ))
-            } else if total > t.jobs {
+            } else if activations > t.jobs {
                 Some(format!(
                     "{} more wake-ups than loops: some loops woke besides their timer (a lock, a \
                      barrier, a signal)",
-                    total - t.jobs
+                    activations - t.jobs
                 ))
             } else {
                 Some(format!(
@@ -159,7 +172,7 @@ mod tests {
     #[test]
     fn the_edges_and_the_loops_that_did_not_sleep_are_within_agreement() {
         let k = WatchResult {
-            threads: vec![wt(1, 103, 0), wt(2, 104, 0), wt(3, 89, 0), wt(4, 88, 0)],
+            threads: vec![wt(1, 105, 0), wt(2, 106, 0), wt(3, 89, 0), wt(4, 88, 0)],
             ..Default::default()
         };
         let t = [
@@ -170,12 +183,12 @@ mod tests {
         ];
         let a = agreement(&t, &[1, 2, 3, 4], &k);
         let agree: Vec<bool> = a.iter().map(|x| x.agree).collect();
-        // +3 (start wait, stop signal, last loop unlogged) agrees, +4 does not; 100 − 10 − 1 = 89
-        // agrees, 88 does not.
+        // +3 and 2 % of 100 agree (103 + 2 = 105), 106 does not; 100 − 10 − 1 = 89 agrees, 88
+        // does not.
         assert_eq!(agree, [true, false, true, false]);
         assert_eq!(
             a[1].why.as_deref(),
-            Some("4 more wake-ups than loops: some loops woke besides their timer (a lock, a barrier, a signal)")
+            Some("6 more wake-ups than loops: some loops woke besides their timer (a lock, a barrier, a signal)")
         );
     }
 

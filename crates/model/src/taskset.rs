@@ -188,8 +188,9 @@ pub struct RtAppAgreement {
     /// Wake-ups measured, and the ones the kernel reported no event for (unseen).
     pub activations: u64,
     pub unseen_activations: u64,
-    /// True when activations (+ unseen) are jobs − (loops with slack < 0) − 1 ..= jobs + 3: the
-    /// edges of the run and the loops that did not sleep (`rtscope_analysis::rtapp`).
+    /// True when the measured activations are at most jobs + 3 + jobs/50 and, with the unseen ones, at
+    /// least jobs − (loops with slack < 0) − 1: the edges of the run and the loops that did not
+    /// sleep (`rtscope_analysis::rtapp`).
     pub agree: bool,
     /// Why they differ, when they do.
     pub why: Option<String>,

@@ -75,15 +75,7 @@ fn run(mech: Mechanism) {
     // switched in but never switched out was current at the planned wake-up, and no probe saw
     // the timer's wake-up nor the switch from it (docs/tracing.md, "unattributed"; a guest
     // agent's thread on a Firecracker VM). Those are counted apart, named, and kept few.
-    use rtscope_model::event::EventKind;
-    let switched_out: std::collections::HashSet<u32> = back
-        .events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Switch { prev_pid, .. } => Some(prev_pid),
-            _ => None,
-        })
-        .collect();
+    let switched_out = common::switched_out(&back.events);
     let hidden = |reason: &str| {
         reason
             .rsplit_once("on the CPU at E: ")

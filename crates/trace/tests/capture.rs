@@ -8,6 +8,8 @@ use rtscope_trace::{check, leftover_instances, Mechanism, TraceSession};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+mod common;
+
 fn skip(mech: Mechanism) -> Option<String> {
     if !rtscope_sys::system::is_root() {
         return Some("needs root".into());
@@ -32,7 +34,6 @@ type Pred = Box<dyn Fn(&EventKind) -> bool>;
 /// event, may hold one tick per tick period plus one. The period is read from the capture: the
 /// usual interval between this CPU's ticks.
 fn hidden_ticks(events: &[rtscope_model::event::Event], cpu: u32, t0: u64, t1: u64) -> i64 {
-    use std::collections::HashSet;
     let is_tick = |k: &EventKind| {
         matches!(
             k,
@@ -53,13 +54,7 @@ fn hidden_ticks(events: &[rtscope_model::event::Event], cpu: u32, t0: u64, t1: u
         .collect();
     iv.sort_unstable();
     let tick = iv.get(iv.len() / 2).copied().unwrap_or(1_000_000).max(1);
-    let switched_out: HashSet<u32> = events
-        .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Switch { prev_pid, .. } => Some(prev_pid),
-            _ => None,
-        })
-        .collect();
+    let switched_out = common::switched_out(events);
     let on_cpu: Vec<&rtscope_model::event::Event> =
         events.iter().filter(|e| e.cpu == cpu).collect();
     let mut hidden = 0;

@@ -118,3 +118,15 @@ impl Drop for PingPong {
         }
     }
 }
+
+/// The tasks a capture shows switched out at least once. A task switched in and never out in a
+/// capture that keeps every switch is one the kernel hides from the probes (docs/tracing.md).
+pub fn switched_out(events: &[rtscope_model::event::Event]) -> std::collections::HashSet<u32> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            rtscope_model::event::EventKind::Switch { prev_pid, .. } => Some(prev_pid),
+            _ => None,
+        })
+        .collect()
+}

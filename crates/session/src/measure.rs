@@ -313,7 +313,12 @@ impl Running {
         // The window starts once every thread is armed: set-up (memory locked, stacks
         // pre-faulted, BPF maps created, buffers allocated) is over; from here until the sampling
         // ends, freed memory stays in the process (unmapping populated pages is a preempt-off
-        // section of the kernel's, docs/bound.md) and the reduction counts.
+        // section of the kernel's, docs/bound.md) and the reduction counts. What the set-up
+        // allocated for a moment (the kernel's BTF parsed to load the eBPF programs, the loads'
+        // and the capture's start-up) was freed into the heap, which retention keeps: it goes
+        // back to the kernel now, before the window, or it would stay resident (and locked
+        // under mlockall) for the whole run.
+        crate::release_free_heap();
         let t0 = Instant::now();
         let m = Measurement::start_then(&spec, || {
             placement.narrow();

@@ -238,6 +238,19 @@ impl Summary {
             state: stored_state(rec),
         }
     }
+
+    /// The summary columns `policy, scenario, samples, min_ns, max_ns, avg_ns` in that order,
+    /// as both a new row and the migration's back-fill of an old one write them.
+    pub(crate) fn columns(&self) -> [Val; 6] {
+        [
+            Val::text(&self.policy),
+            Val::text(&self.scenario),
+            Val::int(self.samples),
+            Val::Int(self.min_ns),
+            Val::Int(self.max_ns),
+            Val::Real(self.avg_ns),
+        ]
+    }
 }
 
 /// One row of `rtscope runs`.
@@ -674,14 +687,11 @@ impl Store {
                         Val::text(&rec.system.kernel_release),
                         Val::text(&rec.verb),
                         Val::text(json),
-                        Val::text(s.policy),
-                        Val::text(s.scenario),
-                        Val::int(s.samples),
-                        Val::Int(s.min_ns),
-                        Val::Int(s.max_ns),
-                        Val::Real(s.avg_ns),
-                        Val::text(s.state),
-                    ],
+                    ]
+                    .into_iter()
+                    .chain(s.columns())
+                    .chain([Val::text(&s.state)])
+                    .collect::<Vec<_>>(),
                 )?;
                 insert_tags(c, &rec.id, rec)
             })

@@ -130,15 +130,10 @@ pub(crate) fn set_summary(
     c.exec(
         "UPDATE runs SET policy = ?1, scenario = ?2, samples = ?3, min_ns = ?4, max_ns = ?5,
          avg_ns = ?6 WHERE id = ?7",
-        &[
-            Val::text(s.policy),
-            Val::text(s.scenario),
-            Val::int(s.samples),
-            Val::Int(s.min_ns),
-            Val::Int(s.max_ns),
-            Val::Real(s.avg_ns),
-            Val::text(id),
-        ],
+        &s.columns()
+            .into_iter()
+            .chain([Val::text(id)])
+            .collect::<Vec<_>>(),
     )?;
     Ok(())
 }

@@ -6,26 +6,21 @@ use rtscope_bench::taskset::job::{self, Generated};
 use rtscope_report::taskset as text;
 use rtscope_verbs::bench::Rules;
 use std::path::PathBuf;
+use std::time::Duration;
 
 mod flags;
 pub use flags::*;
 
-impl PolicyArg {
-    /// The library's name of the policy.
-    fn name(self) -> &'static str {
-        match self {
-            PolicyArg::Deadline => "deadline",
-            PolicyArg::Fifo => "fifo",
-            PolicyArg::Other => "other",
-        }
-    }
-}
-
-/// The library's name of a placement.
-fn placement_name(p: impl clap::ValueEnum) -> String {
-    p.to_possible_value()
+/// The library's name of a choice (clap's name of the value).
+fn name(v: impl clap::ValueEnum) -> String {
+    v.to_possible_value()
         .map(|v| v.get_name().to_string())
         .unwrap_or_default()
+}
+
+/// A duration in the library's text (seconds, exactly as parsed).
+fn secs(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64())
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
@@ -67,20 +62,20 @@ impl GenArgs {
         job::GenFlags {
             n: self.n,
             utilisation: self.utilisation,
-            method: self.method.clone(),
-            tmin_ms: self.tmin_ms,
-            tmax_ms: self.tmax_ms,
+            method: name(self.method),
+            tmin_ms: self.periods.tmin_ms,
+            tmax_ms: self.periods.tmax_ms,
             periods_ms: self.periods_ms.clone(),
             period_gran_us: self.period_gran_us,
             cmin_us: self.cmin_us,
             umax: self.umax,
-            deadlines: self.deadlines.clone(),
+            deadlines: name(self.deadlines),
             dmin_frac: self.dmin_frac,
             seed: self.seed,
             count: self.count,
             cpu_count: self.cpus,
             output: self.output.clone(),
-            format: self.format.clone(),
+            format: name(self.format),
         }
     }
 }
@@ -88,17 +83,17 @@ impl GenArgs {
 impl PlanArgs {
     fn lib(&self) -> job::PlanFlags {
         job::PlanFlags {
-            policy: self.policy.name().into(),
-            priorities: self.priorities.clone(),
-            placement: placement_name(self.placement),
-            fit: self.fit.clone(),
-            bin_test: self.bin_test.clone(),
+            policy: name(self.policy),
+            priorities: name(self.priorities),
+            placement: name(self.placement),
+            fit: name(self.fit),
+            bin_test: name(self.bin_test),
             cluster_size: self.cluster_size,
-            cluster_by: self.cluster_by.clone(),
-            margin: self.margin,
-            margin_us: self.margin_us,
+            cluster_by: self.cluster_by.map(name),
+            margin: self.reserve.margin,
+            margin_us: self.reserve.margin_us,
             inflate_us: self.inflate_us,
-            cpus: self.cpus.clone(),
+            cpus: self.cpus.spec(),
             no_probe: self.no_probe,
         }
     }
@@ -110,13 +105,13 @@ impl RunArgs {
             set: self.set.clone(),
             rt_app: self.rt_app.clone(),
             plan: self.plan.lib(),
-            duration: self.duration.clone(),
-            wss_kb: self.wss_kb,
-            access: self.access.clone(),
+            duration: self.duration.duration.map(secs),
+            wss_kb: self.wss.wss_kb,
+            access: name(self.access),
             seed: self.seed,
-            work: self.work.clone(),
+            work: name(self.work),
             no_overrun_signal: self.no_overrun_signal,
-            engine: self.engine.clone(),
+            engine: self.engine.map(name),
         }
     }
 }
@@ -124,21 +119,21 @@ impl RunArgs {
 impl SweepArgs {
     fn lib(&self) -> rtscope_bench::taskset::sweep::SweepFlags {
         rtscope_bench::taskset::sweep::SweepFlags {
-            placement: placement_name(self.placement),
+            placement: name(self.placement),
             loads: self.loads.clone(),
             sets: self.sets,
             tasks_per_cpu: self.tasks_per_cpu,
-            policies: self.policies.clone(),
-            duration: self.duration.clone(),
+            policies: self.policies.iter().copied().map(name).collect(),
+            duration: secs(self.duration.duration.unwrap_or(Duration::from_secs(10))),
             seed: self.seed,
-            margin: self.margin,
-            margin_us: self.margin_us,
-            work: self.work.clone(),
+            margin: self.reserve.margin,
+            margin_us: self.reserve.margin_us,
+            work: name(self.work),
             cmin_us: self.cmin_us,
-            tmin_ms: self.tmin_ms,
-            tmax_ms: self.tmax_ms,
-            wss_kb: self.wss_kb,
-            cpus: self.cpus.clone(),
+            tmin_ms: self.periods.tmin_ms,
+            tmax_ms: self.periods.tmax_ms,
+            wss_kb: self.wss.wss_kb,
+            cpus: self.cpus.spec(),
             rt_runtime_us: self.rt_runtime_us,
             fair_server_us: self.fair_server_us,
         }

@@ -2,8 +2,10 @@
 //! the parent module does the work.
 
 use super::*;
+use crate::cmd::common::{CpuListArg, JsonOut, OutArgs};
 
-/// `--policy`: the policy a task set runs under (`cfs` is another name of `other`).
+/// `--policy` and `--policies`: the policy a task set runs under (`cfs` is another name of
+/// `other`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(super) enum PolicyArg {
     Deadline,
@@ -27,6 +29,104 @@ pub(super) enum SweepPlacementArg {
     Global,
 }
 
+/// `--priorities`: the fixed priorities of `--policy fifo`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum PrioritiesArg {
+    /// rate monotonic: the shorter the period, the higher the priority
+    Rm,
+    /// deadline monotonic: the shorter the relative deadline, the higher the priority
+    Dm,
+}
+
+/// `--fit`: the bin packing of partitioned and clustered placements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum FitArg {
+    #[value(alias = "first-fit")]
+    First,
+    #[value(alias = "best-fit")]
+    Best,
+    #[value(alias = "worst-fit")]
+    Worst,
+}
+
+/// `--bin-test`: the test that decides whether a task fits a bin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum BinTestArg {
+    /// the policy's own: EDF for deadline and other, RTA for fifo
+    Policy,
+    /// every policy packed like SCHED_DEADLINE: the same placement for all policies
+    Deadline,
+}
+
+/// `--cluster-by`: what the CPUs of one cluster share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ClusterByArg {
+    #[value(name = "l2")]
+    L2,
+    #[value(name = "l3")]
+    L3,
+    /// the last-level cache: the highest cache level sysfs lists
+    #[value(name = "llc")]
+    Llc,
+    /// a NUMA node
+    #[value(name = "numa")]
+    Numa,
+}
+
+/// `--work`: what a job does for its C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum WorkArg {
+    /// a calibrated element count over the task's working set (Lelli 2014 §3.5.1)
+    Calibrated,
+    /// until C of the thread's CPU time
+    Cputime,
+}
+
+/// `--access`: how a job walks its working set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum AccessArg {
+    #[value(alias = "sequential")]
+    Seq,
+    Random,
+}
+
+/// `--engine`: who runs an rt-app file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum EngineArg {
+    /// the installed rt-app itself
+    #[value(name = "rt-app")]
+    RtApp,
+    /// rtscope's own threads: periodic files only, the rest refused
+    Native,
+}
+
+/// `--method`: how `taskset gen` draws the utilisations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum MethodArg {
+    /// randfixedsum (Stafford 2006)
+    #[value(name = "randfixedsum")]
+    RandFixedSum,
+    /// UUniFast-discard (Davis & Burns 2009)
+    #[value(name = "uunifast-discard", alias = "uunifast")]
+    UUniFastDiscard,
+}
+
+/// `--deadlines` of `taskset gen`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum DeadlinesArg {
+    /// D = T
+    Implicit,
+    /// D ≤ T (see --dmin-frac)
+    Constrained,
+}
+
+/// `--format` of `taskset gen`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum FormatArg {
+    Json,
+    Toml,
+}
+
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -46,6 +146,49 @@ pub(super) enum Sub {
     Sweep(SweepArgs),
 }
 
+/// `-D/--duration TIME` of `taskset run` and `taskset sweep`: how long one run lasts.
+#[derive(clap::Args, Debug, Clone)]
+pub(super) struct RunTimeArg {
+    /// How long each run lasts: 500ms ..= 10m (e.g. 30s, 2m; a bare number is seconds)
+    /// [default: sweep 10s; run: an rt-app file's global.duration, else 3s]
+    #[arg(short = 'D', long, value_name = "TIME", allow_hyphen_values = true,
+          value_parser = crate::cmd::common::duration(0.5, 600.0))]
+    pub(super) duration: Option<Duration>,
+}
+
+/// `--margin` and `--margin-us`: the SCHED_DEADLINE reservation, the same in `taskset check`,
+/// `run` and `sweep`.
+#[derive(clap::Args, Debug, Clone)]
+pub(super) struct ReserveArgs {
+    /// SCHED_DEADLINE runtime = C × margin + margin-us, 1..=2 (Lelli 2014 §2.3: "slightly
+    /// larger than C")
+    #[arg(long, default_value_t = 1.1)]
+    pub(super) margin: f64,
+    /// SCHED_DEADLINE runtime allowance added after the margin (µs, 0..=100000): per-job
+    /// overhead
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(..=100_000))]
+    pub(super) margin_us: u64,
+}
+
+/// `--tmin-ms` and `--tmax-ms`: the range of the generated periods (`taskset gen|sweep`).
+#[derive(clap::Args, Debug, Clone)]
+pub(super) struct PeriodRangeArgs {
+    /// Shortest period (ms): periods are log-uniform in [tmin, tmax]
+    #[arg(long, default_value_t = 10.0)]
+    pub(super) tmin_ms: f64,
+    /// Longest period (ms)
+    #[arg(long, default_value_t = 100.0)]
+    pub(super) tmax_ms: f64,
+}
+
+/// `--wss-kb`: each task's working set (`taskset run|sweep`).
+#[derive(clap::Args, Debug, Clone)]
+pub(super) struct WssArg {
+    /// Working-set size per task, KiB, 1..=1048576 (Lelli 2014 §3.5.3 used 16 and 256)
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub(super) wss_kb: u64,
+}
+
 #[derive(clap::Args)]
 pub(super) struct SweepArgs {
     /// partitioned (per-CPU load R, each CPU its own set pinned in a one-CPU root domain) |
@@ -56,42 +199,38 @@ pub(super) struct SweepArgs {
     #[arg(long, value_delimiter = ',', required = true, value_name = "LOAD,…")]
     pub(super) loads: Vec<f64>,
     /// Sets per point (1..=1000; the thesis: 50).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(super) sets: u32,
     /// Tasks per CPU (N = this × CPUs; thesis Ch. 3: N = 3m).
     #[arg(long, default_value_t = 3)]
     pub(super) tasks_per_cpu: u32,
     /// Policies, comma separated: deadline, other (CFS), fifo (RM priorities).
-    #[arg(long, value_delimiter = ',', default_value = "deadline,other")]
-    pub(super) policies: Vec<String>,
-    /// Each run's length (0.5s..=10m; a bare number is seconds).
-    #[arg(short = 'D', long, default_value = "10", value_name = "TIME")]
-    pub(super) duration: String,
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "deadline,other",
+        value_name = "POLICY,…"
+    )]
+    pub(super) policies: Vec<PolicyArg>,
+    #[command(flatten)]
+    pub(super) duration: RunTimeArg,
     #[arg(long, default_value_t = 1)]
     pub(super) seed: u64,
-    /// SCHED_DEADLINE runtime = C × margin + margin-us (Lelli 2014 §2.3: "slightly larger than
-    /// C"; the same default as `taskset run`/`check`).
-    #[arg(long, default_value_t = 1.1)]
-    pub(super) margin: f64,
-    /// SCHED_DEADLINE runtime allowance added after the margin (µs): per-job overhead.
-    #[arg(long, default_value_t = 50)]
-    pub(super) margin_us: u64,
-    /// Job work: cputime (until C of thread CPU time) | calibrated (element count).
-    #[arg(long, default_value = "cputime", value_name = "cputime|calibrated")]
-    pub(super) work: String,
+    #[command(flatten)]
+    pub(super) reserve: ReserveArgs,
+    /// Job work
+    #[arg(long, value_enum, default_value_t = WorkArg::Cputime)]
+    pub(super) work: WorkArg,
     /// Every C ≥ this (µs; C_min rescaling, thesis §3.5.1; 0 = off).
     #[arg(long, default_value_t = 50)]
     pub(super) cmin_us: u64,
-    #[arg(long, default_value_t = 10.0)]
-    pub(super) tmin_ms: f64,
-    #[arg(long, default_value_t = 100.0)]
-    pub(super) tmax_ms: f64,
-    /// Working-set size per task, KiB.
-    #[arg(long, default_value_t = 16)]
-    pub(super) wss_kb: u64,
-    /// CPUs to use (kernel list); default: all online.
-    #[arg(long, value_name = "LIST")]
-    pub(super) cpus: Option<String>,
+    #[command(flatten)]
+    pub(super) periods: PeriodRangeArgs,
+    #[command(flatten)]
+    pub(super) wss: WssArg,
+    #[command(flatten)]
+    pub(super) cpus: CpuListArg,
     /// Set /proc/sys/kernel/sched_rt_runtime_us to this for the sweep (-1 or up to
     /// sched_rt_period_us); the old value is written back at the end.
     #[arg(long, value_name = "US", allow_negative_numbers = true)]
@@ -102,7 +241,7 @@ pub(super) struct SweepArgs {
     pub(super) fair_server_us: Option<u64>,
     /// Output and store flags; `-q` prints only the table.
     #[command(flatten)]
-    pub(super) out: crate::cmd::common::OutArgs,
+    pub(super) out: OutArgs,
 }
 
 #[derive(clap::Args)]
@@ -113,13 +252,11 @@ pub(super) struct GenArgs {
     /// Total utilisation U (e.g. 1.4 = 140 %).
     #[arg(short = 'u', long)]
     pub(super) utilisation: f64,
-    /// randfixedsum | uunifast-discard
-    #[arg(long, default_value = "randfixedsum", value_parser = ["randfixedsum", "uunifast-discard", "uunifast"])]
-    pub(super) method: String,
-    #[arg(long, default_value_t = 10.0)]
-    pub(super) tmin_ms: f64,
-    #[arg(long, default_value_t = 100.0)]
-    pub(super) tmax_ms: f64,
+    /// How the utilisations are drawn
+    #[arg(long, value_enum, default_value_t = MethodArg::RandFixedSum)]
+    pub(super) method: MethodArg,
+    #[command(flatten)]
+    pub(super) periods: PeriodRangeArgs,
     /// Draw periods from this list (ms, comma separated) instead of log-uniform [tmin, tmax].
     #[arg(long, value_delimiter = ',')]
     pub(super) periods_ms: Vec<f64>,
@@ -132,16 +269,16 @@ pub(super) struct GenArgs {
     /// Per-task utilisation cap.
     #[arg(long, default_value_t = 1.0)]
     pub(super) umax: f64,
-    /// implicit | constrained
-    #[arg(long, default_value = "implicit", value_parser = ["implicit", "constrained"])]
-    pub(super) deadlines: String,
+    /// The tasks' relative deadlines
+    #[arg(long, value_enum, default_value_t = DeadlinesArg::Implicit)]
+    pub(super) deadlines: DeadlinesArg,
     /// Constrained deadlines: D uniform in [C + f·(T − C), T].
     #[arg(long, default_value_t = 0.5)]
     pub(super) dmin_frac: f64,
     #[arg(long, default_value_t = 1)]
     pub(super) seed: u64,
-    /// Number of sets (each its own RNG stream of the seed).
-    #[arg(long, default_value_t = 1)]
+    /// Number of sets, 1..=100000 (each its own RNG stream of the seed).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub(super) count: u32,
     /// How many CPUs the set is meant for: U above this is rejected (default: the online
     /// CPUs).
@@ -151,48 +288,42 @@ pub(super) struct GenArgs {
     /// set-000.json …); stdout when absent.
     #[arg(short = 'o', long)]
     pub(super) output: Option<PathBuf>,
-    /// json | toml
-    #[arg(long, default_value = "json", value_parser = ["json", "toml"])]
-    pub(super) format: String,
+    /// The sets' file format
+    #[arg(long, value_enum, default_value_t = FormatArg::Json)]
+    pub(super) format: FormatArg,
 }
 
 #[derive(clap::Args, Clone)]
 pub(super) struct PlanArgs {
-    /// deadline | fifo | other
+    /// The policy every task runs under
     #[arg(long, value_enum, default_value_t = PolicyArg::Deadline)]
     pub(super) policy: PolicyArg,
-    /// Fixed priorities for --policy fifo: rm | dm
-    #[arg(long, default_value = "rm", value_parser = ["rm", "dm"])]
-    pub(super) priorities: String,
-    /// global | partitioned | clustered
+    /// Fixed priorities for --policy fifo
+    #[arg(long, value_enum, default_value_t = PrioritiesArg::Rm)]
+    pub(super) priorities: PrioritiesArg,
+    /// Where the tasks run: every CPU, one CPU each, or one cluster each
     #[arg(long, value_enum, default_value_t = PlacementArg::Global)]
     pub(super) placement: PlacementArg,
-    /// Bin packing for partitioned/clustered (decreasing utilisation): first | best | worst
-    #[arg(long, default_value = "worst", value_parser = ["first", "best", "worst", "first-fit", "best-fit", "worst-fit"])]
-    pub(super) fit: String,
-    /// Bin test for partitioned/clustered: policy (EDF for deadline/other, RTA for fifo) |
-    /// deadline (every policy packed like SCHED_DEADLINE: same placement for all policies).
-    #[arg(long, default_value = "policy", value_parser = ["policy", "deadline"])]
-    pub(super) bin_test: String,
+    /// Bin packing for partitioned/clustered (decreasing utilisation)
+    #[arg(long, value_enum, default_value_t = FitArg::Worst)]
+    pub(super) fit: FitArg,
+    /// Bin test for partitioned/clustered
+    #[arg(long, value_enum, default_value_t = BinTestArg::Policy)]
+    pub(super) bin_test: BinTestArg,
     /// CPUs per cluster for --placement clustered.
     #[arg(long, default_value_t = 1)]
     pub(super) cluster_size: u32,
-    /// Clusters for --placement clustered from the topology: the CPUs that share an l2, l3 or
-    /// the last-level cache (llc), or a NUMA node (sysfs); all clusters must be of one size
-    #[arg(long, value_name = "l2|l3|llc|numa")]
-    pub(super) cluster_by: Option<String>,
-    /// SCHED_DEADLINE runtime = C × margin + margin-us (Lelli 2014 §2.3: "slightly larger than C").
-    #[arg(long, default_value_t = 1.1)]
-    pub(super) margin: f64,
-    /// SCHED_DEADLINE runtime allowance added after the margin (µs): per-job overhead.
-    #[arg(long, default_value_t = 50)]
-    pub(super) margin_us: u64,
+    /// Clusters for --placement clustered from the topology: the CPUs that share a cache
+    /// or a NUMA node (sysfs); all clusters must be of one size
+    #[arg(long, value_enum, value_name = "SHARED")]
+    pub(super) cluster_by: Option<ClusterByArg>,
+    #[command(flatten)]
+    pub(super) reserve: ReserveArgs,
     /// Add this measured overhead bound (µs) to every C in the predictions.
     #[arg(long, default_value_t = 0.0)]
     pub(super) inflate_us: f64,
-    /// CPUs to use (kernel list, e.g. 0-1); default: all online.
-    #[arg(long, value_name = "LIST")]
-    pub(super) cpus: Option<String>,
+    #[command(flatten)]
+    pub(super) cpus: CpuListArg,
     /// Do not bisect the kernel's free DEADLINE bandwidth (fair-server detection).
     #[arg(long)]
     pub(super) no_probe: bool,
@@ -206,7 +337,7 @@ pub(super) struct CheckArgs {
     pub(super) plan: PlanArgs,
     /// The predictions as JSON (FILE, or stdout with `-`)
     #[command(flatten)]
-    pub(super) json: crate::cmd::common::JsonOut,
+    pub(super) json: JsonOut,
 }
 
 #[derive(clap::Args)]
@@ -216,31 +347,27 @@ pub(super) struct RunArgs {
     /// Run an rt-app JSON workload instead.
     #[arg(long, conflicts_with = "set")]
     pub(super) rt_app: Option<PathBuf>,
-    /// Who runs an rt-app file: rt-app (the installed rt-app itself; the default when it is
-    /// installed) or native (rtscope's threads: periodic files only, the rest refused).
-    #[arg(long, value_name = "rt-app|native", value_parser = ["rt-app", "native"], requires = "rt_app")]
-    pub(super) engine: Option<String>,
+    /// Who runs an rt-app file [default: rt-app when it is installed, else native]
+    #[arg(long, value_enum, requires = "rt_app")]
+    pub(super) engine: Option<EngineArg>,
     #[command(flatten)]
     pub(super) plan: PlanArgs,
-    /// How long (0.5s..=10m; a bare number is seconds; rt-app files: default their
-    /// global.duration).
-    #[arg(short = 'D', long, value_name = "TIME")]
-    pub(super) duration: Option<String>,
-    /// Working-set size per task, KiB (Lelli 2014 §3.5.3 used 16 and 256).
-    #[arg(long, default_value_t = 16)]
-    pub(super) wss_kb: u64,
-    /// seq | random
-    #[arg(long, default_value = "seq", value_parser = ["seq", "sequential", "random"])]
-    pub(super) access: String,
+    #[command(flatten)]
+    pub(super) duration: RunTimeArg,
+    #[command(flatten)]
+    pub(super) wss: WssArg,
+    /// How a job walks its working set
+    #[arg(long, value_enum, default_value_t = AccessArg::Seq)]
+    pub(super) access: AccessArg,
     #[arg(long, default_value_t = 1)]
     pub(super) seed: u64,
-    /// Job work: calibrated (element count, Lelli 2014) | cputime (until C of thread CPU time).
-    #[arg(long, default_value = "calibrated", value_parser = ["calibrated", "cputime"])]
-    pub(super) work: String,
+    /// Job work
+    #[arg(long, value_enum, default_value_t = WorkArg::Calibrated)]
+    pub(super) work: WorkArg,
     /// Do not ask for SIGXCPU on DEADLINE runtime overruns.
     #[arg(long)]
     pub(super) no_overrun_signal: bool,
     /// Output and store flags; `-q` prints only the summary line.
     #[command(flatten)]
-    pub(super) out: crate::cmd::common::OutArgs,
+    pub(super) out: OutArgs,
 }

@@ -260,8 +260,14 @@ fn kernel_timing_runs_or_names_lockdown() {
 #[test]
 fn kernel_bad_input_exits_2() {
     for (args, want) in [
-        (&["-D", "0s"][..], "-D/--duration"),
-        (&["-D", "2d"][..], "-D/--duration"),
+        (
+            &["-D", "0s"][..],
+            "'--duration <TIME>': 0s is out of range (10ms ..= 1d)",
+        ),
+        (
+            &["-D", "2d"][..],
+            "'--duration <TIME>': 2d is out of range (10ms ..= 1d)",
+        ),
         (&["--load", "rr"][..], "--load"),
     ] {
         let mut a = vec!["practise", "kernel"];

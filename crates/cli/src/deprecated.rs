@@ -23,7 +23,8 @@ const fn r(verb: &'static str, old: &'static str, new: &'static str) -> Renamed 
 /// Why each: `--threshold` had three meanings (kept samples, osnoise's tracing_thresh, the
 /// regression gate); `--top` and `--worst` both meant the worst samples; `--keep` and
 /// `--trace-keep` were one filter; `--cpus` means a list everywhere, `--cpu` one CPU; `-p` is
-/// the priority everywhere; every duration is a typed, suffixed value.
+/// the priority everywhere; every duration is a typed, suffixed value; `--cpus-emulated` was
+/// a second spelling of `--emulated-cpus`.
 const RENAMED: &[Renamed] = &[
     r("measure", "--threshold", "--record-above"),
     r("run", "--threshold", "--record-above"),
@@ -45,6 +46,8 @@ const RENAMED: &[Renamed] = &[
         unit: Some("ms"),
     },
     r("taskset gen", "--cpus", "--cpu-count"),
+    r("practise test", "--cpus-emulated", "--emulated-cpus"),
+    r("practise perf", "--cpus-emulated", "--emulated-cpus"),
 ];
 
 use std::ffi::OsString;

@@ -44,6 +44,18 @@ pub fn micros32(s: &str) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("'{s}' is out of range (at most {} us)", u32::MAX))
 }
 
+/// A choice's name as clap spells it (`one-cpu`), which is the name the libraries read.
+pub fn value_name(v: &impl clap::ValueEnum) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
+}
+
+/// A duration as the libraries' text (`1.5ms`), which they read back to the same value.
+pub fn duration_text(d: Duration) -> String {
+    rtscope_model::duration::human(d.as_secs_f64())
+}
+
 /// A CPU list (`0,2-3`): syntax here; that each CPU is online is the session's check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuList(pub Vec<u32>);
@@ -82,8 +94,7 @@ impl CpuListArg {
 impl DurationArg {
     /// The duration in the grammar's text (the libraries' string form).
     pub fn text(&self) -> Option<String> {
-        self.duration
-            .map(|d| rtscope_model::duration::human(d.as_secs_f64()))
+        self.duration.map(duration_text)
     }
 }
 

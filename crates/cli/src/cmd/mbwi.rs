@@ -3,10 +3,12 @@
 //! threads sharing a PI or a plain mutex (§4.4.2) beside the simulator; `overhead` times
 //! lock/unlock with and without PI (§4.4.3).
 
-use super::common::OutArgs;
+use super::common::{self, value_name, CpuListArg, OutArgs};
+use super::measure::TraceArg;
 use anyhow::Result;
 use rtscope_analysis::mbwi as sim;
 use std::path::PathBuf;
+use std::time::Duration;
 
 mod flags;
 pub use flags::*;
@@ -19,28 +21,27 @@ pub fn run(a: Args) -> Result<()> {
     };
     let (job, figures, out) = match a.cmd {
         Sub::Sim(a) => {
-            let (file, example, protocol) = (a.file, a.example, a.protocol);
             let job = Job::Sim {
-                file,
-                example,
-                protocol,
+                file: a.file,
+                example: a.example,
+                protocol: value_name(&a.protocol),
             };
             (job, figs(a.fig), a.out)
         }
         Sub::Run(a) => {
             let job = Job::Run {
-                cpus: a.cpus,
-                duration: a.duration,
-                mutex: a.mutex,
-                scenario: a.scenario,
+                cpus: a.cpus.spec(),
+                duration: common::duration_text(a.duration),
+                mutex: value_name(&a.mutex),
+                scenario: value_name(&a.scenario),
                 tick_us: a.tick_us,
-                mechanism: a.mechanism,
+                mechanism: a.mechanism.mechanism().name().to_string(),
             };
             (job, figs(a.fig), a.out)
         }
         Sub::Overhead(a) => {
             let job = Job::Overhead {
-                cpus: a.cpus,
+                cpus: a.cpus.spec(),
                 iterations: a.iterations,
                 contended_iterations: a.contended_iterations,
             };

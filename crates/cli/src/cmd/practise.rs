@@ -4,10 +4,11 @@
 //! (`replay`); and the kernel's own cpudl/cpupri costs, timed with fentry/fexit (`kernel`,
 //! §2.3.9).
 
-use super::common::OutArgs;
+use super::common::{self, duration_text, value_name, OutArgs};
 use anyhow::Result;
 use rtscope_practise::{self as pr, modes};
 use std::path::PathBuf;
+use std::time::Duration;
 
 mod flags;
 pub use flags::*;
@@ -15,30 +16,51 @@ pub use flags::*;
 pub fn run(a: Args) -> Result<()> {
     Ok(match a.mode {
         Mode::Test { run, check_every } => random(pr::Mode::Test, run, check_every),
-        Mode::Perf { run } => random(pr::Mode::Perf, run, "1ms".into()),
+        // Performance mode runs no checker (its period is not stored).
+        Mode::Perf { run } => random(pr::Mode::Perf, run, Duration::from_millis(1)),
         Mode::Replay { file, common: c } => modes::replay(&file, &c.lib(), &c.out.lib()),
         Mode::Kernel {
             duration,
             load,
             out,
-        } => modes::kernel(&duration, &load, &out.lib()),
+        } => modes::kernel(&duration_text(duration), &value_name(&load), &out.lib()),
     }?)
+}
+
+/// `--emulated-cpus`: M values, as a count or a list (`2`, `1-2`, `2,4,8`); the range is the
+/// lab's to check (it depends on the mode).
+#[derive(Clone, Debug)]
+pub struct EmulatedCpus(Vec<u32>);
+
+impl std::str::FromStr for EmulatedCpus {
+    type Err = String;
+    fn from_str(s: &str) -> Result<EmulatedCpus, String> {
+        match rtscope_model::cpus::parse_cpu_list(s) {
+            Ok(v) if !v.is_empty() => Ok(EmulatedCpus(v)),
+            r => Err(format!(
+                "{} (a count or a list: 2, 1-2, 2,4,8)",
+                r.err().unwrap_or_else(|| "empty".into())
+            )),
+        }
+    }
 }
 
 fn random(
     mode: pr::Mode,
     a: RunArgs,
-    check_every: String,
+    check_every: Duration,
 ) -> Result<(), rtscope_session::VerbError> {
     let r = modes::Random {
-        emulated_cpus: a.emulated_cpus,
-        duration: a.duration,
-        cycle: a.cycle,
+        emulated_cpus: a
+            .emulated_cpus
+            .map(|m| m.0.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
+        duration: duration_text(a.duration),
+        cycle: duration_text(a.cycle),
         p_arrival: a.p_arrival,
         p_finish: a.p_finish,
-        policy: a.policy,
+        policy: value_name(&a.policy),
         seed: a.seed,
-        check_every,
+        check_every: duration_text(check_every),
     };
     modes::random(mode, &r, &a.common.lib(), &a.common.out.lib())
 }
@@ -46,9 +68,9 @@ fn random(
 impl Common {
     fn lib(&self) -> modes::Common {
         modes::Common {
-            structure: self.structure.clone(),
-            queue: self.queue.clone(),
-            inject_fault: self.inject_fault.clone(),
+            structure: value_name(&self.structure),
+            queue: value_name(&self.queue),
+            inject_fault: self.inject_fault.as_ref().map(value_name),
             svg: self.svg.clone(),
         }
     }

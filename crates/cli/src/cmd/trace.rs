@@ -4,6 +4,8 @@
 //! `rtscope trace thread-vars`: ECRTS'20 Table 1's thread variables from the preemptirq events,
 //! reduced in the kernel (eBPF) or streamed from tracefs (rtscope_verbs::thread_vars).
 
+use super::common;
+use rtscope_verbs::thread_vars::Mechanism;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,26 +25,23 @@ const LAB_HINT: &str = "a lab kernel has them: rtscope lab kernel build --preset
                         -D 10s";
 
 fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
-    let secs = super::common::parse_duration("--duration", &a.duration)?;
-    let cpus = super::common::resolve_cpus("--cpus", a.cpus.as_deref())?;
-    let mech: rtscope_verbs::thread_vars::Mechanism = a
-        .mechanism
-        .parse()
-        .map_err(|e| crate::usage!("--mechanism: {e}"))?;
+    let mech = match a.mechanism {
+        MechanismArg::Auto => Mechanism::Auto,
+        MechanismArg::Bpf => Mechanism::Bpf,
+        MechanismArg::Tracefs => Mechanism::Tracefs,
+    };
+    let cpus = a.cpus.resolve()?;
+    let json = a.json.dest();
     Ok(rtscope_verbs::thread_vars::run(
-        mech,
-        &cpus,
-        Duration::from_secs_f64(secs),
-        &a.json.dest(),
-        LAB_HINT,
+        mech, &cpus, a.duration, &json, LAB_HINT,
     )?)
 }
 
 fn record(a: RecordArgs) -> anyhow::Result<()> {
     let r = rtscope_verbs::capture::Record {
-        duration: a.duration,
-        cpus: a.cpus,
-        mechanism: a.mechanism,
+        duration: common::duration_text(a.duration),
+        cpus: a.cpus.spec(),
+        mechanism: common::value_name(&a.mechanism),
         output: a.output,
         keep: a.trace_keep.map(|k| k.keep().name().to_string()),
         preemptirq: a.preemptirq,

@@ -19,6 +19,41 @@ pub(super) enum Sub {
     Overhead(OverheadArgs),
 }
 
+/// `mbwi sim --protocol`: the inheritance protocols of the thesis' Ch. 4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ProtocolArg {
+    /// no inheritance: a plain futex mutex
+    #[value(name = "none")]
+    NoInheritance,
+    /// mainline SCHED_DEADLINE with a PI futex
+    Mainline,
+    /// full M-BWI (thesis §4.2.5)
+    Mbwi,
+    /// the thesis' Linux implementation (§4.3.2): one inherited server, not its affinity
+    MbwiImpl,
+    /// the same, inheriting the donor's affinity too
+    MbwiImplAffinity,
+    /// every protocol, one simulation each
+    All,
+}
+
+/// `mbwi run --mutex`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum MutexArg {
+    Pi,
+    Plain,
+    Both,
+}
+
+/// `mbwi run --scenario`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum ScenarioArg {
+    OneCpu,
+    OneCpuOverrun,
+    TwoCpus,
+    All,
+}
+
 #[derive(clap::Args)]
 pub(super) struct SimArgs {
     /// The task-set file
@@ -27,9 +62,9 @@ pub(super) struct SimArgs {
     /// A built-in set: the thesis' figures or the kernel experiment's sets
     #[arg(long, value_parser = sim::EXAMPLES)]
     pub(super) example: Option<String>,
-    /// none, mainline, mbwi, mbwi-impl, mbwi-impl-affinity, or all
-    #[arg(long, default_value = "all", value_parser = ["none", "mainline", "mbwi", "mbwi-impl", "mbwi-impl-affinity", "all"])]
-    pub(super) protocol: String,
+    /// The inheritance protocol simulated, or all of them
+    #[arg(long, value_enum, default_value_t = ProtocolArg::All)]
+    pub(super) protocol: ProtocolArg,
     #[command(flatten)]
     pub(super) fig: FigArgs,
     #[command(flatten)]
@@ -38,27 +73,26 @@ pub(super) struct SimArgs {
 
 #[derive(clap::Args)]
 pub(super) struct RunArgs {
-    /// CPUs: the last hosts the one-CPU scenarios, the last two the two-CPU one [default: all online]
-    #[arg(long, value_name = "LIST")]
-    pub(super) cpus: Option<String>,
+    /// CPUs: the last hosts the one-CPU scenarios, the last two the two-CPU one [default: all
+    /// online]
+    #[command(flatten)]
+    pub(super) cpus: CpuListArg,
     /// Length of each run (200ms..=600s)
-    #[arg(
-        short = 'D',
-        long = "duration",
-        default_value = "5s",
-        value_name = "TIME"
-    )]
-    pub(super) duration: String,
-    #[arg(long, default_value = "both", value_parser = ["pi", "plain", "both"])]
-    pub(super) mutex: String,
-    #[arg(long, default_value = "all", value_parser = ["one-cpu", "one-cpu-overrun", "two-cpus", "all"])]
-    pub(super) scenario: String,
+    #[arg(short = 'D', long = "duration", default_value = "5s", value_name = "TIME", value_parser = common::duration(0.2, 600.0))]
+    pub(super) duration: Duration,
+    /// The mutex the threads share: a PI futex, a plain one, or a run with each
+    #[arg(long, value_enum, default_value_t = MutexArg::Both)]
+    pub(super) mutex: MutexArg,
+    /// The scenarios of the thesis' §4.4.2 run (the one-CPU ones on the last of --cpus, the
+    /// two-CPU one on the last two), or all of them
+    #[arg(long, value_enum, default_value_t = ScenarioArg::All)]
+    pub(super) scenario: ScenarioArg,
     /// Budget enforcement granularity of the simulations, µs (0..=1000000; 0: exact)
     #[arg(long, default_value_t = 0)]
     pub(super) tick_us: u64,
     /// Schedule capture: auto, bpf, tracefs, off
-    #[arg(long, default_value = "auto", value_parser = ["auto", "bpf", "tracefs", "off"])]
-    pub(super) mechanism: String,
+    #[arg(long, value_enum, default_value_t = TraceArg::Auto)]
+    pub(super) mechanism: TraceArg,
     #[command(flatten)]
     pub(super) fig: FigArgs,
     #[command(flatten)]
@@ -68,8 +102,8 @@ pub(super) struct RunArgs {
 #[derive(clap::Args)]
 pub(super) struct OverheadArgs {
     /// The threads' CPUs [default: all online]
-    #[arg(long, value_name = "LIST")]
-    pub(super) cpus: Option<String>,
+    #[command(flatten)]
+    pub(super) cpus: CpuListArg,
     /// Uncontended lock/unlock pairs per mutex kind (1000..=10000000)
     #[arg(long, default_value_t = 100_000)]
     pub(super) iterations: u32,

@@ -17,8 +17,8 @@ pub(super) enum Mode {
         #[command(flatten)]
         run: RunArgs,
         /// How often the checker runs (100us..=10s)
-        #[arg(long, default_value = "1ms", value_name = "TIME")]
-        check_every: String,
+        #[arg(long, default_value = "1ms", value_name = "TIME", value_parser = common::duration(1e-4, 10.0))]
+        check_every: Duration,
     },
     /// Performance mode: one thread pinned per online CPU, memory locked, per-operation costs.
     Perf {
@@ -36,29 +36,69 @@ pub(super) enum Mode {
     /// small task-set load (§2.3.9, Fig. 2.24). Needs a kernel without lockdown.
     Kernel {
         /// How long to time (10ms..=1d)
-        #[arg(short = 'D', long, default_value = "5s", value_name = "TIME")]
-        duration: String,
+        #[arg(short = 'D', long, default_value = "5s", value_name = "TIME", value_parser = common::duration(0.01, 86_400.0))]
+        duration: Duration,
         /// Load while timing: deadline (SCHED_DEADLINE set: cpudl), fifo (SCHED_FIFO set:
         /// cpupri), none (whatever the machine runs)
-        #[arg(long, default_value = "deadline", value_parser = ["deadline", "fifo", "none"])]
-        load: String,
+        #[arg(long, value_enum, default_value_t = KernelLoadArg::Deadline)]
+        load: KernelLoadArg,
         #[command(flatten)]
         out: OutArgs,
     },
+}
+
+/// `--structure`: what serves push() and pull().
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum StructureArg {
+    Cpudl,
+    Pullheap,
+    Cpupri,
+    Flat,
+    All,
+}
+
+/// `--queue`: the emulated CPUs' ready queues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum QueueArg {
+    Heap,
+    Btree,
+}
+
+/// `--inject-fault`: a structure broken on purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum FaultArg {
+    CpudlLeftOnly,
+}
+
+/// `--policy`: the emulated scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum PolicyArg {
+    Auto,
+    Edf,
+    Fp,
+}
+
+/// `kernel --load`: the task set run while the kernel's functions are timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum KernelLoadArg {
+    Deadline,
+    Fifo,
+    #[value(name = "none")]
+    NoLoad,
 }
 
 #[derive(clap::Args)]
 pub(super) struct Common {
     /// Push/pull structures: cpudl (kernel DL: cpudl + scan), pullheap (cpudl + the thesis' pull
     /// min-heap), cpupri (kernel RT: cpupri + scan), flat (ours: lock-free arrays), or all
-    #[arg(long, default_value = "all", value_parser = ["cpudl", "pullheap", "cpupri", "flat", "all"])]
-    pub(super) structure: String,
+    #[arg(long, value_enum, default_value_t = StructureArg::All)]
+    pub(super) structure: StructureArg,
     /// Ready queues: heap (binary heap, as PRAcTISE) or btree (ordered map, as the kernel's rb-tree)
-    #[arg(long, default_value = "heap", value_parser = ["heap", "btree"])]
-    pub(super) queue: String,
+    #[arg(long, value_enum, default_value_t = QueueArg::Heap)]
+    pub(super) queue: QueueArg,
     /// A deliberately broken structure (checker self-test)
-    #[arg(long, hide = true, value_parser = ["cpudl-left-only"])]
-    pub(super) inject_fault: Option<String>,
+    #[arg(long, hide = true, value_enum)]
+    pub(super) inject_fault: Option<FaultArg>,
     /// Write the modify/query boxplots per structure and M as SVG
     #[arg(long, value_name = "FILE")]
     pub(super) svg: Option<PathBuf>,
@@ -69,14 +109,14 @@ pub(super) struct Common {
 #[derive(clap::Args)]
 pub(super) struct RunArgs {
     /// Emulated CPUs M, one set of runs per value: 2, 1-2, 2,4,8 [default: the online CPUs]
-    #[arg(long = "emulated-cpus", alias = "cpus-emulated", value_name = "LIST")]
-    pub(super) emulated_cpus: Option<String>,
+    #[arg(long = "emulated-cpus", value_name = "LIST")]
+    pub(super) emulated_cpus: Option<EmulatedCpus>,
     /// Duration of each run (each structure at each M), 10ms..=1d
-    #[arg(short = 'D', long, default_value = "5s", value_name = "TIME")]
-    pub(super) duration: String,
+    #[arg(short = 'D', long, default_value = "5s", value_name = "TIME", value_parser = common::duration(0.01, 86_400.0))]
+    pub(super) duration: Duration,
     /// Thread cycle, one random event per CPU per cycle (thesis §2.3.9: 10 ms), 10us..=10s
-    #[arg(long, default_value = "10ms", value_name = "TIME")]
-    pub(super) cycle: String,
+    #[arg(long, default_value = "10ms", value_name = "TIME", value_parser = common::duration(1e-5, 10.0))]
+    pub(super) cycle: Duration,
     /// Probability of an activation per cycle (thesis: 0.2)
     #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]
     pub(super) p_arrival: f64,
@@ -84,8 +124,8 @@ pub(super) struct RunArgs {
     #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     pub(super) p_finish: f64,
     /// auto (cpupri under FP, the others under EDF, as the thesis), edf, fp
-    #[arg(long, default_value = "auto", value_parser = ["auto", "edf", "fp"])]
-    pub(super) policy: String,
+    #[arg(long, value_enum, default_value_t = PolicyArg::Auto)]
+    pub(super) policy: PolicyArg,
     /// Random seed [default: random; stored in the result]
     #[arg(long)]
     pub(super) seed: Option<u64>,

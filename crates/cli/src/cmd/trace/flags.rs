@@ -19,48 +19,45 @@ pub(super) enum Sub {
     ThreadVars(ThreadVarsArgs),
 }
 
+/// `--mechanism`: how the kernel's events are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum MechanismArg {
+    /// eBPF where it can run, else tracefs
+    Auto,
+    /// eBPF programs on the tracepoints
+    Bpf,
+    /// a tracefs ring buffer read in user space
+    Tracefs,
+}
+
 #[derive(clap::Args)]
 pub(super) struct ThreadVarsArgs {
     /// How long to measure, e.g. 10s, 5m (1ms..=30d).
-    #[arg(
-        short = 'D',
-        long = "duration",
-        value_name = "TIME",
-        default_value = "10s"
-    )]
-    pub(super) duration: String,
+    #[arg(short = 'D', long = "duration", value_name = "TIME", default_value = "10s", value_parser = common::run_time())]
+    pub(super) duration: Duration,
     /// CPUs to measure: a list like 0,1 or 0-3 (default: all online CPUs).
-    #[arg(long = "cpus", value_name = "LIST")]
-    pub(super) cpus: Option<String>,
+    #[command(flatten)]
+    pub(super) cpus: common::CpuListArg,
     /// bpf: the state machine runs in the kernel at each tracepoint (maxima only); tracefs: the
     /// events are read from a tracefs ring buffer and streamed through the same state machine
     /// in user space; auto: bpf where it can run, else tracefs.
-    #[arg(
-        long = "mechanism",
-        default_value = "auto",
-        value_name = "auto|bpf|tracefs"
-    )]
-    pub(super) mechanism: String,
+    #[arg(long = "mechanism", value_enum, default_value_t = MechanismArg::Auto)]
+    pub(super) mechanism: MechanismArg,
     #[command(flatten)]
-    pub(super) json: crate::cmd::common::JsonOut,
+    pub(super) json: common::JsonOut,
 }
 
 #[derive(clap::Args)]
 pub(super) struct RecordArgs {
     /// How long to record, e.g. 5s, 500ms, 2m (1ms..=24h).
-    #[arg(
-        short = 'D',
-        long = "duration",
-        value_name = "TIME",
-        default_value = "5s"
-    )]
-    pub(super) duration: String,
+    #[arg(short = 'D', long = "duration", value_name = "TIME", default_value = "5s", value_parser = common::duration(0.001, 86400.0))]
+    pub(super) duration: Duration,
     /// CPUs to trace: a list like 0,1 or 0-3 (default: all online CPUs).
-    #[arg(long = "cpus", value_name = "LIST")]
-    pub(super) cpus: Option<String>,
+    #[command(flatten)]
+    pub(super) cpus: common::CpuListArg,
     /// Capture mechanism: auto, bpf, tracefs.
-    #[arg(long = "mechanism", default_value = "auto", value_parser = ["auto", "bpf", "tracefs"])]
-    pub(super) mechanism: String,
+    #[arg(long = "mechanism", value_enum, default_value_t = MechanismArg::Auto)]
+    pub(super) mechanism: MechanismArg,
     /// Output trace file.
     #[arg(short = 'o', long = "output", default_value = "trace.rtt")]
     pub(super) output: PathBuf,
@@ -78,5 +75,5 @@ pub(super) struct RecordArgs {
     /// Stored like every verb's result: a RunRecord pointing at the trace, with the capture's
     /// summary (events per kind, lost events, duration, mechanism).
     #[command(flatten)]
-    pub(super) out: crate::cmd::common::OutArgs,
+    pub(super) out: common::OutArgs,
 }

@@ -1,0 +1,340 @@
+//! The typed flags of `trace`, `mbwi` and `practise`: clap parses every duration, CPU list and
+//! choice, so a bad value is refused in one line that names the flag and what it accepts (the
+//! range, or the possible values), exit 2, before anything starts; a good value reaches the run
+//! unchanged; the old spelling `--cpus-emulated` still works with one notice.
+
+use rtscope_testkit::{bin, run_measured, Measured};
+use std::process::Command;
+use std::time::Duration;
+
+fn run(args: &[&str]) -> Measured {
+    let mut c = Command::new(bin!());
+    c.args(args);
+    run_measured(c, Duration::from_secs(30))
+}
+
+/// Exit 2 within a second or two, one stderr line holding every `want`, nothing on stdout.
+fn refused(args: &[&str], want: &[&str]) -> Result<(), String> {
+    let o = run(args);
+    let lines: Vec<&str> = o.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let line = lines.first().copied().unwrap_or("");
+    let mut bad = Vec::new();
+    if o.code != 2 {
+        bad.push(format!("exit {}", o.code));
+    }
+    if lines.len() != 1 || !line.starts_with("rtscope: ") {
+        bad.push(format!("{} lines", lines.len()));
+    }
+    bad.extend(
+        want.iter()
+            .filter(|w| !line.contains(*w))
+            .map(|w| format!("lacks {w:?}")),
+    );
+    if !o.stdout.is_empty() {
+        bad.push(format!("printed {:?}", o.stdout));
+    }
+    if o.elapsed > Duration::from_secs(3) {
+        bad.push(format!("took {:?}: something started", o.elapsed));
+    }
+    if bad.is_empty() {
+        println!("{args:?}: {line}");
+        Ok(())
+    } else {
+        Err(format!("{args:?}: {}: {}", bad.join(", "), o.stderr.trim()))
+    }
+}
+
+/// Every row: the command line, then what its one line must hold.
+fn refused_all(rows: &[(&[&str], &[&str])]) {
+    let bad: Vec<String> = rows
+        .iter()
+        .filter_map(|(args, want)| refused(args, want).err())
+        .collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn trace_refuses_bad_values_naming_the_flag() {
+    let d = tempfile::tempdir().expect("tmp");
+    let out = d.path().join("t.rtt");
+    let o = out.to_str().expect("utf-8");
+    refused_all(&[
+        (
+            &["trace", "record", "-o", o, "--no-store", "-D", "x"],
+            &[
+                "invalid value 'x' for '--duration <TIME>'",
+                "'x' is not a duration",
+            ],
+        ),
+        (
+            &["trace", "record", "-o", o, "--no-store", "-D", "25h"],
+            &["'--duration <TIME>': 25h is out of range (1ms ..= 1d)"],
+        ),
+        (
+            &["trace", "record", "-o", o, "--no-store", "--cpus", "x"],
+            &[
+                "invalid value 'x' for '--cpus <LIST>'",
+                "expected a list like 0,2-3",
+            ],
+        ),
+        (
+            &["trace", "record", "-o", o, "--no-store", "--cpus", "3-1"],
+            &[
+                "invalid value '3-1' for '--cpus <LIST>'",
+                "bad CPU range '3-1'",
+            ],
+        ),
+        (
+            &[
+                "trace",
+                "record",
+                "-o",
+                o,
+                "--no-store",
+                "--mechanism",
+                "off",
+            ],
+            &[
+                "invalid value 'off' for '--mechanism <MECHANISM>'",
+                "[possible values: auto, bpf, tracefs]",
+            ],
+        ),
+        (
+            &["trace", "thread-vars", "-D", "31d"],
+            &["'--duration <TIME>': 31d is out of range (1ms ..= 30d)"],
+        ),
+        (
+            &["trace", "thread-vars", "--cpus", ""],
+            &["invalid value '' for '--cpus <LIST>'", "empty CPU list"],
+        ),
+        (
+            &["trace", "thread-vars", "--mechanism", "ebpf"],
+            &[
+                "invalid value 'ebpf' for '--mechanism <MECHANISM>'",
+                "[possible values: auto, bpf, tracefs]",
+            ],
+        ),
+    ]);
+    assert!(!out.exists(), "a refused capture wrote its file");
+}
+
+#[test]
+fn mbwi_refuses_bad_values_naming_the_flag() {
+    refused_all(&[
+        (
+            &["mbwi", "sim", "--example", "fig4.2", "--protocol", "pip"],
+            &[
+                "invalid value 'pip' for '--protocol <PROTOCOL>'",
+                "[possible values: none, mainline, mbwi, mbwi-impl, mbwi-impl-affinity, all]",
+            ],
+        ),
+        (
+            &["mbwi", "run", "--no-store", "-D", "0.1s"],
+            &["'--duration <TIME>': 0.1s is out of range (200ms ..= 10m)"],
+        ),
+        (
+            &["mbwi", "run", "--no-store", "--cpus", "0,x"],
+            &[
+                "invalid value '0,x' for '--cpus <LIST>'",
+                "bad CPU number 'x'",
+            ],
+        ),
+        (
+            &["mbwi", "run", "--no-store", "--mutex", "rt"],
+            &[
+                "invalid value 'rt' for '--mutex <MUTEX>'",
+                "[possible values: pi, plain, both]",
+            ],
+        ),
+        (
+            &["mbwi", "run", "--no-store", "--scenario", "one"],
+            &[
+                "invalid value 'one' for '--scenario <SCENARIO>'",
+                "[possible values: one-cpu, one-cpu-overrun, two-cpus, all]",
+            ],
+        ),
+        (
+            &["mbwi", "run", "--no-store", "--mechanism", "perf"],
+            &[
+                "invalid value 'perf' for '--mechanism <MECHANISM>'",
+                "[possible values: auto, bpf, tracefs, off]",
+            ],
+        ),
+        (
+            &["mbwi", "overhead", "--no-store", "--cpus", "5000"],
+            &[
+                "invalid value '5000' for '--cpus <LIST>'",
+                "bad CPU range '5000'",
+            ],
+        ),
+    ]);
+}
+
+#[test]
+fn practise_refuses_bad_values_naming_the_flag() {
+    let t = ["practise", "test", "--no-store"];
+    let row = |extra: &'static [&'static str]| -> Vec<&'static str> { [&t[..], extra].concat() };
+    let rows: Vec<(Vec<&str>, &[&str])> = vec![
+        (
+            row(&["--check-every", "20s"]),
+            &["'--check-every <TIME>': 20s is out of range (100us ..= 10s)"],
+        ),
+        (
+            row(&["--cycle", "1us"]),
+            &["'--cycle <TIME>': 1us is out of range (10us ..= 10s)"],
+        ),
+        (
+            row(&["-D", "2d"]),
+            &["'--duration <TIME>': 2d is out of range (10ms ..= 1d)"],
+        ),
+        (
+            row(&["--emulated-cpus", ""]),
+            &["invalid value '' for '--emulated-cpus <LIST>': empty (a count or a list: 2, 1-2, 2,4,8)"],
+        ),
+        (
+            row(&["--emulated-cpus", "4-2"]),
+            &["invalid value '4-2' for '--emulated-cpus <LIST>'", "(a count or a list: 2, 1-2, 2,4,8)"],
+        ),
+        (
+            row(&["--policy", "rm"]),
+            &["invalid value 'rm' for '--policy <POLICY>'", "[possible values: auto, edf, fp]"],
+        ),
+        (
+            row(&["--structure", "heap"]),
+            &[
+                "invalid value 'heap' for '--structure <STRUCTURE>'",
+                "[possible values: cpudl, pullheap, cpupri, flat, all]",
+            ],
+        ),
+        (
+            row(&["--queue", "list"]),
+            &["invalid value 'list' for '--queue <QUEUE>'", "[possible values: heap, btree]"],
+        ),
+        (
+            row(&["--inject-fault", "all"]),
+            &["invalid value 'all' for '--inject-fault <INJECT_FAULT>'", "cpudl-left-only"],
+        ),
+        (
+            vec!["practise", "perf", "--no-store", "--cycle", "11s"],
+            &["'--cycle <TIME>': 11s is out of range (10us ..= 10s)"],
+        ),
+        (
+            vec!["practise", "replay", "x.rtt", "--no-store", "--queue", "rbtree"],
+            &["invalid value 'rbtree' for '--queue <QUEUE>'"],
+        ),
+        (
+            vec!["practise", "kernel", "--no-store", "-D", "5ms"],
+            &["'--duration <TIME>': 5ms is out of range (10ms ..= 1d)"],
+        ),
+        (
+            vec!["practise", "kernel", "--no-store", "--load", "io"],
+            &["invalid value 'io' for '--load <LOAD>'", "[possible values: deadline, fifo, none]"],
+        ),
+    ];
+    let bad: Vec<String> = rows
+        .iter()
+        .filter_map(|(args, want)| refused(args, want).err())
+        .collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The typed values reach the lab as given: durations with their units, the M list, the
+/// choices (a short testing run: no privileges needed).
+#[test]
+fn practise_values_reach_the_run() {
+    let o = run(&[
+        "practise",
+        "test",
+        "--emulated-cpus",
+        "1-2",
+        "-D",
+        "150ms",
+        "--cycle",
+        "1.5ms",
+        "--check-every",
+        "250us",
+        "--structure",
+        "flat",
+        "--queue",
+        "btree",
+        "--policy",
+        "edf",
+        "--seed",
+        "3",
+        "--no-store",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let rec: serde_json::Value = serde_json::from_str(&o.stdout).expect("stdout is JSON");
+    let p = &rec["kind"]["practise"];
+    assert_eq!(p["duration_per_run_ns"], 150_000_000u64, "{p}");
+    assert_eq!(p["cycle_ns"], 1_500_000u64, "{p}");
+    assert_eq!(p["check_every_ns"], 250_000u64, "{p}");
+    assert_eq!(p["queue"], "btree", "{p}");
+    assert_eq!(p["policy"], "edf", "{p}");
+    assert_eq!(p["seed"], 3, "{p}");
+    let runs = p["runs"].as_array().expect("runs");
+    let mut got: Vec<(&str, u64)> = runs
+        .iter()
+        .map(|r| {
+            let s = r["structure"].as_str().unwrap_or("");
+            (s, r["emulated_cpus"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, vec![("flat", 1), ("flat", 2)], "{p}");
+}
+
+/// `--cpus-emulated` is the old spelling of `--emulated-cpus`: one notice, then the same end.
+#[test]
+fn cpus_emulated_still_works_with_a_notice() {
+    for mode in ["test", "perf"] {
+        let old = run(&["practise", mode, "--no-store", "--cpus-emulated", "x"]);
+        let new = run(&["practise", mode, "--no-store", "--emulated-cpus", "x"]);
+        let mut lines = old.stderr.lines().filter(|l| !l.trim().is_empty());
+        assert_eq!(
+            lines.next(),
+            Some(
+                format!(
+                    "rtscope: warning: practise {mode} --cpus-emulated is deprecated, use \
+                     --emulated-cpus (the old spelling goes in a later release)"
+                )
+                .as_str()
+            ),
+            "{}",
+            old.stderr
+        );
+        let rest: Vec<&str> = lines.collect();
+        assert_eq!(
+            (old.code, new.code),
+            (2, 2),
+            "{}\n{}",
+            old.stderr,
+            new.stderr
+        );
+        assert_eq!(rest.join("\n"), new.stderr.trim_end(), "{mode}");
+        assert!(
+            new.stderr.contains("'--emulated-cpus <LIST>'"),
+            "{}",
+            new.stderr
+        );
+    }
+}
+
+/// The libraries still read a duration as text: what the cli hands over reads back as the same
+/// nanoseconds, at the ranges' ends too.
+#[test]
+fn durations_reach_the_libraries_unchanged() {
+    use rtscope_cli::cmd::common::duration_text;
+    use rtscope_model::duration::parse_secs;
+    for s in [
+        "10us", "100us", "250us", "1ms", "1.5ms", "10ms", "150ms", "200ms", "0.3s", "5s", "10s",
+        "10m", "24h", "1d", "30d", "1.25h", "0.1",
+    ] {
+        let d = Duration::from_secs_f64(parse_secs(s).expect(s));
+        let text = duration_text(d);
+        let back = Duration::from_secs_f64(parse_secs(&text).expect(&text));
+        assert_eq!(back, d, "{s} → {text}");
+    }
+}

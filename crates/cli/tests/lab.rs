@@ -575,6 +575,19 @@ fn bad_input_exits_2_before_anything_boots() {
             ],
             "--nic-load: must be 1..=50000",
         ),
+        // The guest verb's own flags, read by the same grammar on the host.
+        (
+            &[
+                "lab", "run", "--kernel", "trace", "--", "measure", "-D", "10x",
+            ],
+            "'10x' for '--duration",
+        ),
+        (
+            &[
+                "lab", "run", "--kernel", "trace", "--", "taskset", "sweep", "--loads", "0.5",
+            ],
+            "--placement",
+        ),
     ];
     for (args, needle) in cases {
         let o = run(bin!(), args, d.path());

@@ -93,26 +93,44 @@ mod doctor {
 }
 
 mod lab {
-    use rtscope_cli::cmd::lab::{mem_mib, scratch_disk_bytes, verb_duration_s, verb_length_s};
+    use rtscope_cli::cmd::lab::guest_work;
+    use rtscope_lab::verb::VerbWork;
+
+    /// The guest verb `s` as `lab run -- s…` reads it on the host.
+    fn work(s: &[&str]) -> anyhow::Result<VerbWork> {
+        guest_work(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>())
+    }
+
+    fn length(s: &[&str]) -> Option<f64> {
+        work(s).unwrap_or_else(|e| panic!("{s:?}: {e}")).length_s
+    }
+
+    fn disk(s: &[&str]) -> Option<u64> {
+        work(s)
+            .unwrap_or_else(|e| panic!("{s:?}: {e}"))
+            .scratch_disk()
+    }
+
     #[test]
-    fn mem_and_duration_flags() {
-        assert_eq!(mem_mib("1G").unwrap(), 1024);
-        assert_eq!(mem_mib("768M").unwrap(), 768);
-        assert_eq!(mem_mib("512").unwrap(), 512);
-        for bad in ["64M", "1T", "x", ""] {
-            assert!(mem_mib(bad).is_err(), "{bad}");
-        }
-        let v = |s: &[&str]| verb_duration_s(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
-        assert_eq!(v(&["measure", "-D", "10s"]), Some(10.0));
-        assert_eq!(v(&["measure", "-D2m"]), Some(120.0));
-        assert_eq!(v(&["measure", "--duration=5"]), Some(5.0));
-        assert_eq!(v(&["measure"]), None);
-        let l = |s: &[&str]| verb_length_s(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
-        assert_eq!(l(&["measure", "-D", "10s"]), Some(10.0));
+    fn the_verbs_duration_sizes_its_limit() {
+        assert_eq!(length(&["measure", "-D", "10s"]), Some(10.0));
+        assert_eq!(length(&["measure", "-D2m"]), Some(120.0));
+        assert_eq!(length(&["measure", "--duration=5"]), Some(5.0));
+        assert_eq!(length(&["measure"]), None);
+        assert_eq!(length(&["load", "cpu-cache", "-D", "30s"]), Some(30.0));
+        assert_eq!(
+            length(&["trace", "record", "-D", "20s", "-o", "t.rtt"]),
+            Some(20.0)
+        );
+        assert_eq!(length(&["cyclictest", "-m", "-D", "15s", "-q"]), Some(15.0));
+        // A verb's own default is not its stated length.
+        assert_eq!(length(&["noise"]), None);
         // 3 loads × 4 sets × 2 policies (default) × 2 s.
         let sweep = [
             "taskset",
             "sweep",
+            "--placement",
+            "partitioned",
             "--loads",
             "0.6,0.7,0.8",
             "--sets",
@@ -120,49 +138,102 @@ mod lab {
             "-D",
             "2s",
         ];
-        assert_eq!(l(&sweep), Some(48.0));
+        assert_eq!(length(&sweep), Some(48.0));
         // Defaults: 1 load given, 50 sets, 2 policies, 10 s.
         assert_eq!(
-            l(&["taskset", "sweep", "--loads=3.9", "--policies", "deadline"]),
+            length(&[
+                "taskset",
+                "sweep",
+                "--placement",
+                "partitioned",
+                "--loads=3.9",
+                "--policies",
+                "deadline"
+            ]),
             Some(500.0)
         );
     }
 
     #[test]
     fn a_scratch_disk_for_disk_loads_only() {
-        let d =
-            |s: &[&str]| scratch_disk_bytes(&s.iter().map(|x| x.to_string()).collect::<Vec<_>>());
         let extra = 128 << 20;
         assert_eq!(
-            d(&["measure", "-D", "20s", "--load", "io"]),
+            disk(&["measure", "-D", "20s", "--load", "io"]),
             Some((1 << 30) + extra)
         );
         assert_eq!(
-            d(&["measure", "--load=cpu-cache,disk", "--disk-size", "64M"]),
+            disk(&["measure", "--load=cpu-cache,disk", "--disk-size", "64M"]),
             Some((64 << 20) + extra)
         );
         assert_eq!(
-            d(&[
-                "measure",
-                "--load",
-                "net",
-                "--load",
-                "io",
-                "--disk-size=256M"
-            ]),
+            disk(&["measure", "--load", "cpu-cache,io", "--disk-size=256M"]),
             Some((256 << 20) + extra)
         );
-        assert_eq!(d(&["load", "io", "-D", "5s"]), Some((1 << 30) + extra));
-        assert_eq!(d(&["load", "-D", "5s", "disk"]), Some((1 << 30) + extra));
+        assert_eq!(disk(&["load", "io", "-D", "5s"]), Some((1 << 30) + extra));
+        assert_eq!(disk(&["load", "-D", "5s", "disk"]), Some((1 << 30) + extra));
+        assert_eq!(
+            disk(&["run", "--load", "disk", "--disk-size", "2G"]),
+            Some((2 << 30) + extra)
+        );
         for none in [
             &["measure", "-D", "20s"][..],
             &["measure", "--load", "cpu-cache"],
             &["measure", "--load", "hackbench,net", "--disk-size", "64M"],
             &["load", "cpu-cache"],
             &["load", "exec", "--", "--load", "io"],
-            &["measure", "--tag", "io"],
+            &["measure", "--tag", "load=io"],
         ] {
-            assert_eq!(d(none), None, "{none:?}");
+            assert_eq!(disk(none), None, "{none:?}");
         }
+    }
+
+    #[test]
+    fn a_load_keeps_every_vcpu_busy() {
+        let busy = |s: &[&str]| work(s).unwrap_or_else(|e| panic!("{s:?}: {e}")).load;
+        assert!(busy(&["measure", "--load", "cpu-cache"]));
+        assert!(busy(&["load", "hackbench", "-D", "5s"]));
+        assert!(busy(&["practise", "kernel", "--load", "fifo"]));
+        assert!(!busy(&["measure", "--load", "idle"]));
+        assert!(!busy(&["measure", "-D", "5s"]));
+        assert!(!busy(&["practise", "kernel", "--load", "none"]));
+    }
+
+    /// Parsed, not resolved: a file only the guest has is no refusal on the host.
+    #[test]
+    fn the_guests_files_are_not_read_on_the_host() {
+        assert_eq!(
+            length(&["taskset", "run", "/only/in/the/guest.json", "-D", "3s"]),
+            Some(3.0)
+        );
+        assert_eq!(
+            length(&["measure", "--db", "/only/in/the/guest.db", "-D", "1s"]),
+            Some(1.0)
+        );
+    }
+
+    /// A bad flag of the guest verb is refused on the host, naming it, as bad input.
+    #[test]
+    fn a_bad_guest_flag_is_bad_input() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["measure", "-D", "10x"], "--duration"),
+            (&["measure", "--load", "net", "--load", "io"], "--load"),
+            (&["measure", "--no-such-flag"], "--no-such-flag"),
+            (
+                &["measure", "--load", "disk", "--disk-size", "lots"],
+                "--disk-size",
+            ),
+            (&["taskset", "sweep", "--loads", "0.5"], "--placement"),
+            (&["cyclictest", "-p", "200"], "-p"),
+        ];
+        for (verb, flag) in cases {
+            let e = work(verb)
+                .err()
+                .unwrap_or_else(|| panic!("{verb:?} accepted"));
+            let line = e.to_string();
+            assert!(line.contains(flag), "{verb:?}: {line}");
+            assert_eq!(rtscope_cli::exit::report(Err(e)), rtscope_cli::exit::USAGE);
+        }
+        // What the host leaves to the guest: the verb's help.
+        assert_eq!(work(&["measure", "--help"]).unwrap(), VerbWork::default());
     }
 }

@@ -83,6 +83,22 @@ impl Icount {
     }
 }
 
+/// The guest's memory in MiB (QEMU `-m`): a size as the load flags write it (`768M`, `1G`,
+/// `2GiB`); a bare number is MiB, as `-m` reads it. 128 MiB ..= 64 GiB.
+pub fn mem_mib(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let mib = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        t.parse::<u64>().ok()
+    } else {
+        rtscope_model::size::parse_size(t).ok().map(|b| b >> 20)
+    };
+    mib.filter(|m| (128..=65536).contains(m)).ok_or_else(|| {
+        LabError::Usage(format!(
+            "{MEM}: must be 128M..=64G (e.g. 1G, 768M); got '{s}'"
+        ))
+    })
+}
+
 /// Verbs that run work and store a record. The others read stored results or manage the lab
 /// itself, and belong on the host.
 pub const GUEST_VERBS: &[&str] = &[
@@ -690,7 +706,7 @@ fn run_in(spec: &RunSpec, work: &Work) -> Result<GuestOutcome> {
             if let (true, Some(l), Some(r), Some(u)) =
                 (spec.live, spec.guest_limit, speed, start_uptime)
             {
-                let verb = (l.verb_s - 180.0) / 3.0;
+                let verb = crate::verb::length_of(&l);
                 eprintln!(
                     "lab: booted in {host_s:.0} s of host time for {u:.1} s of guest time ({r:.2} host s per emulated s); \
                      the verb's {verb:.0} s should take about {:.0} s of host time ({} busy vCPU(s)); it is stopped past \
@@ -1018,6 +1034,20 @@ mod tests {
         assert!(at("nic_snapshot before\n") < at("echo \"RTSCOPE-LAB-START"));
         assert!(at("RTSCOPE-LAB-EXIT=$?\"\nnic_snapshot after\n") < at("kill $NICSINK"));
         assert!(at("kill $NICSINK") < at("tar cf"));
+    }
+
+    #[test]
+    fn guest_memory_sizes() {
+        assert_eq!(mem_mib("1G").unwrap(), 1024);
+        assert_eq!(mem_mib("768M").unwrap(), 768);
+        assert_eq!(mem_mib("512").unwrap(), 512);
+        assert_eq!(mem_mib("2GiB").unwrap(), 2048);
+        for bad in ["64M", "1T", "x", ""] {
+            match mem_mib(bad) {
+                Err(LabError::Usage(m)) => assert!(m.starts_with("⟨lab.mem⟩: must be"), "{m}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
     }
 
     #[test]

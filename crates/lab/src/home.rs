@@ -78,6 +78,30 @@ pub fn emulation_warning(spec: &RunSpec) -> Warning {
     Warning::new(WarningCode::Hypervisor, m)
 }
 
+/// A finished lab run brought home into a new `dir/lab-<run id>/`: [`bring_home`] with the lab's
+/// tags ([`lab_tags`]) then `tags`, and the emulation's warning. The directory and the records
+/// (not stored).
+pub fn bring_run_home(
+    spec: &RunSpec,
+    out: &GuestOutcome,
+    tags: impl IntoIterator<Item = (String, String)>,
+    dir: &Path,
+) -> Result<(PathBuf, Vec<RunRecord>)> {
+    let dest = dir.join(format!("lab-{}", rtscope_session::record::new_run_id()));
+    let mut all = lab_tags(spec, out);
+    all.extend(tags);
+    let records = bring_home(out, &all, &emulation_warning(spec), &dest)?;
+    Ok((dest, records))
+}
+
+/// Where a failed guest's console is kept: `dir/lab-<run id>-failed-console.log`.
+pub fn failure_log(dir: &Path) -> PathBuf {
+    dir.join(format!(
+        "lab-{}-failed-console.log",
+        rtscope_session::record::new_run_id()
+    ))
+}
+
 /// Write the guest's files under `dest` (created), read the records of its store, tag them and
 /// point their trace files at `dest`. Records are returned, not stored.
 pub fn bring_home(

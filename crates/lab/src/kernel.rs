@@ -171,6 +171,23 @@ pub struct BuildOpts {
     pub progress: bool,
 }
 
+impl BuildOpts {
+    /// `jobs` parallel compile jobs, one per online CPU when not given.
+    pub fn new(jobs: Option<u32>, force: bool, progress: bool) -> BuildOpts {
+        let jobs = jobs.unwrap_or_else(|| {
+            rtscope_sys::affinity::online_cpus()
+                .map(|c| c.len() as u32)
+                .unwrap_or(1)
+                .max(1)
+        });
+        BuildOpts {
+            jobs,
+            force,
+            progress,
+        }
+    }
+}
+
 /// The cache key: the source package version and every config input, hashed.
 pub fn cache_key(source_version: &str, fragments: &[(&str, &str)]) -> String {
     let mut h = Sha256::new();

@@ -14,6 +14,7 @@
 //! - [`guest`]: booting, the timeout, every exit path's clean-up, and the results coming home;
 //! - [`module`]: `rtscope_lab.ko`, the paper's test driver and a device interrupt, for the guests;
 //! - [`nic`]: a virtio-net device fed from the host side (`lab run --nic-load`).
+//! - [`verb`]: the guest verb's length and disk load, which size the guest's limit and disk.
 
 pub mod field;
 pub mod guest;
@@ -24,6 +25,7 @@ pub mod module;
 pub mod nic;
 pub mod preset;
 pub mod ustar;
+pub mod verb;
 
 use std::path::PathBuf;
 
@@ -81,10 +83,41 @@ pub fn cache_dir() -> PathBuf {
     PathBuf::from(home).join(".cache/rtscope/kernels")
 }
 
+/// A host executable for the guest: a bare name through PATH (as a shell would find it), a
+/// path as given.
+pub fn in_path(b: &std::path::Path) -> PathBuf {
+    if b.components().count() > 1 {
+        return b.to_path_buf();
+    }
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(b))
+                .find(|c| c.is_file())
+        })
+        .unwrap_or_else(|| b.to_path_buf())
+}
+
 /// Whether a program is on PATH.
 pub(crate) fn have(prog: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(prog))
         .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn a_path_is_taken_as_given_and_a_bare_name_through_path() {
+        assert_eq!(in_path(Path::new("bin/x")), PathBuf::from("bin/x"));
+        let missing = Path::new("rtscope-no-such-program");
+        assert_eq!(in_path(missing), missing.to_path_buf());
+        if let Some(sh) = have("sh") {
+            assert_eq!(in_path(Path::new("sh")), sh);
+        }
+    }
 }

@@ -4,28 +4,14 @@ use super::common::{self, OutArgs};
 use crate::exit::ExitCode;
 use crate::usage;
 use anyhow::Result;
+use clap::CommandFactory;
+use rtscope_lab::verb::{self, VerbWork};
 use rtscope_lab::{guest, home, kernel, preset::Preset, LabError};
+use rtscope_load::LoadKind;
 use std::path::PathBuf;
 
 mod flags;
 pub use flags::*;
-
-/// A bare name through PATH (as a shell would find it); a path as given.
-fn in_path(b: &std::path::Path) -> PathBuf {
-    if b.components().count() > 1 {
-        return b.to_path_buf();
-    }
-    std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join(b))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .find(|c| c.is_file())
-        .unwrap_or_else(|| b.to_path_buf())
-}
 
 fn lab_err(e: LabError) -> anyhow::Error {
     match e {
@@ -47,7 +33,7 @@ pub fn run(a: Args) -> Result<()> {
                     force,
                     quiet,
                 },
-        } => build(&preset, jobs, force, quiet),
+        } => build(preset, jobs, force, quiet),
         Sub::Kernel {
             cmd: KernelSub::List { json },
         }
@@ -57,24 +43,8 @@ pub fn run(a: Args) -> Result<()> {
     }
 }
 
-fn build(preset: &str, jobs: Option<u32>, force: bool, quiet: bool) -> Result<()> {
-    let p = Preset::parse(preset).map_err(lab_err)?;
-    let jobs = match jobs {
-        Some(0) => return Err(usage!("--jobs: must be 1..=1024; got 0")),
-        Some(j) => j,
-        None => rtscope_probe::sys::online_cpus()
-            .map(|c| c.len() as u32)
-            .unwrap_or(1),
-    };
-    let k = kernel::build(
-        p,
-        &kernel::BuildOpts {
-            jobs,
-            force,
-            progress: !quiet,
-        },
-    )
-    .map_err(lab_err)?;
+fn build(p: Preset, jobs: Option<u32>, force: bool, quiet: bool) -> Result<()> {
+    let k = kernel::build(p, &kernel::BuildOpts::new(jobs, force, !quiet)).map_err(lab_err)?;
     let how = if p.is_built() {
         format!(
             "built in {:.0} s with {} jobs",
@@ -125,190 +95,136 @@ fn list(json: &common::JsonOut) -> Result<()> {
     Ok(())
 }
 
-/// `--mem`: a size in the load flags' grammar (`768M`, `1G`, `2GiB`); a bare number is MiB,
-/// as QEMU's `-m` reads it.
-pub fn mem_mib(s: &str) -> Result<u64> {
-    let t = s.trim();
-    let mib = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        t.parse::<u64>().ok()
-    } else {
-        rtscope_load::parse_size(t).ok().map(|b| b >> 20)
-    };
-    mib.filter(|m| (128..=65536).contains(m))
-        .ok_or_else(|| usage!("--mem: must be 128M..=64G (e.g. 1G, 768M); got '{s}'"))
-}
-
-/// Room on the scratch disk beyond the disk load's file: the load's own 64 MiB margin (small
-/// files, metadata) and the file system's tables.
-const SCRATCH_EXTRA: u64 = 128 << 20;
-
-/// The scratch disk a verb's disk load needs, in bytes: its `--disk-size` (default 1G) plus
-/// [`SCRATCH_EXTRA`]; None when no load of the verb writes files (`--load` of `measure`/`run`,
-/// or the kinds of `rtscope load`, without disk or io). Flags after `--` are not the verb's.
-pub fn scratch_disk_bytes(verb: &[String]) -> Option<u64> {
-    use rtscope_load::LoadKind;
-    let args: Vec<&str> = verb
-        .iter()
-        .skip(1)
-        .map(String::as_str)
-        .take_while(|a| *a != "--")
+/// The guest verb read by this binary's own grammar, as the guest will read it, and what it
+/// asks of the guest: its length, its load, its disk load's file. Nothing is resolved (its
+/// files, CPUs and devices are the guest's). A refusal is one line naming the flag (exit 2),
+/// before anything boots.
+pub fn guest_work(verb: &[String]) -> Result<VerbWork> {
+    guest::check_verb(verb).map_err(lab_err)?;
+    let name = verb.first().map_or("", String::as_str);
+    let refused = |e: &str| usage!("lab run -- {name}: {e}");
+    let argv: Vec<std::ffi::OsString> = std::iter::once("rtscope".into())
+        .chain(verb.iter().map(Into::into))
         .collect();
-    let value = |flag: &str| -> Vec<&str> {
-        let mut v = Vec::new();
-        for (i, a) in args.iter().enumerate() {
-            if *a == flag {
-                v.extend(args.get(i + 1).copied());
-            } else if let Some(x) = a.strip_prefix(flag).and_then(|x| x.strip_prefix('=')) {
-                v.push(x);
+    let matches =
+        match crate::Cli::command().try_get_matches_from(crate::deprecated::rewrite_argv(&argv)) {
+            Ok(m) => m,
+            // `--help`, `--version`: the guest prints them.
+            Err(e) if !e.use_stderr() => return Ok(VerbWork::default()),
+            Err(e) => {
+                let line = crate::exit::clap_line(&e);
+                return Err(refused(
+                    line.strip_prefix("error: ").unwrap_or(line.as_str()),
+                ));
             }
-        }
-        v
-    };
-    let mut kinds = value("--load");
-    if verb.first().map(String::as_str) == Some("load") {
-        // `rtscope load KIND[,KIND…]`: the positional argument.
-        kinds.extend(args.iter().filter(|a| !a.starts_with('-')));
+        };
+    let (mut path, mut m) = (Vec::new(), &matches);
+    while let Some((sub, sm)) = m.subcommand() {
+        path.push(sub);
+        m = sm;
     }
-    let disk = kinds.iter().any(|k| {
-        k.split(',').any(|k| {
-            k.parse::<LoadKind>()
-                .is_ok_and(|k| k.parts().contains(&LoadKind::Disk))
+    if path == ["cyclictest"] {
+        return cyclictest_work(m).map_err(|e| refused(&e));
+    }
+    let kinds: Vec<LoadKind> = ["load", "kinds"]
+        .iter()
+        .filter_map(|id| m.try_get_one::<common::LoadKinds>(id).ok().flatten())
+        .flat_map(|k| k.0.iter().copied())
+        .collect();
+    // `practise kernel`'s task-set load (deadline, fifo) keeps the CPUs busy too.
+    let task_set = path == ["practise", "kernel"] && raw(m, "load").is_some_and(|l| l != "none");
+    let disk_file = if kinds.iter().any(|k| k.parts().contains(&LoadKind::Disk)) {
+        let size = m.try_get_one::<String>("disk_size").ok().flatten();
+        let size = size.map_or("1G", String::as_str);
+        Some(rtscope_load::parse_size(size).map_err(|e| refused(&format!("--disk-size: {e}")))?)
+    } else {
+        None
+    };
+    let length_s = if path == ["taskset", "sweep"] {
+        let count = |id: &str| m.try_get_raw(id).ok().flatten().map_or(0, |v| v.len());
+        let sets = m.try_get_one::<u32>("sets").ok().flatten().copied();
+        let run_s = duration_s(m, true).map_err(|e| refused(&e))?;
+        sets.zip(run_s).map(|(sets, run_s)| {
+            verb::sweep_length_s(count("loads"), sets, count("policies"), run_s)
         })
-    });
-    if !disk {
-        return None;
-    }
-    let size = value("--disk-size")
-        .last()
-        .and_then(|s| rtscope_load::parse_size(s).ok())
-        .unwrap_or(rtscope_load::parse_size("1G").expect("a valid size"));
-    Some(size.saturating_add(SCRATCH_EXTRA))
-}
-
-/// The verb's whole length, to size the default timeout: its `-D/--duration`, times the number
-/// of runs for `taskset sweep` (loads × sets × policies, whose -D is per run; defaults 10 s,
-/// 50 sets, 2 policies as the verb's).
-pub fn verb_length_s(args: &[String]) -> Option<f64> {
-    if !(args.first().is_some_and(|a| a == "taskset") && args.get(1).is_some_and(|a| a == "sweep"))
-    {
-        return verb_duration_s(args);
-    }
-    let value = |name: &str| {
-        let eq = format!("{name}=");
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
-            .or_else(|| {
-                args.iter()
-                    .find_map(|a| a.strip_prefix(&eq).map(String::from))
-            })
+    } else {
+        duration_s(m, false).map_err(|e| refused(&e))?
     };
-    let count = |name: &str, default: usize| value(name).map_or(default, |v| v.split(',').count());
-    let sets: f64 = value("--sets").and_then(|v| v.parse().ok()).unwrap_or(50.0);
-    let runs = count("--loads", 1) as f64 * sets * count("--policies", 2) as f64;
-    Some(runs * verb_duration_s(args).unwrap_or(10.0))
+    Ok(VerbWork {
+        length_s,
+        load: task_set || kinds.iter().any(|k| *k != LoadKind::Idle),
+        disk_file,
+    })
 }
 
-/// Whether the verb runs a background load other than `idle` (`--load KIND`).
-fn verb_has_load(args: &[String]) -> bool {
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let v = if a == "--load" {
-            it.next().map(String::as_str)
-        } else {
-            a.strip_prefix("--load=")
-        };
-        if v.is_some_and(|v| v != "idle") {
-            return true;
-        }
-    }
-    false
+/// The first value of `id` as written (or defaulted), when the verb has that argument.
+fn raw<'a>(m: &'a clap::ArgMatches, id: &str) -> Option<&'a str> {
+    m.try_get_raw(id).ok().flatten()?.next()?.to_str()
 }
 
-/// The verb's own `-D/--duration`.
-pub fn verb_duration_s(args: &[String]) -> Option<f64> {
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let v = if a == "-D" || a == "--duration" {
-            it.next().cloned()
-        } else if let Some(v) = a.strip_prefix("--duration=") {
-            Some(v.to_string())
-        } else {
-            a.strip_prefix("-D")
-                .filter(|v| !v.is_empty())
-                .map(String::from)
-        };
-        if let Some(v) = v {
-            return rtscope_model::duration::parse_secs_in(&v, 0.0, 1e9).ok();
-        }
+/// The verb's `-D/--duration` in seconds when the command line gives it (`default`: also its
+/// default). Verbs whose duration clap keeps as text check its range themselves.
+fn duration_s(m: &clap::ArgMatches, default: bool) -> Result<Option<f64>, String> {
+    if !m.try_contains_id("duration").unwrap_or(false) {
+        return Ok(None);
     }
-    None
+    if !default && m.value_source("duration") != Some(clap::parser::ValueSource::CommandLine) {
+        return Ok(None);
+    }
+    if let Ok(Some(d)) = m.try_get_one::<std::time::Duration>("duration") {
+        return Ok(Some(d.as_secs_f64()));
+    }
+    raw(m, "duration")
+        .map(|t| rtscope_model::duration::parse_secs(t).map_err(|e| format!("-D/--duration: {e}")))
+        .transpose()
+}
+
+/// `cyclictest`'s flags are cyclictest's own (getopt): its `-D`.
+fn cyclictest_work(m: &clap::ArgMatches) -> Result<VerbWork, String> {
+    let argv: Vec<String> = m
+        .try_get_many::<String>("argv")
+        .ok()
+        .flatten()
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default();
+    let f = rtscope_report::cyclictest_args::parse(&argv)?;
+    let length_s = f
+        .duration
+        .map(|d| rtscope_model::duration::parse_secs(&d).map_err(|e| format!("-D: {e}")))
+        .transpose()?;
+    Ok(VerbWork {
+        length_s,
+        ..VerbWork::default()
+    })
 }
 
 fn run_verb(r: RunArgs) -> Result<()> {
     let tags = r.output.validate()?;
-    guest::check_verb(&r.verb).map_err(lab_err)?;
-    let mem = mem_mib(&r.mem)?;
-    let nic_load = r
-        .nic_load
-        .as_deref()
-        .map(rtscope_lab::nic::NicLoad::parse)
-        .transpose()
-        .map_err(lab_err)?;
-    // Without --timeout the limit is in the guest's own time (guest::GuestLimit): the host
-    // cost of an emulated second varies by orders of magnitude with icount, busy vCPUs and the
-    // host's load; a hard host limit of a week stays as the last resort.
-    let (timeout, guest_limit) = match &r.timeout {
-        Some(t) => (
-            common::parse_duration_in("--timeout", t, 10.0, 7.0 * 86400.0)?,
-            None,
-        ),
-        None => (
-            7.0 * 86400.0,
-            Some(guest::GuestLimit {
-                verb_s: 3.0 * verb_length_s(&r.verb).unwrap_or(60.0) + 180.0,
-                busy_vcpus: if !r.multi_thread && verb_has_load(&r.verb) {
-                    r.smp
-                } else {
-                    1
-                },
-                boot_s: 600.0,
-            }),
-        ),
-    };
+    let work = guest_work(&r.verb)?;
+    let (timeout, guest_limit) = work.limits(r.timeout, r.smp, !r.multi_thread);
     let k = kernel::find(&rtscope_lab::cache_dir(), &r.kernel).map_err(lab_err)?;
-    let preempt = r
-        .preempt
-        .as_deref()
-        .map(guest::Preempt::parse)
-        .transpose()
-        .map_err(lab_err)?;
-    let lab_id = rtscope_session::record::new_run_id();
     let spec = guest::RunSpec {
         kernel: k,
-        preempt,
+        preempt: r.preempt,
         smp: r.smp,
-        mem_mib: mem,
-        icount: r
-            .icount
-            .as_deref()
-            .map(guest::Icount::parse)
-            .transpose()
-            .map_err(lab_err)?,
-        timeout: std::time::Duration::from_secs_f64(timeout),
+        mem_mib: r.mem,
+        icount: r.icount,
+        timeout,
         guest_limit,
         rtscope: std::env::current_exe()?,
         args: r.verb.clone(),
         cmdline: r.cmdline.clone(),
         live: r.output.text(),
-        failure_log: Some(r.out.join(format!("lab-{lab_id}-failed-console.log"))),
-        guest_bins: r.guest_bins.iter().map(|b| in_path(b)).collect(),
+        failure_log: Some(home::failure_log(&r.out)),
+        guest_bins: r
+            .guest_bins
+            .iter()
+            .map(|b| rtscope_lab::in_path(b))
+            .collect(),
         alongside: r.alongside.clone(),
         single_thread: !r.multi_thread,
-        scratch_disk: (!r.no_scratch_disk)
-            .then(|| scratch_disk_bytes(&r.verb))
-            .flatten(),
-        nic_load,
+        scratch_disk: work.scratch_disk().filter(|_| !r.no_scratch_disk),
+        nic_load: r.nic_load,
     };
     spec.validate().map_err(lab_err)?;
     rtscope_files::check_output_dir(&r.out, Some(64 << 20))
@@ -320,7 +236,7 @@ fn run_verb(r: RunArgs) -> Result<()> {
         spec.preempt_model(),
         spec.smp,
         spec.mem_mib,
-        nic_load.map_or(String::new(), |n| format!(
+        r.nic_load.map_or(String::new(), |n| format!(
             ", virtio-net fed {} datagrams/s",
             n.pps
         )),
@@ -339,13 +255,7 @@ fn run_verb(r: RunArgs) -> Result<()> {
         Some(Err(m)) => r.output.progress(&format!("lab: NIC load: {m}")),
         None => {}
     }
-    let dest = r
-        .out
-        .join(format!("lab-{}", rtscope_session::record::new_run_id()));
-    let mut all_tags = home::lab_tags(&spec, &out);
-    all_tags.extend(tags);
-    let records = home::bring_home(&out, &all_tags, &home::emulation_warning(&spec), &dest)
-        .map_err(lab_err)?;
+    let (dest, records) = home::bring_run_home(&spec, &out, tags, &r.out).map_err(lab_err)?;
     r.output
         .progress(&format!("lab: the guest's files are in {}", dest.display()));
     for rec in &records {

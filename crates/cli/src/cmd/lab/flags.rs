@@ -2,6 +2,8 @@
 //! the parent module does the work.
 
 use super::*;
+use clap::builder::{PossibleValuesParser, TypedValueParser as _};
+use rtscope_lab::nic::NicLoad;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -34,10 +36,11 @@ pub(super) enum Sub {
 pub(super) enum KernelSub {
     Build {
         /// trace | rt-trace | debian-stock | debian-rt
-        #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(Preset::names()))]
-        preset: String,
-        /// Parallel compile jobs [default: online CPUs]
-        #[arg(short, long)]
+        #[arg(long, value_parser = PossibleValuesParser::new(Preset::names())
+            .try_map(|s| Preset::parse(&s).map_err(|e| e.to_string())))]
+        preset: Preset,
+        /// Parallel compile jobs (1..=1024) [default: online CPUs]
+        #[arg(short, long, value_parser = clap::value_parser!(u32).range(1..=1024))]
         jobs: Option<u32>,
         /// Rebuild even when the cache has this kernel
         #[arg(long)]
@@ -59,19 +62,22 @@ pub(super) struct RunArgs {
     #[arg(long, short = 'k')]
     pub(super) kernel: String,
     /// Preemption model at boot (PREEMPT_DYNAMIC kernels): none | voluntary | full
-    #[arg(long, value_parser = ["none", "voluntary", "full"])]
-    pub(super) preempt: Option<String>,
+    #[arg(long, value_parser = PossibleValuesParser::new(["none", "voluntary", "full"])
+        .try_map(|s| guest::Preempt::parse(&s).map_err(|e| e.to_string())))]
+    pub(super) preempt: Option<guest::Preempt>,
     /// Guest CPUs
     #[arg(long, default_value_t = 2)]
     pub(super) smp: u32,
-    /// Guest memory (e.g. 1G, 768M)
-    #[arg(long, default_value = "1G")]
-    pub(super) mem: String,
+    /// Guest memory (e.g. 1G, 768M; a bare number is MiB; 128M..=64G)
+    #[arg(long, default_value = "1G", value_name = "SIZE",
+          value_parser = |s: &str| guest::mem_mib(s).map_err(|e| e.to_string()))]
+    pub(super) mem: u64,
     /// Instruction-driven guest clock (QEMU -icount shift=N,sleep=off): 2^N ns per guest
     /// instruction, so no host stall is visible to the guest; `auto` lets QEMU re-fit N to the
     /// host's speed (host slowness then leaks into guest time) [default shift when given: 1]
-    #[arg(long, value_name = "SHIFT|auto", num_args = 0..=1, default_missing_value = "1")]
-    pub(super) icount: Option<String>,
+    #[arg(long, value_name = "SHIFT|auto", num_args = 0..=1, default_missing_value = "1",
+          value_parser = |s: &str| guest::Icount::parse(s).map_err(|e| e.to_string()))]
+    pub(super) icount: Option<guest::Icount>,
     /// All vCPUs in one host thread (QEMU -accel tcg,thread=single): the default. Code the
     /// guest kernel patches at run time (static keys, the tracepoints a capture switches on)
     /// is seen by every vCPU at once; tagged emulated=tcg-single when --smp > 1
@@ -82,11 +88,11 @@ pub(super) struct RunArgs {
     /// (docs/lab.md); tagged emulated=tcg
     #[arg(long)]
     pub(super) multi_thread: bool,
-    /// Kill the guest after this long in host time [default: a limit in the guest's own time —
-    /// 3 × the verb's -D plus 3 min of emulated time (for `taskset sweep`, -D × its runs), 10 min
-    /// to boot, and a stall limit sized from the boot's emulation speed]
-    #[arg(long, value_name = "DURATION")]
-    pub(super) timeout: Option<String>,
+    /// Kill the guest after this long in host time (10s..=7d) [default: a limit in the guest's
+    /// own time — 3 × the verb's -D plus 3 min of emulated time (for `taskset sweep`, -D × its
+    /// runs), 10 min to boot, and a stall limit sized from the boot's emulation speed]
+    #[arg(long, value_name = "DURATION", value_parser = common::duration(10.0, 7.0 * 86400.0))]
+    pub(super) timeout: Option<std::time::Duration>,
     /// Extra kernel command-line word (repeatable), e.g. isolcpus=1
     #[arg(long = "cmdline", value_name = "WORD")]
     pub(super) cmdline: Vec<String>,
@@ -107,8 +113,9 @@ pub(super) struct RunArgs {
     /// and send it PPS full-MTU UDP datagrams per second of host time from 127.0.0.1, to a
     /// socket in the guest that discards them: NIC interrupts, NET_RX and the UDP path during
     /// the verb (1..=50000; counts in lab-nic/ and the progress output)
-    #[arg(long, value_name = "PPS")]
-    pub(super) nic_load: Option<String>,
+    #[arg(long, value_name = "PPS",
+          value_parser = |s: &str| NicLoad::parse(s).map_err(|e| e.to_string()))]
+    pub(super) nic_load: Option<NicLoad>,
     /// Where the guest's files go (a sub-directory per lab run)
     #[arg(short, long, default_value = "rtscope-results", value_name = "DIR")]
     pub(super) out: PathBuf,

@@ -27,8 +27,9 @@ pub fn analyze(f: analyze::Field) -> &'static str {
         F::Worst => "--worst",
         F::GapThresholdUs => "--gap-threshold-us",
         F::BusyGapThresholdUs => "--busy-gap-threshold-us",
-        // The recording's setting (`measure`, `trace record`) the warning advises.
+        // The recording's settings (`measure`, `trace record`) a warning or a hint advises.
         F::TraceKeep => "--trace-keep",
+        F::TraceFileMode => "--trace-file-mode",
     }
 }
 

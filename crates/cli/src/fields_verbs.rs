@@ -23,6 +23,7 @@ pub fn monitor(f: monitor::Field) -> &'static str {
         F::Listen => "--listen",
         F::Window => "--window",
         F::TraceBurst => "--trace-burst",
+        F::ExposeNames => "--expose-names",
     }
 }
 

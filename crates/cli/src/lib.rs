@@ -11,7 +11,7 @@
 pub mod cmd;
 pub mod deprecated;
 pub mod exit;
-mod fields;
+pub mod fields;
 pub mod fields_bench;
 pub mod fields_lab;
 pub mod fields_load;
@@ -34,6 +34,8 @@ pub fn main() {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     rtscope_session::record::set_cmdline(&text);
+    // The import command of a record the database did not take names the database's flag.
+    rtscope_store::fallback::set_field_names(fields_store::flag);
     let cli = match Cli::try_parse_from(deprecated::rewrite_argv(&argv)) {
         Ok(c) => c,
         Err(e) => {

@@ -406,6 +406,17 @@ fn tracer_settings_are_restored_after_a_run_and_after_sigint() {
     assert!(rec["warnings"]
         .to_string()
         .contains("the tracer stopped itself"));
+    // A typed warning, its threshold named by the flag.
+    assert!(
+        rec["warnings"]
+            .as_array()
+            .is_some_and(|ws| ws.iter().any(|w| w["code"] == "tracer_stopped"
+                && w["message"]
+                    .as_str()
+                    .is_some_and(|m| m.ends_with("--stop 20 us")))),
+        "{}",
+        rec["warnings"]
+    );
     // SIGINT 1.5 s into a 60 s timerlat run.
     let d = tmp();
     let dir = lab(

@@ -35,6 +35,21 @@ mod store {
         let e = rtscope_store::StoreError::BadUrl("x".into()).to_string();
         assert_eq!(render(&e), "--db: x");
     }
+
+    /// The command printed for a record the database did not take, once the binary named the
+    /// store's fields (`rtscope_cli::main` does so first).
+    #[test]
+    fn the_fallback_import_command_reads_with_the_flag() {
+        rtscope_store::fallback::set_field_names(flag);
+        let c = rtscope_store::fallback::ImportCommand {
+            db: Some("/x/results.db".into()),
+            file: "/f/r.json".into(),
+        };
+        assert_eq!(
+            c.to_string(),
+            "rtscope import --db '/x/results.db' '/f/r.json'"
+        );
+    }
 }
 
 mod bench {
@@ -185,6 +200,73 @@ mod verbs {
         let e = monitor::bind("nowhere").unwrap_err();
         assert!(render(&e).starts_with("--listen: 'nowhere'"), "{e}");
     }
+
+    /// What the monitor serves to scrapers and says when it starts, and what `noise` and
+    /// `measure --probe timerlat` say and store, name the flags that govern them.
+    #[test]
+    fn texts_for_people_and_scrapers_read_with_the_flags() {
+        use rtscope_session::live::View;
+        use std::time::Duration;
+        let m = std::sync::Arc::new(monitor::Metrics::new(monitor));
+        let mut v = monitor::MonitorView::new(
+            m.clone(),
+            monitor::MonitorOptions {
+                window: Duration::from_secs(1),
+                expose_names: false,
+            },
+            Box::new(rtscope_session::live::NoView),
+        );
+        let mut spec = rtscope_store::fixture::Spec::new("run-1", 1);
+        spec.with_analysis = true;
+        v.interim(
+            &rtscope_store::fixture::record(&spec),
+            Duration::from_secs(1),
+        );
+        let t = m.encode();
+        assert!(t.contains("thread names only with --expose-names)."), "{t}");
+        assert!(
+            t.contains("# HELP rtscope_trace_bursts Tracing bursts completed (--trace-burst): "),
+            "{t}"
+        );
+        assert!(
+            t.contains("# HELP rtscope_traced_seconds Time the completed tracing bursts traced (--trace-burst)."),
+            "{t}"
+        );
+        let addr: std::net::SocketAddr = ([127, 0, 0, 1], 9464).into();
+        let line = monitor::started_line(addr, 10.0, true, rtscope_cli::fields::flag);
+        assert!(line.ends_with(", nothing stored (--no-store)"), "{line}");
+
+        let tl = osnoise::TimerlatPlan {
+            cpus: vec![0],
+            period_us: 1000,
+            duration_s: None,
+            priority: None,
+            linear_max_us: 100,
+            lab_hint: String::new(),
+            field_names: osnoise,
+        };
+        assert_eq!(
+            osnoise::timerlat_announce(&tl),
+            "rtscope measure --probe timerlat: CPUs [0], period 1000 us until Ctrl-C"
+        );
+        let np = osnoise::NoisePlan {
+            cpus: vec![0],
+            duration_s: 1.0,
+            period_us: 1000,
+            runtime_us: 900,
+            threshold_us: None,
+            stop_us: Some(20),
+            top: 5,
+            lab_hint: String::new(),
+            field_names: osnoise,
+        };
+        let w = osnoise::stopped_warning(&np);
+        assert_eq!(w.code, rtscope_model::WarningCode::TracerStopped);
+        assert_eq!(
+            w.message,
+            "the tracer stopped itself: a single noise reached --stop 20 us"
+        );
+    }
 }
 
 mod offline {
@@ -204,6 +286,7 @@ mod offline {
         for f in analyze::Field::ALL {
             let verb: &[&str] = match f {
                 analyze::Field::TraceKeep => &["trace", "record"],
+                analyze::Field::TraceFileMode => &["measure"],
                 _ => &["analyze"],
             };
             assert!(takes(verb, analyze(*f)), "{f:?}");
@@ -243,6 +326,10 @@ mod offline {
         assert_eq!(
             svg.as_deref(),
             Some("figure: the latency bound against the observed latency (--bound runs)")
+        );
+        assert_eq!(
+            rtscope_verbs::flight::keep_everything(analyze),
+            "use --trace-file-mode all to keep everything"
         );
         let hint = render(&rtscope_bench::labdev::unavailable().unwrap_or_default());
         assert!(

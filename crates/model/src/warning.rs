@@ -54,6 +54,9 @@ pub enum WarningCode {
     /// A check of the tail model's assumptions failed (dependent or non-stationary maxima, or a
     /// poor fit): its numbers are labelled unreliable.
     TailUnreliable,
+    /// The kernel's tracer stopped itself before the run's end: a single noise reached its stop
+    /// threshold (`noise`'s `stop_us` and `stopped_by_tracer` hold the figures).
+    TracerStopped,
     /// Anything else, and legacy warnings whose wording is not recognised.
     #[serde(other)]
     Other,
@@ -80,6 +83,7 @@ impl WarningCode {
             WarningCode::ThreadTermsLost => "thread_terms_lost",
             WarningCode::TailFewMaxima => "tail_few_maxima",
             WarningCode::TailUnreliable => "tail_unreliable",
+            WarningCode::TracerStopped => "tracer_stopped",
             WarningCode::Other => "other",
         }
     }
@@ -120,6 +124,7 @@ impl Warning {
             ("overrun", WarningCode::Overruns),
             ("load ", WarningCode::Load),
             ("unavailable", WarningCode::Unavailable),
+            ("stopped itself", WarningCode::TracerStopped),
             ("kernel events", WarningCode::Trace),
             ("trace", WarningCode::Trace),
             ("bound", WarningCode::Bound),
@@ -206,6 +211,7 @@ mod tests {
             WarningCode::Hypervisor,
             WarningCode::DeadlineOverrun,
             WarningCode::NotRealtime,
+            WarningCode::TracerStopped,
             WarningCode::Other,
         ] {
             assert_eq!(
@@ -213,5 +219,22 @@ mod tests {
                 serde_json::Value::String(c.as_str().into())
             );
         }
+    }
+
+    /// `noise` stored its stop as `other` before it had a code: such records read unchanged,
+    /// and a plain string of that wording gets the code.
+    #[test]
+    fn a_stopped_tracer_reads_in_every_form() {
+        let old = r#"{"code":"other","message":"the tracer stopped itself: a single noise reached --stop 20 us"}"#;
+        let w: Warning = serde_json::from_str(old).unwrap();
+        assert_eq!(w.code, WarningCode::Other);
+        assert!(w.message.ends_with("--stop 20 us"), "{w}");
+        let w: Warning = serde_json::from_str(
+            r#""the tracer stopped itself: a single noise reached --stop 20 us""#,
+        )
+        .unwrap();
+        assert_eq!(w.code, WarningCode::TracerStopped);
+        let j = serde_json::to_string(&Warning::new(WarningCode::TracerStopped, "m")).unwrap();
+        assert_eq!(j, r#"{"code":"tracer_stopped","message":"m"}"#);
     }
 }

@@ -2,9 +2,10 @@
 //! SQLite file locked for too long, foreign or corrupt), the record is written to a local JSON
 //! file and the caller prints the command that imports it later.
 
-use crate::{redact_url, Store, StoreError};
+use crate::{redact_url, Field, Store, StoreError};
 use rtscope_model::RunRecord;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 #[derive(Debug)]
 pub enum Saved {
@@ -16,9 +17,48 @@ pub enum Saved {
         path: PathBuf,
         /// Why the database did not take the run.
         reason: String,
-        /// Shell command that stores the file once the database is back.
-        import_command: String,
+        /// The command that stores the file once the database is back.
+        import_command: ImportCommand,
     },
+}
+
+/// `rtscope import` of a fallback file: the database it was meant for (when one was named) and
+/// the file. Shown, it is a shell command whose database option is named as the binary names
+/// the store's [`Field::Db`] ([`set_field_names`]; its token `⟨store.db⟩` until then).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportCommand {
+    /// The database's URL or path, its password elided.
+    pub db: Option<String>,
+    pub file: PathBuf,
+}
+
+impl ImportCommand {
+    /// The shell command, the database given with `db_option`.
+    pub fn render(&self, db_option: impl std::fmt::Display) -> String {
+        let db = match &self.db {
+            Some(u) => format!(" {db_option} '{u}'"),
+            None => String::new(),
+        };
+        format!("rtscope import{db} '{}'", self.file.display())
+    }
+}
+
+impl std::fmt::Display for ImportCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match FIELD_NAMES.get() {
+            Some(name) => f.write_str(&self.render(name(Field::Db))),
+            None => f.write_str(&self.render(Field::Db)),
+        }
+    }
+}
+
+/// How the binary names the store's fields in what the lifecycle prints for the user to run.
+static FIELD_NAMES: OnceLock<fn(Field) -> &'static str> = OnceLock::new();
+
+/// Set once by the binary before any work (the cli: its flags), as it passes the command line:
+/// the lifecycle prints a fallback's [`ImportCommand`] deep inside every verb that stores.
+pub fn set_field_names(names: fn(Field) -> &'static str) {
+    let _ = FIELD_NAMES.set(names);
 }
 
 /// The environment variable naming the fallback directory (non-empty); else
@@ -118,12 +158,11 @@ fn save_in(
             "{err}; and the fallback file could not be written either: {e}"
         ))
     })?;
-    let db = match url {
-        Some(u) => format!(" --db '{}'", redact_url(u)),
-        None => String::new(),
-    };
     Ok(Saved::Fallback {
-        import_command: format!("rtscope import{db} '{}'", path.display()),
+        import_command: ImportCommand {
+            db: url.map(redact_url),
+            file: path.clone(),
+        },
         path,
         reason: err.to_string(),
     })
@@ -205,5 +244,25 @@ mod tests {
             campaign_spool_dir(root, "", "é"),
             Path::new("/f/campaign/_/_")
         );
+    }
+
+    /// The library names the database's field, never a flag, until the binary names it (the
+    /// cli's flag: crates/cli/tests/unit_fields.rs).
+    #[test]
+    fn the_import_command_names_the_database_by_its_field() {
+        let c = ImportCommand {
+            db: Some("postgres://u:***@h/r".into()),
+            file: "/f/x.json".into(),
+        };
+        assert_eq!(
+            c.to_string(),
+            "rtscope import ⟨store.db⟩ 'postgres://u:***@h/r' '/f/x.json'"
+        );
+        assert_eq!(
+            c.render("-d"),
+            "rtscope import -d 'postgres://u:***@h/r' '/f/x.json'"
+        );
+        let c = ImportCommand { db: None, ..c };
+        assert_eq!(c.to_string(), "rtscope import '/f/x.json'");
     }
 }

@@ -518,6 +518,9 @@ fn unreachable_postgres_falls_back_to_a_local_file() {
             reason,
             import_command,
         } => {
+            assert_eq!(import_command.file, path);
+            // As the cli names the database's field.
+            let import_command = import_command.render("--db");
             assert!(reason.contains("cannot reach PostgreSQL"), "{reason}");
             assert!(!reason.contains("secret") && !import_command.contains("secret"));
             assert!(import_command.contains(path.to_str().unwrap()));

@@ -20,13 +20,14 @@ pub const ANALYZE_SCHEMA_VERSION: u32 = 1;
 
 rtscope_model::request_fields! {
     /// The fields of an analysis request, as its refusals and warnings name them; `TraceKeep`
-    /// is the recording's setting a warning advises.
+    /// and `TraceFileMode` are the recording's settings a warning or a hint advises.
     pub enum Field in "analyze" {
         Json = "json" => JSON,
         Worst = "worst" => WORST,
         GapThresholdUs = "gap_threshold_us" => GAP_THRESHOLD_US,
         BusyGapThresholdUs = "busy_gap_threshold_us" => BUSY_GAP_THRESHOLD_US,
         TraceKeep = "trace_keep" => TRACE_KEEP,
+        TraceFileMode = "trace_file_mode" => TRACE_FILE_MODE,
     }
 }
 
@@ -102,7 +103,9 @@ pub fn file(a: &AnalyzeFlags, json: &JsonDest) -> Result<(), VerbError> {
             .collect(),
     };
     let t0 = Instant::now();
-    let flight = f.is_flight().then(|| crate::flight::FlightView::of(&f));
+    let flight = f
+        .is_flight()
+        .then(|| crate::flight::FlightView::of(&f, a.field_names));
     let mut r = match &flight {
         Some(fv) => fv.attribute(&f, &opts),
         None => attribution::attribute(&f.events, &f.samples, &f.names, &opts),

@@ -4,6 +4,7 @@
 //! never across a stretch the file does not have, where silence would read as "no guest
 //! activity" — and the view says plainly what was not kept.
 
+use crate::analyze::{Field, TRACE_FILE_MODE};
 use rtscope_analysis::attribution::{self, AttributionOptions, AttributionResult};
 use rtscope_model::record::RawSample;
 use rtscope_trace::rtt::{KeptKind, RttFile};
@@ -49,6 +50,15 @@ pub struct FlightView {
     /// Kept samples whose window is wholly inside one kept stretch, grouped by it.
     groups: Vec<((u32, u64, u64), Vec<RawSample>)>,
     pub not_attributable: u64,
+    /// How the caller names the analysis's fields (the recording's setting that keeps
+    /// everything, in the text and the JSON).
+    field_names: fn(Field) -> &'static str,
+}
+
+/// How to record every event: the recording's setting, named by `field_names`.
+pub fn keep_everything(field_names: fn(Field) -> &'static str) -> String {
+    let hint = format!("use {TRACE_FILE_MODE} all to keep everything");
+    rtscope_model::field::render(&hint, Field::ALL, field_names)
 }
 
 /// Sorted, merged intervals (touching ones joined).
@@ -118,7 +128,7 @@ fn union_ns(w: &[(u64, u64)], s: &[(u64, u64)], s_len: u64) -> u64 {
 }
 
 impl FlightView {
-    pub fn of(f: &RttFile) -> FlightView {
+    pub fn of(f: &RttFile, field_names: fn(Field) -> &'static str) -> FlightView {
         let mut cpus: Vec<u32> = f.meta.cpus.clone();
         cpus.extend(f.samples.iter().map(|s| s.cpu));
         cpus.extend(f.windows.iter().filter_map(|w| w.cpu));
@@ -170,6 +180,7 @@ impl FlightView {
             by_reason,
             groups: groups.into_iter().collect(),
             not_attributable,
+            field_names,
         }
     }
 
@@ -239,14 +250,15 @@ impl FlightView {
             format!("{} samples kept", grouped(f.samples.len() as u64))
         };
         format!(
-            "flight recorder: {} window{}{} and {snaps}; {samples}; events outside these windows and snapshots were not recorded (use --trace-file-mode all to keep everything)",
+            "flight recorder: {} window{}{} and {snaps}; {samples}; events outside these windows and snapshots were not recorded ({})",
             grouped(self.windows),
             if self.windows == 1 { "" } else { "s" },
             if reasons.is_empty() {
                 String::new()
             } else {
                 format!(" ({})", reasons.join(", "))
-            }
+            },
+            keep_everything(self.field_names)
         )
     }
 
@@ -273,8 +285,22 @@ impl FlightView {
             "samples_attributed": f.samples.len() as u64 - self.not_attributable,
             "samples_not_attributable": self.not_attributable,
             "kept_ns_per_cpu": kept_ns,
-            "not_recorded": "events outside the kept windows and snapshots (use --trace-file-mode all to keep everything)",
+            "not_recorded": format!(
+                "events outside the kept windows and snapshots ({})",
+                keep_everything(self.field_names)
+            ),
             "kept": f.windows,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The hint names the recording's setting by the caller's names, never by a flag (the
+    /// cli's: crates/cli/tests/unit_fields.rs).
+    #[test]
+    fn the_keep_everything_hint_names_a_field() {
+        let hint = super::keep_everything(super::Field::key);
+        assert_eq!(hint, "use trace_file_mode all to keep everything");
     }
 }

@@ -33,13 +33,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 rtscope_model::request_fields! {
-    /// `rtscope monitor`'s own fields as its errors name them (the measurement's are the
-    /// session's [`crate::input::Field`]); the caller renders each token
+    /// `rtscope monitor`'s own fields as its errors and its metrics' help texts name them (the
+    /// measurement's are the session's [`crate::input::Field`]); the caller renders each token
     /// ([`rtscope_model::field::render`]).
     pub enum Field in "monitor" {
         Listen = "listen" => LISTEN,
         Window = "window" => WINDOW,
         TraceBurst = "trace_burst" => TRACE_BURST,
+        ExposeNames = "expose_names" => EXPOSE_NAMES,
     }
 }
 
@@ -136,14 +137,11 @@ pub struct Metrics {
     info: Family<InfoLabel, Gauge>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Metrics {
-    pub fn new() -> Metrics {
+    /// The metrics, their help texts naming the settings that govern them as `field_names`
+    /// does (the cli: by the flags, so a scraper reads which flag to give).
+    pub fn new(field_names: fn(Field) -> &'static str) -> Metrics {
+        let help = |text: String| rtscope_model::field::render(&text, Field::ALL, field_names);
         let m = Metrics {
             registry: Registry::default(),
             latency: Family::new_with_constructor(latency_histogram),
@@ -194,7 +192,9 @@ impl Metrics {
         r.register("rtscope_windows", "Windows completed", m.windows.clone());
         r.register(
             "rtscope_tail_cause_samples",
-            "Samples a cause took part in (traced runs; thread names only with --expose-names)",
+            help(format!(
+                "Samples a cause took part in (traced runs; thread names only with {EXPOSE_NAMES})"
+            )),
             m.cause_samples.clone(),
         );
         r.register(
@@ -234,12 +234,16 @@ impl Metrics {
         );
         r.register(
             "rtscope_trace_bursts",
-            "Tracing bursts completed (--trace-burst): only samples inside one are explained",
+            help(format!(
+                "Tracing bursts completed ({TRACE_BURST}): only samples inside one are explained"
+            )),
             m.bursts.clone(),
         );
         r.register(
             "rtscope_traced_seconds",
-            "Time the completed tracing bursts traced (--trace-burst)",
+            help(format!(
+                "Time the completed tracing bursts traced ({TRACE_BURST})"
+            )),
             m.traced.clone(),
         );
         r.register(
@@ -736,6 +740,8 @@ pub struct MonitorFlags {
     pub expose_names: bool,
     /// `LENGTH/EVERY`: trace in bursts.
     pub trace_burst: Option<String>,
+    /// How the caller names each field: the metrics' help texts name fields through it.
+    pub field_names: fn(Field) -> &'static str,
 }
 
 /// `--trace-burst LENGTH/EVERY`: LENGTH 1s..=1h, EVERY up to 1d and longer than LENGTH.
@@ -750,6 +756,24 @@ pub fn trace_bursts(v: &str) -> Result<rtscope_model::TraceBursts, crate::input:
         return Err(shape());
     }
     Ok(rtscope_model::TraceBursts { length_s, every_s })
+}
+
+/// The line said once the endpoint listens; `field_names` names the measurement's fields.
+pub fn started_line(
+    addr: SocketAddr,
+    window_s: f64,
+    no_store: bool,
+    field_names: fn(crate::input::Field) -> &'static str,
+) -> String {
+    let stored = if no_store {
+        format!(", nothing stored ({})", crate::input::Field::NoStore)
+    } else {
+        ", the record checkpointed into the store every window".to_string()
+    };
+    crate::input::Field::render(
+        &format!("rtscope: monitor: metrics on http://{addr}/metrics, window {window_s} s{stored}"),
+        field_names,
+    )
 }
 
 /// Validate everything, bind the endpoint, then measure until stopped (or `-D`), serving the
@@ -778,18 +802,13 @@ pub fn run(
     let mut plan = crate::resolve::measure(&f, "monitor", None)?;
     plan.config.trace_bursts = bursts;
     let listener = bind(&mf.listen).map_err(crate::input::VerbError::BadInput)?;
-    let metrics = Arc::new(Metrics::new());
+    let metrics = Arc::new(Metrics::new(mf.field_names));
     let server = Server::start(listener, metrics.clone())
         .map_err(|e| crate::input::VerbError::failed(format!("{LISTEN} {}: {e}", mf.listen)))?;
     if !flags.quiet {
         eprintln!(
-            "rtscope: monitor: metrics on http://{}/metrics, window {window} s{}",
-            server.addr,
-            if f.no_store {
-                ", nothing stored (--no-store)".to_string()
-            } else {
-                ", the record checkpointed into the store every window".to_string()
-            }
+            "{}",
+            started_line(server.addr, window, f.no_store, flags.field_names)
         );
     }
     let total = plan.config.duration_s.map(Duration::from_secs_f64);
@@ -858,7 +877,7 @@ mod tests {
     /// published at the window's end; cumulative causes become counter increments.
     #[test]
     fn samples_windows_and_causes_become_metrics() {
-        let m = Arc::new(Metrics::new());
+        let m = Arc::new(Metrics::new(Field::key));
         let mut v = MonitorView::new(
             m.clone(),
             MonitorOptions {
@@ -982,5 +1001,33 @@ mod tests {
             }
             assert!(t.contains(&format!("# TYPE {name}")), "{name} in\n{t}");
         }
+    }
+
+    /// The help texts and the start-up line name the settings by the caller's names, never by
+    /// a flag (the cli's names: crates/cli/tests/unit_fields.rs).
+    #[test]
+    fn help_texts_and_the_start_line_name_fields() {
+        let m = Metrics::new(Field::key);
+        // A family is encoded once it holds a series.
+        m.cause_samples
+            .get_or_create(&CauseLabel {
+                cause: "irq:timer".into(),
+            })
+            .inc();
+        let t = m.encode();
+        assert!(
+            t.contains("# HELP rtscope_trace_bursts Tracing bursts completed (trace_burst):"),
+            "{t}"
+        );
+        assert!(t.contains("thread names only with expose_names)"), "{t}");
+        assert!(!t.contains("--"), "{t}");
+        let addr: SocketAddr = ([127, 0, 0, 1], 9464).into();
+        let line = started_line(addr, 10.0, true, crate::input::Field::key);
+        assert_eq!(
+            line,
+            "rtscope: monitor: metrics on http://127.0.0.1:9464/metrics, window 10 s, nothing stored (no_store)"
+        );
+        assert!(started_line(addr, 10.0, false, crate::input::Field::key)
+            .ends_with(", the record checkpointed into the store every window"));
     }
 }

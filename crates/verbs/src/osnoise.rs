@@ -49,6 +49,8 @@ pub struct TimerlatPlan {
     pub linear_max_us: u32,
     /// The lab command that runs this one in the trace kernel (for the missing-tracer message).
     pub lab_hint: String,
+    /// How the caller names each field: the start-up line names the probe through it.
+    pub field_names: fn(Field) -> &'static str,
 }
 
 /// `rtscope noise`, resolved.
@@ -64,6 +66,9 @@ pub struct NoisePlan {
     pub top: usize,
     /// The lab command that runs this one in the trace kernel (for the missing-tracer message).
     pub lab_hint: String,
+    /// How the caller names each field: the warning of a tracer that stopped itself names the
+    /// stop threshold through it.
+    pub field_names: fn(Field) -> &'static str,
 }
 
 /// The tracer is missing: bad input (exit 2), with the lab command whose kernel has it.
@@ -384,14 +389,7 @@ impl Probe for Timerlat<'_> {
     }
 
     fn announce(&self) -> String {
-        let p = self.p;
-        format!(
-            "rtscope measure --probe timerlat: CPUs {:?}, period {} us{}",
-            p.cpus,
-            p.period_us,
-            p.duration_s
-                .map_or(" until Ctrl-C".into(), |d| format!(", {d} s"))
-        )
+        timerlat_announce(self.p)
     }
 
     fn config(&self) -> OsnoiseConfig {
@@ -450,6 +448,19 @@ impl Probe for Timerlat<'_> {
         };
         (None, info)
     }
+}
+
+/// The line said before the timerlat tracer starts, the probe named by the caller's
+/// `field_names`.
+pub fn timerlat_announce(p: &TimerlatPlan) -> String {
+    let line = format!(
+        "rtscope measure {PROBE} timerlat: CPUs {:?}, period {} us{}",
+        p.cpus,
+        p.period_us,
+        p.duration_s
+            .map_or(" until Ctrl-C".into(), |d| format!(", {d} s"))
+    );
+    rtscope_model::field::render(&line, Field::ALL, p.field_names)
 }
 
 /// `measure --probe timerlat`.
@@ -597,13 +608,7 @@ impl Probe for Noise<'_> {
         );
         warnings.extend(lost_warning(result.lost_events));
         if stopped {
-            warnings.push(Warning::new(
-                WarningCode::Other,
-                format!(
-                    "the tracer stopped itself: a single noise reached --stop {} us",
-                    p.stop_us.unwrap_or(0)
-                ),
-            ));
+            warnings.push(stopped_warning(p));
         }
         let text = rtscope_report::osnoise::noise(&result, p.top);
         let info = WorkInfo {
@@ -618,6 +623,19 @@ impl Probe for Noise<'_> {
         };
         (Some(text), info)
     }
+}
+
+/// The tracer stopped itself: a single noise reached the stop threshold (the record's
+/// `stop_us` and `stopped_by_tracer`), named by the caller's `field_names`.
+pub fn stopped_warning(p: &NoisePlan) -> Warning {
+    let msg = format!(
+        "the tracer stopped itself: a single noise reached {STOP} {} us",
+        p.stop_us.unwrap_or(0)
+    );
+    Warning::new(
+        WarningCode::TracerStopped,
+        rtscope_model::field::render(&msg, Field::ALL, p.field_names),
+    )
 }
 
 /// `rtscope noise`.
@@ -644,6 +662,7 @@ mod tests {
             priority: None,
             linear_max_us: 100,
             lab_hint: "rtscope lab run --kernel trace -- measure --probe timerlat".into(),
+            field_names: Field::key,
         }
     }
 
@@ -657,6 +676,7 @@ mod tests {
             stop_us: None,
             top: 5,
             lab_hint: "rtscope lab run --kernel trace -- noise".into(),
+            field_names: Field::key,
         }
     }
 
@@ -706,5 +726,26 @@ mod tests {
             m.contains("rtscope lab run --kernel trace -- measure --probe timerlat -D 5s"),
             "{m}"
         );
+    }
+
+    /// The library names its fields, never a flag: the caller's names render them (the cli's
+    /// flags: crates/cli/tests/unit_fields.rs).
+    #[test]
+    fn the_start_line_and_the_stop_warning_name_fields() {
+        let line = timerlat_announce(&tl());
+        assert_eq!(
+            line,
+            "rtscope measure probe timerlat: CPUs [0], period 1000 us, 1 s"
+        );
+        let w = stopped_warning(&NoisePlan {
+            stop_us: Some(20),
+            ..np()
+        });
+        assert_eq!(w.code, WarningCode::TracerStopped);
+        assert_eq!(
+            w.message,
+            "the tracer stopped itself: a single noise reached stop_us 20 us"
+        );
+        assert!(!line.contains("--") && !w.message.contains("--"));
     }
 }

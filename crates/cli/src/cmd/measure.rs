@@ -204,6 +204,7 @@ fn timerlat(f: &MeasureFlags) -> anyhow::Result<()> {
         priority: f.priority,
         linear_max_us: f.linear_max,
         lab_hint: super::noise::lab_hint(),
+        field_names: crate::fields_verbs::osnoise,
     };
     Ok(rtscope_verbs::osnoise::timerlat(&plan, &f.out.lib())?)
 }

@@ -12,6 +12,7 @@ pub fn run(a: Args) -> anyhow::Result<()> {
         window: a.window,
         expose_names: a.expose_names,
         trace_burst: a.trace_burst,
+        field_names: crate::fields_verbs::monitor,
     };
     let req = a.flags.request(super::measure::TraceArg::Off);
     rtscope_verbs::monitor::run(&req, &m).map_err(crate::fields::usage)

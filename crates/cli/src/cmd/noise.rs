@@ -19,6 +19,7 @@ pub fn run(a: Args) -> Result<()> {
         stop_us: a.stop,
         top: a.top,
         lab_hint: lab_hint(),
+        field_names: crate::fields_verbs::osnoise,
     };
     Ok(osnoise::noise(&plan, &a.out.lib())?)
 }

@@ -1,14 +1,14 @@
 //! What the monitor's endpoint tests share: metrics holding a series of every family.
 
 use rtscope_session::live::{LiveSnapshot, ThreadLive, View};
-use rtscope_verbs::monitor::{Metrics, MonitorOptions, MonitorView};
+use rtscope_verbs::monitor::{Field, Metrics, MonitorOptions, MonitorView};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The monitor's metrics with a series in each family: a sample, a snapshot, and a window's
 /// interim record with attribution, bound and steal (a family without series is not encoded).
 pub fn metrics_of_every_kind() -> Arc<Metrics> {
-    let m = Arc::new(Metrics::new());
+    let m = Arc::new(Metrics::new(Field::key));
     let mut v = MonitorView::new(
         m.clone(),
         MonitorOptions {

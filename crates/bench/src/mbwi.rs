@@ -136,14 +136,7 @@ impl KernelConfig {
                 self.duration_ns / 1_000_000
             )));
         }
-        let online = sys::online_cpus()
-            .map_err(|e| BenchError::io("reading /sys/devices/system/cpu/online", e))?;
-        if self.cpus.is_empty() || self.cpus.iter().any(|c| !online.contains(c)) {
-            return Err(BenchError::Invalid(format!(
-                "{CPUS}: {:?} must be online CPUs ({online:?})",
-                self.cpus
-            )));
-        }
+        online(&self.cpus)?;
         // sched_setattr(2) refuses a period outside the kernel's sysctl limits (EINVAL, from
         // __checkparam_dl): refuse it here, before any thread starts.
         let (min_ns, max_ns) = crate::taskset::kernel::dl_period_limits_ns();
@@ -182,8 +175,20 @@ impl KernelConfig {
     }
 }
 
+/// `cpus` (at least one) are online.
+fn online(cpus: &[u32]) -> Result<()> {
+    let online = sys::online_cpus()
+        .map_err(|e| BenchError::io("reading /sys/devices/system/cpu/online", e))?;
+    if cpus.is_empty() || cpus.iter().any(|c| !online.contains(c)) {
+        return Err(BenchError::Invalid(format!(
+            "{CPUS}: {cpus:?} must be online CPUs ({online:?})"
+        )));
+    }
+    Ok(())
+}
+
 fn admission_limit() -> f64 {
-    crate::taskset::kernel::rt_limit().unwrap_or(0.95)
+    rtscope_probe::admission::admission_limit().unwrap_or(0.95)
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -847,14 +852,7 @@ impl OverheadConfig {
                 self.contended_iterations
             )));
         }
-        let online = sys::online_cpus()
-            .map_err(|e| BenchError::io("reading /sys/devices/system/cpu/online", e))?;
-        if self.cpus.is_empty() || self.cpus.iter().any(|c| !online.contains(c)) {
-            return Err(BenchError::Invalid(format!(
-                "{CPUS}: {:?} must be online CPUs ({online:?})",
-                self.cpus
-            )));
-        }
+        online(&self.cpus)?;
         Ok(())
     }
 }

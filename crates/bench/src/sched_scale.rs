@@ -12,7 +12,7 @@
 
 use crate::common::reaper::Reaper;
 use crate::common::rt;
-use crate::common::tracefs::{parse_line, Instance};
+use crate::common::tracefs::{parse_line, Expiries, Instance};
 use crate::common::{mono_ns, sleep_until, stop_requested, BenchError, Result};
 use rtscope_analysis::benchstats::fit_line;
 use rtscope_model::bench::{SchedScaleResult, SchedScaleRow};
@@ -240,31 +240,21 @@ fn load_child(parent: i32, set: &CpuMask, deadline: &AtomicU64) -> ! {
 /// Per-wake-up kernel figures from the trace: (irq→run ns, waking→switch ns).
 pub fn kernel_times(text: &str, tid: u32, wakes: &[(u64, u64)]) -> (Histogram, Histogram) {
     let run_of: HashMap<u64, u64> = wakes.iter().copied().collect();
-    let mut pending: HashMap<&str, u64> = HashMap::new();
+    let mut ours = Expiries::default();
     let mut irq_to_run = Histogram::new();
     let mut waking_to_switch = Histogram::new();
     let mut waking_ts: Option<u64> = None;
     let tid_s = tid.to_string();
     for l in text.lines().filter_map(parse_line) {
+        if let Some((e, now)) = ours.line(&l, tid, |e| run_of.contains_key(&e)) {
+            if let Some(&run) = run_of.get(&e) {
+                if run >= now {
+                    irq_to_run.record(run - now);
+                }
+            }
+            continue;
+        }
         match l.event {
-            "hrtimer_start" if l.pid == tid => {
-                if let (Some(p), Some(e)) = (l.field("hrtimer"), l.field_u64("expires")) {
-                    if run_of.contains_key(&e) {
-                        pending.insert(p, e);
-                    }
-                }
-            }
-            "hrtimer_expire_entry" => {
-                if let (Some(p), Some(now)) = (l.field("hrtimer"), l.field_u64("now")) {
-                    if let Some(e) = pending.remove(p) {
-                        if let Some(&run) = run_of.get(&e) {
-                            if run >= now {
-                                irq_to_run.record(run - now);
-                            }
-                        }
-                    }
-                }
-            }
             "sched_waking" if l.field("pid") == Some(tid_s.as_str()) => waking_ts = Some(l.ts_ns),
             "sched_switch" if l.field("next_pid") == Some(tid_s.as_str()) => {
                 if let Some(w) = waking_ts.take() {

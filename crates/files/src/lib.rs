@@ -240,6 +240,17 @@ fn regular(t: &std::fs::FileType) -> io::Result<()> {
     Err(io::Error::new(io::ErrorKind::InvalidInput, what))
 }
 
+/// The regular files of `dir` (not links, directories or other kinds) whose names `keep`, in
+/// the order the directory lists them; an entry that cannot be read is passed over.
+pub fn regular_files(dir: &Path, keep: impl Fn(&str) -> bool) -> io::Result<Vec<PathBuf>> {
+    Ok(std::fs::read_dir(dir)?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(&keep))
+        .collect())
+}
+
 /// Read a whole regular file, refusing more than `limit` bytes (larger is refused before
 /// anything is read) and anything that is not a regular file ([`check_input`]). `what` names
 /// the input in the error ("cyclictest output").

@@ -33,15 +33,7 @@ impl LoadKind {
     ];
 
     /// Every kind's name, as the command line spells it.
-    pub const NAMES: [&'static str; 7] = [
-        "idle",
-        "cpu-cache",
-        "hackbench",
-        "disk",
-        "net",
-        "io",
-        "exec",
-    ];
+    pub const NAMES: [&'static str; 7] = rtscope_model::load::NAMES;
 
     pub fn name(self) -> &'static str {
         match self {

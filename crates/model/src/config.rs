@@ -12,6 +12,10 @@ pub enum Policy {
 }
 
 impl Policy {
+    pub const ALL: [Policy; 4] = [Policy::Fifo, Policy::Rr, Policy::Other, Policy::Deadline];
+    /// The names of [`Policy::ALL`], as a command line and a record spell them.
+    pub const NAMES: [&'static str; 4] = ["fifo", "rr", "other", "deadline"];
+
     pub fn name(self) -> &'static str {
         match self {
             Policy::Fifo => "fifo",
@@ -97,9 +101,54 @@ pub struct RunConfig {
     pub housekeeping_cpus: Vec<u32>,
 }
 
+/// The configuration of a record that no `measure` request resolved (an import, a replay, a
+/// tracer's or `watch`'s run), for its maker to set what it knows: SCHED_FIFO 95 every 1000 µs on
+/// no CPU yet, cyclictest's timer (absolute `clock_nanosleep` on `CLOCK_MONOTONIC`), the 10 worst
+/// samples, the linear histogram to 10 ms; no deadline, distance, alignment, duration, loop
+/// count, limit, load or housekeeping CPU, `/dev/cpu_dma_latency` not held, nothing traced.
+impl Default for RunConfig {
+    fn default() -> RunConfig {
+        RunConfig {
+            cpus: Vec::new(),
+            policy: Policy::Fifo,
+            priority: 95,
+            nice: 0,
+            deadline: None,
+            interval_us: 1000,
+            distance_us: 0,
+            aligned: false,
+            duration_s: None,
+            loops: None,
+            timer: TimerMode::AbsNanosleep,
+            clock: ClockId::Monotonic,
+            hold_cpu_dma_latency: false,
+            break_above_us: None,
+            threshold_us: None,
+            worst_n: 10,
+            linear_max_us: 10_000,
+            loads: Vec::new(),
+            trace: "off".into(),
+            trace_bursts: None,
+            housekeeping_cpus: Vec::new(),
+        }
+    }
+}
+
 /// Tracing for `length_s` every `every_s`, the first burst at the start.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TraceBursts {
     pub length_s: f64,
     pub every_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_names_are_the_policies_names() {
+        for (p, n) in Policy::ALL.iter().zip(Policy::NAMES) {
+            assert_eq!(p.name(), n);
+        }
+    }
 }

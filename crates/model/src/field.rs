@@ -69,6 +69,20 @@ pub fn render<F: Copy + std::fmt::Display>(
         .fold(text.to_string(), |t, f| t.replace(&f.to_string(), name(*f)))
 }
 
+/// `v` within `lo..=hi`, or the message that says the value and the range (with its unit,
+/// e.g. `" us"`): `5 is out of range (10..=20 us)`. The caller puts the field or flag before it.
+pub fn within<T: PartialOrd + std::fmt::Display + Copy>(
+    v: T,
+    lo: T,
+    hi: T,
+    unit: &str,
+) -> Result<T, String> {
+    if v < lo || v > hi {
+        return Err(format!("{v} is out of range ({lo}..={hi}{unit})"));
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     crate::request_fields! {
@@ -86,5 +100,15 @@ mod tests {
         });
         assert_eq!(line, "--a-us: must be below --b");
         assert_eq!(super::render("plain", F::ALL, |_| "x"), "plain");
+    }
+
+    #[test]
+    fn within_names_the_value_and_the_range() {
+        assert_eq!(super::within(5, 0, 10, ""), Ok(5));
+        assert_eq!(super::within(10u64, 10, 20, " us"), Ok(10));
+        assert_eq!(
+            super::within(21u64, 10, 20, " us"),
+            Err("21 is out of range (10..=20 us)".to_string())
+        );
     }
 }

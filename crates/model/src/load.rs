@@ -3,6 +3,18 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Every background load's name, as a command line, a campaign file and a record spell it
+/// (`rtscope_load::LoadKind` runs them).
+pub const NAMES: [&str; 7] = [
+    "idle",
+    "cpu-cache",
+    "hackbench",
+    "disk",
+    "net",
+    "io",
+    "exec",
+];
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
 pub struct LoadReport {
     /// `idle`, `cpu-cache`, `hackbench`, `disk`, `net`, `io`, `exec`.

@@ -126,7 +126,10 @@ pub struct CheckpointInfo {
 /// What a latency measurement (`measure`, `run`, `cyclictest`, an imported cyclictest result)
 /// produced: its configuration, every thread's histogram and statistics, the attribution of its
 /// tail and its bound.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+///
+/// `Default`: an empty measurement (no thread, no sample, [`RunConfig::default`]) for a maker
+/// that fills what it has and leaves the analyses it did not run (`..Default::default()`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Measurement {
     pub config: RunConfig,
     /// `--break-above`: the sample that stopped the run.

@@ -304,6 +304,15 @@ pub struct TasksetResult {
     pub rt_app: Option<RtAppView>,
 }
 
+/// Pure: misses per 100 jobs; 0 without jobs.
+pub fn miss_pct(misses: u64, jobs: u64) -> f64 {
+    if jobs > 0 {
+        misses as f64 * 100.0 / jobs as f64
+    } else {
+        0.0
+    }
+}
+
 /// Pure: a per-second rate of a count summed over the tasks, None if any task's count is
 /// unknown or the duration is not positive.
 pub fn set_rate(counts: impl IntoIterator<Item = Option<u64>>, duration_s: f64) -> Option<f64> {
@@ -316,6 +325,12 @@ pub fn set_rate(counts: impl IntoIterator<Item = Option<u64>>, duration_s: f64) 
 
 #[cfg(test)]
 mod rate_tests {
+    #[test]
+    fn miss_percentages_are_per_100_jobs() {
+        assert_eq!(super::miss_pct(2, 200), 1.0);
+        assert_eq!(super::miss_pct(3, 0), 0.0);
+    }
+
     #[test]
     fn set_rates_sum_the_tasks_and_need_every_count() {
         assert_eq!(super::set_rate([Some(10), Some(30)], 4.0), Some(10.0));

@@ -40,12 +40,8 @@ pub fn parse(argv: &[String]) -> Result<CtFlags, String> {
     // Narrow values are range-checked in full before they are narrowed: `-p 4294967346` is
     // refused, not run at priority 50.
     let small = |flag: &str, v: &str, lo: u64, hi: u64, unit: &str| -> Result<u32, String> {
-        let n = num(flag, v)?;
-        if !(lo..=hi).contains(&n) {
-            return Err(format!(
-                "cyclictest {flag}: {n} is out of range ({lo}..={hi}{unit})"
-            ));
-        }
+        let n = rtscope_model::field::within(num(flag, v)?, lo, hi, unit)
+            .map_err(|m| format!("cyclictest {flag}: {m}"))?;
         Ok(n as u32)
     };
     let mut p = lexopt::Parser::from_args(argv.iter().map(String::as_str));

@@ -164,16 +164,7 @@ pub fn ccdf(id: &str, series: &[(String, &Histogram)]) -> Figure {
             pts.push((x, y));
             below += c;
         }
-        let mut d = String::new();
-        for (k, (x, y)) in pts.iter().enumerate() {
-            let _ = write!(
-                d,
-                "{}{:.2} {:.2}",
-                if k == 0 { "M" } else { "L" },
-                p.px(*x),
-                p.py(*y)
-            );
-        }
+        let d = p.path(&pts);
         p.raw(&format!(
             r#"<path d="{d}" fill="none" stroke="{colour}" stroke-width="1.6"/>"#
         ));

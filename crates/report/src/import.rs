@@ -6,8 +6,7 @@
 use crate::cyclictest::{self as ct, CtResult};
 use rtscope_model::histogram::LinearHistogram;
 use rtscope_model::{
-    ClockId, EndReason, Histogram, Hygiene, Policy, RunConfig, RunRecord, Stats, SystemInfo,
-    ThreadResult, TimerMode,
+    EndReason, Histogram, Hygiene, Policy, RunConfig, RunRecord, Stats, SystemInfo, ThreadResult,
 };
 
 /// What a file holds, when the user says so (`rtscope import cyclictest|run FILE`).
@@ -253,7 +252,6 @@ pub fn from_cyclictest(
             .collect(),
         checkpoint: None,
         kind: rtscope_model::RunKind::Measurement(Box::new(rtscope_model::Measurement {
-            break_sample: None,
             config: RunConfig {
                 cpus: threads.iter().map(|t| t.cpu).collect(),
                 policy,
@@ -262,35 +260,20 @@ pub fn from_cyclictest(
                 } else {
                     r.summary_priority.unwrap_or(flags.prio)
                 },
-                nice: 0,
-                deadline: None,
                 interval_us: r.summary_interval_us.unwrap_or(flags.interval).max(1),
                 distance_us: flags.distance,
                 aligned: true,
-                duration_s: None,
                 loops: flags.loops,
-                timer: TimerMode::AbsNanosleep,
-                clock: ClockId::Monotonic,
                 hold_cpu_dma_latency: r.dma_latency_line,
                 break_above_us: flags.breaktrace,
-                threshold_us: None,
                 worst_n: 0,
                 linear_max_us: limit_us.saturating_sub(1) as u32,
-                loads: Vec::new(),
-                trace: "off".into(),
-                trace_bursts: None,
-                housekeeping_cpus: Vec::new(),
+                ..Default::default()
             },
             threads,
-            overruns: 0,
             stats,
             histogram: merged,
-            attribution: None,
-            bound: None,
-            timerlat: None,
-            tail: None,
-            stable: None,
-            watch: None,
+            ..Default::default()
         })),
     })
 }

@@ -149,6 +149,20 @@ impl Plot {
     pub fn py(&self, v: f64) -> f64 {
         self.h - self.bottom - self.y.frac(v).clamp(0.0, 1.0) * (self.h - self.top - self.bottom)
     }
+    /// The `d` of a polyline through `pts` (data coordinates): `M` to the first, `L` to each next.
+    pub fn path(&self, pts: &[(f64, f64)]) -> String {
+        let mut d = String::new();
+        for (k, (x, y)) in pts.iter().enumerate() {
+            let _ = write!(
+                d,
+                "{}{:.2} {:.2}",
+                if k == 0 { "M" } else { "L" },
+                self.px(*x),
+                self.py(*y)
+            );
+        }
+        d
+    }
     pub fn raw(&mut self, s: &str) {
         self.body.push_str(s);
     }

@@ -147,20 +147,6 @@ fn level_ns(f: &TailFit, p: f64) -> Option<f64> {
     Some(g.location_ns + g.scale_ns * z)
 }
 
-fn path(p: &Plot, pts: &[(f64, f64)]) -> String {
-    let mut d = String::new();
-    for (k, (x, y)) in pts.iter().enumerate() {
-        let _ = write!(
-            d,
-            "{}{:.2} {:.2}",
-            if k == 0 { "M" } else { "L" },
-            p.px(*x),
-            p.py(*y)
-        );
-    }
-    d
-}
-
 /// The fits to draw: each CPU's, then the run's.
 fn drawn(t: &TailReport) -> Vec<&TailFit> {
     t.cpus
@@ -216,7 +202,7 @@ pub fn ccdf_figure(id: &str, m: &Measurement) -> Option<Figure> {
                 .collect();
             p.raw(&format!(
                 r#"<path d="{}" fill="none" stroke="{colour}" stroke-width="1.4" stroke-dasharray="5 3"/>"#,
-                path(&p, &pts)
+                p.path(&pts)
             ));
             legend.push((format!("{} fitted (any CPU)", who(f)), colour));
             continue;
@@ -231,7 +217,7 @@ pub fn ccdf_figure(id: &str, m: &Measurement) -> Option<Figure> {
         }
         p.raw(&format!(
             r#"<path d="{}" fill="none" stroke="{colour}" stroke-width="1.6"/>"#,
-            path(&p, &pts)
+            p.path(&pts)
         ));
         // The fitted tail from where the blocks speak (one sample in a block) downwards.
         let start = 1.0 / f.block_samples.max(1) as f64;
@@ -243,7 +229,7 @@ pub fn ccdf_figure(id: &str, m: &Measurement) -> Option<Figure> {
             .collect();
         p.raw(&format!(
             r#"<path d="{}" fill="none" stroke="{colour}" stroke-width="1.4" stroke-dasharray="5 3"/>"#,
-            path(&p, &fit_pts)
+            p.path(&fit_pts)
         ));
         let lv: Vec<_> = TAIL_PROBABILITIES
             .iter()
@@ -267,7 +253,7 @@ pub fn ccdf_figure(id: &str, m: &Measurement) -> Option<Figure> {
             }));
             p.raw(&format!(
                 r#"<path d="{}Z" fill="{colour}" fill-opacity="0.15" stroke="none"/>"#,
-                path(&p, &band)
+                p.path(&band)
             ));
         }
         let label = if f.reliable {
@@ -341,7 +327,7 @@ pub fn return_level_figure(id: &str, m: &Measurement) -> Option<Figure> {
         let colour = PALETTE[i % PALETTE.len()];
         p.raw(&format!(
             r#"<path d="{}" fill="none" stroke="{colour}" stroke-width="1.6"/>"#,
-            path(&p, c)
+            p.path(c)
         ));
         // The intervals at their return periods (per hour: once per h/p hours).
         for l in f.levels.iter().filter(|l| l.per == TailPer::Hour) {

@@ -158,12 +158,7 @@ fields! {
 impl Field {
     /// Every field token in `text` replaced by `name(field)`.
     pub fn render(text: &str, name: impl Fn(Field) -> &'static str) -> String {
-        if !text.contains('⟨') {
-            return text.to_string();
-        }
-        Field::ALL
-            .iter()
-            .fold(text.to_string(), |t, f| t.replace(&f.to_string(), name(*f)))
+        rtscope_model::field::render(text, Field::ALL, name)
     }
 }
 
@@ -181,13 +176,7 @@ pub fn field_range<T: PartialOrd + std::fmt::Display + Copy>(
     hi: T,
     unit: &str,
 ) -> Result<T, VerbError> {
-    if v < lo || v > hi {
-        return Err(VerbError::Field {
-            field,
-            msg: format!("{v} is out of range ({lo}..={hi}{unit})"),
-        });
-    }
-    Ok(v)
+    rtscope_model::field::within(v, lo, hi, unit).map_err(|msg| VerbError::Field { field, msg })
 }
 
 /// `field!(Field::Nice, "only applies to {} other", Field::Policy)`: a [`VerbError::Field`].

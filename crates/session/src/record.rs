@@ -142,12 +142,7 @@ pub fn build(r: RecordIn<'_>, threads: &[ThreadIn<'_>]) -> RunRecord {
             histogram: merged,
             stats,
             overruns,
-            attribution: None,
-            bound: None,
-            timerlat: None,
-            tail: None,
-            stable: None,
-            watch: None,
+            ..Default::default()
         })),
     }
 }

@@ -615,32 +615,11 @@ impl Explain {
 /// How the warning of a trace file that could not be written begins (the run then fails).
 pub const TRACE_FILE_NOT_WRITTEN: &str = "the trace file could not be written";
 
-/// A sample's latency minus the time interrupt handlers ran inside its window: the fallback for
-/// the bound's thread terms on kernels without preemptirq tracepoints (an estimate).
 /// An empty record to fill offline (the replay benchmark).
 pub fn empty_record() -> RunRecord {
     let config = rtscope_model::RunConfig {
-        cpus: Vec::new(),
-        policy: rtscope_model::Policy::Fifo,
-        priority: 95,
-        nice: 0,
-        deadline: None,
-        interval_us: 1000,
-        distance_us: 0,
-        aligned: false,
-        duration_s: None,
-        loops: None,
-        timer: rtscope_model::TimerMode::AbsNanosleep,
-        clock: rtscope_model::ClockId::Monotonic,
-        hold_cpu_dma_latency: false,
-        break_above_us: None,
-        threshold_us: None,
-        worst_n: 10,
-        linear_max_us: 10_000,
-        loads: Vec::new(),
         trace: "replay".into(),
-        trace_bursts: None,
-        housekeeping_cpus: Vec::new(),
+        ..Default::default()
     };
     crate::record::build(
         crate::record::RecordIn {

@@ -26,16 +26,8 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
 
-pub const POLICIES: &[&str] = &["fifo", "rr", "other", "deadline"];
-pub const LOADS: &[&str] = &[
-    "idle",
-    "cpu-cache",
-    "hackbench",
-    "disk",
-    "net",
-    "io",
-    "exec",
-];
+pub const POLICIES: &[&str] = &rtscope_model::Policy::NAMES;
+pub const LOADS: &[&str] = &rtscope_model::load::NAMES;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("{file}:{line}:{column}: {message}")]

@@ -277,6 +277,8 @@ pub struct RunSummary {
 pub struct RunFilter {
     /// `key=value` pairs; all must be present.
     pub tags: Vec<(String, String)>,
+    /// The runs of this campaign (its `campaign` tag), as one more tag to match.
+    pub campaign: Option<String>,
     pub host: Option<String>,
     /// Substring of the kernel release, or the exact value of a `kernel` tag.
     pub kernel: Option<String>,
@@ -798,7 +800,9 @@ impl Store {
             p.push(v);
             sql.push_str(&clause.replace("?N", &format!("?{}", p.len())));
         }
-        for (k, v) in &f.tags {
+        let campaign = f.campaign.as_ref().map(|c| ("campaign", c.as_str()));
+        let tags = f.tags.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        for (k, v) in tags.chain(campaign) {
             p.push(Val::text(k));
             p.push(Val::text(v));
             let (a, b) = (p.len() - 1, p.len());

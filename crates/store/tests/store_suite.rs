@@ -145,6 +145,16 @@ fn filters() {
             ids(
                 &mut s,
                 RunFilter {
+                    campaign: Some("c1".into()),
+                    ..Default::default()
+                }
+            ),
+            ["r1", "r2"]
+        );
+        assert_eq!(
+            ids(
+                &mut s,
+                RunFilter {
                     host: Some("other-host".into()),
                     ..Default::default()
                 }

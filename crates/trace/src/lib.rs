@@ -107,18 +107,32 @@ impl Mechanism {
             Mechanism::Off => "off",
         }
     }
+
+    pub const ALL: [Mechanism; 4] = [
+        Mechanism::Auto,
+        Mechanism::Bpf,
+        Mechanism::Tracefs,
+        Mechanism::Off,
+    ];
+
+    /// The mechanism named `s` among `among` (a verb may take fewer than all); the error lists
+    /// them.
+    pub fn parse_among(s: &str, among: &[Mechanism]) -> Result<Mechanism, String> {
+        among
+            .iter()
+            .copied()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = among.iter().map(|m| m.name()).collect();
+                format!("must be one of {}; got '{s}'", names.join(", "))
+            })
+    }
 }
 
 impl std::str::FromStr for Mechanism {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(Mechanism::Auto),
-            "bpf" => Ok(Mechanism::Bpf),
-            "tracefs" => Ok(Mechanism::Tracefs),
-            "off" => Ok(Mechanism::Off),
-            _ => Err(format!("must be one of auto, bpf, tracefs, off; got '{s}'")),
-        }
+        Mechanism::parse_among(s, &Mechanism::ALL)
     }
 }
 

@@ -14,7 +14,9 @@
 //! - `osnoise:{irq,softirq,thread,nmi}_noise` and `osnoise:sample_threshold` — each
 //!   interference with its duration, and each noise above the threshold.
 
-use crate::tracefs::{parse_format, rd, read_text, walk_page, Field, Format, HeaderPage};
+use crate::tracefs::{
+    parse_format, rd, read_pages, read_text, walk_page, Field, Format, HeaderPage,
+};
 use crate::TraceError;
 use rtscope_model::bench::BenchHistogram;
 use rtscope_model::histogram::LinearHistogram;
@@ -24,7 +26,6 @@ use rtscope_model::{Histogram, SampleRef, Stats};
 use rtscope_sys::knob::{Knob, KnobError};
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 // ---------- decoding ----------
@@ -863,30 +864,15 @@ impl OsnoiseSession {
 
     /// Read everything committed so far; `f(cpu, ts_ns, event)` per entry, each CPU in order.
     pub fn poll(&mut self, mut f: impl FnMut(u32, u64, OsnEvent)) -> Result<(), TraceError> {
+        let (hp, dec, missed) = (&self.hp, &self.dec, &mut self.missed);
         for (cpu, file) in self.files.iter_mut() {
-            loop {
-                match file.read(&mut self.page) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        let c = *cpu;
-                        let st =
-                            read_page(&self.page[..n], &self.hp, &self.dec, |ts, ev| f(c, ts, ev))
-                                .map_err(|e| {
-                                    TraceError::Capture(format!(
-                                        "cpu{c}: undecodable ring-buffer page: {e}"
-                                    ))
-                                })?;
-                        *self.missed.entry(c).or_default() += st.missed;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        return Err(TraceError::Capture(format!(
-                            "cpu{cpu}: reading trace_pipe_raw: {e}"
-                        )))
-                    }
-                }
-            }
+            let c = *cpu;
+            read_pages(c, file, &mut self.page, |p| {
+                let st = read_page(p, hp, dec, |ts, ev| f(c, ts, ev))?;
+                *missed.entry(c).or_default() += st.missed;
+                Ok(true)
+            })
+            .map_err(TraceError::Capture)?;
         }
         Ok(())
     }

@@ -31,7 +31,6 @@ use crate::TraceError;
 use rtscope_model::event::Event;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -262,35 +261,18 @@ impl Reader {
         // start; what follows is read by the next pass.
         let pass_ns = crate::sys::monotonic_ns();
         for (cpu, f) in inst.files.iter_mut() {
-            loop {
-                match f.read(page) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        totals.bytes += n as u64;
-                        let st =
-                            page_records(&page[..n], hp, *cpu, dec, buf, each).map_err(|e| {
-                                TraceError::Capture(format!(
-                                    "cpu{cpu}: undecodable ring-buffer page: {e}"
-                                ))
-                            })?;
-                        totals.records += st.events;
-                        totals.undecoded += st.undecoded;
-                        if st.missed > 0 || st.missed_unknown {
-                            *totals.paged_missed.entry(*cpu).or_default() += st.missed.max(1);
-                        }
-                        if buf.last().is_some_and(|e| e.ts_ns >= pass_ns) {
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        return Err(TraceError::Capture(format!(
-                            "cpu{cpu}: reading trace_pipe_raw: {e}"
-                        )))
-                    }
+            let cpu = *cpu;
+            tracefs::read_pages(cpu, f, page, |p| {
+                totals.bytes += p.len() as u64;
+                let st = page_records(p, hp, cpu, dec, buf, &mut *each)?;
+                totals.records += st.events;
+                totals.undecoded += st.undecoded;
+                if st.missed > 0 || st.missed_unknown {
+                    *totals.paged_missed.entry(cpu).or_default() += st.missed.max(1);
                 }
-            }
+                Ok(buf.last().is_none_or(|e| e.ts_ns < pass_ns))
+            })
+            .map_err(TraceError::Capture)?;
         }
         Ok(())
     }

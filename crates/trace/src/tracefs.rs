@@ -565,6 +565,32 @@ pub struct PageStats {
     pub undecoded: u64,
 }
 
+/// Read `cpu`'s `trace_pipe_raw` (opened non-blocking) page by page into `buf` until it has
+/// nothing more for now (EAGAIN) or `page`, which decodes each page, says the pass is over
+/// (`Ok(false)`). The error names the CPU and what failed: the read or a page's decoding.
+pub(crate) fn read_pages(
+    cpu: u32,
+    file: &mut impl Read,
+    buf: &mut [u8],
+    mut page: impl FnMut(&[u8]) -> Result<bool, String>,
+) -> Result<(), String> {
+    loop {
+        match file.read(buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                let more = page(&buf[..n])
+                    .map_err(|e| format!("cpu{cpu}: undecodable ring-buffer page: {e}"))?;
+                if !more {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cpu{cpu}: reading trace_pipe_raw: {e}")),
+        }
+    }
+}
+
 /// Parse one ring-buffer page (as read from `trace_pipe_raw`) into events for `cpu`.
 pub fn parse_page(
     page: &[u8],
@@ -1100,44 +1126,20 @@ fn reader_loop(mut files: Vec<(u32, File)>, ctx: ReaderCtx, mut feed: Feed) -> R
         let pass_ns = crate::sys::monotonic_ns();
         let from = pending.len();
         for (cpu, f) in files.iter_mut() {
-            loop {
+            let cpu = *cpu;
+            let read = read_pages(cpu, f, &mut page, |p| {
                 let before = pending.len();
-                match f.read(&mut page) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        r.bytes += n as u64;
-                        match parse_page(
-                            &page[..n],
-                            &ctx.hp,
-                            *cpu,
-                            &ctx.dec,
-                            &mut pending,
-                            &mut r.comms,
-                        ) {
-                            Ok(st) => {
-                                *r.missed.entry(*cpu).or_default() += st.missed;
-                                // With the preemptirq events on, every read adds events to
-                                // the buffer of the CPU it runs on: until EAGAIN it would
-                                // find those of the read before. The pass ends for the CPU
-                                // at its first page that reaches the pass's start.
-                                if pending[before..].last().is_some_and(|e| e.ts_ns >= pass_ns) {
-                                    break;
-                                }
-                            }
-                            Err(e) => {
-                                r.error =
-                                    Some(format!("cpu{cpu}: undecodable ring-buffer page: {e}"));
-                                return r;
-                            }
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        r.error = Some(format!("cpu{cpu}: reading trace_pipe_raw: {e}"));
-                        return r;
-                    }
-                }
+                r.bytes += p.len() as u64;
+                let st = parse_page(p, &ctx.hp, cpu, &ctx.dec, &mut pending, &mut r.comms)?;
+                *r.missed.entry(cpu).or_default() += st.missed;
+                // With the preemptirq events on, every read adds events to the buffer of the
+                // CPU it runs on: until EAGAIN it would find those of the read before. The pass
+                // ends for the CPU at its first page that reaches the pass's start.
+                Ok(pending[before..].last().is_none_or(|e| e.ts_ns < pass_ns))
+            });
+            if let Err(e) = read {
+                r.error = Some(e);
+                return r;
             }
         }
         r.late += pending[from..].iter().filter(|e| e.ts_ns < read_wm).count() as u64;

@@ -44,7 +44,7 @@ fn finished_cells(
     name: &str,
 ) -> Result<BTreeSet<String>, VerbError> {
     let runs = store.load_runs(&RunFilter {
-        tags: vec![("campaign".into(), name.into())],
+        campaign: Some(name.into()),
         ..Default::default()
     })?;
     Ok(rtscope_store::campaign::finished_cells(name, &runs))
@@ -455,18 +455,9 @@ fn with_retry<T>(
 /// The record files in a cell's fallback directory (`*.json`; a file being written is a hidden
 /// `.tmp` until it is renamed into place).
 fn spool_files(dir: &Path) -> BTreeSet<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return BTreeSet::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(".json") && !n.starts_with('.'))
-        })
+    rtscope_files::regular_files(dir, |n| n.ends_with(".json") && !n.starts_with('.'))
+        .unwrap_or_default()
+        .into_iter()
         .collect()
 }
 

@@ -12,10 +12,7 @@ pub fn range<T: PartialOrd + std::fmt::Display + Copy>(
     hi: T,
     unit: &str,
 ) -> Result<T, VerbError> {
-    if v < lo || v > hi {
-        return Err(bad!("{flag}: {v} is out of range ({lo}..={hi}{unit})"));
-    }
-    Ok(v)
+    rtscope_model::field::within(v, lo, hi, unit).map_err(|m| bad!("{flag}: {m}"))
 }
 
 /// [`output`] for a directory the work fills (created 0700 if missing).

@@ -38,19 +38,8 @@ pub fn load(store: &mut Store, ids: &[String]) -> Result<Vec<RunRecord>, VerbErr
     Ok(store.get_runs(&ids)?)
 }
 
-/// `rtscope runs`' filters as given.
-#[derive(Clone, Debug, Default)]
-pub struct RunsQuery {
-    pub tags: Vec<(String, String)>,
-    pub campaign: Option<String>,
-    pub host: Option<String>,
-    pub kernel: Option<String>,
-    pub scenario: Option<String>,
-    pub policy: Option<String>,
-    pub since: Option<String>,
-    pub until: Option<String>,
-    pub limit: Option<u64>,
-}
+/// `rtscope runs`' filters as given: the store's own filter, checked by [`runs`].
+pub use rtscope_store::RunFilter as RunsQuery;
 
 /// The stored runs that match, as a table or JSON.
 pub fn runs(db: Option<&str>, q: RunsQuery, json: &JsonDest) -> Result<(), VerbError> {
@@ -58,26 +47,11 @@ pub fn runs(db: Option<&str>, q: RunsQuery, json: &JsonDest) -> Result<(), VerbE
     date(Field::Since, q.since.as_deref())?;
     date(Field::Until, q.until.as_deref())?;
     if let Some(p) = &q.policy {
-        if !["fifo", "rr", "other", "deadline"].contains(&p.as_str()) {
-            return Err(bad!(
-                "{POLICY}: '{p}' is not one of fifo, rr, other, deadline"
-            ));
+        let names = rtscope_model::Policy::NAMES;
+        if !names.contains(&p.as_str()) {
+            return Err(bad!("{POLICY}: '{p}' is not one of {}", names.join(", ")));
         }
     }
-    let mut tags = q.tags;
-    if let Some(c) = &q.campaign {
-        tags.push(("campaign".into(), c.clone()));
-    }
-    let f = RunFilter {
-        tags,
-        host: q.host,
-        kernel: q.kernel,
-        scenario: q.scenario,
-        policy: q.policy,
-        since: q.since,
-        until: q.until,
-        limit: q.limit,
-    };
     // An empty database (nothing stored yet, or a run creating it at this moment) lists no runs.
     let (mut store, location) = match Store::open_read_only(db) {
         Ok(store) => {
@@ -88,7 +62,7 @@ pub fn runs(db: Option<&str>, q: RunsQuery, json: &JsonDest) -> Result<(), VerbE
         Err(e) => return Err(e.into()),
     };
     let runs = match store.as_mut() {
-        Some(s) => s.list_runs(&f)?,
+        Some(s) => s.list_runs(&q)?,
         None => Vec::new(),
     };
     if json.0.is_some() {
@@ -366,7 +340,7 @@ pub fn report(db: Option<&str>, q: &ReportQuery) -> Result<(), VerbError> {
     let mut runs = load(&mut store, &ids)?;
     if let Some(c) = q.campaign {
         let found = store.load_runs(&RunFilter {
-            tags: vec![("campaign".into(), c.to_string())],
+            campaign: Some(c.to_string()),
             ..Default::default()
         })?;
         // A campaign report shows what the campaign measured: complete runs only (an

@@ -27,15 +27,16 @@ pub enum Mechanism {
     Tracefs,
 }
 
+/// The capture's names ([`rtscope_trace::Mechanism`]) without `off`: thread-vars always measures.
 impl std::str::FromStr for Mechanism {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "auto" => Ok(Mechanism::Auto),
-            "bpf" => Ok(Mechanism::Bpf),
-            "tracefs" => Ok(Mechanism::Tracefs),
-            _ => Err(format!("must be one of auto, bpf, tracefs; got '{s}'")),
-        }
+        use rtscope_trace::Mechanism as M;
+        Ok(match M::parse_among(s, &[M::Auto, M::Bpf, M::Tracefs])? {
+            M::Bpf => Mechanism::Bpf,
+            M::Tracefs => Mechanism::Tracefs,
+            _ => Mechanism::Auto,
+        })
     }
 }
 

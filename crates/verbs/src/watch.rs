@@ -792,25 +792,15 @@ impl Tool for WatchTool<'_> {
                 .map(|t| t.observed_priority.max(0) as u32)
                 .max()
                 .unwrap_or(0),
-            nice: 0,
-            deadline: None,
             interval_us: self.plan.period_ns.map_or(0, |p| p / 1000),
-            distance_us: 0,
-            aligned: false,
             duration_s: self.plan.duration.map(|d| d.as_secs_f64()),
-            loops: None,
-            timer: rtscope_model::TimerMode::AbsNanosleep,
-            clock: rtscope_model::ClockId::Monotonic,
-            hold_cpu_dma_latency: false,
-            break_above_us: None,
             threshold_us: self.plan.threshold_us,
             worst_n: self.plan.worst_n,
             linear_max_us: LINEAR_MAX_US,
-            loads: Vec::new(),
             trace: if self.plan.explain { "bpf" } else { "off" }.into(),
-            trace_bursts: None,
-            // watch runs no threads of its own to keep off the target's CPUs.
-            housekeeping_cpus: Vec::new(),
+            // No housekeeping CPUs: watch runs no threads of its own to keep off the target's
+            // CPUs.
+            ..Default::default()
         };
         let mut warnings = self.warnings.clone();
         warnings.extend(work.leftovers().iter().cloned());

@@ -871,18 +871,7 @@ fn arb_instances() -> impl Strategy<Value = Vec<(u64, u64)>> {
 }
 
 fn exact_source(v: &[(u64, u64)]) -> InterruptSource {
-    let raw = v
-        .iter()
-        .enumerate()
-        .map(|(i, &(s, d))| RawInstance {
-            start_ns: s,
-            duration_ns: d,
-            row: i as u64,
-        })
-        .collect();
-    InterruptSource::build("7", SourceKind::Irq, raw, "prop")
-        .unwrap()
-        .0
+    super::window::tests::source("7", SourceKind::Irq, v, "prop")
 }
 
 fn arb_grid() -> impl Strategy<Value = Grid> {

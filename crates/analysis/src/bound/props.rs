@@ -26,16 +26,7 @@ fn arb_instances() -> impl Strategy<Value = Vec<(u64, u64)>> {
 }
 
 fn build(v: &[(u64, u64)], name: &str, kind: SourceKind) -> InterruptSource {
-    let raw = v
-        .iter()
-        .enumerate()
-        .map(|(i, &(s, d))| RawInstance {
-            start_ns: s,
-            duration_ns: d,
-            row: i as u64,
-        })
-        .collect();
-    InterruptSource::build(name, kind, raw, "prop").unwrap().0
+    super::window::tests::source(name, kind, v, "prop")
 }
 
 fn arb_input() -> impl Strategy<Value = (ThreadVars, Vec<Vec<(u64, u64)>>, bool)> {

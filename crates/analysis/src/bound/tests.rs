@@ -3,16 +3,7 @@
 use super::*;
 
 fn src(name: &str, kind: SourceKind, v: &[(u64, u64)]) -> InterruptSource {
-    let raw = v
-        .iter()
-        .enumerate()
-        .map(|(i, &(s, d))| RawInstance {
-            start_ns: s,
-            duration_ns: d,
-            row: i as u64,
-        })
-        .collect();
-    InterruptSource::build(name, kind, raw, "test").unwrap().0
+    super::window::tests::source(name, kind, v, "test")
 }
 
 /// Example A. Thread: POID 100, DST 80, PAIE 5, PSD 20 → IFL = max(80, 100) + 5 + 20 = 125.

@@ -16,6 +16,22 @@ pub fn max_demand_ns(src: &InterruptSource, delta_ns: u64) -> u64 {
 /// [`max_demand_ns`] over windows that start on one of `a` (sorted arrivals, `d` their
 /// durations, `total` the sum of `d`) and hold only instances of `a`.
 pub(crate) fn max_demand_in(a: &[u64], d: &[u64], total: u64, delta_ns: u64) -> u64 {
+    max_weight_in(a, |j| d[j], total, delta_ns)
+}
+
+/// The largest number of arrivals in one window [t, t+Δ) (for `sliding_window_owcet`).
+pub fn max_arrivals(src: &InterruptSource, delta_ns: u64) -> u64 {
+    max_arrivals_in(src.starts(), delta_ns)
+}
+
+/// [`max_arrivals`] over the sorted arrivals `a`.
+pub(crate) fn max_arrivals_in(a: &[u64], delta_ns: u64) -> u64 {
+    max_weight_in(a, |_| 1, a.len() as u64, delta_ns)
+}
+
+/// The largest sum of `w(j)` over the arrivals `a[j]` (sorted) of one window [t, t+Δ) that
+/// starts on an arrival; `total` is the sum over all of them.
+fn max_weight_in(a: &[u64], w: impl Fn(usize) -> u64, total: u64, delta_ns: u64) -> u64 {
     let n = a.len();
     if n == 0 || delta_ns == 0 {
         return 0;
@@ -35,7 +51,7 @@ pub(crate) fn max_demand_in(a: &[u64], d: &[u64], total: u64, delta_ns: u64) -> 
             sum = 0;
         }
         while j < n && a[j] < end {
-            sum += d[j];
+            sum += w(j);
             j += 1;
         }
         if sum > best {
@@ -46,42 +62,10 @@ pub(crate) fn max_demand_in(a: &[u64], d: &[u64], total: u64, delta_ns: u64) -> 
             break;
         }
         if j > i {
-            sum -= d[i];
+            sum -= w(i);
         }
     }
     best
-}
-
-/// The largest number of arrivals in one window [t, t+Δ) (for `sliding_window_owcet`).
-pub fn max_arrivals(src: &InterruptSource, delta_ns: u64) -> u64 {
-    max_arrivals_in(src.starts(), delta_ns)
-}
-
-/// [`max_arrivals`] over the sorted arrivals `a`.
-pub(crate) fn max_arrivals_in(a: &[u64], delta_ns: u64) -> u64 {
-    let n = a.len();
-    if n == 0 || delta_ns == 0 {
-        return 0;
-    }
-    if a[n - 1] - a[0] < delta_ns {
-        return n as u64;
-    }
-    let mut best = 0usize;
-    let mut j = 0usize;
-    for i in 0..n {
-        let end = a[i].saturating_add(delta_ns);
-        if j < i {
-            j = i;
-        }
-        while j < n && a[j] < end {
-            j += 1;
-        }
-        best = best.max(j - i);
-        if j == n {
-            break;
-        }
-    }
-    best as u64
 }
 
 #[cfg(test)]
@@ -91,6 +75,17 @@ pub(crate) mod tests {
 
     /// A source of (arrival, duration) instances.
     pub(crate) fn src(v: &[(u64, u64)]) -> InterruptSource {
+        source("x", SourceKind::Irq, v, "test")
+    }
+
+    /// The source `name` of `kind` from (arrival, duration) pairs, its rows numbered in order
+    /// (`origin` names them in its errors).
+    pub(crate) fn source(
+        name: &str,
+        kind: SourceKind,
+        v: &[(u64, u64)],
+        origin: &str,
+    ) -> InterruptSource {
         let raw = v
             .iter()
             .enumerate()
@@ -100,9 +95,7 @@ pub(crate) mod tests {
                 row: i as u64,
             })
             .collect();
-        InterruptSource::build("x", SourceKind::Irq, raw, "test")
-            .unwrap()
-            .0
+        InterruptSource::build(name, kind, raw, origin).unwrap().0
     }
 
     /// Brute force over every real-valued t is equivalent to t on each arrival (see module doc),

@@ -41,11 +41,7 @@ pub fn summarise(runs: &[SweepRun]) -> Vec<SweepPoint> {
                 sets_with_misses: ok.iter().filter(|r| r.misses > 0).count() as u32,
                 jobs,
                 misses,
-                pooled_miss_pct: if jobs > 0 {
-                    100.0 * misses as f64 / jobs as f64
-                } else {
-                    0.0
-                },
+                pooled_miss_pct: rtscope_model::taskset::miss_pct(misses, jobs),
                 dl_overruns: ok.iter().map(|r| r.dl_overruns).sum(),
                 misses_after_overrun: ok.iter().map(|r| r.misses_after_overrun).sum(),
             }

@@ -164,6 +164,41 @@ impl<'a> Line<'a> {
     }
 }
 
+/// Pairs a thread's `hrtimer_start` lines with the next `hrtimer_expire_entry` of the same
+/// hrtimer: the expiry the thread asked for and the time its timer's handler ran.
+#[derive(Default)]
+pub struct Expiries<'a> {
+    /// Armed by the thread, not yet expired: hrtimer address → requested expiry (ns).
+    pending: std::collections::HashMap<&'a str, u64>,
+}
+
+impl<'a> Expiries<'a> {
+    /// Take `l`: an `hrtimer_start` by `tid` for an expiry that `wanted` is remembered; the
+    /// `hrtimer_expire_entry` of a remembered timer gives `Some((expires, now))`.
+    pub fn line(
+        &mut self,
+        l: &Line<'a>,
+        tid: u32,
+        wanted: impl Fn(u64) -> bool,
+    ) -> Option<(u64, u64)> {
+        match l.event {
+            "hrtimer_start" if l.pid == tid => {
+                if let (Some(p), Some(e)) = (l.field("hrtimer"), l.field_u64("expires")) {
+                    if wanted(e) {
+                        self.pending.insert(p, e);
+                    }
+                }
+                None
+            }
+            "hrtimer_expire_entry" => {
+                let (p, now) = (l.field("hrtimer")?, l.field_u64("now")?);
+                self.pending.remove(p).map(|e| (e, now))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// Parse `   comm-123   [001] d.h2.  4567.123456: event_name: fields…`. Comments and lines of
 /// other shapes give None.
 pub fn parse_line(l: &str) -> Option<Line<'_>> {

@@ -19,10 +19,10 @@
 use super::{Config, Measured};
 use crate::common::reaper::Reaper;
 use crate::common::rt;
-use crate::common::tracefs::{parse_line, Instance};
+use crate::common::tracefs::{parse_line, Expiries, Instance};
 use crate::common::{mono_ns, sleep_until, stop_requested, BenchError, Result};
 use rtscope_model::Histogram;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 pub(super) fn interrupt_response(cfg: &Config, reaper: &Reaper, prio: u32) -> Result<Measured> {
     let n = cfg.irq_iterations.min(cfg.iterations);
@@ -139,29 +139,16 @@ pub(super) fn interrupt_response_device(cfg: &Config, prio: u32) -> Result<Measu
 /// local_timer_entry lines.
 pub fn match_expiries(text: &str, tid: u32, expiries: &[u64]) -> (Histogram, u64) {
     let wanted: HashSet<u64> = expiries.iter().copied().collect();
-    let mut pending: HashMap<&str, u64> = HashMap::new();
+    let mut ours = Expiries::default();
     let mut h = Histogram::new();
     let mut timer_entries = 0;
     for l in text.lines().filter_map(parse_line) {
-        match l.event {
-            "hrtimer_start" if l.pid == tid => {
-                if let (Some(p), Some(e)) = (l.field("hrtimer"), l.field_u64("expires")) {
-                    if wanted.contains(&e) {
-                        pending.insert(p, e);
-                    }
-                }
+        if let Some((e, now)) = ours.line(&l, tid, |e| wanted.contains(&e)) {
+            if now >= e {
+                h.record(now - e);
             }
-            "hrtimer_expire_entry" => {
-                if let (Some(p), Some(now)) = (l.field("hrtimer"), l.field_u64("now")) {
-                    if let Some(e) = pending.remove(p) {
-                        if now >= e {
-                            h.record(now - e);
-                        }
-                    }
-                }
-            }
-            "local_timer_entry" => timer_entries += 1,
-            _ => {}
+        } else if l.event == "local_timer_entry" {
+            timer_entries += 1;
         }
     }
     (h, timer_entries)

@@ -443,11 +443,7 @@ fn rt_app_result(
                 deadline_ns: period,
                 jobs: t.jobs,
                 misses: t.negative_slack_jobs,
-                miss_pct: if t.jobs > 0 {
-                    t.negative_slack_jobs as f64 * 100.0 / t.jobs as f64
-                } else {
-                    0.0
-                },
+                miss_pct: rtscope_model::taskset::miss_pct(t.negative_slack_jobs, t.jobs),
                 max_response_ns: us(t.c_period_us as i64 - t.min_slack_us),
                 avg_response_ns: (t.c_period_us as f64 - t.mean_slack_us).max(0.0) * 1000.0,
                 max_lateness_ns: -t.min_slack_us * 1000,
@@ -508,11 +504,7 @@ fn rt_app_result(
         tasks,
         total_jobs,
         total_misses,
-        miss_pct: if total_jobs > 0 {
-            total_misses as f64 * 100.0 / total_jobs as f64
-        } else {
-            0.0
-        },
+        miss_pct: rtscope_model::taskset::miss_pct(total_misses, total_jobs),
         total_dl_overruns: 0,
         migrations_per_s: None,
         context_switches_per_s: None,

@@ -13,18 +13,6 @@
 
 use rtscope_probe::sys;
 
-/// sched_rt_runtime_us / sched_rt_period_us; 1.0 when runtime is -1 (no limit).
-pub fn rt_limit() -> Option<f64> {
-    let rt = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").ok()?;
-    let per = std::fs::read_to_string("/proc/sys/kernel/sched_rt_period_us").ok()?;
-    let rt: f64 = rt.trim().parse().ok()?;
-    let per: f64 = per.trim().parse().ok()?;
-    if rt < 0.0 {
-        return Some(1.0);
-    }
-    Some(rt / per)
-}
-
 /// The kernel's bounds on a SCHED_DEADLINE period, ns (`kernel.sched_deadline_period_min_us`
 /// and `…_max_us`; the kernel's defaults, 100 µs and 2^22 µs, where they cannot be read).
 pub fn dl_period_limits_ns() -> (u64, u64) {

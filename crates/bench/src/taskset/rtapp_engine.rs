@@ -669,17 +669,9 @@ impl SignalName for std::process::ExitStatus {
 
 /// Every `rtscope-*.log` of `dir` that is a regular file (not a streamed pty link), parsed.
 fn read_logs(dir: &Path) -> Result<Vec<RtAppThread>, EngineError> {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io(format!("reading {}", dir.display())))?
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("rtscope-") && n.ends_with(".log"))
-        })
-        .collect();
+    let mut names =
+        rtscope_files::regular_files(dir, |n| n.starts_with("rtscope-") && n.ends_with(".log"))
+            .map_err(io(format!("reading {}", dir.display())))?;
     names.sort();
     let mut out = Vec::with_capacity(names.len());
     for p in names {

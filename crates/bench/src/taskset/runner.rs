@@ -104,7 +104,7 @@ struct ThreadOut {
 /// (debugfs when readable, else the kernel version: dl_server exists from Linux 6.12 with a
 /// default reservation of 50 ms every 1 s per CPU); otherwise assume none.
 pub fn admission_info(cpus: u32, detect: bool) -> (AdmissionInfo, KernelLimits) {
-    let limit = kernel::rt_limit().unwrap_or(0.95);
+    let limit = rtscope_probe::admission::admission_limit().unwrap_or(0.95);
     let other = kernel::other_dl_bandwidth();
     let (fs, method) = if !detect {
         (
@@ -735,11 +735,7 @@ pub fn run(
             deadline_ns: t.deadline_ns,
             jobs: nj,
             misses,
-            miss_pct: if nj > 0 {
-                misses as f64 * 100.0 / nj as f64
-            } else {
-                0.0
-            },
+            miss_pct: rtscope_model::taskset::miss_pct(misses, nj),
             max_response_ns: max_r,
             avg_response_ns: avg(sum_r),
             max_lateness_ns: if ran > 0 { max_late } else { 0 },
@@ -830,11 +826,7 @@ pub fn run(
         tasks,
         total_jobs,
         total_misses,
-        miss_pct: if total_jobs > 0 {
-            total_misses as f64 * 100.0 / total_jobs as f64
-        } else {
-            0.0
-        },
+        miss_pct: rtscope_model::taskset::miss_pct(total_misses, total_jobs),
         total_dl_overruns: total_ovr,
         measured_utilisation: mu,
         migrations_per_s,

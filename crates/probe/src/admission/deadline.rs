@@ -15,7 +15,8 @@ impl DeadlineBackend {
 }
 
 /// Total SCHED_DEADLINE bandwidth the kernel admits per CPU (sched_rt_runtime_us /
-/// sched_rt_period_us), for explaining an EBUSY refusal.
+/// sched_rt_period_us; 1.0 when the runtime is -1, no limit): for explaining an EBUSY refusal
+/// and for the task-set engines' admission arithmetic.
 pub fn admission_limit() -> Option<f64> {
     let rt = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").ok()?;
     let per = std::fs::read_to_string("/proc/sys/kernel/sched_rt_period_us").ok()?;

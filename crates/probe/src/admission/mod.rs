@@ -6,7 +6,7 @@
 mod deadline;
 mod posix;
 
-pub use deadline::DeadlineBackend;
+pub use deadline::{admission_limit, DeadlineBackend};
 pub use posix::PosixBackend;
 
 use crate::ProbeError;

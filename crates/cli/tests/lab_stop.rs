@@ -22,16 +22,18 @@ use std::path::PathBuf;
 /// (150 ms); `lab run` itself runs on the host and keeps it.
 const BUDGET_MS: u64 = 270;
 
-/// A guest stop must end the verb within this much guest time: a verb whose loop misses the
-/// stop runs on to its 60 s. Against the yardstick (`measure`, 0.17 s in the guest) the tracer
-/// verbs took 8 to 13 times as long (1.4-2.2 s, docs/reliability.md "Stopping"), a gap not yet
-/// explained (the candidate: switching the tracer or the tracepoints off in an emulated kernel,
-/// which waits for RCU grace periods), so the test holds the stop, not the host's 270 ms.
-const GUEST_LIMIT_MS: u64 = 5_000;
+/// A guest stop must end the verb within this much guest time, half the 60 s a verb that
+/// misses the stop runs on for. This is not the rule: against the yardstick (`measure`, 0.17 s
+/// in the guest) `trace thread-vars` took 1.9 s and `noise` 11-12 s once its tracer ran (on
+/// the one vCPU, whose whole period the osnoise tracer's runtime takes by default), 0.7-8 s
+/// when signalled earlier (docs/reliability.md "Stopping": open, not explained).
+const GUEST_LIMIT_MS: u64 = 30_000;
 
 /// The guest's script. `ms` is the guest's uptime in ms; `stop NAME SIG PID` signals PID and
-/// prints `STOP NAME SIG MS` when it has exited; `started PID` waits 4 s for the verb's work to
-/// run (its start-up under TCG: eBPF verification, tracer set-up).
+/// prints `STOP NAME SIG MS` when it has exited; `traced` waits until `noise`'s tracer instance
+/// exists, then 2 s: the first rtscope of a boot, signalled 4 s after its spawn, once took
+/// 8 s to stop where the others took 0.7-2.4 s (likely still in its set-up, which under TCG
+/// faults the whole binary in for `mlockall`; not verified). The other verbs get 4 s.
 const SCRIPT: &str = r#"
 ms() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
 alive() { [ -d /proc/$1 ] && ! grep -q '^State:[[:space:]]*Z' /proc/$1/status 2>/dev/null; }
@@ -40,13 +42,14 @@ stop() {
   while alive $3; do sleep 0.002; done
   T1=$(ms); echo "STOP $1 $2 $((T1 - T0))"
 }
+traced() { i=0; while [ $i -lt 300 ] && [ -z "$(ls /sys/kernel/tracing/instances 2>/dev/null)" ]; do sleep 0.1; i=$((i + 1)); done; sleep 2; }
 P=""; while [ -z "$P" ]; do P=$(pidof rtscope); sleep 0.1; done
-sleep 4; stop noise INT $P
+traced; stop noise INT $P
 sleep 1
 /bin/rtscope measure --cpus 0 -D 60s -q --no-store >/out/measure.log 2>&1 &
 P=$!; sleep 4; stop measure INT $P; wait $P; echo "EXIT measure INT $?"
 /bin/rtscope noise --cpus 0 -D 60s -q >/out/noise-term.log 2>&1 &
-P=$!; sleep 4; stop noise TERM $P; wait $P; echo "EXIT noise TERM $?"
+P=$!; traced; stop noise TERM $P; wait $P; echo "EXIT noise TERM $?"
 /bin/rtscope trace thread-vars --cpus 0 -D 60s --json /out/tv.json >/out/tv.log 2>&1 &
 P=$!; sleep 4; stop thread-vars INT $P; wait $P; echo "EXIT thread-vars INT $?"
 /bin/rtscope practise kernel -D 60s --load none -q >/out/practise.log 2>&1 &
@@ -66,6 +69,8 @@ fn lab_run(d: &std::path::Path) -> PathBuf {
             "run",
             "--kernel",
             "trace",
+            // One vCPU: with two, `noise` failed at its start here ("cannot read
+            // /sys/kernel/tracing/osnoise/cpus: Invalid argument"), not yet explained.
             "--smp",
             "1",
             "--icount",

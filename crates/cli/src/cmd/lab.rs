@@ -143,7 +143,9 @@ pub fn guest_work(verb: &[String]) -> Result<VerbWork> {
     let length_s = if path == ["taskset", "sweep"] {
         let count = |id: &str| m.try_get_raw(id).ok().flatten().map_or(0, |v| v.len());
         let sets = m.try_get_one::<u32>("sets").ok().flatten().copied();
-        let run_s = duration_s(m, true).map_err(|e| refused(&e))?;
+        let run_s = duration_s(m, true)
+            .map_err(|e| refused(&e))?
+            .or(Some(super::taskset::SWEEP_RUN.as_secs_f64()));
         sets.zip(run_s).map(|(sets, run_s)| {
             verb::sweep_length_s(count("loads"), sets, count("policies"), run_s)
         })

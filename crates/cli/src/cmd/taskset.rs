@@ -8,6 +8,9 @@ use rtscope_verbs::bench::Rules;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// `taskset sweep`'s `-D` when none is given: each run's length.
+pub const SWEEP_RUN: Duration = Duration::from_secs(10);
+
 mod flags;
 pub use flags::*;
 
@@ -124,7 +127,7 @@ impl SweepArgs {
             sets: self.sets,
             tasks_per_cpu: self.tasks_per_cpu,
             policies: self.policies.iter().copied().map(name).collect(),
-            duration: secs(self.duration.duration.unwrap_or(Duration::from_secs(10))),
+            duration: secs(self.duration.duration.unwrap_or(SWEEP_RUN)),
             seed: self.seed,
             margin: self.reserve.margin,
             margin_us: self.reserve.margin_us,

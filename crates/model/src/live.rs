@@ -46,8 +46,14 @@ pub struct LiveSnapshot {
 }
 
 pub trait View {
-    /// Called a few times a second with the figures so far.
+    /// Called a few times a second with the figures so far, when [`View::update_due`].
     fn update(&mut self, s: &LiveSnapshot);
+    /// Does the view want the figures now (`elapsed` since the start)? Building them reads every
+    /// thread's percentiles and the process's RSS: a view that shows nothing, or shows a line a
+    /// minute, spares the run that work at every tick.
+    fn update_due(&self, _elapsed: Duration) -> bool {
+        true
+    }
     /// Called once at the end (clear or leave the display).
     fn finish(&mut self) {}
     /// Does the view need the sample stream (live figures)? A view that shows nothing does not,
@@ -69,6 +75,9 @@ pub trait View {
 pub struct NoView;
 impl View for NoView {
     fn update(&mut self, _: &LiveSnapshot) {}
+    fn update_due(&self, _elapsed: Duration) -> bool {
+        false
+    }
     fn wants_samples(&self) -> bool {
         false
     }

@@ -124,6 +124,9 @@ impl PlainView {
 }
 
 impl View for PlainView {
+    fn update_due(&self, elapsed: Duration) -> bool {
+        elapsed >= self.next
+    }
     fn update(&mut self, s: &LiveSnapshot) {
         if s.elapsed < self.next {
             return;

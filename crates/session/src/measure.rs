@@ -406,10 +406,16 @@ impl Running {
             self.measurement()?.request_stop();
         }
         let elapsed = self.t0.elapsed();
-        let snap = self.snapshot(elapsed)?;
-        view.update(&snap);
-        if signals::take_snapshot_request() {
-            eprint!("{}", crate::live::snapshot_text(&snap));
+        let asked = signals::take_snapshot_request();
+        let due = view.update_due(elapsed);
+        if asked || due {
+            let snap = self.snapshot(elapsed)?;
+            if due {
+                view.update(&snap);
+            }
+            if asked {
+                eprint!("{}", crate::live::snapshot_text(&snap));
+            }
         }
         if let Some(u) = self.stable.as_mut() {
             let bound = self.explain.as_ref().and_then(|x| x.bound_latest());

@@ -679,7 +679,13 @@ fn run(
             }
             wm[r] = wm[r].max(w);
         }
-        let mut batch = Vec::new();
+        // Sized once: a batch grown by doubling would leave its smaller copies behind in this
+        // thread's arena, which keeps freed memory for the whole measurement.
+        let due = pending
+            .iter()
+            .filter(|e| e.ts_ns < wm[region(e.cpu)])
+            .count();
+        let mut batch = Vec::with_capacity(due);
         pending.retain(|e| {
             let due = e.ts_ns < wm[region(e.cpu)];
             if due {

@@ -362,15 +362,18 @@ pub(crate) struct Feed {
     tx: SyncSender<Batch>,
     pub shared: Arc<Shared>,
     /// Passes kept while nobody polls, in fixed chunks (one growing Vec would, at some doubling,
-    /// allocate and fault in a large block at once while the traced CPUs keep writing).
+    /// allocate and fault in a large block at once while the traced CPUs keep writing). The
+    /// chunks are small: freed memory stays in the process while a measurement runs
+    /// (`rtscope_sys::mem::retain_freed`), so a chunk sized for the worst backlog would stay
+    /// resident for the whole run after a set-up that kept a few hundred events.
     backlog: Vec<Vec<Event>>,
     /// A batch the full queue did not take; later passes are appended to it.
     spill: Option<Batch>,
     last_stats: Option<Instant>,
 }
 
-/// Events per backlog chunk (≈ 8 MiB).
-const BACKLOG_CHUNK: usize = 1 << 18;
+/// Events per backlog chunk (8 192 × 48 bytes = 384 KiB).
+const BACKLOG_CHUNK: usize = 1 << 13;
 
 impl Feed {
     /// The bounded queue and both of its ends.

@@ -3,8 +3,12 @@
 //! [`Histogram`] is the exact-statistics, log-bucketed record of every sample: an HDR histogram with
 //! 3 significant digits (relative error ≤ 1/1024 < 0.1 %; values below 2048 ns are exact to the ns)
 //! covering 1 ns … 100 s, plus exact count/min/max/sum/sum-of-squares so that min, max, mean and
-//! standard deviation carry no bucketing error at all. Its state is a fixed ~230 KB whatever the
-//! run length, which is what bounds rtscope's memory for a 24 h run.
+//! standard deviation carry no bucketing error at all. A measuring thread's histogram is the dense
+//! HDR array, a fixed ~230 KB whatever the run length (what bounds rtscope's memory for a 24 h run,
+//! and an allocation-free record). A histogram decoded from a file ([`Histogram::sparse`],
+//! [`Histogram::from_data`]) holds only its non-empty buckets, 16 bytes each, and turns dense
+//! when that would be larger: an imported cyclictest thread with min/avg/max and no buckets costs
+//! bytes, not 230 KB, so the decoders' budget can follow the data.
 //!
 //! [`LinearHistogram`] is cyclictest's `-h` view: one counter per whole microsecond (latency
 //! truncated to µs, as cyclictest computes it), plus an overflow count. It is recorded exactly
@@ -26,9 +30,42 @@ pub enum HistogramError {
     Inconsistent(&'static str),
 }
 
+/// The bucket counters: HDR's dense array, or the non-empty buckets as (lowest value of the
+/// bucket, count), ascending, with the same bucket boundaries.
+#[derive(Clone, Debug)]
+enum Counts {
+    Dense(Box<hdrhistogram::Histogram<u64>>),
+    Sparse(Vec<(u64, u64)>),
+}
+
+fn dense() -> Box<hdrhistogram::Histogram<u64>> {
+    // Bounds are constants that hdrhistogram accepts; this cannot fail.
+    Box::new(
+        hdrhistogram::Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NS, SIGFIG)
+            .expect("constant histogram bounds are valid"),
+    )
+}
+
+/// One dense histogram for the bucket arithmetic of sparse ones (`lowest_equivalent` and
+/// `highest_equivalent` depend only on the bounds and the precision, which all share).
+fn layout() -> &'static hdrhistogram::Histogram<u64> {
+    static LAYOUT: std::sync::OnceLock<Box<hdrhistogram::Histogram<u64>>> =
+        std::sync::OnceLock::new();
+    LAYOUT.get_or_init(dense)
+}
+
+/// Bytes of one sparse bucket.
+pub const SPARSE_BUCKET_BYTES: u64 = std::mem::size_of::<(u64, u64)>() as u64;
+
+/// A sparse histogram with more buckets than this turns dense: past it, the dense array is the
+/// smaller of the two.
+fn sparse_max() -> usize {
+    layout().distinct_values() / 2
+}
+
 #[derive(Clone, Debug)]
 pub struct Histogram {
-    hdr: hdrhistogram::Histogram<u64>,
+    counts: Counts,
     count: u64,
     min_ns: u64,
     max_ns: u64,
@@ -56,12 +93,19 @@ impl PartialEq for Histogram {
 }
 
 impl Histogram {
+    /// A dense histogram: its record never allocates (a measuring thread's).
     pub fn new() -> Self {
-        // Bounds are constants that hdrhistogram accepts; this cannot fail.
-        let hdr = hdrhistogram::Histogram::new_with_bounds(1, HIGHEST_TRACKABLE_NS, SIGFIG)
-            .expect("constant histogram bounds are valid");
+        Self::with_counts(Counts::Dense(dense()))
+    }
+
+    /// A sparse histogram: it costs what its non-empty buckets hold (a decoded one's).
+    pub fn sparse() -> Self {
+        Self::with_counts(Counts::Sparse(Vec::new()))
+    }
+
+    fn with_counts(counts: Counts) -> Self {
         Histogram {
-            hdr,
+            counts,
             count: 0,
             min_ns: u64::MAX,
             max_ns: 0,
@@ -86,8 +130,7 @@ impl Histogram {
         if v != ns.max(1) {
             self.clamped = self.clamped.saturating_add(n);
         }
-        // `v` is inside the constant bounds, so the HDR record cannot fail.
-        let _ = self.hdr.record_n(v, n);
+        self.add_to_bucket(v, n);
         // Saturating: counts from an imported file may be crafted near 2^64 (importers refuse
         // totals that do not fit; this keeps a sum from wrapping into a plausible value).
         self.count = self.count.saturating_add(n);
@@ -99,12 +142,64 @@ impl Histogram {
             .saturating_add((ns as u128 * ns as u128).saturating_mul(n as u128));
     }
 
+    /// Add `n` to the bucket of `v` (inside the bounds), and nothing else.
+    fn add_to_bucket(&mut self, v: u64, n: u64) {
+        match &mut self.counts {
+            // `v` is inside the constant bounds, so the HDR record cannot fail.
+            Counts::Dense(h) => {
+                let _ = h.record_n(v, n);
+            }
+            Counts::Sparse(b) => {
+                let key = layout().lowest_equivalent(v);
+                match b.binary_search_by_key(&key, |&(k, _)| k) {
+                    Ok(i) => b[i].1 = b[i].1.saturating_add(n),
+                    Err(i) => b.insert(i, (key, n)),
+                }
+                if b.len() > sparse_max() {
+                    self.densify();
+                }
+            }
+        }
+    }
+
+    fn densify(&mut self) {
+        if let Counts::Sparse(b) = &self.counts {
+            let mut h = dense();
+            for &(v, n) in b {
+                let _ = h.record_n(v, n);
+            }
+            self.counts = Counts::Dense(h);
+        }
+    }
+
+    /// Non-empty buckets as (lowest value of the bucket, count), ascending.
+    fn each_bucket(&self) -> Box<dyn Iterator<Item = (u64, u64)> + '_> {
+        match &self.counts {
+            Counts::Dense(h) => Box::new(h.iter_recorded().map(|it| {
+                (
+                    h.lowest_equivalent(it.value_iterated_to()),
+                    it.count_at_value(),
+                )
+            })),
+            Counts::Sparse(b) => Box::new(b.iter().copied()),
+        }
+    }
+
     pub fn merge(&mut self, other: &Histogram) {
         if other.count == 0 {
             return;
         }
-        // Same constant bounds on both sides: add cannot fail.
-        let _ = self.hdr.add(&other.hdr);
+        match (&mut self.counts, &other.counts) {
+            // Same constant bounds on both sides: add cannot fail.
+            (Counts::Dense(a), Counts::Dense(b)) => {
+                let _ = a.add(b.as_ref());
+            }
+            _ => {
+                for (v, n) in other.each_bucket() {
+                    self.add_to_bucket(v, n);
+                }
+            }
+        }
         self.count = self.count.saturating_add(other.count);
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
@@ -116,7 +211,10 @@ impl Histogram {
     /// Empty again, keeping its counter array (no allocation: a measurement thread's recorders
     /// are reused, see `rtscope_probe::measure`).
     pub fn reset(&mut self) {
-        self.hdr.reset();
+        match &mut self.counts {
+            Counts::Dense(h) => h.reset(),
+            Counts::Sparse(b) => b.clear(),
+        }
         self.count = 0;
         self.min_ns = u64::MAX;
         self.max_ns = 0;
@@ -125,10 +223,18 @@ impl Histogram {
         self.clamped = 0;
     }
 
-    /// Bytes of its counter array (what one histogram costs beyond its struct; the same for
-    /// every histogram: the array covers 1 ns … 100 s).
+    /// Bytes of its counters (what one histogram costs beyond its struct): a dense one's array
+    /// covers 1 ns … 100 s, whatever it holds; a sparse one's, its non-empty buckets.
     pub fn heap_bytes(&self) -> u64 {
-        (self.hdr.distinct_values() as u64).saturating_mul(8)
+        match &self.counts {
+            Counts::Dense(h) => (h.distinct_values() as u64).saturating_mul(8),
+            Counts::Sparse(b) => (b.capacity() as u64).saturating_mul(SPARSE_BUCKET_BYTES),
+        }
+    }
+
+    /// Whether its counters are the dense array.
+    pub fn is_dense(&self) -> bool {
+        matches!(self.counts, Counts::Dense(_))
     }
 
     pub fn count(&self) -> u64 {
@@ -176,10 +282,10 @@ impl Histogram {
             return Some(self.max_ns);
         }
         let mut seen = 0u64;
-        for it in self.hdr.iter_recorded() {
-            seen += it.count_at_value();
+        for (lowest, n) in self.each_bucket() {
+            seen = seen.saturating_add(n);
             if seen >= rank {
-                let v = self.hdr.highest_equivalent(it.value_iterated_to());
+                let v = layout().highest_equivalent(lowest);
                 return Some(v.clamp(self.min_ns, self.max_ns));
             }
         }
@@ -188,27 +294,19 @@ impl Histogram {
 
     /// Non-empty buckets as (lowest value of the bucket in ns, count), ascending.
     pub fn buckets(&self) -> Vec<(u64, u64)> {
-        self.hdr
-            .iter_recorded()
-            .map(|it| {
-                (
-                    self.hdr.lowest_equivalent(it.value_iterated_to()),
-                    it.count_at_value(),
-                )
-            })
-            .collect()
+        match &self.counts {
+            Counts::Sparse(b) => b.clone(),
+            Counts::Dense(_) => self.each_bucket().collect(),
+        }
     }
 
     /// Number of samples ≥ `ns` (bucket resolution: exact below 2048 ns).
     pub fn count_at_or_above(&self, ns: u64) -> u64 {
-        let lo = self
-            .hdr
-            .lowest_equivalent(ns.clamp(1, HIGHEST_TRACKABLE_NS));
-        self.hdr
-            .iter_recorded()
-            .filter(|it| self.hdr.lowest_equivalent(it.value_iterated_to()) >= lo)
-            .map(|it| it.count_at_value())
-            .sum()
+        let lo = layout().lowest_equivalent(ns.clamp(1, HIGHEST_TRACKABLE_NS));
+        self.each_bucket()
+            .filter(|&(lowest, _)| lowest >= lo)
+            .map(|(_, n)| n)
+            .fold(0u64, u64::saturating_add)
     }
 
     pub fn to_data(&self) -> HistogramData {
@@ -224,14 +322,19 @@ impl Histogram {
         }
     }
 
+    /// Sparse (a decoded histogram costs what its buckets hold), dense past the size where the
+    /// dense array is smaller.
     pub fn from_data(d: &HistogramData) -> Result<Self, HistogramError> {
-        let mut h = Histogram::new();
+        let mut h = Histogram::sparse();
+        if d.buckets.len() > sparse_max() {
+            h.densify();
+        }
         let mut n = 0u64;
         for &(v, c) in &d.buckets {
             if v == 0 || v > HIGHEST_TRACKABLE_NS {
                 return Err(HistogramError::OutOfRange(v));
             }
-            let _ = h.hdr.record_n(v, c);
+            h.add_to_bucket(v, c);
             n = n
                 .checked_add(c)
                 .ok_or(HistogramError::Inconsistent("bucket counts overflow"))?;
@@ -478,6 +581,36 @@ mod tests {
             prop_assert!(ha == hall);
         }
 
+        /// A sparse histogram answers every query as the dense one does, whichever side of a
+        /// merge each is on, and turns dense only past the size where dense is smaller.
+        #[test]
+        fn sparse_equals_dense(a in proptest::collection::vec(1u64..HIGHEST_TRACKABLE_NS, 0..400),
+                               b in proptest::collection::vec(1u64..50_000_000, 0..400),
+                               probe in 1u64..HIGHEST_TRACKABLE_NS) {
+            let (mut da, mut db) = (Histogram::new(), Histogram::new());
+            let (mut sa, mut sb) = (Histogram::sparse(), Histogram::sparse());
+            for &x in &a { da.record(x); sa.record(x); }
+            for &x in &b { db.record(x); sb.record(x); }
+            prop_assert!(!sa.is_dense() && sa.heap_bytes() <= (a.len() as u64 * 2).max(4) * SPARSE_BUCKET_BYTES);
+            prop_assert!(sa == da);
+            for q in [0.0, 0.1, 0.5, 0.9, 0.99, 0.999, 1.0] {
+                prop_assert_eq!(sa.quantile_ns(q), da.quantile_ns(q));
+            }
+            prop_assert_eq!(sa.count_at_or_above(probe), da.count_at_or_above(probe));
+            prop_assert_eq!(sa.buckets(), da.buckets());
+            let mut all = da.clone();
+            all.merge(&db);
+            for (x, y) in [(&da, &sb), (&sa, &db), (&sa, &sb)] {
+                let mut m = x.clone();
+                m.merge(y);
+                prop_assert!(m == all);
+                prop_assert_eq!(m.quantile_ns(0.99), all.quantile_ns(0.99));
+                prop_assert_eq!(m.stddev_ns(), all.stddev_ns());
+            }
+            let back = Histogram::from_data(&da.to_data()).unwrap();
+            prop_assert!(!back.is_dense() && back == da);
+        }
+
         #[test]
         fn serde_round_trip(xs in proptest::collection::vec(1u64..HIGHEST_TRACKABLE_NS, 0..300)) {
             let mut h = Histogram::new();
@@ -535,6 +668,33 @@ mod tests {
             prop_assert_eq!(&total, &whole);
             prop_assert_eq!(total.total(), pieces.iter().map(|p| p.len() as u64).sum::<u64>());
         }
+    }
+
+    #[test]
+    fn a_sparse_histogram_turns_dense_past_half_the_dense_size_and_stays_equal() {
+        let dense_bytes = Histogram::new().heap_bytes();
+        let mut s = Histogram::sparse();
+        let mut d = Histogram::new();
+        let mut v = 1u64;
+        while !s.is_dense() {
+            s.record(v);
+            d.record(v);
+            assert!(
+                s.heap_bytes() <= dense_bytes * 2,
+                "{} bytes",
+                s.heap_bytes()
+            );
+            // The next bucket's lowest value.
+            v = layout().highest_equivalent(v) + 1;
+        }
+        // One new bucket per record: it turned dense past half the dense array's counters.
+        assert_eq!(s.buckets().len(), sparse_max() + 1);
+        assert_eq!(s.heap_bytes(), dense_bytes);
+        assert!(s == d);
+        s.reset();
+        assert!(s.is_empty() && s.buckets().is_empty());
+        // An empty sparse one costs nothing beyond its struct.
+        assert_eq!(Histogram::sparse().heap_bytes(), 0);
     }
 
     #[test]

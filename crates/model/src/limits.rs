@@ -14,8 +14,8 @@
 //! byte read once every item is charged at its real size, hence [`TEXT_RATIO`].
 //!
 //! What is charged is what is allocated: every parsed item that causes an allocation is charged
-//! at its real size through [`Budget::charge`] — an imported thread ([`thread_bytes`]: its HDR
-//! histogram is a fixed ~230 KB whatever it holds), a CPU, an interrupt source, an arrival, an
+//! at its real size through [`Budget::charge`] — an imported thread ([`thread_bytes`]) and each
+//! bucket of its histograms ([`LINEAR_CELL_BYTES`]), a CPU, an interrupt source, an arrival, an
 //! event, a sample. So a small file that lists many cheap-looking items (20 000 one-line
 //! threads, 300 000 CPUs) is refused the same way as one huge claim.
 //!
@@ -24,7 +24,6 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 
 /// Structures anyone may build whatever the input, bytes.
 pub const FLOOR_BYTES: u64 = 64 << 20;
@@ -195,17 +194,18 @@ pub const BOUND_SOURCE_BYTES: u64 = 1536;
 /// Per interrupt instance: the reader's row (24 bytes) and the source's two arrays (16 bytes).
 pub const BOUND_INSTANCE_BYTES: u64 = 40;
 
-/// What one imported or decoded measurement thread costs in memory, bytes: its
-/// [`crate::ThreadResult`] with the HDR histogram's counters (a fixed array, ~230 KB, whatever
-/// the thread holds), plus its share of the run's merged histogram. Its linear histogram is
-/// charged apart, from its length.
+/// What one imported or decoded measurement thread costs in memory before its buckets, bytes:
+/// its [`crate::ThreadResult`] and the smallest allocation of its two histograms. A decoded
+/// thread's HDR histogram is sparse ([`crate::Histogram::sparse`]); its buckets, like its linear
+/// histogram's, are charged apart ([`LINEAR_CELL_BYTES`]). The run's merged histogram is one dense
+/// array per run, inside [`FLOOR_BYTES`].
 pub fn thread_bytes() -> u64 {
-    static BYTES: OnceLock<u64> = OnceLock::new();
-    *BYTES.get_or_init(|| {
-        let h = crate::Histogram::new().heap_bytes();
-        (std::mem::size_of::<crate::ThreadResult>() as u64).saturating_add(h.saturating_mul(2))
-    })
+    (std::mem::size_of::<crate::ThreadResult>() as u64).saturating_add(64)
 }
+
+/// One µs bucket of an imported thread: its linear counter (8 bytes) and at most one sparse HDR
+/// bucket (16 bytes) beside it.
+pub const LINEAR_CELL_BYTES: u64 = 8 + crate::histogram::SPARSE_BUCKET_BYTES;
 
 /// `RTSCOPE_MAX_DECODE_MB` parsed (None when unset or not a positive integer).
 pub fn override_from(value: Option<&str>) -> Option<u64> {

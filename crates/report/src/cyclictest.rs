@@ -9,7 +9,7 @@
 //! Both are produced from and parsed into [`CtResult`], the common model; `rtscope import
 //! cyclictest` turns that into a RunRecord.
 
-use rtscope_model::limits::{checked_sum, thread_bytes, Budget};
+use rtscope_model::limits::{checked_sum, thread_bytes, Budget, LINEAR_CELL_BYTES};
 use rtscope_model::{RunRecord, ThreadResult};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -230,8 +230,8 @@ pub fn status_line(
     }
 }
 
-/// Each thread read becomes a thread of the imported record, which costs
-/// [`thread_bytes`] whatever the file says of it.
+/// Each thread read becomes a thread of the imported record, which costs at least
+/// [`thread_bytes`] whatever the file says of it (its buckets are charged with its histogram).
 fn charge_threads(budget: &mut Budget, n: u64, total: u64, whence: &str) -> Result<(), CtError> {
     budget
         .charge(n, thread_bytes(), &format!("{total} threads {whence}"))
@@ -343,7 +343,7 @@ pub fn parse_histogram_within(text: &str, budget: &mut Budget) -> Result<CtResul
     budget
         .take(
             (n as u64).saturating_mul(size as u64),
-            8,
+            LINEAR_CELL_BYTES,
             &format!(
                 "a histogram of {n} threads × {size} buckets (bucket {} is the highest row)",
                 size.saturating_sub(1)
@@ -659,7 +659,7 @@ pub fn parse_verbose_within(text: &str, budget: &mut Budget) -> Result<CtResult,
     budget
         .take(
             n.saturating_mul(size),
-            8,
+            LINEAR_CELL_BYTES,
             &format!(
                 "a histogram of {n} threads × {size} buckets (the largest latency is {} us)",
                 size - 1
@@ -823,7 +823,7 @@ pub fn parse_json_within(text: &str, budget: &mut Budget) -> Result<CtResult, Ct
     budget
         .take(
             n_threads.saturating_mul(max_bucket as u64),
-            8,
+            LINEAR_CELL_BYTES,
             &format!(
                 "a histogram of {n_threads} threads × {max_bucket} buckets (bucket {} is the highest)",
                 max_bucket.saturating_sub(1)

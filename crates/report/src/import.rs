@@ -118,7 +118,8 @@ pub fn from_cyclictest(
     let mut merged = Histogram::new();
     let mut threads = Vec::new();
     for t in &r.threads {
-        let mut h = Histogram::new();
+        // Sparse: a thread costs what it holds (a `-q` thread, no bucket at all).
+        let mut h = Histogram::sparse();
         for (u, &c) in t.counts.iter().enumerate() {
             h.record_n((u as u64 * 1000).max(1), c);
         }

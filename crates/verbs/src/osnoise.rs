@@ -12,7 +12,7 @@ use crate::record::WorkInfo;
 use crate::tool::{run_tool, Begin, Flow, Tool, Work};
 use rtscope_model::RunRecord;
 use rtscope_model::{
-    Histogram, Measurement, Policy, RunConfig, RunKind, Stats, ThreadResult, Warning, WarningCode,
+    Histogram, Measurement, RunConfig, RunKind, Stats, ThreadResult, Warning, WarningCode,
 };
 use rtscope_trace::osnoise::{
     check_tracer, NoiseAgg, OsnEvent, OsnoiseConfig, OsnoiseSession, TimerlatAgg, Tracer,
@@ -517,38 +517,17 @@ fn measurement(
     Measurement {
         config: RunConfig {
             cpus: p.cpus.clone(),
-            policy: Policy::Fifo,
             priority,
-            nice: 0,
-            deadline: None,
             interval_us: p.period_us,
-            distance_us: 0,
-            aligned: false,
             duration_s: p.duration_s,
-            loops: None,
-            timer: rtscope_model::TimerMode::AbsNanosleep,
-            clock: rtscope_model::ClockId::Monotonic,
-            hold_cpu_dma_latency: false,
-            break_above_us: None,
-            threshold_us: None,
-            worst_n: 10,
             linear_max_us: p.linear_max_us,
-            loads: Vec::new(),
             trace: "timerlat".into(),
-            trace_bursts: None,
-            housekeeping_cpus: Vec::new(),
+            ..Default::default()
         },
-        break_sample: None,
         stats: Stats::from_histogram(&merged),
         histogram: merged,
         threads: out,
-        overruns: 0,
-        attribution: None,
-        bound: None,
-        timerlat: None,
-        tail: None,
-        stable: None,
-        watch: None,
+        ..Default::default()
     }
 }
 

@@ -58,12 +58,23 @@ impl Kallsyms {
         let (Some(&lo), Some(&hi)) = (want.first(), want.last()) else {
             return Kallsyms::default();
         };
+        // The kernel writes each address as 16 lowercase hex digits: a line outside the range
+        // is skipped by comparing its first 17 bytes (the address and its blank), unparsed.
+        let (lo_hex, hi_hex) = (
+            format!("{:016x} ", lo.saturating_sub(MAX_OFFSET)),
+            format!("{hi:016x} "),
+        );
         let mut line = Vec::with_capacity(256);
         loop {
             line.clear();
             match text.read_until(b'\n', &mut line) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
+            }
+            if let Some(head) = line.get(..17).filter(|h| h[16] == b' ') {
+                if head < lo_hex.as_bytes() || head > hi_hex.as_bytes() {
+                    continue;
+                }
             }
             let mut f = line
                 .split(|b| matches!(b, b' ' | b'\t' | b'\n'))

@@ -871,7 +871,7 @@ impl OsnoiseSession {
     /// (true), or `budget` has passed or `stop()` says so (false: pages are left). While the
     /// tracer writes faster than its entries are read, a read to the empty buffer does not
     /// end: in the lab's TCG guest the osnoise tracer's sampling loop is slow enough that
-    /// nearly every sample passes its 5-µs threshold (`tracing_thresh` 0), and the
+    /// nearly every sample passes its 1-µs threshold (`tracing_thresh` 0), and the
     /// `sample_threshold` events (~280 000 a guest second) outran a debug build's decoding for
     /// 13.7 s (docs/reliability.md).
     pub fn poll_for(

@@ -479,7 +479,7 @@ impl Explain {
         }
         if let Some(KernelThread::Bpf(r)) = &self.kernel_thread {
             let mut run = r.summary(false);
-            rtscope_trace::kallsyms::load().symbolize(&mut run);
+            rtscope_trace::kallsyms::symbolize_run(&mut run);
             for c in &run.cpus {
                 if let Some(at) = &c.poid_at {
                     rec.hygiene

@@ -212,6 +212,25 @@ fn start_time(pid: u32) -> Option<u64> {
         .ok()
 }
 
+/// A knob's whole value, each read asking for 64 KiB. Some kernel files refuse a read smaller
+/// than their whole value (EINVAL) instead of returning part of it: `osnoise/cpus`
+/// (kernel/trace/trace_osnoise.c, `osnoise_cpus_read`: `len >= count` is an error, at any file
+/// offset). `read_to_string` follows a short first read with one sized to its buffer's spare
+/// room: after `0-1\n` (4 bytes, in 8 allocated) it asks for 4, which that file refuses.
+fn read_value(r: &mut impl io::Read) -> io::Result<String> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(out).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
 /// Write `value` to an existing file (a knob is never created: a missing one is NotFound).
 fn write_existing(path: &Path, value: &str) -> io::Result<()> {
     use std::io::Write;
@@ -255,7 +274,8 @@ impl Knob {
         value: &str,
     ) -> Result<Knob, KnobError> {
         let path = path.as_ref();
-        let original = std::fs::read_to_string(path)
+        let original = std::fs::File::open(path)
+            .and_then(|mut f| read_value(&mut f))
             .map_err(|source| KnobError::Read {
                 path: path.into(),
                 source,
@@ -516,6 +536,33 @@ pub fn repair_stale_in(journal: &Journal) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file read as `osnoise_cpus_read` answers: EINVAL for a read whose buffer is not
+    /// larger than the whole value, whatever the offset.
+    struct OsnoiseCpus {
+        value: &'static [u8],
+        pos: usize,
+    }
+
+    impl io::Read for OsnoiseCpus {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.value.len() >= buf.len() {
+                return Err(io::Error::from_raw_os_error(22));
+            }
+            let n = (self.value.len() - self.pos).min(buf.len());
+            buf[..n].copy_from_slice(&self.value[self.pos..self.pos + n]);
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_value_is_read_whole_from_a_file_that_refuses_short_reads() {
+        for value in [&b"0\n"[..], b"0-1\n", b"0-3,8-11\n"] {
+            let file = || OsnoiseCpus { value, pos: 0 };
+            assert_eq!(read_value(&mut file()).unwrap().as_bytes(), value);
+        }
+    }
 
     fn scratch() -> (tempfile::TempDir, Journal, PathBuf) {
         let d = tempfile::tempdir().unwrap();

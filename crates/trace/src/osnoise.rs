@@ -863,18 +863,48 @@ impl OsnoiseSession {
     }
 
     /// Read everything committed so far; `f(cpu, ts_ns, event)` per entry, each CPU in order.
-    pub fn poll(&mut self, mut f: impl FnMut(u32, u64, OsnEvent)) -> Result<(), TraceError> {
+    pub fn poll(&mut self, f: impl FnMut(u32, u64, OsnEvent)) -> Result<(), TraceError> {
+        self.poll_for(None, &|| false, f).map(|_| ())
+    }
+
+    /// Read what is committed, a page of each CPU in turn, until every CPU's buffer is empty
+    /// (true), or `budget` has passed or `stop()` says so (false: pages are left). While the
+    /// tracer writes faster than its entries are read, a read to the empty buffer does not
+    /// end: in the lab's TCG guest the osnoise tracer's sampling loop is slow enough that
+    /// nearly every sample passes its 1-µs threshold (`tracing_thresh` 0), and the
+    /// `sample_threshold` events (~280 000 a guest second) outran a debug build's decoding for
+    /// 13.7 s (docs/reliability.md).
+    pub fn poll_for(
+        &mut self,
+        budget: Option<std::time::Duration>,
+        stop: &dyn Fn() -> bool,
+        mut f: impl FnMut(u32, u64, OsnEvent),
+    ) -> Result<bool, TraceError> {
+        let t0 = std::time::Instant::now();
         let (hp, dec, missed) = (&self.hp, &self.dec, &mut self.missed);
-        for (cpu, file) in self.files.iter_mut() {
-            let c = *cpu;
-            read_pages(c, file, &mut self.page, |p| {
-                let st = read_page(p, hp, dec, |ts, ev| f(c, ts, ev))?;
-                *missed.entry(c).or_default() += st.missed;
-                Ok(true)
-            })
-            .map_err(TraceError::Capture)?;
+        let mut pending: Vec<bool> = vec![true; self.files.len()];
+        while pending.iter().any(|&p| p) {
+            if budget.is_some_and(|b| t0.elapsed() >= b) || stop() {
+                return Ok(false);
+            }
+            for (i, (cpu, file)) in self.files.iter_mut().enumerate() {
+                if !pending[i] {
+                    continue;
+                }
+                let c = *cpu;
+                let mut got = false;
+                read_pages(c, file, &mut self.page, |p| {
+                    got = true;
+                    let st = read_page(p, hp, dec, |ts, ev| f(c, ts, ev))?;
+                    *missed.entry(c).or_default() += st.missed;
+                    // One page, then the next CPU's.
+                    Ok(false)
+                })
+                .map_err(TraceError::Capture)?;
+                pending[i] = got;
+            }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The tracer turned its instance's tracing off itself (`stop_tracing_us` reached).
@@ -894,6 +924,8 @@ impl OsnoiseSession {
         let _ = std::fs::write(self.inst.join("tracing_on"), "0");
         self.poll(f)?;
         let lost = self.lost();
+        // The kernel refuses a tracer change while the instance's pipes are open (EBUSY).
+        self.files.clear();
         let _ = std::fs::write(self.inst.join("current_tracer"), "nop");
         Ok(lost)
     }
@@ -950,8 +982,8 @@ impl OsnoiseSession {
         self.restored = true;
         let mut errs = Vec::new();
         let _ = std::fs::write(self.inst.join("tracing_on"), "0");
-        let _ = std::fs::write(self.inst.join("current_tracer"), "nop");
         self.files.clear();
+        let _ = std::fs::write(self.inst.join("current_tracer"), "nop");
         for _ in 0..100 {
             match std::fs::remove_dir(&self.inst) {
                 Ok(()) => break,

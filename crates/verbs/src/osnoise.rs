@@ -12,7 +12,7 @@ use crate::record::WorkInfo;
 use crate::tool::{run_tool, Begin, Flow, Tool, Work};
 use rtscope_model::RunRecord;
 use rtscope_model::{
-    Histogram, Measurement, Policy, RunConfig, RunKind, Stats, ThreadResult, Warning, WarningCode,
+    Histogram, Measurement, RunConfig, RunKind, Stats, ThreadResult, Warning, WarningCode,
 };
 use rtscope_trace::osnoise::{
     check_tracer, NoiseAgg, OsnEvent, OsnoiseConfig, OsnoiseSession, TimerlatAgg, Tracer,
@@ -216,6 +216,10 @@ impl Sink for NoiseAgg {
     }
 }
 
+/// A step: the pages are read every 100 ms, and for at most 100 ms, so a stop is seen within
+/// 100 ms however fast the tracer writes.
+const TICK: Duration = Duration::from_millis(100);
+
 /// Seconds between progress lines.
 const STATUS_EVERY_S: u64 = 10;
 
@@ -258,6 +262,8 @@ struct TracerTool<'a, P: Probe> {
     tags: std::collections::BTreeMap<String, String>,
     sess: Option<OsnoiseSession>,
     t0: Instant,
+    /// The last read ended with pages left.
+    behind: bool,
     next_status: u64,
     stopped_by_tracer: bool,
     failure: Option<VerbError>,
@@ -277,6 +283,7 @@ fn run_probe<P: Probe>(
         tags,
         sess: None,
         t0: Instant::now(),
+        behind: false,
         next_status: STATUS_EVERY_S,
         stopped_by_tracer: false,
         failure: None,
@@ -306,13 +313,19 @@ impl<P: Probe> Tool for TracerTool<'_, P> {
         let sess = self.sess.as_mut().ok_or_else(not_started)?;
         let end = self.probe.duration_s().map(Duration::from_secs_f64);
         let left = end.map(|e| e.saturating_sub(self.t0.elapsed()));
-        std::thread::sleep(left.map_or(Duration::from_millis(100), |l| {
-            l.min(Duration::from_millis(100))
-        }));
+        // Behind the tracer (the last read ended at its budget with pages left): read on at once.
+        if !self.behind {
+            std::thread::sleep(left.map_or(TICK, |l| l.min(TICK)));
+        }
         let agg = self.probe.agg();
-        if let Err(e) = sess.poll(|c, ts, ev| agg.push(c, ts, ev)) {
-            self.failure = Some(VerbError::failed(e));
-            return Ok(Flow::Done);
+        match sess.poll_for(Some(TICK), &|| w.interrupted(), |c, ts, ev| {
+            agg.push(c, ts, ev)
+        }) {
+            Ok(drained) => self.behind = !drained,
+            Err(e) => {
+                self.failure = Some(VerbError::failed(e));
+                return Ok(Flow::Done);
+            }
         }
         if w.interrupted() || left.is_some_and(|l| l.is_zero()) {
             return Ok(Flow::Done);
@@ -517,38 +530,17 @@ fn measurement(
     Measurement {
         config: RunConfig {
             cpus: p.cpus.clone(),
-            policy: Policy::Fifo,
             priority,
-            nice: 0,
-            deadline: None,
             interval_us: p.period_us,
-            distance_us: 0,
-            aligned: false,
             duration_s: p.duration_s,
-            loops: None,
-            timer: rtscope_model::TimerMode::AbsNanosleep,
-            clock: rtscope_model::ClockId::Monotonic,
-            hold_cpu_dma_latency: false,
-            break_above_us: None,
-            threshold_us: None,
-            worst_n: 10,
             linear_max_us: p.linear_max_us,
-            loads: Vec::new(),
             trace: "timerlat".into(),
-            trace_bursts: None,
-            housekeeping_cpus: Vec::new(),
+            ..Default::default()
         },
-        break_sample: None,
         stats: Stats::from_histogram(&merged),
         histogram: merged,
         threads: out,
-        overruns: 0,
-        attribution: None,
-        bound: None,
-        timerlat: None,
-        tail: None,
-        stable: None,
-        watch: None,
+        ..Default::default()
     }
 }
 

@@ -197,7 +197,7 @@ impl Tool for ThreadVarsTool<'_> {
             .run
             .ok_or_else(|| VerbError::failed("trace thread-vars: nothing was measured"))?;
         // Where the longest D_POID began and ended, as kernel symbols (root reads real addresses).
-        rtscope_trace::kallsyms::load().symbolize(&mut run);
+        rtscope_trace::kallsyms::symbolize_run(&mut run);
         if !self.json.to_stdout() {
             print!("{}", rtscope_report::thread_vars::text(&run));
         }

@@ -142,7 +142,13 @@ mod tests {
 
     #[test]
     fn whole_microseconds() {
-        for (s, v) in [("1000", 1000), ("50us", 50), ("1ms", 1000), ("0.5ms", 500), ("2s", 2_000_000)] {
+        for (s, v) in [
+            ("1000", 1000),
+            ("50us", 50),
+            ("1ms", 1000),
+            ("0.5ms", 500),
+            ("2s", 2_000_000),
+        ] {
             assert_eq!(parse_micros(s), Ok(v), "{s}");
         }
         assert_eq!(

@@ -307,7 +307,10 @@ struct Sequence<'a> {
 impl Sequence<'_> {
     fn todo(&self) -> Vec<&Cell> {
         let done = &self.done;
-        self.cells.iter().filter(|x| !done.contains(&x.id)).collect()
+        self.cells
+            .iter()
+            .filter(|x| !done.contains(&x.id))
+            .collect()
     }
 }
 
@@ -726,7 +729,9 @@ impl Tool for Worker<'_> {
     /// One claim: a cell run under its lease and marked done, or a wait while other workers
     /// hold the last cells.
     fn step(&mut self, _: &Work) -> Result<Flow, VerbError> {
-        let (c, db, lease, me) = (self.c, self.db, self.lease, self.me.as_str());
+        let (c, db, lease) = (self.c, self.db, self.lease);
+        let me = self.me.clone();
+        let me = me.as_str();
         if crate::signals::stop_requested() {
             return Ok(Flow::Done);
         }
@@ -740,7 +745,7 @@ impl Tool for Worker<'_> {
             std::thread::sleep(Duration::from_secs(1).min(lease / 4));
             return Ok(Flow::Continue);
         };
-        let Some(cell) = self.cells.iter().find(|x| x.id == claim.cell) else {
+        let Some(cell) = self.cells.iter().find(|x| x.id == claim.cell).cloned() else {
             return Err(VerbError::failed(format!(
                 "the queue holds cell {} that this campaign file does not define",
                 claim.cell
@@ -763,7 +768,7 @@ impl Tool for Worker<'_> {
         rtscope_files::create_private_dir(&spool)
             .map_err(|e| VerbError::context(format!("creating {}", spool.display()), e))?;
         let before = spool_files(&spool);
-        let argv = cell_command(c, cell, db, &tags);
+        let argv = cell_command(c, &cell, db, &tags);
         let lease_lost = AtomicBool::new(false);
         let ended = AtomicBool::new(false);
         let resolve = self.resolve;

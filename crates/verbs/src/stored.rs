@@ -1,10 +1,10 @@
 //! The verbs that read the results store: `runs`, `show`, `compare`, `report`, `export`. They
 //! never create or change a database; an unknown or ambiguous run id is bad input.
 //!
-//! Each is a [`Tool`] run by the one lifecycle with [`Begin::Offline`] (no privilege, no
-//! leftovers to repair, no stop signals: they start nothing): built from its query, which is
-//! checked then (bad input before any database is opened); its step reads the store and makes
-//! the result; its outputs print or write it.
+//! Each is a [`Tool`] run by the one lifecycle with [`crate::tool::Begin::Offline`] (no
+//! privilege, no leftovers to repair, no stop signals: they start nothing): built from its
+//! query, which is checked then (bad input before any database is opened); its step reads the
+//! store and makes the result; its outputs print or write it.
 
 use crate::input::{bad, Field, VerbError};
 use crate::outputs::{print, print_bytes, write_file, JsonDest};
@@ -468,11 +468,7 @@ pub struct ReportQuery<'a> {
 /// One self-contained HTML report (inline SVG, no network), and optionally every figure as SVG
 /// and PNG.
 pub fn report(db: Option<&str>, q: &ReportQuery) -> Result<(), VerbError> {
-    run_tool(Report {
-        db,
-        q,
-        made: None,
-    })
+    run_tool(Report { db, q, made: None })
 }
 
 /// `rtscope report` as a tool: the runs read and the report built in its step, the files

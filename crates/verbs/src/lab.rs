@@ -8,11 +8,13 @@ use crate::outputs::JsonDest;
 use crate::tool::{run_tool, Flow, Tool, Work};
 use rtscope_lab::kernel::{self, Kernel};
 
-/// List the kernels in the lab's cache: JSON to `json`, the table otherwise.
-pub fn list(json: &JsonDest) -> Result<(), VerbError> {
+/// List the kernels in the lab's cache: JSON to `json`, the table otherwise; an empty cache
+/// says so, and `build` (the command that builds one, in the caller's words).
+pub fn list(json: &JsonDest, build: &str) -> Result<(), VerbError> {
     json.check()?;
     run_tool(List {
         json,
+        build,
         kernels: Vec::new(),
     })
 }
@@ -20,6 +22,7 @@ pub fn list(json: &JsonDest) -> Result<(), VerbError> {
 /// `lab kernel list` as a tool.
 struct List<'a> {
     json: &'a JsonDest,
+    build: &'a str,
     kernels: Vec<Kernel>,
 }
 
@@ -40,8 +43,9 @@ impl Tool for List<'_> {
         }
         if ks.is_empty() {
             println!(
-                "no kernels in {} (build one: rtscope lab kernel build --preset trace)",
-                rtscope_lab::cache_dir().display()
+                "no kernels in {} (build one: {})",
+                rtscope_lab::cache_dir().display(),
+                self.build
             );
             return Ok(());
         }

@@ -13,6 +13,9 @@ use std::path::PathBuf;
 mod flags;
 pub use flags::*;
 
+/// What an empty kernel list says to run.
+const BUILD: &str = "rtscope lab kernel build --preset trace";
+
 fn lab_err(e: LabError) -> anyhow::Error {
     match e {
         LabError::Usage(m) | LabError::Missing(m) => usage!("{m}"),
@@ -37,7 +40,7 @@ pub fn run(a: Args) -> Result<()> {
         Sub::Kernel {
             cmd: KernelSub::List { json },
         }
-        | Sub::List { json } => Ok(rtscope_verbs::lab::list(&json.dest())?),
+        | Sub::List { json } => Ok(rtscope_verbs::lab::list(&json.dest(), BUILD)?),
         Sub::Run(r) => run_verb(*r),
         Sub::NicSink { port } => rtscope_lab::nic::sink(port).map_err(|e| anyhow::anyhow!("{e}")),
     }

@@ -66,8 +66,9 @@ pub fn parse_micros(s: &str) -> Result<u64, String> {
         return Ok(n);
     }
     let secs = parse_secs(t)?;
+    // 50e-6 s × 1e6 is 49.999…: whole means within 1e-6 of an integer, on either side.
     let us = secs * 1e6;
-    if us.fract().abs() > 1e-6 || us < 0.0 || us > u64::MAX as f64 {
+    if (us - us.round()).abs() > 1e-6 || us < 0.0 || us > u64::MAX as f64 {
         return Err(format!("'{s}' is not a whole number of microseconds"));
     }
     Ok(us.round() as u64)

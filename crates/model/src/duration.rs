@@ -58,6 +58,28 @@ pub fn parse_secs_in(s: &str, lo: f64, hi: f64) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A latency or period in whole microseconds, written as a duration (`50us`, `1ms`, `0.5ms`);
+/// a bare number is microseconds, as cyclictest and the kernel's tracers count.
+pub fn parse_micros(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if let Ok(n) = t.parse::<u64>() {
+        return Ok(n);
+    }
+    let secs = parse_secs(t)?;
+    // 50e-6 s × 1e6 is 49.999…: whole means within 1e-6 of an integer, on either side.
+    let us = secs * 1e6;
+    if (us - us.round()).abs() > 1e-6 || us < 0.0 || us > u64::MAX as f64 {
+        return Err(format!("'{s}' is not a whole number of microseconds"));
+    }
+    Ok(us.round() as u64)
+}
+
+/// [`parse_micros`] into a `u32`.
+pub fn parse_micros32(s: &str) -> Result<u32, String> {
+    let v = parse_micros(s)?;
+    u32::try_from(v).map_err(|_| format!("'{s}' is out of range (at most {} us)", u32::MAX))
+}
+
 /// A duration the way the grammar writes it (`1ms`, `30d`, `2.5s`).
 pub fn human(secs: f64) -> String {
     for (u, m) in [
@@ -117,6 +139,29 @@ mod tests {
         ] {
             assert!(parse_secs(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn whole_microseconds() {
+        for (s, v) in [
+            ("1000", 1000),
+            ("50us", 50),
+            ("1ms", 1000),
+            ("0.5ms", 500),
+            ("2s", 2_000_000),
+        ] {
+            assert_eq!(parse_micros(s), Ok(v), "{s}");
+        }
+        assert_eq!(
+            parse_micros("1500ns"),
+            Err("'1500ns' is not a whole number of microseconds".into())
+        );
+        assert!(parse_micros("fast").is_err());
+        assert_eq!(parse_micros32("1h"), Ok(3_600_000_000));
+        assert_eq!(
+            parse_micros32("2h"),
+            Err(format!("'2h' is out of range (at most {} us)", u32::MAX))
+        );
     }
 
     #[test]

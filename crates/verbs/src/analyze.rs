@@ -10,6 +10,7 @@
 
 use crate::input::{bad, VerbError};
 use crate::outputs::JsonDest;
+use crate::tool::{run_tool, Flow, Tool, Work};
 use rtscope_analysis::attribution::{self, AttributionOptions};
 use rtscope_report::analyze as text;
 use std::path::PathBuf;
@@ -85,138 +86,193 @@ pub fn file(a: &AnalyzeFlags, json: &JsonDest) -> Result<(), VerbError> {
         std::io::ErrorKind::NotFound => bad!("FILE: {} is not a readable file", file.display()),
         _ => bad!("FILE: {}: {e}", file.display()),
     })?;
-    let t_read = Instant::now();
-    // A corrupt or oversized file is bad input (exit 2), as for `bound --trace`.
-    let f = rtscope_trace::read_rtt(&file).map_err(|e| bad!("FILE {}: {e}", file.display()))?;
-    let read_s = t_read.elapsed().as_secs_f64();
-    let opts = AttributionOptions {
-        gap_threshold_ns: a.gap_threshold_us * 1000,
-        busy_gap_threshold_ns: a.busy_gap_threshold_us * 1000,
-        tail_threshold_ns: a.threshold_us.map(|t| t * 1000),
-        top_n: a.top,
-        lost_per_cpu: f.meta.lost_per_cpu.iter().map(|(c, n)| (*c, *n)).collect(),
-        steal_ns_per_cpu: f
-            .meta
-            .steal_ns_per_cpu
-            .iter()
-            .map(|(c, n)| (*c, *n))
-            .collect(),
-    };
-    let t0 = Instant::now();
-    let flight = f
-        .is_flight()
-        .then(|| crate::flight::FlightView::of(&f, a.field_names));
-    let mut r = match &flight {
-        Some(fv) => fv.attribute(&f, &opts),
-        None => attribution::attribute(&f.events, &f.samples, &f.names, &opts),
-    };
-    if let Some(at) = f.truncated_at {
-        r.warnings.push(format!(
-            "truncated at byte {at}: the run stopped writing this file (no END section, e.g. it crashed); everything before byte {at} was read{}",
-            if f.meta.notes.iter().any(|n| n.starts_with("provisional")) {
-                ", but the final metadata (loss counts, names) was never written"
+    run_tool(Analyze {
+        a,
+        file,
+        json,
+        done: None,
+    })
+}
+
+/// `analyze` as a tool: the trace read and attributed in its step, the JSON and text its
+/// outputs.
+struct Analyze<'a> {
+    a: &'a AnalyzeFlags,
+    file: PathBuf,
+    json: &'a JsonDest,
+    done: Option<Analysed>,
+}
+
+/// What the step read and found.
+struct Analysed {
+    f: rtscope_trace::RttFile,
+    flight: Option<crate::flight::FlightView>,
+    r: attribution::AttributionResult,
+    /// Seconds to read the file, and to attribute its samples.
+    read_s: f64,
+    analyse_s: f64,
+}
+
+impl Tool for Analyze<'_> {
+    type Output = ();
+
+    fn step(&mut self, _: &Work) -> Result<Flow, VerbError> {
+        let (a, file) = (self.a, &self.file);
+        let t_read = Instant::now();
+        // A corrupt or oversized file is bad input (exit 2), as for `bound --trace`.
+        let f = rtscope_trace::read_rtt(file).map_err(|e| bad!("FILE {}: {e}", file.display()))?;
+        let read_s = t_read.elapsed().as_secs_f64();
+        let opts = AttributionOptions {
+            gap_threshold_ns: a.gap_threshold_us * 1000,
+            busy_gap_threshold_ns: a.busy_gap_threshold_us * 1000,
+            tail_threshold_ns: a.threshold_us.map(|t| t * 1000),
+            top_n: a.top,
+            lost_per_cpu: f.meta.lost_per_cpu.iter().map(|(c, n)| (*c, *n)).collect(),
+            steal_ns_per_cpu: f
+                .meta
+                .steal_ns_per_cpu
+                .iter()
+                .map(|(c, n)| (*c, *n))
+                .collect(),
+        };
+        let t0 = Instant::now();
+        let flight = f
+            .is_flight()
+            .then(|| crate::flight::FlightView::of(&f, a.field_names));
+        let mut r = match &flight {
+            Some(fv) => fv.attribute(&f, &opts),
+            None => attribution::attribute(&f.events, &f.samples, &f.names, &opts),
+        };
+        if let Some(at) = f.truncated_at {
+            r.warnings.push(format!(
+                "truncated at byte {at}: the run stopped writing this file (no END section, e.g. it crashed); everything before byte {at} was read{}",
+                if f.meta.notes.iter().any(|n| n.starts_with("provisional")) {
+                    ", but the final metadata (loss counts, names) was never written"
+                } else {
+                    ""
+                }
+            ));
+        }
+        // The relevance filter keeps every eventless stretch of 10 µs or more exactly; shorter
+        // gap thresholds could see gaps the full stream did not have.
+        if f.meta.keep == "relevant" && opts.gap_threshold_ns < rtscope_trace::reduce::SPLIT_NS {
+            let w = format!(
+                "{GAP_THRESHOLD_US} {}: below the relevance filter's 10 us split, \"no guest activity\" may include stretches where left-out SCHED_OTHER events ran (record with {TRACE_KEEP} all for finer gaps)",
+                a.gap_threshold_us
+            );
+            r.warnings
+                .push(rtscope_model::field::render(&w, Field::ALL, a.field_names));
+        }
+        let analyse_s = t0.elapsed().as_secs_f64();
+        self.done = Some(Analysed {
+            f,
+            flight,
+            r,
+            read_s,
+            analyse_s,
+        });
+        Ok(Flow::Done)
+    }
+
+    fn outputs(self, _: &Work, _: Option<rtscope_model::RunRecord>) -> Result<(), VerbError> {
+        let (file, json) = (&self.file, self.json);
+        let Some(Analysed {
+            f,
+            flight,
+            r,
+            read_s,
+            analyse_s,
+        }) = self.done
+        else {
+            return Ok(());
+        };
+        let throughput = f.events.len() as f64 / analyse_s.max(1e-9);
+        let doc = serde_json::json!({
+            "schema_version": ANALYZE_SCHEMA_VERSION,
+            "file": file.display().to_string(),
+            "meta": f.meta,
+            "events": f.events.len(),
+            "samples": f.samples.len(),
+            "file_mode": f.meta.file_mode,
+            "truncated_at_byte": f.truncated_at,
+            "flight": flight.as_ref().map(|fv| fv.json(&f)),
+            "analysis_seconds": analyse_s,
+            "analysis_events_per_second": throughput,
+            "event_counts": rtscope_model::event::count_by_kind(&f.events),
+            "attribution": r,
+        });
+        json.write(&serde_json::to_string_pretty(&doc).map_err(VerbError::failed)?)?;
+        if json.to_stdout() {
+            return Ok(());
+        }
+        let m = &f.meta;
+        let dur = m.end_ns.saturating_sub(m.start_ns) as f64 / 1e9;
+        println!(
+            "{}: {} events, {} samples{}, mechanism {}, cpus {:?}, {}, kernel {}",
+            file.display(),
+            f.events.len(),
+            f.samples.len(),
+            if flight.is_some() { " kept" } else { "" },
+            if m.mechanism.is_empty() {
+                "unknown"
             } else {
-                ""
-            }
-        ));
-    }
-    // The relevance filter keeps every eventless stretch of 10 µs or more exactly; shorter gap
-    // thresholds could see gaps the full stream did not have.
-    if f.meta.keep == "relevant" && opts.gap_threshold_ns < rtscope_trace::reduce::SPLIT_NS {
-        let w = format!(
-            "{GAP_THRESHOLD_US} {}: below the relevance filter's 10 us split, \"no guest activity\" may include stretches where left-out SCHED_OTHER events ran (record with {TRACE_KEEP} all for finer gaps)",
-            a.gap_threshold_us
+                &m.mechanism
+            },
+            m.cpus,
+            // A file cut before its final metadata does not know when the run ended.
+            if m.end_ns > m.start_ns {
+                format!("{dur:.2} s")
+            } else {
+                "duration unknown".to_string()
+            },
+            m.kernel
         );
-        r.warnings
-            .push(rtscope_model::field::render(&w, Field::ALL, a.field_names));
-    }
-    let analyse_s = t0.elapsed().as_secs_f64();
-    let throughput = f.events.len() as f64 / analyse_s.max(1e-9);
-    let doc = serde_json::json!({
-        "schema_version": ANALYZE_SCHEMA_VERSION,
-        "file": file.display().to_string(),
-        "meta": f.meta,
-        "events": f.events.len(),
-        "samples": f.samples.len(),
-        "file_mode": f.meta.file_mode,
-        "truncated_at_byte": f.truncated_at,
-        "flight": flight.as_ref().map(|fv| fv.json(&f)),
-        "analysis_seconds": analyse_s,
-        "analysis_events_per_second": throughput,
-        "event_counts": rtscope_model::event::count_by_kind(&f.events),
-        "attribution": r,
-    });
-    json.write(&serde_json::to_string_pretty(&doc).map_err(VerbError::failed)?)?;
-    if json.to_stdout() {
-        return Ok(());
-    }
-    let m = &f.meta;
-    let dur = m.end_ns.saturating_sub(m.start_ns) as f64 / 1e9;
-    println!(
-        "{}: {} events, {} samples{}, mechanism {}, cpus {:?}, {}, kernel {}",
-        file.display(),
-        f.events.len(),
-        f.samples.len(),
-        if flight.is_some() { " kept" } else { "" },
-        if m.mechanism.is_empty() {
-            "unknown"
-        } else {
-            &m.mechanism
-        },
-        m.cpus,
-        // A file cut before its final metadata does not know when the run ended.
-        if m.end_ns > m.start_ns {
-            format!("{dur:.2} s")
-        } else {
-            "duration unknown".to_string()
-        },
-        m.kernel
-    );
-    if let Some(fv) = &flight {
-        println!("{}", fv.line(&f));
-        if fv.not_attributable > 0 {
+        if let Some(fv) = &flight {
+            println!("{}", fv.line(&f));
+            if fv.not_attributable > 0 {
+                println!(
+                    "{} kept samples not attributed: their window [E, E + latency] is not wholly inside a kept stretch",
+                    fv.not_attributable
+                );
+            }
+        }
+        if m.keep == "relevant" {
             println!(
-                "{} kept samples not attributed: their window [E, E + latency] is not wholly inside a kept stretch",
-                fv.not_attributable
+                "relevance filter: {} SCHED_OTHER switches/wake-ups and hrtimer expiries left out (kept: every interrupt, real-time/DEADLINE/idle switch, and their activity as background records)",
+                m.filtered_events
             );
         }
-    }
-    if m.keep == "relevant" {
-        println!(
-            "relevance filter: {} SCHED_OTHER switches/wake-ups and hrtimer expiries left out (kept: every interrupt, real-time/DEADLINE/idle switch, and their activity as background records)",
-            m.filtered_events
+        let lost: u64 = m.lost_per_cpu.values().sum();
+        if lost > 0 {
+            println!(
+                "WARNING: {lost} events lost ({:?}); attribution on those CPUs is incomplete",
+                m.lost_per_cpu
+            );
+        }
+        for w in &r.warnings {
+            println!("warning: {w}");
+        }
+        for n in &m.notes {
+            println!("note: {n}");
+        }
+        // A flight file's events cover only the kept stretches: counts, no rates.
+        print!(
+            "{}",
+            text::event_counts(&f.events, flight.is_none().then_some(dur))
         );
-    }
-    let lost: u64 = m.lost_per_cpu.values().sum();
-    if lost > 0 {
-        println!(
-            "WARNING: {lost} events lost ({:?}); attribution on those CPUs is incomplete",
-            m.lost_per_cpu
+        print!("{}", text::summary(&r));
+        for (i, s) in r.worst.iter().enumerate() {
+            print!("{}", text::sample(i + 1, s, &f.names));
+        }
+        eprintln!(
+            "rtscope: read in {:.3} s; attribution of {} events in {:.3} s ({:.2} M events/s)",
+            read_s,
+            f.events.len(),
+            analyse_s,
+            throughput / 1e6
         );
+        Ok(())
     }
-    for w in &r.warnings {
-        println!("warning: {w}");
-    }
-    for n in &m.notes {
-        println!("note: {n}");
-    }
-    // A flight file's events cover only the kept stretches: counts, no rates.
-    print!(
-        "{}",
-        text::event_counts(&f.events, flight.is_none().then_some(dur))
-    );
-    print!("{}", text::summary(&r));
-    for (i, s) in r.worst.iter().enumerate() {
-        print!("{}", text::sample(i + 1, s, &f.names));
-    }
-    eprintln!(
-        "rtscope: read in {:.3} s; attribution of {} events in {:.3} s ({:.2} M events/s)",
-        read_s,
-        f.events.len(),
-        analyse_s,
-        throughput / 1e6
-    );
-    Ok(())
 }
 
 #[cfg(test)]

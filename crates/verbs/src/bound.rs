@@ -4,6 +4,7 @@
 
 use crate::input::{bad, VerbError};
 use crate::outputs::JsonDest;
+use crate::tool::{run_tool, Flow, Tool, Work};
 use rtscope_analysis::bound::{self, BoundInput, Options};
 use rtscope_model::record::RawSample;
 use rtscope_store::RTSL_DB;
@@ -161,34 +162,79 @@ pub fn run(a: &BoundFlags, json: &JsonDest) -> Result<(), VerbError> {
         cap_ns,
         max_iterations: a.max_iterations,
     };
-    let (input, kind, series) = match (&a.input, a.rtsl_db.is_empty(), &a.trace) {
-        (Some(p), true, None) => (read_json(p)?, "json", Vec::new()),
-        (None, false, None) => (read_rtsl(&a.rtsl_db)?, "rtsl-db", Vec::new()),
-        (None, true, Some(p)) => {
-            let (i, s) = read_trace(
-                p,
-                a.samples.as_deref(),
-                a.assume_thread_ns,
-                a.series.map(|n| (n, opts)),
-            )?;
-            (i, "trace", s)
-        }
+    let source = match (&a.input, a.rtsl_db.is_empty(), &a.trace) {
+        (Some(p), true, None) => Source::Json(p),
+        (None, false, None) => Source::Rtsl(&a.rtsl_db),
+        (None, true, Some(p)) => Source::Trace(p),
         _ => {
             return Err(bad!(
                 "give exactly one of {INPUT} FILE.json, {RTSL_DB} PATH…, {TRACE} FILE.rtt"
             ))
         }
     };
-    let mut report = bound::analyze(&input, &opts, kind);
-    report.series = series;
-    let doc = serde_json::to_string_pretty(&report)
-        .map_err(|e| VerbError::context("serialising the bound report", e))?;
-    json.write(&doc)?;
-    if json.to_stdout() {
-        return Ok(());
+    run_tool(Bound {
+        a,
+        opts,
+        source,
+        json,
+        report: None,
+    })
+}
+
+/// The one input of a bound.
+enum Source<'a> {
+    Json(&'a Path),
+    Rtsl(&'a [PathBuf]),
+    Trace(&'a Path),
+}
+
+/// `bound` as a tool: its input read and the bound computed in its step, the text or JSON its
+/// outputs.
+struct Bound<'a> {
+    a: &'a BoundFlags,
+    opts: Options,
+    source: Source<'a>,
+    json: &'a JsonDest,
+    report: Option<rtscope_model::bound::BoundReport>,
+}
+
+impl Tool for Bound<'_> {
+    type Output = ();
+
+    fn step(&mut self, _: &Work) -> Result<Flow, VerbError> {
+        let a = self.a;
+        let (input, kind, series) = match self.source {
+            Source::Json(p) => (read_json(p)?, "json", Vec::new()),
+            Source::Rtsl(paths) => (read_rtsl(paths)?, "rtsl-db", Vec::new()),
+            Source::Trace(p) => {
+                let (i, s) = read_trace(
+                    p,
+                    a.samples.as_deref(),
+                    a.assume_thread_ns,
+                    a.series.map(|n| (n, self.opts)),
+                )?;
+                (i, "trace", s)
+            }
+        };
+        let mut report = bound::analyze(&input, &self.opts, kind);
+        report.series = series;
+        self.report = Some(report);
+        Ok(Flow::Done)
     }
-    // A closed pipe (`| head`) is not an error worth a message.
-    crate::outputs::print(&bound::render::text(&report))
+
+    fn outputs(self, _: &Work, _: Option<rtscope_model::RunRecord>) -> Result<(), VerbError> {
+        let Some(report) = self.report else {
+            return Ok(());
+        };
+        let doc = serde_json::to_string_pretty(&report)
+            .map_err(|e| VerbError::context("serialising the bound report", e))?;
+        self.json.write(&doc)?;
+        if self.json.to_stdout() {
+            return Ok(());
+        }
+        // A closed pipe (`| head`) is not an error worth a message.
+        crate::outputs::print(&bound::render::text(&report))
+    }
 }
 
 #[cfg(test)]

@@ -64,6 +64,9 @@ pub struct Options<'a> {
     /// How long a claimed cell stays this worker's without a renewal (PostgreSQL only).
     pub lease: Option<Duration>,
     pub resolve: Resolver<'a>,
+    /// Every cell's arguments checked before the first starts (the cli's grammar); a refusal
+    /// is bad input naming the cell.
+    pub check: &'a dyn Fn(&Campaign) -> Result<(), VerbError>,
 }
 
 /// What follows `measure` in a cell's command line, wherever it runs: its axes, `-q`, then the
@@ -243,16 +246,24 @@ fn run_cell(
 /// what each would run). With a PostgreSQL database the cells are a work queue there: any number
 /// of workers (this command on several machines) drain the matrix together, each cell claimed
 /// under a lease.
+///
+/// The campaign's own loop is a [`Tool`] with [`Begin::Offline`]: the loop needs no privilege
+/// and repairs nothing itself, because each host cell is a `MeasureTool` whose own begin checks
+/// the privilege, repairs what killed runs left (into that cell's record) and installs the stop
+/// signals, exactly as a user's `rtscope measure`. The loop's start installs the same handlers
+/// (before the first cell), and each step (one cell) checks them first: a signal stops the cell
+/// under way through its own tool, and the loop at the next step.
 pub fn run(file: &Path, o: &Options<'_>) -> Result<(), VerbError> {
     let text = crate::input::read("campaign file", file)?;
     let c = Campaign::parse(&file.display().to_string(), &text).map_err(|e| bad!("{e}"))?;
+    (o.check)(&c)?;
     let db_arg =
         o.db.map(String::from)
             .unwrap_or_else(|| rtscope_store::default_db_path().display().to_string());
     let dry_run = o.dry_run;
     if rtscope_store::is_postgres_url(&db_arg) && !dry_run {
         let lease = o.lease.unwrap_or(Duration::from_secs(60));
-        return worker(&c, &text, &db_arg, lease, o.resolve);
+        return run_tool(Worker::new(&c, &text, &db_arg, lease, o.resolve));
     }
     if o.lease.is_some() && !dry_run {
         return Err(bad!(
@@ -260,58 +271,115 @@ pub fn run(file: &Path, o: &Options<'_>) -> Result<(), VerbError> {
             rtscope_store::DB
         ));
     }
-    let cells = c.cells();
-    // A dry run only reads: no database is created for it.
-    let done = if dry_run {
-        match rtscope_store::Store::open_read_only(Some(&db_arg)) {
-            Ok(mut store) => finished_cells(&mut store, &c.name)?,
-            Err(rtscope_store::StoreError::Missing(_)) => Default::default(),
-            Err(e) => return Err(e.into()),
-        }
-    } else {
-        finished_cells(&mut crate::stored::open(Some(&db_arg))?, &c.name)?
-    };
-    let todo: Vec<&Cell> = cells.iter().filter(|x| !done.contains(&x.id)).collect();
-    let planned_s: f64 = todo.iter().map(|x| x.duration_s).sum();
-    eprintln!(
-        "campaign {}: {} cells ({} kernels × {} policies × {} loads × {} intervals × {} durations × {} repetitions), {} already stored, {} to run, ≥ {} of measurement",
-        c.name,
-        cells.len(),
-        c.kernels.len(),
-        c.policies.len(),
-        c.loads.len(),
-        c.intervals_us.len(),
-        c.durations.len(),
-        c.repetitions,
-        cells.len() - todo.len(),
-        todo.len(),
-        fmt_dur(planned_s)
-    );
-    if dry_run {
-        for cell in &cells {
-            let state = if done.contains(&cell.id) {
-                "done"
-            } else {
-                "todo"
-            };
-            let argv = cell_command(&c, cell, &db_arg, &[]);
-            let argv = rtscope_model::secrets::redact_argv(&argv);
-            println!("{state}  {}  rtscope {}", cell.id, shell_words(&argv));
-        }
-        return Ok(());
+    run_tool(Sequence {
+        cells: c.cells(),
+        c: &c,
+        db_arg: &db_arg,
+        dry_run,
+        resolve: o.resolve,
+        done: BTreeSet::new(),
+        next: 0,
+        started: Instant::now(),
+        spent_planned: 0.0,
+        failed: Vec::new(),
+        ran: 0,
+    })
+}
+
+/// A campaign run in order by this process (or its dry run).
+struct Sequence<'a> {
+    c: &'a Campaign,
+    cells: Vec<Cell>,
+    db_arg: &'a str,
+    dry_run: bool,
+    resolve: Resolver<'a>,
+    /// Cells stored complete before the start.
+    done: BTreeSet<String>,
+    /// The next cell to run, of those not done.
+    next: usize,
+    started: Instant,
+    /// Planned seconds of the cells run so far.
+    spent_planned: f64,
+    failed: Vec<String>,
+    ran: usize,
+}
+
+impl Sequence<'_> {
+    fn todo(&self) -> Vec<&Cell> {
+        let done = &self.done;
+        self.cells
+            .iter()
+            .filter(|x| !done.contains(&x.id))
+            .collect()
     }
-    crate::signals::install_handlers();
-    let started = Instant::now();
-    let (mut spent_planned, mut failed, mut ran) = (0.0f64, Vec::new(), 0usize);
-    for (i, cell) in todo.iter().enumerate() {
-        if crate::signals::stop_requested() {
-            break;
+}
+
+impl Tool for Sequence<'_> {
+    type Output = ();
+
+    /// What is stored already, said with the plan; the stop signals installed.
+    fn start(&mut self, _: &Work) -> Result<(), VerbError> {
+        let (c, db_arg) = (self.c, self.db_arg);
+        // A dry run only reads: no database is created for it.
+        self.done = if self.dry_run {
+            match rtscope_store::Store::open_read_only(Some(db_arg)) {
+                Ok(mut store) => finished_cells(&mut store, &c.name)?,
+                Err(rtscope_store::StoreError::Missing(_)) => Default::default(),
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            finished_cells(&mut crate::stored::open(Some(db_arg))?, &c.name)?
+        };
+        let todo = self.todo();
+        let planned_s: f64 = todo.iter().map(|x| x.duration_s).sum();
+        eprintln!(
+            "campaign {}: {} cells ({} kernels × {} policies × {} loads × {} intervals × {} durations × {} repetitions), {} already stored, {} to run, ≥ {} of measurement",
+            c.name,
+            self.cells.len(),
+            c.kernels.len(),
+            c.policies.len(),
+            c.loads.len(),
+            c.intervals_us.len(),
+            c.durations.len(),
+            c.repetitions,
+            self.cells.len() - todo.len(),
+            todo.len(),
+            fmt_dur(planned_s)
+        );
+        if !self.dry_run {
+            crate::signals::install_handlers();
+            self.started = Instant::now();
         }
+        Ok(())
+    }
+
+    /// One cell (a dry run: every cell's line).
+    fn step(&mut self, _: &Work) -> Result<Flow, VerbError> {
+        let (c, db_arg) = (self.c, self.db_arg);
+        if self.dry_run {
+            for cell in &self.cells {
+                let state = if self.done.contains(&cell.id) {
+                    "done"
+                } else {
+                    "todo"
+                };
+                let argv = cell_command(c, cell, db_arg, &[]);
+                let argv = rtscope_model::secrets::redact_argv(&argv);
+                println!("{state}  {}  rtscope {}", cell.id, shell_words(&argv));
+            }
+            return Ok(Flow::Done);
+        }
+        let todo = self.todo();
+        let i = self.next;
+        if i >= todo.len() || crate::signals::stop_requested() {
+            return Ok(Flow::Done);
+        }
+        let cell = todo[i];
         // ETA: remaining planned time scaled by how much wall time each planned second took
         // so far (start-up, load spin-up, storing).
         let remaining: f64 = todo[i..].iter().map(|x| x.duration_s).sum();
-        let ratio = if spent_planned > 0.0 {
-            started.elapsed().as_secs_f64() / spent_planned
+        let ratio = if self.spent_planned > 0.0 {
+            self.started.elapsed().as_secs_f64() / self.spent_planned
         } else {
             1.05
         };
@@ -320,47 +388,59 @@ pub fn run(file: &Path, o: &Options<'_>) -> Result<(), VerbError> {
             i + 1,
             todo.len(),
             cell.id,
-            fmt_dur(started.elapsed().as_secs_f64()),
+            fmt_dur(self.started.elapsed().as_secs_f64()),
             fmt_dur(remaining * ratio)
         );
-        let argv = cell_command(&c, cell, &db_arg, &[]);
-        let ok = run_cell(&argv, o.resolve, None, &AtomicBool::new(false))?;
-        spent_planned += cell.duration_s;
-        ran += 1;
+        let argv = cell_command(c, cell, db_arg, &[]);
+        let ok = run_cell(&argv, self.resolve, None, &AtomicBool::new(false))?;
+        let (id, planned) = (cell.id.clone(), cell.duration_s);
+        self.spent_planned += planned;
+        self.ran += 1;
+        self.next += 1;
         if !ok {
-            eprintln!("  cell {} failed", cell.id);
-            failed.push(cell.id.clone());
+            eprintln!("  cell {id} failed");
+            self.failed.push(id);
         }
+        Ok(Flow::Continue)
     }
-    let now_done = finished_cells(&mut crate::stored::open(Some(&db_arg))?, &c.name)?;
-    let missing = cells.iter().filter(|x| !now_done.contains(&x.id)).count();
-    eprintln!(
-        "campaign {}: {}/{} cells stored in {} ({} run this session)",
-        c.name,
-        cells.len() - missing,
-        cells.len(),
-        fmt_dur(started.elapsed().as_secs_f64()),
-        ran
-    );
-    if crate::signals::stop_requested() {
-        // A stopped run is done (exit 0, the README's table, as `measure`): the cell under way
-        // is stored marked interrupted, the cells left run on the next invocation.
-        eprintln!(
-            "rtscope: interrupted: {missing} cells left; run the same command again to resume"
-        );
-        if failed.is_empty() {
+
+    /// What is stored now, what is left, and the exit: failed or missing cells fail the
+    /// campaign; a stopped one ends well.
+    fn outputs(self, _: &Work, _: Option<RunRecord>) -> Result<(), VerbError> {
+        if self.dry_run {
             return Ok(());
         }
+        let (c, cells, failed) = (self.c, &self.cells, &self.failed);
+        let now_done = finished_cells(&mut crate::stored::open(Some(self.db_arg))?, &c.name)?;
+        let missing = cells.iter().filter(|x| !now_done.contains(&x.id)).count();
+        eprintln!(
+            "campaign {}: {}/{} cells stored in {} ({} run this session)",
+            c.name,
+            cells.len() - missing,
+            cells.len(),
+            fmt_dur(self.started.elapsed().as_secs_f64()),
+            self.ran
+        );
+        if crate::signals::stop_requested() {
+            // A stopped run is done (exit 0, the README's table, as `measure`): the cell under
+            // way is stored marked interrupted, the cells left run on the next invocation.
+            eprintln!(
+                "rtscope: interrupted: {missing} cells left; run the same command again to resume"
+            );
+            if failed.is_empty() {
+                return Ok(());
+            }
+        }
+        if !failed.is_empty() || missing > 0 {
+            return Err(VerbError::failed(format!(
+                "{} cells failed ({}); run the same command again to retry them",
+                failed.len().max(missing),
+                failed.join(", ")
+            )));
+        }
+        eprintln!("next: rtscope report --campaign {} -o report.html", c.name);
+        Ok(())
     }
-    if !failed.is_empty() || missing > 0 {
-        return Err(VerbError::failed(format!(
-            "{} cells failed ({}); run the same command again to retry them",
-            failed.len().max(missing),
-            failed.join(", ")
-        )));
-    }
-    eprintln!("next: rtscope report --campaign {} -o report.html", c.name);
-    Ok(())
 }
 
 /// Renew the lease on `cell` every third of its length until `ended`; when another worker took
@@ -567,54 +647,105 @@ fn store_kept(
 }
 
 /// One worker of a queued campaign: claim a cell, run it under a lease kept alive while it runs,
-/// mark it done once its run is stored complete; until no cell is left to claim.
-fn worker(
-    c: &Campaign,
-    text: &str,
-    db: &str,
+/// mark it done once its run is stored complete; until no cell is left to claim. A [`Tool`]
+/// whose start queues the campaign and whose step is one claim (see [`run`] for its begin).
+struct Worker<'a> {
+    c: &'a Campaign,
+    /// The campaign file's SHA-256: a queue of another file under the same name is refused.
+    digest: String,
+    db: &'a str,
     lease: Duration,
-    resolve: Resolver<'_>,
-) -> Result<(), VerbError> {
-    use sha2::Digest;
-    let digest: String = sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let cells = c.cells();
-    let ids: Vec<String> = cells.iter().map(|x| x.id.clone()).collect();
-    let me = worker_name();
-    let spool_root = fallback::fallback_dir();
-    let mut store = crate::stored::open(Some(db))?;
-    let done = finished_cells(&mut store, &c.name)?;
-    let now = crate::record::rfc3339(std::time::SystemTime::now());
-    store
-        .queue_campaign(&c.name, &digest, &ids, &done, &now)
-        .map_err(|e| match e {
-            rtscope_store::queue::QueueError::OtherFile { .. } => bad!("{e}"),
-            rtscope_store::queue::QueueError::Store(s) => s.into(),
-        })?;
-    drop(store);
-    crate::signals::install_handlers();
-    let started = Instant::now();
-    let (mut ran, mut lost) = (0usize, 0usize);
-    eprintln!(
-        "campaign {}: worker {me}, {} cells in the queue, lease {} s",
-        c.name,
-        ids.len(),
-        lease.as_secs()
-    );
-    while !crate::signals::stop_requested() {
-        let claim = with_retry("claiming a cell", db, |s| s.claim_cell(&c.name, &me, lease))?;
+    resolve: Resolver<'a>,
+    cells: Vec<Cell>,
+    /// This worker's name.
+    me: String,
+    /// Where each cell's own fallback directory is made.
+    spool_root: PathBuf,
+    started: Instant,
+    /// Cells run, and of those lost to another worker.
+    ran: usize,
+    lost: usize,
+}
+
+impl<'a> Worker<'a> {
+    fn new(
+        c: &'a Campaign,
+        text: &str,
+        db: &'a str,
+        lease: Duration,
+        resolve: Resolver<'a>,
+    ) -> Worker<'a> {
+        use sha2::Digest;
+        let digest: String = sha2::Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Worker {
+            c,
+            digest,
+            db,
+            lease,
+            resolve,
+            cells: c.cells(),
+            me: worker_name(),
+            spool_root: fallback::fallback_dir(),
+            started: Instant::now(),
+            ran: 0,
+            lost: 0,
+        }
+    }
+}
+
+impl Tool for Worker<'_> {
+    type Output = ();
+
+    /// The campaign queued (its cells stored complete already marked done), the stop signals
+    /// installed.
+    fn start(&mut self, _: &Work) -> Result<(), VerbError> {
+        let (c, db) = (self.c, self.db);
+        let ids: Vec<String> = self.cells.iter().map(|x| x.id.clone()).collect();
+        let mut store = crate::stored::open(Some(db))?;
+        let done = finished_cells(&mut store, &c.name)?;
+        let now = crate::record::rfc3339(std::time::SystemTime::now());
+        store
+            .queue_campaign(&c.name, &self.digest, &ids, &done, &now)
+            .map_err(|e| match e {
+                rtscope_store::queue::QueueError::OtherFile { .. } => bad!("{e}"),
+                rtscope_store::queue::QueueError::Store(s) => s.into(),
+            })?;
+        drop(store);
+        crate::signals::install_handlers();
+        self.started = Instant::now();
+        eprintln!(
+            "campaign {}: worker {}, {} cells in the queue, lease {} s",
+            c.name,
+            self.me,
+            ids.len(),
+            self.lease.as_secs()
+        );
+        Ok(())
+    }
+
+    /// One claim: a cell run under its lease and marked done, or a wait while other workers
+    /// hold the last cells.
+    fn step(&mut self, _: &Work) -> Result<Flow, VerbError> {
+        let (c, db, lease) = (self.c, self.db, self.lease);
+        let me = self.me.clone();
+        let me = me.as_str();
+        if crate::signals::stop_requested() {
+            return Ok(Flow::Done);
+        }
+        let claim = with_retry("claiming a cell", db, |s| s.claim_cell(&c.name, me, lease))?;
         let Some(claim) = claim else {
             let q = with_retry("reading the queue", db, |s| s.queue_status(&c.name))?;
             if q.drained() {
-                break;
+                return Ok(Flow::Done);
             }
             // Cells still run elsewhere; one of those workers may die and its lease run out.
             std::thread::sleep(Duration::from_secs(1).min(lease / 4));
-            continue;
+            return Ok(Flow::Continue);
         };
-        let Some(cell) = cells.iter().find(|x| x.id == claim.cell) else {
+        let Some(cell) = self.cells.iter().find(|x| x.id == claim.cell).cloned() else {
             return Err(VerbError::failed(format!(
                 "the queue holds cell {} that this campaign file does not define",
                 claim.cell
@@ -625,7 +756,7 @@ fn worker(
             me,
             cell.id,
             claim.attempt,
-            fmt_dur(started.elapsed().as_secs_f64())
+            fmt_dur(self.started.elapsed().as_secs_f64())
         );
         let tags = [
             format!("host={}", rtscope_trace::sys::hostname()),
@@ -633,36 +764,37 @@ fn worker(
         ];
         // The cell's own fallback directory: a record the database did not take is found here
         // (and only here) once the measurement ends.
-        let spool = fallback::campaign_spool_dir(&spool_root, &c.name, &cell.id);
+        let spool = fallback::campaign_spool_dir(&self.spool_root, &c.name, &cell.id);
         rtscope_files::create_private_dir(&spool)
             .map_err(|e| VerbError::context(format!("creating {}", spool.display()), e))?;
         let before = spool_files(&spool);
-        let argv = cell_command(c, cell, db, &tags);
+        let argv = cell_command(c, &cell, db, &tags);
         let lease_lost = AtomicBool::new(false);
         let ended = AtomicBool::new(false);
+        let resolve = self.resolve;
         let ok = std::thread::scope(|sc| {
-            sc.spawn(|| keep_lease(c, &cell.id, &me, db, lease, &lease_lost, &ended));
+            sc.spawn(|| keep_lease(c, &cell.id, me, db, lease, &lease_lost, &ended));
             let r = run_cell(&argv, resolve, Some(&spool), &lease_lost);
             ended.store(true, Ordering::Relaxed);
             r
         })?;
         let held = !lease_lost.load(Ordering::Relaxed);
-        ran += 1;
+        self.ran += 1;
         if !held {
-            lost += 1;
+            self.lost += 1;
             let _ = std::fs::remove_dir(&spool);
-            continue;
+            return Ok(Flow::Continue);
         }
         // Done means stored complete: by the measurement itself, or, when the database was
         // away as it ended, from the record it kept in the cell's directory.
-        let kept = kept_runs(&spool, &before, &c.name, &cell.id, &me);
+        let kept = kept_runs(&spool, &before, &c.name, &cell.id, me);
         let ok = if kept.is_empty() {
             let stored = with_retry("checking the stored run", db, |s| {
                 let runs = s.load_runs(&RunFilter {
                     tags: vec![
                         ("campaign".into(), c.name.clone()),
                         ("cell".into(), cell.id.clone()),
-                        ("worker".into(), me.clone()),
+                        ("worker".into(), me.to_string()),
                     ],
                     ..Default::default()
                 })?;
@@ -673,45 +805,53 @@ fn worker(
                 eprintln!("  cell {} not stored complete", cell.id);
             }
             ok
-        } else if store_kept(c, &cell.id, &me, lease, db, &kept)? {
+        } else if store_kept(c, &cell.id, me, lease, db, &kept)? {
             true
         } else {
-            lost += 1;
-            continue;
+            self.lost += 1;
+            return Ok(Flow::Continue);
         };
         let _ = std::fs::remove_dir(&spool);
         if !with_retry("finishing the cell", db, |s| {
-            s.finish_cell(&c.name, &cell.id, &me, ok)
+            s.finish_cell(&c.name, &cell.id, me, ok)
         })? {
-            lost += 1;
+            self.lost += 1;
         }
+        Ok(Flow::Continue)
     }
-    let q = with_retry("reading the queue", db, |s| s.queue_status(&c.name))?;
-    eprintln!(
-        "campaign {}: worker {me} ran {ran} cells in {} ({lost} lost to other workers); queue: {} done, {} failed, {} todo, {} running",
-        c.name,
-        fmt_dur(started.elapsed().as_secs_f64()),
-        q.done,
-        q.failed,
-        q.todo,
-        q.running + q.expired
-    );
-    if crate::signals::stop_requested() {
-        // A stopped run is done (exit 0, the README's table); a failed cell still fails it.
-        eprintln!("rtscope: interrupted: the cell under way goes back to the queue when its lease runs out; run the same command to go on");
-        if q.failed == 0 {
-            return Ok(());
-        }
-    }
-    if q.failed > 0 {
-        return Err(VerbError::failed(format!(
-            "{} cells failed {} times and were given up",
+
+    /// The queue's state; given-up cells fail the worker, a stopped one ends well.
+    fn outputs(self, _: &Work, _: Option<RunRecord>) -> Result<(), VerbError> {
+        let (c, me) = (self.c, &self.me);
+        let q = with_retry("reading the queue", self.db, |s| s.queue_status(&c.name))?;
+        eprintln!(
+            "campaign {}: worker {me} ran {} cells in {} ({} lost to other workers); queue: {} done, {} failed, {} todo, {} running",
+            c.name,
+            self.ran,
+            fmt_dur(self.started.elapsed().as_secs_f64()),
+            self.lost,
+            q.done,
             q.failed,
-            rtscope_store::queue::MAX_ATTEMPTS
-        )));
+            q.todo,
+            q.running + q.expired
+        );
+        if crate::signals::stop_requested() {
+            // A stopped run is done (exit 0, the README's table); a failed cell still fails it.
+            eprintln!("rtscope: interrupted: the cell under way goes back to the queue when its lease runs out; run the same command to go on");
+            if q.failed == 0 {
+                return Ok(());
+            }
+        }
+        if q.failed > 0 {
+            return Err(VerbError::failed(format!(
+                "{} cells failed {} times and were given up",
+                q.failed,
+                rtscope_store::queue::MAX_ATTEMPTS
+            )));
+        }
+        eprintln!("next: rtscope report --campaign {} -o report.html", c.name);
+        Ok(())
     }
-    eprintln!("next: rtscope report --campaign {} -o report.html", c.name);
-    Ok(())
 }
 
 #[cfg(test)]

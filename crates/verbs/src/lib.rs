@@ -1,8 +1,8 @@
 //! Every rtscope verb's work, one module per verb or verb family, from its resolved flags:
 //! [`cyclictest`], [`monitor`], [`import`], [`load_only`], [`capture`], [`analyze`] (with
 //! [`flight`], the view of a flight-recorder trace), [`bound`], [`bench`](mod@bench),
-//! [`taskset`], [`mbwi`], [`osnoise`], [`thread_vars`], [`campaign`], [`doctor`], and [`stored`] for the
-//! verbs that read the results store.
+//! [`taskset`], [`mbwi`], [`osnoise`], [`thread_vars`], [`campaign`], [`doctor`], [`lab`] (the
+//! kernels' list), and [`stored`] for the verbs that read the results store.
 //!
 //! What it owns: what each verb does between its resolved configuration and its record — which
 //! library it drives and what it puts in its result.
@@ -22,6 +22,7 @@ pub mod doctor;
 pub mod flight;
 pub mod import;
 pub mod input;
+pub mod lab;
 pub mod load_only;
 pub mod mbwi;
 pub mod monitor;

@@ -1,8 +1,14 @@
 //! The verbs that read the results store: `runs`, `show`, `compare`, `report`, `export`. They
 //! never create or change a database; an unknown or ambiguous run id is bad input.
+//!
+//! Each is a [`Tool`] run by the one lifecycle with [`crate::tool::Begin::Offline`] (no
+//! privilege, no leftovers to repair, no stop signals: they start nothing): built from its
+//! query, which is checked then (bad input before any database is opened); its step reads the
+//! store and makes the result; its outputs print or write it.
 
 use crate::input::{bad, Field, VerbError};
 use crate::outputs::{print, print_bytes, write_file, JsonDest};
+use crate::tool::{run_tool, Flow, Tool, Work};
 use rtscope_model::RunRecord;
 use rtscope_report::stored as text;
 use rtscope_store::{RunFilter, Store, StoreError};
@@ -43,61 +49,101 @@ pub use rtscope_store::RunFilter as RunsQuery;
 
 /// The stored runs that match, as a table or JSON.
 pub fn runs(db: Option<&str>, q: RunsQuery, json: &JsonDest) -> Result<(), VerbError> {
-    json.check()?;
-    date(Field::Since, q.since.as_deref())?;
-    date(Field::Until, q.until.as_deref())?;
-    if let Some(p) = &q.policy {
-        let names = rtscope_model::Policy::NAMES;
-        if !names.contains(&p.as_str()) {
-            return Err(bad!("{POLICY}: '{p}' is not one of {}", names.join(", ")));
+    run_tool(Runs::new(db, q, json)?)
+}
+
+/// `rtscope runs` as a tool.
+struct Runs<'a> {
+    db: Option<&'a str>,
+    q: RunsQuery,
+    json: &'a JsonDest,
+    /// The database's location, the runs found and (for the table) each run's state.
+    found: Option<(String, Vec<rtscope_store::RunSummary>, Vec<String>)>,
+}
+
+impl<'a> Runs<'a> {
+    fn new(db: Option<&'a str>, q: RunsQuery, json: &'a JsonDest) -> Result<Self, VerbError> {
+        json.check()?;
+        date(Field::Since, q.since.as_deref())?;
+        date(Field::Until, q.until.as_deref())?;
+        if let Some(p) = &q.policy {
+            let names = rtscope_model::Policy::NAMES;
+            if !names.contains(&p.as_str()) {
+                return Err(bad!("{POLICY}: '{p}' is not one of {}", names.join(", ")));
+            }
         }
+        Ok(Runs {
+            db,
+            q,
+            json,
+            found: None,
+        })
     }
-    // An empty database (nothing stored yet, or a run creating it at this moment) lists no runs.
-    let (mut store, location) = match Store::open_read_only(db) {
-        Ok(store) => {
-            let l = store.location().to_string();
-            (Some(store), l)
+}
+
+impl Tool for Runs<'_> {
+    type Output = ();
+
+    fn step(&mut self, _: &Work) -> Result<Flow, VerbError> {
+        // An empty database (nothing stored yet, or a run creating it at this moment) lists no
+        // runs.
+        let (mut store, location) = match Store::open_read_only(self.db) {
+            Ok(store) => {
+                let l = store.location().to_string();
+                (Some(store), l)
+            }
+            Err(StoreError::Empty(location)) => (None, location),
+            Err(e) => return Err(e.into()),
+        };
+        let runs = match store.as_mut() {
+            Some(s) => s.list_runs(&self.q)?,
+            None => Vec::new(),
+        };
+        let states = match self.json.0 {
+            Some(_) => Vec::new(),
+            None => runs.iter().map(|r| run_state(store.as_mut(), r)).collect(),
+        };
+        self.found = Some((location, runs, states));
+        Ok(Flow::Done)
+    }
+
+    fn outputs(self, _: &Work, _: Option<RunRecord>) -> Result<(), VerbError> {
+        let (location, runs, states) = self.found.unwrap_or_default();
+        if self.json.0.is_some() {
+            let doc = serde_json::to_string_pretty(&runs).map_err(VerbError::failed)?;
+            return self.json.write(&doc);
         }
-        Err(StoreError::Empty(location)) => (None, location),
-        Err(e) => return Err(e.into()),
-    };
-    let runs = match store.as_mut() {
-        Some(s) => s.list_runs(&q)?,
-        None => Vec::new(),
-    };
-    if json.0.is_some() {
-        return json.write(&serde_json::to_string_pretty(&runs).map_err(VerbError::failed)?);
+        if runs.is_empty() {
+            eprintln!("no stored runs match (database: {location})");
+            return Ok(());
+        }
+        let mut rows: Vec<[String; 12]> = vec![[
+            "ID", "STARTED", "HOST", "KERNEL", "VERB", "STATE", "POLICY", "SCENARIO", "SAMPLES",
+            "AVG_US", "MAX_US", "TAGS",
+        ]
+        .map(String::from)];
+        for (r, state) in runs.iter().zip(states) {
+            rows.push([
+                r.id.clone(),
+                r.started_at.clone(),
+                r.hostname.clone(),
+                r.kernel_release.clone(),
+                r.verb.clone(),
+                state,
+                r.policy.clone(),
+                r.scenario.clone(),
+                r.samples.to_string(),
+                text::us(r.avg_ns),
+                text::us(r.max_ns.map(|v| v as f64)),
+                r.tags
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ]);
+        }
+        print(&text::table(&rows))
     }
-    if runs.is_empty() {
-        eprintln!("no stored runs match (database: {location})");
-        return Ok(());
-    }
-    let mut rows: Vec<[String; 12]> = vec![[
-        "ID", "STARTED", "HOST", "KERNEL", "VERB", "STATE", "POLICY", "SCENARIO", "SAMPLES",
-        "AVG_US", "MAX_US", "TAGS",
-    ]
-    .map(String::from)];
-    for r in &runs {
-        rows.push([
-            r.id.clone(),
-            r.started_at.clone(),
-            r.hostname.clone(),
-            r.kernel_release.clone(),
-            r.verb.clone(),
-            run_state(store.as_mut(), r),
-            r.policy.clone(),
-            r.scenario.clone(),
-            r.samples.to_string(),
-            text::us(r.avg_ns),
-            text::us(r.max_ns.map(|v| v as f64)),
-            r.tags
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(","),
-        ]);
-    }
-    print(&text::table(&rows))
 }
 
 /// The STATE column: an interim record says whether its run is still going or died after its
@@ -118,18 +164,48 @@ fn run_state(store: Option<&mut Store>, r: &rtscope_store::RunSummary) -> String
 /// One stored run in full (text, or the whole record as JSON).
 pub fn show(db: Option<&str>, run: &str, json: &JsonDest) -> Result<(), VerbError> {
     json.check()?;
-    let rec = open_read(db)?.get_run(run)?;
-    if json.0.is_some() {
-        return json.write(&rtscope_report::json::run_record(&rec));
+    run_tool(Show {
+        db,
+        run,
+        json,
+        found: None,
+    })
+}
+
+/// `rtscope show` as a tool.
+struct Show<'a> {
+    db: Option<&'a str>,
+    run: &'a str,
+    json: &'a JsonDest,
+    /// The run and its state.
+    found: Option<(RunRecord, String)>,
+}
+
+impl Tool for Show<'_> {
+    type Output = ();
+
+    fn step(&mut self, _: &Work) -> Result<Flow, VerbError> {
+        let rec = open_read(self.db)?.get_run(self.run)?;
+        let state = rtscope_store::run_state(
+            &rtscope_store::stored_state(&rec),
+            rec.checkpoint
+                .as_ref()
+                .filter(|_| rec.end_reason == rtscope_model::EndReason::Checkpoint)
+                .map(|c| (c.hostname.as_str(), c.pid)),
+        );
+        self.found = Some((rec, state));
+        Ok(Flow::Done)
     }
-    let state = rtscope_store::run_state(
-        &rtscope_store::stored_state(&rec),
-        rec.checkpoint
-            .as_ref()
-            .filter(|_| rec.end_reason == rtscope_model::EndReason::Checkpoint)
-            .map(|c| (c.hostname.as_str(), c.pid)),
-    );
-    print(&text::show(&rec, &state, &rec.tags))
+
+    fn outputs(self, _: &Work, _: Option<RunRecord>) -> Result<(), VerbError> {
+        let Some((rec, state)) = self.found else {
+            return Ok(());
+        };
+        if self.json.0.is_some() {
+            return self.json.write(&rtscope_report::json::run_record(&rec));
+        }
+        print(&text::show(&rec, &state, &rec.tags))
+    }
 }
 
 /// A stored run for other tools, in one of the formats of `rtscope_report::export::exporters`
@@ -140,7 +216,7 @@ pub fn export(
     format: &str,
     output: Option<&Path>,
 ) -> Result<(), VerbError> {
-    use rtscope_report::export::{exporter, exporters, ExportError, ExportOptions};
+    use rtscope_report::export::{exporter, exporters};
     let Some(e) = exporter(format) else {
         let names: Vec<&str> = exporters().iter().map(|e| e.name()).collect();
         return Err(bad!(
@@ -151,16 +227,47 @@ pub fn export(
     if let Some(p) = output {
         crate::input::output(&OUTPUT.to_string(), p)?;
     }
-    let rec = open_read(db)?.get_run(run)?;
-    let opts = ExportOptions {
-        generated_at: crate::record::rfc3339(std::time::SystemTime::now()),
-    };
-    let out = e.export(&rec, &opts).map_err(|err| match err {
-        ExportError::NotApplicable { .. } => bad!("{FORMAT} {err}"),
-    })?;
-    match output {
-        Some(p) => write_file(p, &out),
-        None => print_bytes(&out),
+    run_tool(Export {
+        db,
+        run,
+        exporter: e,
+        output,
+        out: None,
+    })
+}
+
+/// `rtscope export` as a tool.
+struct Export<'a> {
+    db: Option<&'a str>,
+    run: &'a str,
+    exporter: Box<dyn rtscope_report::export::Exporter>,
+    output: Option<&'a Path>,
+    /// The exported bytes.
+    out: Option<Vec<u8>>,
+}
+
+impl Tool for Export<'_> {
+    type Output = ();
+
+    fn step(&mut self, _: &Work) -> Result<Flow, VerbError> {
+        use rtscope_report::export::{ExportError, ExportOptions};
+        let rec = open_read(self.db)?.get_run(self.run)?;
+        let opts = ExportOptions {
+            generated_at: crate::record::rfc3339(std::time::SystemTime::now()),
+        };
+        let out = self.exporter.export(&rec, &opts).map_err(|err| match err {
+            ExportError::NotApplicable { .. } => bad!("{FORMAT} {err}"),
+        })?;
+        self.out = Some(out);
+        Ok(Flow::Done)
+    }
+
+    fn outputs(self, _: &Work, _: Option<RunRecord>) -> Result<(), VerbError> {
+        let out = self.out.unwrap_or_default();
+        match self.output {
+            Some(p) => write_file(p, &out),
+            None => print_bytes(&out),
+        }
     }
 }
 
@@ -180,8 +287,7 @@ pub fn compare(
     q: &CompareQuery,
     json: &JsonDest,
 ) -> Result<Option<String>, VerbError> {
-    use rtscope_analysis::compare::{self as cmp, Metric, Options};
-    use rtscope_report::compare::{render, Out, PairOut, RunOut, CAVEAT};
+    use rtscope_analysis::compare::Metric;
     json.check()?;
     let metric = Metric::parse(q.metric).ok_or_else(|| {
         bad!(
@@ -202,99 +308,145 @@ pub fn compare(
     if ids.len() < 2 {
         return Err(bad!("compare: give at least two runs (got {})", ids.len()));
     }
-    let loaded = load(&mut open_read(db)?, &ids)?;
-    // Latency distributions compare; other kinds of run have their own figures (`show`).
-    let mut recs: Vec<(&RunRecord, &rtscope_model::Measurement)> = Vec::new();
-    for r in &loaded {
-        match r.measurement() {
-            Some(m) => recs.push((r, m)),
-            None => {
-                return Err(bad!(
-                    "compare: run {} is a {} run, not a latency measurement (measure, run, cyclictest, import); `rtscope show {}` shows its result",
-                    r.id,
-                    r.kind.name(),
-                    r.id
-                ))
+    run_tool(Compare {
+        db,
+        ids,
+        metric,
+        threshold: q.threshold,
+        json,
+        out: None,
+    })
+}
+
+/// `rtscope compare` as a tool: the runs read and compared in its step, the verdicts its output.
+struct Compare<'a> {
+    db: Option<&'a str>,
+    /// The baseline first.
+    ids: Vec<String>,
+    metric: rtscope_analysis::compare::Metric,
+    threshold: Option<f64>,
+    json: &'a JsonDest,
+    out: Option<rtscope_report::compare::Out>,
+}
+
+impl Tool for Compare<'_> {
+    /// The regressions beyond the threshold, if any.
+    type Output = Option<String>;
+
+    fn step(&mut self, _: &Work) -> Result<Flow, VerbError> {
+        use rtscope_analysis::compare::{self as cmp, Options};
+        use rtscope_report::compare::{Out, PairOut, RunOut, CAVEAT};
+        let loaded = load(&mut open_read(self.db)?, &self.ids)?;
+        // Latency distributions compare; other kinds of run have their own figures (`show`).
+        let mut recs: Vec<(&RunRecord, &rtscope_model::Measurement)> = Vec::new();
+        for r in &loaded {
+            match r.measurement() {
+                Some(m) => recs.push((r, m)),
+                None => {
+                    return Err(bad!(
+                        "compare: run {} is a {} run, not a latency measurement (measure, run, cyclictest, import); `rtscope show {}` shows its result",
+                        r.id,
+                        r.kind.name(),
+                        r.id
+                    ))
+                }
             }
         }
+        let opts = Options::default();
+        // Samples without a histogram: a run that kept only summary statistics.
+        let has_distribution =
+            |m: &rtscope_model::Measurement| m.histogram.count() > 0 || m.stats.samples == 0;
+        // Runs of several machines (a fleet's campaign): each label says which host it is.
+        let hosts: BTreeSet<&str> = recs
+            .iter()
+            .map(|(r, _)| r.system.hostname.as_str())
+            .collect();
+        let runs: Vec<RunOut> = recs
+            .iter()
+            .map(|(r, m)| RunOut {
+                id: r.id.clone(),
+                label: if hosts.len() > 1 {
+                    format!("{} {}", r.system.hostname, label(r))
+                } else {
+                    label(r)
+                },
+                stats: if has_distribution(m) {
+                    cmp::side(&m.histogram, &opts)
+                } else {
+                    cmp::side_from_stats(&m.stats)
+                },
+            })
+            .collect();
+        let (base, base_m) = recs[0];
+        let notes = recs
+            .iter()
+            .filter(|(_, m)| !has_distribution(m))
+            .map(|(r, _)| format!(
+                "{}: no latency distribution stored (imported from cyclictest status lines): only samples, min, avg and max are shown; it takes part in no test",
+                r.id
+            ))
+            .collect();
+        let pairs: Vec<PairOut> = recs[1..]
+            .iter()
+            .filter(|(_, m)| has_distribution(base_m) && has_distribution(m))
+            .map(|(c, m)| {
+                let comparison = cmp::compare(&base_m.histogram, &m.histogram, &opts);
+                let regression = self
+                    .threshold
+                    .and_then(|t| comparison.regression(self.metric, t));
+                fn tail_of(
+                    m: &rtscope_model::Measurement,
+                ) -> Option<&rtscope_model::tail::TailFit> {
+                    m.tail.as_ref().and_then(rtscope_analysis::tail::run_fit)
+                }
+                let tail_maxima = tail_of(base_m).zip(tail_of(m)).and_then(|(b, c)| {
+                    rtscope_analysis::tail::compare_maxima(
+                        b,
+                        base_m.stats.samples,
+                        c,
+                        m.stats.samples,
+                    )
+                });
+                PairOut {
+                    baseline: base.id.clone(),
+                    candidate: c.id.clone(),
+                    comparison,
+                    regression,
+                    tail_maxima,
+                }
+            })
+            .collect();
+        self.out = Some(Out {
+            baseline: base.id.clone(),
+            runs,
+            pairs,
+            notes,
+            caveat: CAVEAT,
+        });
+        Ok(Flow::Done)
     }
-    let opts = Options::default();
-    // Samples without a histogram: a run that kept only summary statistics.
-    let has_distribution =
-        |m: &rtscope_model::Measurement| m.histogram.count() > 0 || m.stats.samples == 0;
-    // Runs of several machines (a fleet's campaign): each label says which host it is.
-    let hosts: BTreeSet<&str> = recs
-        .iter()
-        .map(|(r, _)| r.system.hostname.as_str())
-        .collect();
-    let runs: Vec<RunOut> = recs
-        .iter()
-        .map(|(r, m)| RunOut {
-            id: r.id.clone(),
-            label: if hosts.len() > 1 {
-                format!("{} {}", r.system.hostname, label(r))
-            } else {
-                label(r)
-            },
-            stats: if has_distribution(m) {
-                cmp::side(&m.histogram, &opts)
-            } else {
-                cmp::side_from_stats(&m.stats)
-            },
-        })
-        .collect();
-    let (base, base_m) = recs[0];
-    let notes = recs
-        .iter()
-        .filter(|(_, m)| !has_distribution(m))
-        .map(|(r, _)| format!(
-            "{}: no latency distribution stored (imported from cyclictest status lines): only samples, min, avg and max are shown; it takes part in no test",
-            r.id
-        ))
-        .collect();
-    let pairs: Vec<PairOut> = recs[1..]
-        .iter()
-        .filter(|(_, m)| has_distribution(base_m) && has_distribution(m))
-        .map(|(c, m)| {
-            let comparison = cmp::compare(&base_m.histogram, &m.histogram, &opts);
-            let regression = q.threshold.and_then(|t| comparison.regression(metric, t));
-            fn tail_of(m: &rtscope_model::Measurement) -> Option<&rtscope_model::tail::TailFit> {
-                m.tail.as_ref().and_then(rtscope_analysis::tail::run_fit)
-            }
-            let tail_maxima = tail_of(base_m).zip(tail_of(m)).and_then(|(b, c)| {
-                rtscope_analysis::tail::compare_maxima(b, base_m.stats.samples, c, m.stats.samples)
-            });
-            PairOut {
-                baseline: base.id.clone(),
-                candidate: c.id.clone(),
-                comparison,
-                regression,
-                tail_maxima,
-            }
-        })
-        .collect();
-    let out = Out {
-        baseline: base.id.clone(),
-        runs,
-        pairs,
-        notes,
-        caveat: CAVEAT,
-    };
-    if json.0.is_some() {
-        json.write(&serde_json::to_string_pretty(&out).map_err(VerbError::failed)?)?;
+
+    fn outputs(self, _: &Work, _: Option<RunRecord>) -> Result<Option<String>, VerbError> {
+        let Some(out) = self.out else {
+            return Ok(None);
+        };
+        if self.json.0.is_some() {
+            let doc = serde_json::to_string_pretty(&out).map_err(VerbError::failed)?;
+            self.json.write(&doc)?;
+        }
+        if !self.json.to_stdout() {
+            print(&rtscope_report::compare::render(&out))?;
+        }
+        let regressions: Vec<String> = out
+            .pairs
+            .iter()
+            .filter_map(|p| {
+                let r = p.regression.as_ref()?;
+                Some(format!("{}: {r}", p.candidate))
+            })
+            .collect();
+        Ok((!regressions.is_empty()).then(|| format!("regression: {}", regressions.join("; "))))
     }
-    if !json.to_stdout() {
-        print(&render(&out))?;
-    }
-    let regressions: Vec<String> = out
-        .pairs
-        .iter()
-        .filter_map(|p| {
-            let r = p.regression.as_ref()?;
-            Some(format!("{}: {r}", p.candidate))
-        })
-        .collect();
-    Ok((!regressions.is_empty()).then(|| format!("regression: {}", regressions.join("; "))))
 }
 
 /// A short label for a run: policy/scenario.
@@ -316,78 +468,104 @@ pub struct ReportQuery<'a> {
 /// One self-contained HTML report (inline SVG, no network), and optionally every figure as SVG
 /// and PNG.
 pub fn report(db: Option<&str>, q: &ReportQuery) -> Result<(), VerbError> {
-    use rtscope_report::html::{build, write_figures, ReportOptions};
-    let mut store = open_read(db)?;
-    // No ids and no campaign: the latest stored run, as a user expects.
-    let ids: Vec<String> = if q.runs.is_empty() && q.campaign.is_none() {
-        let latest = store.list_runs(&RunFilter {
-            limit: Some(1),
-            ..Default::default()
-        })?;
-        match latest.last() {
-            Some(r) => vec![r.id.clone()],
-            None => {
-                return Err(bad!(
-                    "report: no stored runs in {} (give run ids, {CAMPAIGN} NAME or {})",
-                    store.location(),
-                    Field::Db
-                ))
+    run_tool(Report { db, q, made: None })
+}
+
+/// `rtscope report` as a tool: the runs read and the report built in its step, the files
+/// written as its outputs.
+struct Report<'a> {
+    db: Option<&'a str>,
+    q: &'a ReportQuery<'a>,
+    /// The number of runs, and the report.
+    made: Option<(usize, rtscope_report::html::Report)>,
+}
+
+impl Tool for Report<'_> {
+    type Output = ();
+
+    fn step(&mut self, _: &Work) -> Result<Flow, VerbError> {
+        use rtscope_report::html::{build, ReportOptions};
+        let q = self.q;
+        let mut store = open_read(self.db)?;
+        // No ids and no campaign: the latest stored run, as a user expects.
+        let ids: Vec<String> = if q.runs.is_empty() && q.campaign.is_none() {
+            let latest = store.list_runs(&RunFilter {
+                limit: Some(1),
+                ..Default::default()
+            })?;
+            match latest.last() {
+                Some(r) => vec![r.id.clone()],
+                None => {
+                    return Err(bad!(
+                        "report: no stored runs in {} (give run ids, {CAMPAIGN} NAME or {})",
+                        store.location(),
+                        Field::Db
+                    ))
+                }
             }
+        } else {
+            q.runs.to_vec()
+        };
+        let mut runs = load(&mut store, &ids)?;
+        if let Some(c) = q.campaign {
+            let found = store.load_runs(&RunFilter {
+                campaign: Some(c.to_string()),
+                ..Default::default()
+            })?;
+            // A campaign report shows what the campaign measured: complete runs only (an
+            // interrupted cell was measured again on resumption).
+            let total = found.len();
+            let found: Vec<_> = found
+                .into_iter()
+                .filter(rtscope_store::campaign::is_complete)
+                .collect();
+            if found.len() < total {
+                eprintln!(
+                    "report: {} interrupted/partial run(s) of campaign '{c}' left out",
+                    total - found.len()
+                );
+            }
+            if found.is_empty() {
+                return Err(bad!(
+                    "{CAMPAIGN}: no stored runs of campaign '{c}' (see `rtscope runs {CAMPAIGN} {c}`)"
+                ));
+            }
+            runs.extend(found);
         }
-    } else {
-        q.runs.to_vec()
-    };
-    let mut runs = load(&mut store, &ids)?;
-    if let Some(c) = q.campaign {
-        let found = store.load_runs(&RunFilter {
-            campaign: Some(c.to_string()),
-            ..Default::default()
-        })?;
-        // A campaign report shows what the campaign measured: complete runs only (an
-        // interrupted cell was measured again on resumption).
-        let total = found.len();
-        let found: Vec<_> = found
-            .into_iter()
-            .filter(rtscope_store::campaign::is_complete)
-            .collect();
-        if found.len() < total {
-            eprintln!(
-                "report: {} interrupted/partial run(s) of campaign '{c}' left out",
-                total - found.len()
-            );
-        }
-        if found.is_empty() {
-            return Err(bad!(
-                "{CAMPAIGN}: no stored runs of campaign '{c}' (see `rtscope runs {CAMPAIGN} {c}`)"
-            ));
-        }
-        runs.extend(found);
+        let title = q
+            .title
+            .map(String::from)
+            .unwrap_or_else(|| match q.campaign {
+                Some(c) => format!("rtscope campaign {c}"),
+                None => "rtscope latency report".into(),
+            });
+        let opts = ReportOptions {
+            title,
+            generated_at: crate::record::rfc3339(std::time::SystemTime::now()),
+            command: crate::record::cmdline().join(" "),
+        };
+        self.made = Some((runs.len(), build(&runs, &opts)));
+        Ok(Flow::Done)
     }
-    let title = q
-        .title
-        .map(String::from)
-        .unwrap_or_else(|| match q.campaign {
-            Some(c) => format!("rtscope campaign {c}"),
-            None => "rtscope latency report".into(),
-        });
-    let opts = ReportOptions {
-        title,
-        generated_at: crate::record::rfc3339(std::time::SystemTime::now()),
-        command: crate::record::cmdline().join(" "),
-    };
-    let report = build(&runs, &opts);
-    write_file(q.output, report.html.as_bytes())?;
-    eprintln!(
-        "report: {} ({} runs, {} figures)",
-        q.output.display(),
-        runs.len(),
-        report.figures.len()
-    );
-    if let Some(dir) = q.figures {
-        let files = write_figures(&report.figures, dir).map_err(VerbError::failed)?;
-        eprintln!("figures: {} files in {}", files.len(), dir.display());
+
+    fn outputs(self, _: &Work, _: Option<RunRecord>) -> Result<(), VerbError> {
+        let (q, Some((runs, report))) = (self.q, self.made) else {
+            return Ok(());
+        };
+        write_file(q.output, report.html.as_bytes())?;
+        eprintln!(
+            "report: {} ({} runs, {} figures)",
+            q.output.display(),
+            runs,
+            report.figures.len()
+        );
+        if let Some(dir) = q.figures {
+            let files = rtscope_report::html::write_figures(&report.figures, dir)
+                .map_err(VerbError::failed)?;
+            eprintln!("figures: {} files in {}", files.len(), dir.display());
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// A date/time filter: an RFC 3339 prefix whose every field is in its calendar range.

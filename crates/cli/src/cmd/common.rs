@@ -23,26 +23,9 @@ pub fn run_time() -> impl TypedValueParser<Value = Duration> {
     duration(0.001, 30.0 * 86400.0)
 }
 
-/// A latency or period in whole microseconds, written as a duration (`50us`, `1ms`, `0.5ms`);
-/// a bare number is microseconds, as cyclictest and the kernel's tracers count.
-pub fn micros(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    if let Ok(n) = t.parse::<u64>() {
-        return Ok(n);
-    }
-    let secs = rtscope_model::duration::parse_secs(t)?;
-    let us = secs * 1e6;
-    if us.fract().abs() > 1e-6 || us < 0.0 || us > u64::MAX as f64 {
-        return Err(format!("'{s}' is not a whole number of microseconds"));
-    }
-    Ok(us.round() as u64)
-}
-
-/// [`micros`] into a `u32`.
-pub fn micros32(s: &str) -> Result<u32, String> {
-    let v = micros(s)?;
-    u32::try_from(v).map_err(|_| format!("'{s}' is out of range (at most {} us)", u32::MAX))
-}
+/// Latencies and periods in whole microseconds, written as durations (a bare number is
+/// microseconds): the value parsers of `-i`, `--dl-*`, noise's periods, ….
+pub use rtscope_model::duration::{parse_micros as micros, parse_micros32 as micros32};
 
 /// A choice's name as clap spells it (`one-cpu`), which is the name the libraries read.
 pub fn value_name(v: &impl clap::ValueEnum) -> String {
@@ -111,16 +94,6 @@ pub fn parse_tag(s: &str) -> Result<(String, String), String> {
         return Err(format!("key '{k}' must be [A-Za-z0-9_.-]+"));
     }
     Ok((k.to_string(), v.to_string()))
-}
-
-/// A duration flag in the one grammar, within `lo..=hi` seconds.
-pub fn parse_duration_in(flag: &str, s: &str, lo: f64, hi: f64) -> Result<f64> {
-    Ok(rtscope_session::input::duration_in(flag, s, lo, hi)?)
-}
-
-/// A duration flag of 1 ms ..= 30 days.
-pub fn parse_duration(flag: &str, s: &str) -> Result<f64> {
-    Ok(rtscope_session::input::duration(flag, s)?)
 }
 
 /// A CPU list against the online CPUs (all of them when absent).

@@ -13,6 +13,9 @@ use std::path::PathBuf;
 mod flags;
 pub use flags::*;
 
+/// What an empty kernel list says to run.
+const BUILD: &str = "rtscope lab kernel build --preset trace";
+
 fn lab_err(e: LabError) -> anyhow::Error {
     match e {
         LabError::Usage(m) | LabError::Missing(m) => usage!("{m}"),
@@ -37,7 +40,7 @@ pub fn run(a: Args) -> Result<()> {
         Sub::Kernel {
             cmd: KernelSub::List { json },
         }
-        | Sub::List { json } => list(&json),
+        | Sub::List { json } => Ok(rtscope_verbs::lab::list(&json.dest(), BUILD)?),
         Sub::Run(r) => run_verb(*r),
         Sub::NicSink { port } => rtscope_lab::nic::sink(port).map_err(|e| anyhow::anyhow!("{e}")),
     }
@@ -59,38 +62,6 @@ fn build(p: Preset, jobs: Option<u32>, force: bool, quiet: bool) -> Result<()> {
         k.meta.features.summary(),
         k.meta.source,
         k.image().display()
-    );
-    Ok(())
-}
-
-fn list(json: &common::JsonOut) -> Result<()> {
-    json.check()?;
-    let ks = kernel::list(&rtscope_lab::cache_dir());
-    if json.path.is_some() {
-        let metas: Vec<&kernel::KernelMeta> = ks.iter().map(|k| &k.meta).collect();
-        return json.write(&serde_json::to_string_pretty(&metas)?);
-    }
-    if ks.is_empty() {
-        println!(
-            "no kernels in {} (build one: rtscope lab kernel build --preset trace)",
-            rtscope_lab::cache_dir().display()
-        );
-        return Ok(());
-    }
-    let rows: Vec<Vec<String>> = ks
-        .iter()
-        .map(|k| {
-            vec![
-                k.meta.name.clone(),
-                k.meta.release.clone(),
-                k.meta.features.summary(),
-                k.meta.built_at.clone(),
-            ]
-        })
-        .collect();
-    print!(
-        "{}",
-        rtscope_report::table::render(&["kernel", "release", "supports", "built"], &rows)
     );
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! mutex (§4.4.2) beside the simulator, their schedule from `sched_switch`; `overhead` times
 //! lock/unlock with and without PI (§4.4.3).
 
-use crate::input::{self, bad, VerbError};
+use crate::input::{self, VerbError};
 use crate::outputs::{write_file, RecordOutputs};
 use crate::privilege::Need;
 use crate::tool::{run_once, Begin, Made, Work};

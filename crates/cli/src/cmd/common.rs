@@ -43,7 +43,7 @@ pub fn offset_range(limit: f64) -> impl TypedValueParser<Value = (i64, i64)> {
             }
             Ok((sign * secs * 1e9).round() as i64)
         };
-        Ok((one(a)?, one(b)?))
+        Ok::<_, String>((one(a)?, one(b)?))
     })
 }
 

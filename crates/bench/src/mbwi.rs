@@ -1137,7 +1137,9 @@ script = [{lock = "A"}, {compute_us = 5000}, {unlock = "A"}]
         let e = ExperimentConfig::new("two-cpus", "pi", &[1], s1, no_tick).unwrap_err();
         assert!(e.to_string().contains("needs 2 CPUs"), "{e}");
         assert!(ExperimentConfig::new("one-cpu", "futex", &[1], s1, no_tick).is_err());
-        assert!(ExperimentConfig::new("one-cpu", "pi", &[1], D::from_millis(100), no_tick).is_err());
+        assert!(
+            ExperimentConfig::new("one-cpu", "pi", &[1], D::from_millis(100), no_tick).is_err()
+        );
         let tick = |t| ExperimentConfig::new("one-cpu", "pi", &[1], s1, t).map(|c| c.tick_us);
         assert_eq!(tick(D::from_millis(4)).unwrap(), 4000);
         assert_eq!(

@@ -170,13 +170,13 @@ impl Config {
         }
         if let Some((a, b)) = self.range_ns {
             if a > b || a < -1_000_000_000 || b > 10_000_000_000 {
-                return bad(format!(
-                    "{OFFSETS}: need START <= END within -1s ..= 10s"
-                ));
+                return bad(format!("{OFFSETS}: need START <= END within -1s ..= 10s"));
             }
             let points = ((b - a) as u64 / self.step_ns + 1) * self.repeats as u64;
             if points > MAX_POINTS {
-                return bad(format!("{OFFSETS}/{STEP}/{REPEATS}: {points} points exceed the limit of {MAX_POINTS}"));
+                return bad(format!(
+                    "{OFFSETS}/{STEP}/{REPEATS}: {points} points exceed the limit of {MAX_POINTS}"
+                ));
             }
         }
         if !self.scratch_dir.is_dir() {

@@ -25,7 +25,12 @@ const fn r(verb: &'static str, old: &'static str, new: &'static str) -> Renamed 
 }
 
 /// A unit-named duration flag now taking a suffixed duration.
-const fn u(verb: &'static str, old: &'static str, new: &'static str, unit: &'static str) -> Renamed {
+const fn u(
+    verb: &'static str,
+    old: &'static str,
+    new: &'static str,
+    unit: &'static str,
+) -> Renamed {
     Renamed {
         verb,
         old,
@@ -81,7 +86,12 @@ const RENAMED: &[Renamed] = &[
     u("mbwi run", "--tick-us", "--tick", "us"),
     u("pdlt", "--step-us", "--step", "us"),
     u("pdlt", "--offsets-us", "--offsets", "us"),
-    u("rhealstone", "--timer-interval-us", "--timer-interval", "us"),
+    u(
+        "rhealstone",
+        "--timer-interval-us",
+        "--timer-interval",
+        "us",
+    ),
     u("rhealstone", "--medium-burst-us", "--medium-burst", "us"),
     u("doctor", "--target-us", "--target", "us"),
 ];

@@ -71,13 +71,21 @@ fn a_bad_value_is_refused_by_clap_naming_the_flag_and_what_it_accepts() {
         (&gen_, &["--count", "0"], &["0 is not in 1..=100000"]),
         (&gen_, &["--tmin", "0"], &["0 is out of range (1us ..= 1h)"]),
         (&gen_, &["--tmax", "x"], &["'x' is not a duration"]),
-        (&gen_, &["--periods", "10ms,2h"], &["2h is out of range (1us ..= 1h)"]),
+        (
+            &gen_,
+            &["--periods", "10ms,2h"],
+            &["2h is out of range (1us ..= 1h)"],
+        ),
         (
             &gen_,
             &["--period-gran", "500ns"],
             &["500ns is out of range (1us ..= 1h)"],
         ),
-        (&gen_, &["--cmin", "11s"], &["11s is out of range (0ns ..= 10s)"]),
+        (
+            &gen_,
+            &["--cmin", "11s"],
+            &["11s is out of range (0ns ..= 10s)"],
+        ),
         (&check, &["--policy", "rr"], &[POLICIES]),
         (
             &check,
@@ -141,11 +149,31 @@ fn a_bad_value_is_refused_by_clap_naming_the_flag_and_what_it_accepts() {
             &["--margin-add", "101ms"],
             &["101ms is out of range (0ns ..= 100ms)"],
         ),
-        (&sweep, &["--cmin", "11s"], &["11s is out of range (0ns ..= 10s)"]),
-        (&sweep, &["--tmin", "0"], &["0 is out of range (1us ..= 1h)"]),
-        (&sweep, &["--tmax", "2h"], &["2h is out of range (1us ..= 1h)"]),
-        (&sweep, &["--rt-runtime", "-2"], &["or -1 (unlimited): no limit"]),
-        (&sweep, &["--rt-runtime", "2h"], &["2h is out of range (1us ..= 1h)"]),
+        (
+            &sweep,
+            &["--cmin", "11s"],
+            &["11s is out of range (0ns ..= 10s)"],
+        ),
+        (
+            &sweep,
+            &["--tmin", "0"],
+            &["0 is out of range (1us ..= 1h)"],
+        ),
+        (
+            &sweep,
+            &["--tmax", "2h"],
+            &["2h is out of range (1us ..= 1h)"],
+        ),
+        (
+            &sweep,
+            &["--rt-runtime", "-2"],
+            &["or -1 (unlimited): no limit"],
+        ),
+        (
+            &sweep,
+            &["--rt-runtime", "2h"],
+            &["2h is out of range (1us ..= 1h)"],
+        ),
         (&sweep, &["--fair-server", "x"], &["is not a duration"]),
         (
             &sweep,

@@ -40,7 +40,10 @@ mod deprecated {
                 "x taskset gen --periods=10ms,20ms",
             ),
             ("x pdlt --offsets-us -2:30", "x pdlt --offsets -2us:30us"),
-            ("x pdlt --offsets-us=-2.5:1e3", "x pdlt --offsets=-2.5us:1e3"),
+            (
+                "x pdlt --offsets-us=-2.5:1e3",
+                "x pdlt --offsets=-2.5us:1e3",
+            ),
             ("x pdlt --step-us 5us", "x pdlt --step 5us"),
             (
                 "x taskset sweep --rt-runtime-us -1 --fair-server-us 10000",

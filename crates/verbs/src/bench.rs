@@ -188,9 +188,12 @@ pub fn pdlt(
             s => format!("{} of {}, timer interrupt", s.name(), cfg.size),
         };
         out.progress(&format!(
-        "rtscope pdlt: {what}, on CPU {}, producer FIFO {}, consumer FIFO {}, step {}",
-        cfg.cpu, cfg.producer_priority, cfg.consumer_priority, human_ns(cfg.step_ns),
-    ));
+            "rtscope pdlt: {what}, on CPU {}, producer FIFO {}, consumer FIFO {}, step {}",
+            cfg.cpu,
+            cfg.producer_priority,
+            cfg.consumer_priority,
+            human_ns(cfg.step_ns),
+        ));
         let res = pdlt::run(cfg, reaper, |m| {
             out.progress(&format!("  scanning under preempt={m} …"))
         })?;
@@ -215,10 +218,7 @@ pub fn pdlt(
 }
 
 /// The Rhealstone suite.
-pub fn rhealstone(
-    cfg: &rhealstone::Config,
-    out: &RecordOutputs,
-) -> Result<(), VerbError> {
+pub fn rhealstone(cfg: &rhealstone::Config, out: &RecordOutputs) -> Result<(), VerbError> {
     let tags = out.validate()?;
     let run = |reaper: &Reaper, _: &Work| -> Result<Ran, VerbError> {
         let p = cfg.priority_high;

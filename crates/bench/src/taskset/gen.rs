@@ -131,10 +131,7 @@ pub fn validate(p: &GenParams) -> Result<(), GenError> {
         if p.n as f64 * cmin as f64 / tmin as f64 >= p.utilisation {
             return bad(format!(
                 "{CMIN}: n·C_min/T_min = {}·{}/{} ≥ U = {}: C_min leaves no utilisation to share",
-                p.n,
-                cmin,
-                tmin,
-                p.utilisation
+                p.n, cmin, tmin, p.utilisation
             ));
         }
         if cmin as f64 / tmin as f64 > p.umax {

@@ -122,10 +122,7 @@ pub fn gen_params(g: &GenFlags) -> Result<gen::GenParams, TasksetError> {
     }
     let period = |d: Duration, name: &str| -> Result<u64, TasksetError> {
         if d.is_zero() || d > MAX_PERIOD {
-            return Err(bad(format!(
-                "{name}: must be in (0, 1h], got {}",
-                human(d)
-            )));
+            return Err(bad(format!("{name}: must be in (0, 1h], got {}", human(d))));
         }
         Ok(d.as_nanos() as u64)
     };

@@ -27,9 +27,9 @@ pub fn run_time() -> impl TypedValueParser<Value = Duration> {
 /// nanoseconds.
 pub fn offset_range(limit: f64) -> impl TypedValueParser<Value = (i64, i64)> {
     StringValueParser::new().try_map(move |s| {
-        let (a, b) = s.split_once(':').ok_or_else(|| {
-            format!("'{s}' is not START:END (two durations, e.g. -2us:800us)")
-        })?;
+        let (a, b) = s
+            .split_once(':')
+            .ok_or_else(|| format!("'{s}' is not START:END (two durations, e.g. -2us:800us)"))?;
         let one = |x: &str| -> Result<i64, String> {
             let x = x.trim();
             let (sign, t) = match x.strip_prefix('-') {

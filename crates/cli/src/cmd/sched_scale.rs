@@ -28,5 +28,9 @@ pub fn run(a: Args) -> Result<()> {
     };
     let cfg = flags.resolve(&rtscope_verbs::bench::Rules)?;
     let files = (a.csv.as_deref(), a.svg.as_deref());
-    Ok(rtscope_verbs::bench::sched_scale(&cfg, files, &a.out.lib())?)
+    Ok(rtscope_verbs::bench::sched_scale(
+        &cfg,
+        files,
+        &a.out.lib(),
+    )?)
 }

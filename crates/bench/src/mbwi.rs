@@ -638,7 +638,7 @@ impl ExperimentConfig {
                 human(duration)
             )));
         }
-        if tick > std::time::Duration::from_secs(1) || tick.subsec_nanos() % 1000 != 0 {
+        if tick > std::time::Duration::from_secs(1) || !tick.subsec_nanos().is_multiple_of(1000) {
             return Err(BenchError::Invalid(format!(
                 "{TICK}: must be whole µs in 0 ..= 1s, got {}",
                 human(tick)

@@ -193,13 +193,13 @@ mod tests {
 
     #[test]
     fn kernel_runs_are_checked_before_anything_starts() {
-        let run_job = |duration: Duration, scenario: &str, mechanism: Mechanism| Job::Run {
+        let run_job = |duration: Duration, tick: Duration| Job::Run {
             cpus: None,
             duration,
             mutex: "both".into(),
-            scenario: scenario.into(),
-            tick: Duration::ZERO,
-            mechanism,
+            scenario: "all".into(),
+            tick,
+            mechanism: Mechanism::Auto,
         };
         let out = RecordOutputs {
             no_store: true,
@@ -207,14 +207,11 @@ mod tests {
         };
         let rows = [
             (
-                run_job(Duration::from_millis(100), "all", Mechanism::Auto),
+                run_job(Duration::from_millis(100), Duration::ZERO),
                 format!("{}: 100ms is out of range (200ms ..= 10m)", km::DURATION),
             ),
             (
-                Job::Run {
-                    tick: Duration::from_nanos(1500),
-                    ..run_job(Duration::from_secs(5), "all", Mechanism::Off)
-                },
+                run_job(Duration::from_secs(5), Duration::from_nanos(1500)),
                 format!("{}: must be whole µs in 0 ..= 1s, got 1.5us", km::TICK),
             ),
             (

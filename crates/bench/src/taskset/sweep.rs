@@ -298,7 +298,7 @@ fn kernel_settings(
             RtRuntime::Unlimited => "-1".to_string(),
             RtRuntime::Limit(d) => {
                 let us = d.as_micros() as u64;
-                if d.subsec_nanos() % 1000 != 0 || !(1..=period).contains(&us) {
+                if !d.subsec_nanos().is_multiple_of(1000) || !(1..=period).contains(&us) {
                     return Err(bad(format!(
                         "{RT_RUNTIME}: must be -1 (no limit) or whole µs in 1us ..= {} (sched_rt_period_us), got {}",
                         job::human(Duration::from_micros(period)),

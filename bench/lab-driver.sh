@@ -20,7 +20,7 @@ for spec in "trace none 0" "trace none 1" "trace none 2" "trace none 3" "trace n
     [ "$2" != "-" ] && pre="--preempt $2"
     # shellcheck disable=SC2086
     $R lab run --kernel "$1" $pre --icount --smp 1 --out "$OUT/$tag" --no-store -- \
-        pdlt --syscall driver --points "$3" --step-us 5 --csv "$tag.csv" --svg "$tag.svg" --json "$tag.json" \
+        pdlt --syscall driver --points "$3" --step 5us --csv "$tag.csv" --svg "$tag.svg" --json "$tag.json" \
         > "$OUT/$tag.txt" 2>&1
     grep -E 'points;|interrupt response' "$OUT/$tag.txt" | sed "s/^/$tag: /"
 done

@@ -54,12 +54,14 @@ sweep() {
 	local timeout=$((runs * 20 + 300))
 	echo "== $name: $placement loads $loads, $sets sets, $runs runs of ${DURATION} s ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg))" |
 		tee -a "$OUT/log.txt"
-	local t0=$SECONDS
+	local t0=$SECONDS rt_runtime=$RT_RUNTIME_US
+	# The kernel's -1 (no limit) as it is; a runtime in µs as a duration.
+	[ "$rt_runtime" = -1 ] || rt_runtime=${rt_runtime}us
 	"$RTSCOPE" lab run --kernel "$KERNEL" --icount "$SHIFT" --smp 4 --timeout "${timeout}s" \
 		--db "$OUT/lab.db" --out "$OUT" --tag "sweep=$name" -q -- \
 		taskset sweep --placement "$placement" --loads "$loads" --sets "$sets" \
-		--policies "$POLICIES" -D "$DURATION" --seed "$SEED" --margin 1.0 --margin-us "$MARGIN_US" \
-		--work cputime --rt-runtime-us "$RT_RUNTIME_US" ${FAIR_SERVER_US:+--fair-server-us "$FAIR_SERVER_US"} \
+		--policies "$POLICIES" -D "$DURATION" --seed "$SEED" --margin 1.0 --margin-add "${MARGIN_US}us" \
+		--work cputime --rt-runtime "$rt_runtime" ${FAIR_SERVER_US:+--fair-server "${FAIR_SERVER_US}us"} \
 		-q --json "$name.json" \
 		>"$OUT/$name.txt" 2>&1 || echo "$name failed (exit $?): see $OUT/$name.txt" | tee -a "$OUT/log.txt"
 	echo "   $name: $((SECONDS - t0)) s host time, ended $(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg)" |

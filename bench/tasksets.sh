@@ -46,7 +46,7 @@ run_one() { # set policy placement tag…
 
 part_uni() { # per-core load R on one CPU (its own root domain)
 	local r=$1 cpu=${PART_CPU:-$((CPUS - 1))} n=$((NTASKS / 2))
-	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin-us 50 --seed "$SEED" --cpu-count 1 \
+	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin 50us --seed "$SEED" --cpu-count 1 \
 		--count "$SETS" -o "$OUT/sets/uni-$r/" >/dev/null
 	# Runtime Q = C × margin + UNI_MARGIN_US (default 0: no absolute allowance); Σ Q/P must stay
 	# within the per-CPU limit (0.95 − 0.05 fair server = 0.90 here): margin 1.1 while
@@ -57,8 +57,8 @@ part_uni() { # per-core load R on one CPU (its own root domain)
 		i=$(basename "$s" .json)
 		for p in ${UNI_POLICIES:-deadline other fifo}; do
 			case $p in
-			fifo) run_one "$s" fifo partitioned "uni-$r-$i-fifo" --cpus "$cpu" --priorities rm --margin "$margin" --margin-us "$mus" ;;
-			*) run_one "$s" "$p" partitioned "uni-$r-$i-$p" --cpus "$cpu" --margin "$margin" --margin-us "$mus" ;;
+			fifo) run_one "$s" fifo partitioned "uni-$r-$i-fifo" --cpus "$cpu" --priorities rm --margin "$margin" --margin-add "${mus}us" ;;
+			*) run_one "$s" "$p" partitioned "uni-$r-$i-$p" --cpus "$cpu" --margin "$margin" --margin-add "${mus}us" ;;
 			esac
 		done
 	done
@@ -74,7 +74,7 @@ wss_sweep() {
 	local WORK=calibrated # seen by run_one: the jobs' work is accesses over the working set
 	local llc_kb
 	llc_kb=$(cat /sys/devices/system/cpu/cpu0/cache/index*/size 2>/dev/null | sed 's/K$//' | sort -n | tail -1)
-	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin-us 50 --seed "$SEED" --cpu-count 1 \
+	"$RTSCOPE" taskset gen -n "$n" -u "$r" --umax "$r" --cmin 50us --seed "$SEED" --cpu-count 1 \
 		--count "$SETS" -o "$OUT/sets/wss-$r/" >/dev/null
 	for kb in 16 256 $((2 * ${llc_kb:-8192})); do
 		for s in "$OUT/sets/wss-$r"/set-*.json; do
@@ -83,7 +83,7 @@ wss_sweep() {
 				local extra=()
 				[ "$p" = fifo ] && extra=(--priorities rm)
 				run_one "$s" "$p" partitioned "wss$kb-$r-$i-$p" --cpus "$cpu" \
-					--access random --wss-kb "$kb" --margin-us "${UNI_MARGIN_US:-50}" "${extra[@]}"
+					--access random --wss-kb "$kb" --margin-add "${UNI_MARGIN_US:-50}us" "${extra[@]}"
 			done
 		done
 	done
@@ -100,7 +100,7 @@ experiment() {
 			continue
 		fi
 		u=$(python3 -c "print(round($r*$CPUS, 3))")
-		"$RTSCOPE" taskset gen -n "$NTASKS" -u "$u" --umax "$r" --cmin-us 50 --seed "$SEED" \
+		"$RTSCOPE" taskset gen -n "$NTASKS" -u "$u" --umax "$r" --cmin 50us --seed "$SEED" \
 			--count "$SETS" -o "$OUT/sets/part-$r/" >/dev/null
 		# Runtime margin: 1.1 (thesis: "slightly larger than C"), but per-CPU load × margin must
 		# stay within 0.95 − fair server: at R = 0.9 only margin 1.0 can be admitted.
@@ -114,7 +114,7 @@ experiment() {
 	done
 	[ "${SKIP_GLOBAL:-0}" = 1 ] && GLOBAL_U=""
 	for u in $GLOBAL_U; do
-		"$RTSCOPE" taskset gen -n "$NTASKS" -u "$u" --cmin-us 50 --seed "$SEED" \
+		"$RTSCOPE" taskset gen -n "$NTASKS" -u "$u" --cmin 50us --seed "$SEED" \
 			--count "$SETS" -o "$OUT/sets/global-$u/" >/dev/null
 		for s in "$OUT/sets/global-$u"/set-*.json; do
 			i=$(basename "$s" .json)

@@ -27,7 +27,7 @@ rtscope_model::request_fields! {
         Duration = "duration" => DURATION,
         Mutex = "mutex" => MUTEX,
         Scenario = "scenario" => SCENARIO,
-        TickUs = "tick_us" => TICK_US,
+        Tick = "tick" => TICK,
         Iterations = "iterations" => ITERATIONS,
         ContendedIterations = "contended_iterations" => CONTENDED_ITERATIONS,
         Example = "example" => EXAMPLE,
@@ -619,15 +619,32 @@ pub const SCENARIOS: [&str; 3] = ["one-cpu", "one-cpu-overrun", "two-cpus"];
 
 impl ExperimentConfig {
     /// From the verb's flags: `scenario` one of [`SCENARIOS`] or `all`, `mutex` `pi`, `plain` or
-    /// `both`; the one-CPU scenarios run on the last of `cpus`, the two-CPU one on the last two.
-    /// A 216 ms window (three periods of τ3) of each run is kept as a schedule.
+    /// `both`; the one-CPU scenarios run on the last of `cpus`, the two-CPU one on the last two;
+    /// each run lasts `duration` (200 ms ..= 10 min); the simulations enforce budgets at `tick`
+    /// (whole µs, 0 ..= 1 s; 0: exactly). A 216 ms window (three periods of τ3) of each run is
+    /// kept as a schedule.
     pub fn new(
         scenario: &str,
         mutex: &str,
         cpus: &[u32],
-        duration_ns: u64,
-        tick_us: u64,
+        duration: std::time::Duration,
+        tick: std::time::Duration,
     ) -> Result<ExperimentConfig> {
+        let human = |d: std::time::Duration| rtscope_model::duration::human(d.as_secs_f64());
+        let duration_ns = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        if !(MIN_DURATION_NS..=MAX_DURATION_NS).contains(&duration_ns) {
+            return Err(BenchError::Invalid(format!(
+                "{DURATION}: {} is out of range (200ms ..= 10m)",
+                human(duration)
+            )));
+        }
+        if tick > std::time::Duration::from_secs(1) || !tick.subsec_nanos().is_multiple_of(1000) {
+            return Err(BenchError::Invalid(format!(
+                "{TICK}: must be whole µs in 0 ..= 1s, got {}",
+                human(tick)
+            )));
+        }
+        let tick_us = tick.as_micros() as u64;
         let cfg = ExperimentConfig {
             scenarios: match scenario {
                 "all" => SCENARIOS.iter().map(|s| s.to_string()).collect(),
@@ -649,11 +666,6 @@ impl ExperimentConfig {
             tick_us,
             window_ns: 216_000_000,
         };
-        if tick_us > 1_000_000 {
-            return Err(BenchError::Invalid(format!(
-                "{TICK_US}: {tick_us} is out of range (0..=1000000)"
-            )));
-        }
         cfg.runs()?;
         Ok(cfg)
     }
@@ -1117,12 +1129,23 @@ script = [{lock = "A"}, {compute_us = 5000}, {unlock = "A"}]
             rtscope_testkit::skipped("needs CPUs 0 and 1 online");
             return;
         }
-        let c = ExperimentConfig::new("all", "both", &[0, 1], 1_000_000_000, 0).unwrap();
+        use std::time::Duration as D;
+        let (s1, no_tick) = (D::from_secs(1), D::ZERO);
+        let c = ExperimentConfig::new("all", "both", &[0, 1], s1, no_tick).unwrap();
         assert_eq!((c.one_cpu, c.two_cpus.clone()), (1, vec![0, 1]));
         assert_eq!(c.runs().unwrap().len(), 6);
-        let e = ExperimentConfig::new("two-cpus", "pi", &[1], 1_000_000_000, 0).unwrap_err();
+        let e = ExperimentConfig::new("two-cpus", "pi", &[1], s1, no_tick).unwrap_err();
         assert!(e.to_string().contains("needs 2 CPUs"), "{e}");
-        assert!(ExperimentConfig::new("one-cpu", "futex", &[1], 1_000_000_000, 0).is_err());
-        assert!(ExperimentConfig::new("one-cpu", "pi", &[1], 100_000_000, 0).is_err());
+        assert!(ExperimentConfig::new("one-cpu", "futex", &[1], s1, no_tick).is_err());
+        assert!(
+            ExperimentConfig::new("one-cpu", "pi", &[1], D::from_millis(100), no_tick).is_err()
+        );
+        let tick = |t| ExperimentConfig::new("one-cpu", "pi", &[1], s1, t).map(|c| c.tick_us);
+        assert_eq!(tick(D::from_millis(4)).unwrap(), 4000);
+        assert_eq!(
+            tick(D::from_nanos(1500)).unwrap_err().to_string(),
+            "⟨mbwi.tick⟩: must be whole µs in 0 ..= 1s, got 1.5us"
+        );
+        assert!(tick(D::from_secs(2)).is_err());
     }
 }

@@ -26,6 +26,7 @@ use rtscope_sys::mem::PrivateMap;
 use rtscope_sys::timer::TimerFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 rtscope_model::request_fields! {
     /// The fields of a scan request ([`Flags`]) as its errors name them.
@@ -34,8 +35,8 @@ rtscope_model::request_fields! {
         ConsumerPriority = "consumer_priority" => CONSUMER_PRIORITY,
         Syscall = "syscall" => SYSCALL,
         Size = "size" => SIZE,
-        StepUs = "step_us" => STEP_US,
-        OffsetsUs = "offsets_us" => OFFSETS_US,
+        Step = "step" => STEP,
+        Offsets = "offsets" => OFFSETS,
         Repeats = "repeats" => REPEATS,
         ScratchDir = "scratch_dir" => SCRATCH_DIR,
         Timeout = "timeout" => TIMEOUT,
@@ -157,8 +158,8 @@ impl Config {
         }
         if !(10..=1_000_000_000).contains(&self.step_ns) {
             return bad(format!(
-                "{STEP_US}: must be 0.01..=1000000 µs, got {} ns",
-                self.step_ns
+                "{STEP}: must be in 10ns ..= 1s, got {}",
+                rtscope_model::duration::human(self.step_ns as f64 / 1e9)
             ));
         }
         if !(1..=10_000).contains(&self.repeats) {
@@ -169,13 +170,13 @@ impl Config {
         }
         if let Some((a, b)) = self.range_ns {
             if a > b || a < -1_000_000_000 || b > 10_000_000_000 {
-                return bad(format!(
-                    "{OFFSETS_US}: need START <= END within -1000000..=10000000 µs"
-                ));
+                return bad(format!("{OFFSETS}: need START <= END within -1s ..= 10s"));
             }
             let points = ((b - a) as u64 / self.step_ns + 1) * self.repeats as u64;
             if points > MAX_POINTS {
-                return bad(format!("{OFFSETS_US}/{STEP_US}/{REPEATS}: {points} points exceed the limit of {MAX_POINTS}"));
+                return bad(format!(
+                    "{OFFSETS}/{STEP}/{REPEATS}: {points} points exceed the limit of {MAX_POINTS}"
+                ));
             }
         }
         if !self.scratch_dir.is_dir() {
@@ -528,8 +529,8 @@ fn finish_scan(model: &str, cal: Stats, points: Vec<PdltPoint>) -> PdltScan {
     }
 }
 
-/// A scan's points in order, (repeat, offset ns): from `first_ns` (or `--offsets-us`, never
-/// below `floor_ns`) to 1.25 × the call's calibrated duration + 2 µs in `--step-us` steps,
+/// A scan's points in order, (repeat, offset ns): from `first_ns` (or `--offsets`, never
+/// below `floor_ns`) to 1.25 × the call's calibrated duration + 2 µs in `--step` steps,
 /// `--repeats` times; more than [`MAX_POINTS`] is refused.
 fn plan(cfg: &Config, call_ns: u64, first_ns: i64, floor_ns: i64) -> Result<Vec<(u32, i64)>> {
     let dur = call_ns as i64;
@@ -538,7 +539,7 @@ fn plan(cfg: &Config, call_ns: u64, first_ns: i64, floor_ns: i64) -> Result<Vec<
     let total = offsets.len() as u64 * cfg.repeats as u64;
     if total > MAX_POINTS {
         return Err(BenchError::Invalid(format!(
-            "the default sweep for a {} µs call at this step is {total} points (> {MAX_POINTS}): raise {STEP_US} or set {OFFSETS_US}",
+            "the default sweep for a {} µs call at this step is {total} points (> {MAX_POINTS}): raise {STEP} or set {OFFSETS}",
             dur / 1000
         )));
     }
@@ -788,13 +789,16 @@ pub struct Flags {
     pub syscall: String,
     /// Bytes with an optional K/M/G suffix, or directory entries (getdents).
     pub size: Option<String>,
-    pub step_us: f64,
-    /// START:END in µs.
-    pub offsets_us: Option<String>,
+    /// The offset step (10 ns ..= 1 s).
+    pub step: Duration,
+    /// The offsets scanned, START..=END in ns from the start of the call (signed: a scan
+    /// starts before the call; -1 s ..= 10 s).
+    pub offsets_ns: Option<(i64, i64)>,
     pub repeats: u32,
     pub scratch_dir: Option<PathBuf>,
     pub compare_preempt: bool,
-    pub max_seconds: f64,
+    /// Cap on each scan's duration (100 ms ..= 1 d).
+    pub timeout: Duration,
     /// The test driver's preemption points.
     pub points: u32,
 }
@@ -810,17 +814,11 @@ impl Flags {
             Some(s) => parse_size(s)?,
             None => syscall.default_size(),
         };
-        if !self.step_us.is_finite() || !(0.01..=1e6).contains(&self.step_us) {
+        let human = |d: Duration| rtscope_model::duration::human(d.as_secs_f64());
+        if !(Duration::from_millis(100)..=Duration::from_secs(86_400)).contains(&self.timeout) {
             return Err(BenchError::Invalid(format!(
-                "{STEP_US}: must be 0.01..=1000000, got {}",
-                self.step_us
-            ))
-            .into());
-        }
-        if !self.max_seconds.is_finite() || !(0.1..=86_400.0).contains(&self.max_seconds) {
-            return Err(BenchError::Invalid(format!(
-                "{TIMEOUT}: must be 0.1s..=1d, got {} s",
-                self.max_seconds
+                "{TIMEOUT}: must be in 100ms ..= 1d, got {}",
+                human(self.timeout)
             ))
             .into());
         }
@@ -830,12 +828,12 @@ impl Flags {
             consumer_priority: self.consumer_priority,
             syscall,
             size,
-            step_ns: (self.step_us * 1000.0).round() as u64,
-            range_ns: self.offsets_us.as_deref().map(parse_offsets).transpose()?,
+            step_ns: u64::try_from(self.step.as_nanos()).unwrap_or(u64::MAX),
+            range_ns: self.offsets_ns,
             repeats: self.repeats,
             scratch_dir: self.scratch_dir.clone().unwrap_or_else(std::env::temp_dir),
             compare_preempt: self.compare_preempt,
-            max_duration_ns: (self.max_seconds * 1e9) as u64,
+            max_duration_ns: self.timeout.as_nanos() as u64,
             points: self.points,
         };
         cfg.validate()?;
@@ -853,29 +851,6 @@ pub fn parse_size(s: &str) -> Result<u64> {
             _ => format!("{SIZE}: '{s}' is not a size (a whole number, optional K/M/G suffix)"),
         })
     })
-}
-
-/// `--offsets-us START:END` in ns.
-pub fn parse_offsets(s: &str) -> Result<(i64, i64)> {
-    let bad = |m: String| BenchError::Invalid(m);
-    let (a, b) = s.split_once(':').ok_or_else(|| {
-        bad(format!(
-            "{OFFSETS_US}: '{s}' must be START:END in µs, e.g. -5:800"
-        ))
-    })?;
-    let p = |x: &str| -> Result<i64> {
-        let v: f64 = x
-            .trim()
-            .parse()
-            .map_err(|_| bad(format!("{OFFSETS_US}: '{x}' is not a number of µs")))?;
-        if !v.is_finite() || v.abs() > 1e7 {
-            return Err(bad(format!(
-                "{OFFSETS_US}: {x} is out of range (-10000000..=10000000 µs)"
-            )));
-        }
-        Ok((v * 1000.0).round() as i64)
-    };
-    Ok((p(a)?, p(b)?))
 }
 
 #[cfg(test)]
@@ -1019,15 +994,6 @@ mod tests {
             parse_size("99999999999G").unwrap_err().to_string(),
             "⟨pdlt.size⟩: '99999999999G' is too large"
         );
-        assert_eq!(parse_offsets("-2:10.5").unwrap(), (-2000, 10500));
-        assert_eq!(
-            parse_offsets("5").unwrap_err().to_string(),
-            "⟨pdlt.offsets_us⟩: '5' must be START:END in µs, e.g. -5:800"
-        );
-        assert_eq!(
-            parse_offsets("0:1e9").unwrap_err().to_string(),
-            "⟨pdlt.offsets_us⟩: 1e9 is out of range (-10000000..=10000000 µs)"
-        );
     }
 
     #[test]
@@ -1038,12 +1004,12 @@ mod tests {
             consumer_priority: 70,
             syscall: "munmap".into(),
             size: None,
-            step_us: 1.5,
-            offsets_us: Some("-2:100".into()),
+            step: Duration::from_nanos(1500),
+            offsets_ns: Some((-2000, 100_000)),
             repeats: 1,
             scratch_dir: None,
             compare_preempt: false,
-            max_seconds: 300.0,
+            timeout: Duration::from_secs(300),
             points: 0,
         };
         let c = f.resolve(&crate::common::tests::NoMachine).unwrap();
@@ -1054,8 +1020,12 @@ mod tests {
         );
         assert_eq!(c.range_ns, Some((-2000, 100_000)));
         let rows: Vec<(Flags, &str)> = vec![
-            (Flags { step_us: 0.0, ..f.clone() }, "⟨pdlt.step_us⟩: must be 0.01..=1000000, got 0"),
-            (Flags { max_seconds: 0.0, ..f.clone() }, "⟨pdlt.timeout⟩: must be 0.1s..=1d, got 0 s"),
+            (Flags { step: Duration::ZERO, ..f.clone() }, "⟨pdlt.step⟩: must be in 10ns ..= 1s, got 0ns"),
+            (Flags { timeout: Duration::ZERO, ..f.clone() }, "⟨pdlt.timeout⟩: must be in 100ms ..= 1d, got 0ns"),
+            (
+                Flags { offsets_ns: Some((0, 20_000_000_000)), ..f.clone() },
+                "⟨pdlt.offsets⟩: need START <= END within -1s ..= 10s",
+            ),
             (
                 Flags { cpus: Some("0-1".into()), ..f.clone() },
                 "⟨bench.cpu⟩: this benchmark runs on one CPU, got 2 (0-1); give one, e.g. ⟨bench.cpu⟩ 1",

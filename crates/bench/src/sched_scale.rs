@@ -443,7 +443,7 @@ pub const PROTOCOLS: [&str; 1] = ["heursch2001"];
 /// heursch-2001 §4: 200 wake-ups of the SCHED_FIFO process, `sleep(1)` apart, per number of
 /// load processes, at the N of Table 3 (0, 10, 20, 30, 40, 50, 100, 150, 200).
 pub const HEURSCH2001_WAKEUPS: u64 = 200;
-pub const HEURSCH2001_SLEEP_MS: f64 = 1000.0;
+pub const HEURSCH2001_SLEEP: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// `rtscope sched-scale`'s flags as given (None: not given).
 #[derive(Clone, Debug, PartialEq)]
@@ -454,13 +454,12 @@ pub struct Flags {
     pub loads: Option<String>,
     /// [default: 200]
     pub wakeups: Option<u64>,
-    /// [default: 10]
-    pub sleep_ms: Option<f64>,
+    /// Between wake-ups, 100 µs ..= 10 s [default: 10 ms]
+    pub sleep: Option<std::time::Duration>,
     /// A paper's protocol (`heursch2001`), instead of --loads/--wakeups/--sleep.
     pub protocol: Option<String>,
     pub no_trace: bool,
-    /// auto | on | off
-    pub sched_time: String,
+    pub sched_time: SchedTime,
 }
 
 impl Flags {
@@ -469,17 +468,17 @@ impl Flags {
         &self,
         v: &V,
     ) -> std::result::Result<Config, V::Error> {
-        let (loads, wakeups, sleep_ms) = match self.protocol.as_deref() {
+        let (loads, wakeups, sleep) = match self.protocol.as_deref() {
             None => (
                 match &self.loads {
                     Some(l) => parse_loads(l).map_err(BenchError::Invalid)?,
                     None => DEFAULT_LOADS.to_vec(),
                 },
                 self.wakeups.unwrap_or(200),
-                self.sleep_ms.unwrap_or(10.0),
+                self.sleep.unwrap_or(std::time::Duration::from_millis(10)),
             ),
             Some("heursch2001") => {
-                if self.loads.is_some() || self.wakeups.is_some() || self.sleep_ms.is_some() {
+                if self.loads.is_some() || self.wakeups.is_some() || self.sleep.is_some() {
                     return Err(BenchError::Invalid(
                         format!("{PROTOCOL} heursch2001 sets {LOADS}, {WAKEUPS} and {SLEEP} (Table 3's N, 200 wake-ups 1000 ms apart); leave them out"),
                     )
@@ -488,7 +487,7 @@ impl Flags {
                 (
                     DEFAULT_LOADS.to_vec(),
                     HEURSCH2001_WAKEUPS,
-                    HEURSCH2001_SLEEP_MS,
+                    HEURSCH2001_SLEEP,
                 )
             }
             Some(p) => {
@@ -499,9 +498,11 @@ impl Flags {
                 .into())
             }
         };
-        if !sleep_ms.is_finite() || !(0.1..=10_000.0).contains(&sleep_ms) {
+        let range = std::time::Duration::from_micros(100)..=std::time::Duration::from_secs(10);
+        if !range.contains(&sleep) {
             return Err(BenchError::Invalid(format!(
-                "{SLEEP}: must be 0.1ms..=10s, got {sleep_ms} ms"
+                "{SLEEP}: must be in 100us ..= 10s, got {}",
+                rtscope_model::duration::human(sleep.as_secs_f64())
             ))
             .into());
         }
@@ -510,9 +511,9 @@ impl Flags {
             priority: self.priority,
             loads,
             wakeups,
-            sleep_ns: (sleep_ms * 1e6) as u64,
+            sleep_ns: sleep.as_nanos() as u64,
             trace: !self.no_trace,
-            sched_time: SchedTime::parse(&self.sched_time).map_err(BenchError::Invalid)?,
+            sched_time: self.sched_time,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -613,10 +614,10 @@ mod tests {
             priority: 80,
             loads: Some("0,10".into()),
             wakeups: Some(200),
-            sleep_ms: Some(10.0),
+            sleep: Some(std::time::Duration::from_millis(10)),
             protocol: None,
             no_trace: true,
-            sched_time: "auto".into(),
+            sched_time: SchedTime::Auto,
         };
         let c = f.resolve(&crate::common::tests::NoMachine).unwrap();
         assert_eq!(
@@ -624,30 +625,24 @@ mod tests {
             (vec![0, 10], 10_000_000, false)
         );
         let e = Flags {
-            sleep_ms: Some(0.0),
+            sleep: Some(std::time::Duration::ZERO),
             ..f.clone()
         }
         .resolve(&crate::common::tests::NoMachine)
         .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "⟨sched_scale.sleep⟩: must be 0.1ms..=10s, got 0 ms"
+            "⟨sched_scale.sleep⟩: must be in 100us ..= 10s, got 0ns"
         );
-        let e = Flags {
-            sched_time: "yes".into(),
-            ..f.clone()
-        }
-        .resolve(&crate::common::tests::NoMachine)
-        .unwrap_err();
         assert_eq!(
-            e.to_string(),
+            SchedTime::parse("yes").unwrap_err(),
             "⟨sched_scale.sched_time⟩: must be auto, on, preemptirq or off; got 'yes'"
         );
         // The paper's protocol: Table 3's N, 200 wake-ups 1 s apart; alone or refused.
         let p = Flags {
             loads: None,
             wakeups: None,
-            sleep_ms: None,
+            sleep: None,
             protocol: Some("heursch2001".into()),
             ..f.clone()
         };

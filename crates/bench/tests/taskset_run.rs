@@ -7,6 +7,7 @@ use rtscope_bench::taskset::{
 };
 use rtscope_model::taskset::{Task, TaskSet};
 use rtscope_testkit::{is_root as root, serial};
+use std::time::Duration;
 
 fn small_set() -> TaskSet {
     // U = 1/10 + 2/20 + 3/50 + 2/40 = 0.1 + 0.1 + 0.06 + 0.05 = 0.31
@@ -416,9 +417,6 @@ fn sweep_runs_every_set_and_policy() {
         fn cpus(&self, _: &str, _: Option<&str>) -> Result<Vec<u32>, E> {
             Ok(cpus())
         }
-        fn duration(&self, _: &str, s: &str, lo: f64, hi: f64) -> Result<f64, E> {
-            rtscope_model::duration::parse_secs_in(s, lo, hi).map_err(|e| E(e.to_string()))
-        }
         fn read(&self, _: &str, _: &std::path::Path) -> Result<String, E> {
             Ok(String::new())
         }
@@ -438,18 +436,18 @@ fn sweep_runs_every_set_and_policy() {
         sets: 2,
         tasks_per_cpu: 2,
         policies: vec!["deadline".into(), "other".into()],
-        duration: "0.5".into(),
+        duration: Duration::from_millis(500),
         seed: 7,
         margin: 1.0,
-        margin_us: 50,
+        margin_add: Duration::from_micros(50),
         work: "cputime".into(),
-        cmin_us: 50,
-        tmin_ms: 10.0,
-        tmax_ms: 100.0,
+        cmin: Duration::from_micros(50),
+        tmin: Duration::from_millis(10),
+        tmax: Duration::from_millis(100),
         wss_kb: 16,
         cpus: None,
-        rt_runtime_us: None,
-        fair_server_us: None,
+        rt_runtime: None,
+        fair_server: None,
     };
     let job = ts::sweep::prepare(&f, &Host).unwrap_or_else(|E(e)| panic!("flags: {e}"));
     let mut seen = 0;

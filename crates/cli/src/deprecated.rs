@@ -3,12 +3,15 @@
 //! clap's tree (help, completions, docs/cli.md) holds only the current grammar.
 
 /// A renamed flag: in `verb` (a verb, or `verb sub`), `old` is now `new`; `unit` is appended to
-/// the value when the old flag's bare number had another unit than the new one's.
+/// each bare number of the value (`10` → `10ms`; in a list `10,20` and a range `-2:30`, to
+/// each element) when the old flag's number had a unit and the new flag takes a suffixed
+/// duration; `keep` is a value passed unchanged (a sentinel such as the kernel's `-1`).
 struct Renamed {
     verb: &'static str,
     old: &'static str,
     new: &'static str,
     unit: Option<&'static str>,
+    keep: Option<&'static str>,
 }
 
 const fn r(verb: &'static str, old: &'static str, new: &'static str) -> Renamed {
@@ -17,6 +20,23 @@ const fn r(verb: &'static str, old: &'static str, new: &'static str) -> Renamed 
         old,
         new,
         unit: None,
+        keep: None,
+    }
+}
+
+/// A unit-named duration flag now taking a suffixed duration.
+const fn u(
+    verb: &'static str,
+    old: &'static str,
+    new: &'static str,
+    unit: &'static str,
+) -> Renamed {
+    Renamed {
+        verb,
+        old,
+        new,
+        unit: Some(unit),
+        keep: None,
     }
 }
 
@@ -39,16 +59,73 @@ const RENAMED: &[Renamed] = &[
     r("sched-scale", "--cpus", "--cpu"),
     r("rhealstone", "--max-seconds", "--timeout"),
     r("pdlt", "--max-seconds", "--timeout"),
-    Renamed {
-        verb: "sched-scale",
-        old: "--sleep-ms",
-        new: "--sleep",
-        unit: Some("ms"),
-    },
+    u("sched-scale", "--sleep-ms", "--sleep", "ms"),
     r("taskset gen", "--cpus", "--cpu-count"),
     r("practise test", "--cpus-emulated", "--emulated-cpus"),
     r("practise perf", "--cpus-emulated", "--emulated-cpus"),
+    // Durations named by their unit in taskset, mbwi, pdlt, rhealstone and doctor: each now
+    // takes a suffixed duration (`--tmin 10ms`, `--periods 10ms,20ms`, `--offsets -2us:30us`).
+    u("taskset gen", "--tmin-ms", "--tmin", "ms"),
+    u("taskset gen", "--tmax-ms", "--tmax", "ms"),
+    u("taskset gen", "--periods-ms", "--periods", "ms"),
+    u("taskset gen", "--period-gran-us", "--period-gran", "us"),
+    u("taskset gen", "--cmin-us", "--cmin", "us"),
+    u("taskset sweep", "--tmin-ms", "--tmin", "ms"),
+    u("taskset sweep", "--tmax-ms", "--tmax", "ms"),
+    u("taskset sweep", "--cmin-us", "--cmin", "us"),
+    u("taskset sweep", "--margin-us", "--margin-add", "us"),
+    u("taskset check", "--margin-us", "--margin-add", "us"),
+    u("taskset run", "--margin-us", "--margin-add", "us"),
+    u("taskset check", "--inflate-us", "--inflate", "us"),
+    u("taskset run", "--inflate-us", "--inflate", "us"),
+    Renamed {
+        keep: Some("-1"),
+        ..u("taskset sweep", "--rt-runtime-us", "--rt-runtime", "us")
+    },
+    u("taskset sweep", "--fair-server-us", "--fair-server", "us"),
+    u("mbwi run", "--tick-us", "--tick", "us"),
+    u("pdlt", "--step-us", "--step", "us"),
+    u("pdlt", "--offsets-us", "--offsets", "us"),
+    u(
+        "rhealstone",
+        "--timer-interval-us",
+        "--timer-interval",
+        "us",
+    ),
+    u("rhealstone", "--medium-burst-us", "--medium-burst", "us"),
+    u("doctor", "--target-us", "--target", "us"),
 ];
+
+/// `unit` appended to every bare number of `v` (an optional sign, digits, one dot) between
+/// the separators of a list (`,`) and a range (`:`); anything else is left for clap to refuse.
+fn with_unit(v: &str, unit: &str) -> String {
+    let bare = |x: &str| {
+        let d = x.strip_prefix('-').unwrap_or(x);
+        !d.is_empty()
+            && d != "."
+            && d.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+            && d.bytes().filter(|&b| b == b'.').count() <= 1
+    };
+    let mut out = String::with_capacity(v.len() + 2 * unit.len());
+    let mut piece = String::new();
+    let flush = |piece: &mut String, out: &mut String| {
+        out.push_str(piece);
+        if bare(piece) {
+            out.push_str(unit);
+        }
+        piece.clear();
+    };
+    for c in v.chars() {
+        if c == ',' || c == ':' {
+            flush(&mut piece, &mut out);
+            out.push(c);
+        } else {
+            piece.push(c);
+        }
+    }
+    flush(&mut piece, &mut out);
+    out
+}
 
 use std::ffi::OsString;
 
@@ -93,16 +170,21 @@ pub fn rewrite(verb: &str, args: &[OsString]) -> Vec<OsString> {
             "rtscope: warning: {} {} is deprecated, use {} (the old spelling goes in a later release)",
             verb, ren.old, ren.new
         );
-        let unit = ren.unit.unwrap_or("");
+        let value = |v: &str| match ren.unit {
+            Some(_) if ren.keep == Some(v) => v.to_string(),
+            Some(unit) => with_unit(v, unit),
+            None => v.to_string(),
+        };
         match glued {
-            Some(v) => out.push(format!("{}={v}{unit}", ren.new).into()),
+            Some(v) => out.push(format!("{}={}", ren.new, value(&v)).into()),
             None => {
                 out.push(ren.new.into());
                 // The value follows; it is read only when a unit goes with it.
                 if let Some(v) = ren.unit.and_then(|_| it.next()) {
-                    let mut v = v.clone();
-                    v.push(unit);
-                    out.push(v);
+                    out.push(match v.to_str() {
+                        Some(t) => value(t).into(),
+                        None => v.clone(),
+                    });
                 }
             }
         }

@@ -35,7 +35,7 @@ fn redact(s: &str) -> String {
     rtscope_model::secrets::redact(&libraries(s))
 }
 
-/// Every library field token (`⟨pdlt.step_us⟩`) in `s` as its flag.
+/// Every library field token (`⟨pdlt.step⟩`) in `s` as its flag.
 pub fn libraries(s: &str) -> String {
     let s = crate::fields_bench::render(s);
     let s = crate::fields_load::render(&s);

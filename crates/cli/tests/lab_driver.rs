@@ -51,8 +51,8 @@ fn the_driver_draws_the_papers_triangles_and_a_preemptible_kernel_none() {
             "20000",
             "--points",
             points,
-            "--step-us",
-            "10",
+            "--step",
+            "10us",
         ]
     };
     // Fig. 3: no preemption point, preempt=none: one triangle as long as the call.

@@ -29,7 +29,7 @@ fn a_global_sweep_at_the_thesis_load_runs_in_a_four_cpu_guest() {
         "deadline,other",
         "-D",
         "1s",
-        "--rt-runtime-us",
+        "--rt-runtime",
         "-1",
     ];
     let rec = icount_record_smp(bin!(), "trace", None, "4", &verb, "sweep.json");

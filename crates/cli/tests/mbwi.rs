@@ -110,8 +110,8 @@ fn bad_flags_exit_2() {
         &["--cpus", "999"],
     );
     refused(
-        &["mbwi", "run", "--tick-us", "2000000", "--no-store"],
-        &["--tick-us", "0..=1000000"],
+        &["mbwi", "run", "--tick", "2s", "--no-store"],
+        &["--tick", "0ns ..= 1s"],
     );
     refused(
         &["mbwi", "run", "--scenario", "three-cpus"],

@@ -391,8 +391,8 @@ fn cases(dir: &Path) -> Vec<Case> {
                 "pdlt",
                 "--cpu",
                 "0",
-                "--step-us",
-                "10",
+                "--step",
+                "10us",
                 "--repeats",
                 "1000",
                 "-q",
@@ -511,7 +511,7 @@ fn cases(dir: &Path) -> Vec<Case> {
                 "-q",
             ],
             None,
-            // The sweep's tasks: periods of 10..=100 ms (its --tmin-ms/--tmax-ms defaults).
+            // The sweep's tasks: periods of 10..=100 ms (its --tmin/--tmax defaults).
             ms(100),
             Family::Light,
             Record::Db,

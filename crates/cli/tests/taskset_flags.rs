@@ -69,6 +69,23 @@ fn a_bad_value_is_refused_by_clap_naming_the_flag_and_what_it_accepts() {
             &["[possible values: json, toml]"],
         ),
         (&gen_, &["--count", "0"], &["0 is not in 1..=100000"]),
+        (&gen_, &["--tmin", "0"], &["0 is out of range (1us ..= 1h)"]),
+        (&gen_, &["--tmax", "x"], &["'x' is not a duration"]),
+        (
+            &gen_,
+            &["--periods", "10ms,2h"],
+            &["2h is out of range (1us ..= 1h)"],
+        ),
+        (
+            &gen_,
+            &["--period-gran", "500ns"],
+            &["500ns is out of range (1us ..= 1h)"],
+        ),
+        (
+            &gen_,
+            &["--cmin", "11s"],
+            &["11s is out of range (0ns ..= 10s)"],
+        ),
         (&check, &["--policy", "rr"], &[POLICIES]),
         (
             &check,
@@ -96,7 +113,17 @@ fn a_bad_value_is_refused_by_clap_naming_the_flag_and_what_it_accepts() {
             &["[possible values: l2, l3, llc, numa]"],
         ),
         (&check, &["--cpus", "x"], &["expected a list like 0,2-3"]),
-        (&check, &["--margin-us", "200000"], &["0..=100000"]),
+        (
+            &check,
+            &["--margin-add", "200ms"],
+            &["200ms is out of range (0ns ..= 100ms)"],
+        ),
+        (
+            &check,
+            &["--inflate", "0.2s"],
+            &["0.2s is out of range (0ns ..= 100ms)"],
+        ),
+        (&check, &["--inflate", "x"], &["is not a duration"]),
         (&run_, &["--cpus", "a-b"], &["expected a list like 0,2-3"]),
         (
             &run_,
@@ -117,7 +144,42 @@ fn a_bad_value_is_refused_by_clap_naming_the_flag_and_what_it_accepts() {
         (&sweep, &["--policies", "deadline,rr"], &[POLICIES]),
         (&sweep, &["--work", "x"], &[WORK]),
         (&sweep, &["--sets", "0"], &["0 is not in 1..=1000"]),
-        (&sweep, &["--margin-us", "100001"], &["0..=100000"]),
+        (
+            &sweep,
+            &["--margin-add", "101ms"],
+            &["101ms is out of range (0ns ..= 100ms)"],
+        ),
+        (
+            &sweep,
+            &["--cmin", "11s"],
+            &["11s is out of range (0ns ..= 10s)"],
+        ),
+        (
+            &sweep,
+            &["--tmin", "0"],
+            &["0 is out of range (1us ..= 1h)"],
+        ),
+        (
+            &sweep,
+            &["--tmax", "2h"],
+            &["2h is out of range (1us ..= 1h)"],
+        ),
+        (
+            &sweep,
+            &["--rt-runtime", "-2"],
+            &["or -1 (unlimited): no limit"],
+        ),
+        (
+            &sweep,
+            &["--rt-runtime", "2h"],
+            &["2h is out of range (1us ..= 1h)"],
+        ),
+        (&sweep, &["--fair-server", "x"], &["is not a duration"]),
+        (
+            &sweep,
+            &["--fair-server", "2h"],
+            &["2h is out of range (0ns ..= 1h)"],
+        ),
         (&sweep, &["-D", "0.4"], &[RANGE]),
         (&sweep, &["--cpus", "x"], &["expected a list like 0,2-3"]),
         (
@@ -304,4 +366,39 @@ fn typed_values_and_the_default_duration_reach_taskset_sweep() {
     assert_eq!(c["duration_s"].as_f64(), Some(10.0), "{c}");
     assert_eq!(c["margin"].as_f64(), Some(1.2), "{c}");
     assert_eq!(c["cpus"], serde_json::json!([0]), "{c}");
+}
+
+/// `taskset gen`'s durations reach the generator as given: periods from the list, C at least
+/// `--cmin`.
+#[test]
+fn typed_durations_reach_taskset_gen() {
+    let d = tempfile::tempdir().expect("tmp");
+    let o = run(
+        &[
+            "taskset",
+            "gen",
+            "-u",
+            "0.6",
+            "-n",
+            "6",
+            "--cpu-count",
+            "1",
+            "--periods",
+            "10ms,20.5ms",
+            "--period-gran",
+            "500us",
+            "--cmin",
+            "100us",
+        ],
+        d.path(),
+    );
+    assert_eq!(o.code, 0, "gen: {}", o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).expect("the set as JSON");
+    let tasks = v["tasks"].as_array().expect("tasks");
+    assert_eq!(tasks.len(), 6, "{v}");
+    for t in tasks {
+        let p = t["period_ns"].as_u64().expect("period_ns");
+        assert!([10_000_000, 20_500_000].contains(&p), "{t}");
+        assert!(t["wcet_ns"].as_u64().expect("wcet_ns") >= 100_000, "{t}");
+    }
 }

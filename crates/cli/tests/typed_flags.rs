@@ -338,3 +338,204 @@ fn durations_reach_the_libraries_unchanged() {
         assert_eq!(back, d, "{s} → {text}");
     }
 }
+
+/// The benchmarks' durations are typed and suffixed: a bad value is refused by clap naming the
+/// flag and its range; a value the library refuses names the flag too.
+#[test]
+fn bench_durations_refuse_bad_values_naming_the_flag() {
+    refused_all(&[
+        (
+            &["pdlt", "--no-store", "--step", "0"],
+            &["'--step <TIME>': 0 is out of range (10ns ..= 1s)"],
+        ),
+        (
+            &["pdlt", "--no-store", "--step", "5"],
+            &["'--step <TIME>': 5 is out of range (10ns ..= 1s)"],
+        ),
+        (
+            &["pdlt", "--no-store", "--offsets", "5"],
+            &[
+                "invalid value '5' for '--offsets <START:END>'",
+                "is not START:END",
+            ],
+        ),
+        (
+            &["pdlt", "--no-store", "--offsets", "-2us:11s"],
+            &["'--offsets <START:END>': 11s is out of range (-10s ..= 10s)"],
+        ),
+        (
+            &["pdlt", "--no-store", "--offsets", "-2us:x"],
+            &["'--offsets <START:END>': 'x' is not a duration"],
+        ),
+        (
+            &["rhealstone", "--no-store", "--timer-interval", "5us"],
+            &["'--timer-interval <TIME>': 5us is out of range (10us ..= 10ms)"],
+        ),
+        (
+            &["rhealstone", "--no-store", "--medium-burst", "20ms"],
+            &["'--medium-burst <TIME>': 20ms is out of range (1us ..= 10ms)"],
+        ),
+        (
+            &["doctor", "--no-store", "--target", "0"],
+            &["'--target <TIME>': 0 is out of range (1us ..= 10ms)"],
+        ),
+        (
+            &["doctor", "--no-store", "--target", "50"],
+            &["'--target <TIME>': 50 is out of range (1us ..= 10ms)"],
+        ),
+        (
+            &["mbwi", "run", "--no-store", "--tick", "2s"],
+            &["'--tick <TIME>': 2s is out of range (0ns ..= 1s)"],
+        ),
+        (
+            &["mbwi", "run", "--no-store", "--tick", "1.5us"],
+            &["--tick: must be whole µs in 0 ..= 1s, got 1.5us"],
+        ),
+        (
+            &["sched-scale", "--no-store", "--sleep", "20s"],
+            &["'--sleep <TIME>': 20s is out of range (100us ..= 10s)"],
+        ),
+    ]);
+}
+
+/// Every unit-named duration flag's old spelling: one notice naming the old and the new flag,
+/// then exactly what the new spelling with the old unit gives (the same set generated, the
+/// same refusal).
+#[test]
+fn unit_named_durations_still_work_with_one_notice() {
+    let d = tempfile::tempdir().expect("tmp");
+    let set = d.path().join("set.json");
+    std::fs::write(
+        &set,
+        br#"{"schema_version":1,"tasks":[{"id":0,"wcet_ns":1000000,"period_ns":10000000,"deadline_ns":10000000}]}"#,
+    )
+    .expect("write the set");
+    let set = set.to_str().expect("utf-8");
+    let gen_: &[&str] = &["taskset", "gen", "-u", "0.5", "-n", "3", "--cpu-count", "1"];
+    let check: &[&str] = &["taskset", "check", set, "--no-probe", "--json", "-"];
+    let sweep: &[&str] = &[
+        "taskset",
+        "sweep",
+        "--placement",
+        "partitioned",
+        "--loads",
+        "0.2",
+        "--no-store",
+    ];
+    let run_: &[&str] = &["taskset", "run", set, "--no-store"];
+    let mbwi: &[&str] = &["mbwi", "run", "--no-store"];
+    let pdlt: &[&str] = &["pdlt", "--no-store"];
+    let rh: &[&str] = &["rhealstone", "--no-store"];
+    let doctor: &[&str] = &["doctor", "--no-store"];
+    // (verb, old flag and value, new flag and value): the exit code each gives.
+    let rows: &[(&[&str], [&str; 2], [&str; 2], i32)] = &[
+        (gen_, ["--tmin-ms", "5"], ["--tmin", "5ms"], 0),
+        (gen_, ["--tmax-ms", "50"], ["--tmax", "50ms"], 0),
+        (
+            gen_,
+            ["--periods-ms", "10,20"],
+            ["--periods", "10ms,20ms"],
+            0,
+        ),
+        (
+            gen_,
+            ["--period-gran-us", "1000"],
+            ["--period-gran", "1000us"],
+            0,
+        ),
+        (gen_, ["--cmin-us", "50"], ["--cmin", "50us"], 0),
+        (check, ["--margin-us", "100"], ["--margin-add", "100us"], 0),
+        (check, ["--inflate-us", "12.5"], ["--inflate", "12.5us"], 0),
+        (
+            run_,
+            ["--margin-us", "200000"],
+            ["--margin-add", "200000us"],
+            2,
+        ),
+        (
+            run_,
+            ["--inflate-us", "100001"],
+            ["--inflate", "100001us"],
+            2,
+        ),
+        (sweep, ["--tmin-ms", "0"], ["--tmin", "0ms"], 2),
+        (sweep, ["--tmax-ms", "7200000"], ["--tmax", "7200000ms"], 2),
+        (sweep, ["--cmin-us", "20000"], ["--cmin", "20000us"], 2),
+        (
+            sweep,
+            ["--margin-us", "100001"],
+            ["--margin-add", "100001us"],
+            2,
+        ),
+        (
+            sweep,
+            ["--rt-runtime-us", "2000000"],
+            ["--rt-runtime", "2000000us"],
+            2,
+        ),
+        (
+            sweep,
+            ["--rt-runtime-us", "-2"],
+            ["--rt-runtime", "-2us"],
+            2,
+        ),
+        (
+            sweep,
+            ["--fair-server-us", "4000000000"],
+            ["--fair-server", "4000000000us"],
+            2,
+        ),
+        (mbwi, ["--tick-us", "2000000"], ["--tick", "2000000us"], 2),
+        (pdlt, ["--step-us", "2000000"], ["--step", "2000000us"], 2),
+        (
+            pdlt,
+            ["--offsets-us", "-2:20000000"],
+            ["--offsets", "-2us:20000000us"],
+            2,
+        ),
+        (
+            rh,
+            ["--timer-interval-us", "5"],
+            ["--timer-interval", "5us"],
+            2,
+        ),
+        (
+            rh,
+            ["--medium-burst-us", "20000"],
+            ["--medium-burst", "20000us"],
+            2,
+        ),
+        (doctor, ["--target-us", "0"], ["--target", "0us"], 2),
+    ];
+    let mut bad = Vec::new();
+    for (verb, old, new, code) in rows {
+        let o = run(&[verb, &old[..]].concat());
+        let n = run(&[verb, &new[..]].concat());
+        let path = match verb[0] {
+            "taskset" | "mbwi" => format!("{} {}", verb[0], verb[1]),
+            v => v.to_string(),
+        };
+        let notice = format!(
+            "rtscope: warning: {path} {} is deprecated, use {} (the old spelling goes in a later release)",
+            old[0], new[0]
+        );
+        let lines: Vec<&str> = o.stderr.lines().collect();
+        let notices = lines.iter().filter(|l| l.contains("deprecated")).count();
+        let rest = lines.get(1..).unwrap_or_default().join("\n");
+        if lines.first() != Some(&notice.as_str())
+            || notices != 1
+            || (o.code, n.code) != (*code, *code)
+            || rest != n.stderr.trim_end()
+            || o.stdout != n.stdout
+            || (*code == 0 && o.stdout.is_empty())
+        {
+            bad.push(format!(
+                "{old:?} vs {new:?}: exit {} / {}\n{}\n--- new:\n{}",
+                o.code, n.code, o.stderr, n.stderr
+            ));
+        } else {
+            println!("{old:?}: {}", lines.get(1).unwrap_or(&"(ok)"));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+}

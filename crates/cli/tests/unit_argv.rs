@@ -30,6 +30,41 @@ mod deprecated {
                 "x trace record --trace-keep all",
             ),
             ("x taskset gen --cpus 4", "x taskset gen --cpu-count 4"),
+            // A unit-named duration: the old unit goes on every bare number of a list or range.
+            (
+                "x taskset gen --periods-ms 10,20.5 --tmin-ms 5",
+                "x taskset gen --periods 10ms,20.5ms --tmin 5ms",
+            ),
+            (
+                "x taskset gen --periods-ms=10,20",
+                "x taskset gen --periods=10ms,20ms",
+            ),
+            ("x pdlt --offsets-us -2:30", "x pdlt --offsets -2us:30us"),
+            (
+                "x pdlt --offsets-us=-2.5:1e3",
+                "x pdlt --offsets=-2.5us:1e3",
+            ),
+            ("x pdlt --step-us 5us", "x pdlt --step 5us"),
+            (
+                "x taskset sweep --rt-runtime-us -1 --fair-server-us 10000",
+                "x taskset sweep --rt-runtime -1 --fair-server 10000us",
+            ),
+            (
+                "x taskset sweep --rt-runtime-us 950000",
+                "x taskset sweep --rt-runtime 950000us",
+            ),
+            ("x mbwi run --tick-us 4000", "x mbwi run --tick 4000us"),
+            ("x doctor --target-us=5", "x doctor --target=5us"),
+            (
+                "x taskset check s.json --margin-us 0 --inflate-us 12.5",
+                "x taskset check s.json --margin-add 0us --inflate 12.5us",
+            ),
+            (
+                "x rhealstone --timer-interval-us 100 --medium-burst-us 20",
+                "x rhealstone --timer-interval 100us --medium-burst 20us",
+            ),
+            // Renamed in `taskset gen` only: `taskset run` never took it.
+            ("x taskset run --tmin-ms 5", "x taskset run --tmin-ms 5"),
             // Not renamed in this verb, a value passed on, or after `--`: untouched.
             ("x measure -p 90 --cpus 1", "x measure -p 90 --cpus 1"),
             (

@@ -84,11 +84,27 @@ mod bench {
 
     #[test]
     fn a_refusal_reads_with_the_flag() {
-        let e = pdlt::parse_offsets("5").unwrap_err().to_string();
-        assert_eq!(
-            render(&e),
-            "--offsets-us: '5' must be START:END in µs, e.g. -5:800"
-        );
+        use std::time::Duration;
+        let flags = taskset::job::GenFlags {
+            n: 3,
+            utilisation: 0.5,
+            method: "randfixedsum".into(),
+            tmin: Duration::ZERO,
+            tmax: Duration::from_millis(100),
+            periods: Vec::new(),
+            period_gran: Duration::from_micros(100),
+            cmin: None,
+            umax: 1.0,
+            deadlines: "implicit".into(),
+            dmin_frac: 0.5,
+            seed: 1,
+            count: 1,
+            cpu_count: Some(1),
+            output: None,
+            format: "json".into(),
+        };
+        let e = taskset::job::gen_params(&flags).unwrap_err().to_string();
+        assert_eq!(render(&e), "--tmin: must be in (0, 1h], got 0ns");
         let hint = render(taskset::rtapp::ENGINE_HINT);
         assert!(hint.ends_with("(--engine rt-app)"), "{hint}");
     }

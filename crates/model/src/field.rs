@@ -1,5 +1,5 @@
 //! Typed fields of a request, as a library's errors name them. A library never spells a flag:
-//! its message refers to a field by a token (`⟨pdlt.step_us⟩`, the field's `Display`), and
+//! its message refers to a field by a token (`⟨pdlt.step⟩`, the field's `Display`), and
 //! whoever shows the message to a person renders each token in that person's terms (the cli: the
 //! flag) with [`render`].
 

@@ -33,9 +33,6 @@ impl rtscope_bench::taskset::job::Values for Rules {
     fn cpus(&self, flag: &str, spec: Option<&str>) -> Result<Vec<u32>, VerbError> {
         input::cpus(flag, spec)
     }
-    fn duration(&self, flag: &str, s: &str, lo: f64, hi: f64) -> Result<f64, VerbError> {
-        input::duration_in(flag, s, lo, hi)
-    }
     fn read(&self, flag: &str, p: &Path) -> Result<String, VerbError> {
         input::read(flag, p)
     }
@@ -153,6 +150,11 @@ where
     }
 }
 
+/// A duration in the grammar's words (`1.5us`, `10ms`) for a progress line.
+fn human_ns(ns: u64) -> String {
+    rtscope_model::duration::human(ns as f64 / 1e9)
+}
+
 fn check_files(files: [(Field, Option<&Path>); 2]) -> Result<(), VerbError> {
     for (field, p) in files {
         p.map_or(Ok(()), |p| input::output(&field.to_string(), p))?;
@@ -160,10 +162,9 @@ fn check_files(files: [(Field, Option<&Path>); 2]) -> Result<(), VerbError> {
     Ok(())
 }
 
-/// The PDLT scan; `step_us` as given, for the progress line.
+/// The PDLT scan.
 pub fn pdlt(
     cfg: &pdlt::Config,
-    step_us: f64,
     (csv, svg): (Option<&Path>, Option<&Path>),
     out: &RecordOutputs,
 ) -> Result<(), VerbError> {
@@ -187,9 +188,12 @@ pub fn pdlt(
             s => format!("{} of {}, timer interrupt", s.name(), cfg.size),
         };
         out.progress(&format!(
-        "rtscope pdlt: {what}, on CPU {}, producer FIFO {}, consumer FIFO {}, step {step_us} µs",
-        cfg.cpu, cfg.producer_priority, cfg.consumer_priority,
-    ));
+            "rtscope pdlt: {what}, on CPU {}, producer FIFO {}, consumer FIFO {}, step {}",
+            cfg.cpu,
+            cfg.producer_priority,
+            cfg.consumer_priority,
+            human_ns(cfg.step_ns),
+        ));
         let res = pdlt::run(cfg, reaper, |m| {
             out.progress(&format!("  scanning under preempt={m} …"))
         })?;
@@ -213,21 +217,18 @@ pub fn pdlt(
     ))
 }
 
-/// The Rhealstone suite; `max_seconds` as given, for the progress line.
-pub fn rhealstone(
-    cfg: &rhealstone::Config,
-    max_seconds: f64,
-    out: &RecordOutputs,
-) -> Result<(), VerbError> {
+/// The Rhealstone suite.
+pub fn rhealstone(cfg: &rhealstone::Config, out: &RecordOutputs) -> Result<(), VerbError> {
     let tags = out.validate()?;
     let run = |reaper: &Reaper, _: &Work| -> Result<Ran, VerbError> {
         let p = cfg.priority_high;
         out.progress(&format!(
-        "rtscope rhealstone: CPU {}, SCHED_FIFO {p}/{}/{}, {} iterations per metric (cap {max_seconds} s each)",
+        "rtscope rhealstone: CPU {}, SCHED_FIFO {p}/{}/{}, {} iterations per metric (cap {} each)",
         cfg.cpu,
         p - 10,
         p - 20,
         cfg.iterations,
+        human_ns(cfg.max_duration_ns),
     ));
         let res = rhealstone::run(cfg, reaper, |m, v| out.progress(&format!("  {m} / {v} …")))?;
         Ok(Ran {
@@ -242,10 +243,9 @@ pub fn rhealstone(
     run_tool(Bench::new("rhealstone", need, out, tags, run))
 }
 
-/// The sched-scale measurement; `sleep_ms` as given, for the progress line.
+/// The sched-scale measurement.
 pub fn sched_scale(
     cfg: &sched_scale::Config,
-    sleep_ms: f64,
     (csv, svg): (Option<&Path>, Option<&Path>),
     out: &RecordOutputs,
 ) -> Result<(), VerbError> {
@@ -274,10 +274,11 @@ pub fn sched_scale(
         };
         let method = rtscope_trace::schedtime::start_method(tracepoints);
         out.progress(&format!(
-        "rtscope sched-scale: CPU {}, SCHED_FIFO {}, {} wake-ups every {sleep_ms} ms per level, N = {:?}, time in the scheduler: {}",
+        "rtscope sched-scale: CPU {}, SCHED_FIFO {}, {} wake-ups every {} per level, N = {:?}, time in the scheduler: {}",
         cfg.cpu,
         cfg.priority,
         cfg.wakeups,
+        human_ns(cfg.sleep_ns),
         cfg.loads,
         if timer.is_some() { method } else { "no" }
     ));

@@ -41,7 +41,9 @@ pub struct DoctorPlan {
     /// against the online ones, and root and a writable /sys for a fix or a revert).
     pub fix: Vec<String>,
     pub revert: bool,
-    pub target_us: u32,
+    /// The idle-state exit latency above which a state is a finding (sysfs counts whole µs:
+    /// the fraction below one is not compared).
+    pub target: std::time::Duration,
     pub quiet: bool,
 }
 
@@ -215,7 +217,7 @@ impl Tool for DoctorTool {
             .clone()
             .or(run_cpus)
             .unwrap_or_else(|| checks::default_cpus(&sys));
-        let mut findings = checks::check_machine(&sys, &cpus, self.plan.target_us);
+        let mut findings = checks::check_machine(&sys, &cpus, target_us(self.plan.target));
         let mut report = DoctorReport {
             schema_version: DOCTOR_SCHEMA_VERSION,
             taken_at: rtscope_session::record::rfc3339(std::time::SystemTime::now()),
@@ -325,6 +327,12 @@ impl Tool for DoctorTool {
 }
 
 /// Run `rtscope doctor`.
+/// `target` in the whole µs sysfs states exit latencies in: `x > target` for a whole `x` is
+/// `x > floor(target)`.
+fn target_us(target: std::time::Duration) -> u32 {
+    u32::try_from(target.as_micros()).unwrap_or(u32::MAX)
+}
+
 pub fn doctor(plan: DoctorPlan) -> Result<(), VerbError> {
     run_tool(DoctorTool {
         plan,

@@ -3,7 +3,7 @@
 //! mutex (§4.4.2) beside the simulator, their schedule from `sched_switch`; `overhead` times
 //! lock/unlock with and without PI (§4.4.3).
 
-use crate::input::{self, bad, VerbError};
+use crate::input::{self, VerbError};
 use crate::outputs::{write_file, RecordOutputs};
 use crate::privilege::Need;
 use crate::tool::{run_once, Begin, Made, Work};
@@ -13,6 +13,7 @@ use rtscope_model::{mbwi::*, RunKind};
 use rtscope_report::mbwi as rep;
 use rtscope_trace::Mechanism;
 use std::path::PathBuf;
+use std::time::Duration;
 
 rtscope_model::request_fields! {
     /// The fields of an M-BWI job the benchmark crate does not hold (its own are
@@ -36,11 +37,13 @@ pub enum Job {
     /// The kernel experiment: `scenario` (or all) with `mutex` (pi, plain, both).
     Run {
         cpus: Option<String>,
-        duration: String,
+        /// Each run's length (200 ms ..= 10 min).
+        duration: Duration,
         mutex: String,
         scenario: String,
-        tick_us: u64,
-        mechanism: String,
+        /// The simulations' budget enforcement granularity (whole µs; zero: exact).
+        tick: Duration,
+        mechanism: Mechanism,
     },
     Overhead {
         cpus: Option<String>,
@@ -103,14 +106,13 @@ pub fn run(job: &Job, figs: &Figures, out: &RecordOutputs) -> Result<(), VerbErr
             duration,
             mutex,
             scenario,
-            tick_us,
+            tick,
             mechanism,
         } => {
-            let dur = input::duration_in(&km::DURATION.to_string(), duration, 0.2, 600.0)?;
             let cpus = input::cpus(&km::CPUS.to_string(), cpus.as_deref())?;
-            let mech: Mechanism = mechanism.parse().map_err(|e| bad!("{MECHANISM}: {e}"))?;
-            let dur_ns = (dur * 1e9) as u64;
-            let cfg = km::ExperimentConfig::new(scenario, mutex, &cpus, dur_ns, *tick_us)?;
+            let mech = *mechanism;
+            let dur = rtscope_model::duration::human(duration.as_secs_f64());
+            let cfg = km::ExperimentConfig::new(scenario, mutex, &cpus, *duration, *tick)?;
             figs.check()?;
             let tags = out.validate()?;
             let why = "SCHED_DEADLINE threads, cpusets, tracefs";
@@ -191,13 +193,13 @@ mod tests {
 
     #[test]
     fn kernel_runs_are_checked_before_anything_starts() {
-        let run_job = |duration: &str, scenario: &str, mechanism: &str| Job::Run {
+        let run_job = |duration: Duration, tick: Duration| Job::Run {
             cpus: None,
-            duration: duration.into(),
+            duration,
             mutex: "both".into(),
-            scenario: scenario.into(),
-            tick_us: 0,
-            mechanism: mechanism.into(),
+            scenario: "all".into(),
+            tick,
+            mechanism: Mechanism::Auto,
         };
         let out = RecordOutputs {
             no_store: true,
@@ -205,12 +207,12 @@ mod tests {
         };
         let rows = [
             (
-                run_job("0.1s", "all", "auto"),
-                format!("{}: 0.1s is out of range (200ms ..= 10m)", km::DURATION),
+                run_job(Duration::from_millis(100), Duration::ZERO),
+                format!("{}: 100ms is out of range (200ms ..= 10m)", km::DURATION),
             ),
             (
-                run_job("5s", "all", "perf"),
-                format!("{MECHANISM}: must be one of auto, bpf, tracefs, off; got 'perf'"),
+                run_job(Duration::from_secs(5), Duration::from_nanos(1500)),
+                format!("{}: must be whole µs in 0 ..= 1s, got 1.5us", km::TICK),
             ),
             (
                 Job::Sim {

@@ -104,14 +104,6 @@ pub trait Values {
     type Error: From<BenchError>;
     /// A CPU list against the online CPUs (all of them when absent).
     fn cpus(&self, flag: &str, spec: Option<&str>) -> std::result::Result<Vec<u32>, Self::Error>;
-    /// A duration within `lo..=hi` seconds.
-    fn duration(
-        &self,
-        flag: &str,
-        s: &str,
-        lo: f64,
-        hi: f64,
-    ) -> std::result::Result<f64, Self::Error>;
     /// An input file read whole as text.
     fn read(&self, flag: &str, p: &std::path::Path) -> std::result::Result<String, Self::Error>;
     /// A directory the job fills can take its files.
@@ -162,9 +154,6 @@ pub(crate) mod tests {
                 Some((a, b)) => vec![a.parse().unwrap_or(0), b.parse().unwrap_or(1)],
                 None => vec![spec.and_then(|s| s.parse().ok()).unwrap_or(0)],
             })
-        }
-        fn duration(&self, _: &str, s: &str, lo: f64, hi: f64) -> Result<f64> {
-            rtscope_model::duration::parse_secs_in(s, lo, hi).map_err(BenchError::Invalid)
         }
         fn read(&self, flag: &str, _: &std::path::Path) -> Result<String> {
             Err(BenchError::Invalid(format!("{flag}: no files here")))

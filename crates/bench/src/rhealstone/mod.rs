@@ -72,8 +72,8 @@ rtscope_model::request_fields! {
         Priority = "priority" => PRIORITY,
         Iterations = "iterations" => ITERATIONS,
         IrqIterations = "irq_iterations" => IRQ_ITERATIONS,
-        TimerIntervalUs = "timer_interval_us" => TIMER_INTERVAL_US,
-        MediumBurstUs = "medium_burst_us" => MEDIUM_BURST_US,
+        TimerInterval = "timer_interval" => TIMER_INTERVAL,
+        MediumBurst = "medium_burst" => MEDIUM_BURST,
         Timeout = "timeout" => TIMEOUT,
         Only = "only" => ONLY,
         Variants = "variants" => VARIANTS_FIELD,
@@ -125,16 +125,17 @@ impl Config {
                 self.irq_iterations
             ));
         }
+        let human = |ns: u64| rtscope_model::duration::human(ns as f64 / 1e9);
         if !(10_000..=10_000_000).contains(&self.timer_interval_ns) {
             return bad(format!(
-                "{TIMER_INTERVAL_US}: must be 10..=10000 µs, got {} µs",
-                self.timer_interval_ns / 1000
+                "{TIMER_INTERVAL}: must be in 10us ..= 10ms, got {}",
+                human(self.timer_interval_ns)
             ));
         }
         if !(1_000..=10_000_000).contains(&self.medium_burst_ns) {
             return bad(format!(
-                "{MEDIUM_BURST_US}: must be 1..=10000 µs, got {} µs",
-                self.medium_burst_ns / 1000
+                "{MEDIUM_BURST}: must be in 1us ..= 10ms, got {}",
+                human(self.medium_burst_ns)
             ));
         }
         if !(100_000_000..=3_600_000_000_000).contains(&self.max_duration_ns) {
@@ -1130,10 +1131,13 @@ pub struct Flags {
     pub cpus: Option<String>,
     pub priority: u32,
     pub iterations: u64,
-    pub max_seconds: f64,
-    pub timer_interval_us: u64,
+    /// Cap on each metric's run time (100 ms ..= 1 h).
+    pub timeout: std::time::Duration,
+    /// Timer period of the preemption and interrupt-response metrics (10 µs ..= 10 ms).
+    pub timer_interval: std::time::Duration,
     pub irq_iterations: u64,
-    pub medium_burst_us: u64,
+    /// Compute burst of the medium thread in deadlock break (1 µs ..= 10 ms).
+    pub medium_burst: std::time::Duration,
     pub only: Vec<String>,
     pub no_variants: bool,
     /// `--variants`: run exactly these variants.
@@ -1146,11 +1150,13 @@ impl Flags {
         &self,
         v: &V,
     ) -> std::result::Result<Config, V::Error> {
-        let secs = self.max_seconds;
-        if !secs.is_finite() || !(0.1..=3600.0).contains(&secs) {
-            return Err(
-                BenchError::Invalid(format!("{TIMEOUT}: must be 0.1s..=1h, got {secs} s")).into(),
-            );
+        let secs = self.timeout.as_secs_f64();
+        if !(0.1..=3600.0).contains(&secs) {
+            return Err(BenchError::Invalid(format!(
+                "{TIMEOUT}: must be in 100ms ..= 1h, got {}",
+                rtscope_model::duration::human(secs)
+            ))
+            .into());
         }
         for m in &self.only {
             if !METRICS.contains(&m.as_str()) {
@@ -1167,10 +1173,10 @@ impl Flags {
             cpu: crate::common::one_cpu(v, self.cpus.as_deref())?,
             priority_high: self.priority,
             iterations: self.iterations,
-            max_duration_ns: (secs * 1e9) as u64,
-            timer_interval_ns: self.timer_interval_us.saturating_mul(1000),
+            max_duration_ns: self.timeout.as_nanos() as u64,
+            timer_interval_ns: u64::try_from(self.timer_interval.as_nanos()).unwrap_or(u64::MAX),
             irq_iterations: self.irq_iterations,
-            medium_burst_ns: self.medium_burst_us.saturating_mul(1000),
+            medium_burst_ns: u64::try_from(self.medium_burst.as_nanos()).unwrap_or(u64::MAX),
             only: self.only.clone(),
             variants: !self.no_variants,
             select_variants: self.variants.clone(),
@@ -1219,10 +1225,10 @@ mod tests {
             cpus: None,
             priority: 80,
             iterations: 1000,
-            max_seconds: 10.0,
-            timer_interval_us: 50,
+            timeout: std::time::Duration::from_secs(10),
+            timer_interval: std::time::Duration::from_micros(50),
             irq_iterations: 100,
-            medium_burst_us: 50,
+            medium_burst: std::time::Duration::from_micros(50),
             only: vec!["task_switch".into()],
             no_variants: true,
             variants: vec![],
@@ -1235,10 +1241,24 @@ mod tests {
         let rows: Vec<(Flags, String)> = vec![
             (
                 Flags {
-                    max_seconds: 0.0,
+                    timeout: std::time::Duration::ZERO,
                     ..f.clone()
                 },
-                "⟨rhealstone.timeout⟩: must be 0.1s..=1h, got 0 s".into(),
+                "⟨rhealstone.timeout⟩: must be in 100ms ..= 1h, got 0ns".into(),
+            ),
+            (
+                Flags {
+                    timer_interval: std::time::Duration::from_micros(5),
+                    ..f.clone()
+                },
+                "⟨rhealstone.timer_interval⟩: must be in 10us ..= 10ms, got 5us".into(),
+            ),
+            (
+                Flags {
+                    medium_burst: std::time::Duration::from_millis(20),
+                    ..f.clone()
+                },
+                "⟨rhealstone.medium_burst⟩: must be in 1us ..= 10ms, got 20ms".into(),
             ),
             (
                 Flags {

@@ -108,16 +108,16 @@ pub fn validate(p: &GenParams) -> Result<(), GenError> {
     if p.period_set_ns.is_empty() {
         if p.tmin_ns == 0 || p.tmin_ns > p.tmax_ns {
             return bad(format!(
-                "{TMIN_MS}/{TMAX_MS}: need 0 < Tmin ≤ Tmax, got Tmin = {} µs, Tmax = {} µs",
+                "{TMIN}/{TMAX}: need 0 < Tmin ≤ Tmax, got Tmin = {} µs, Tmax = {} µs",
                 p.tmin_ns / 1000,
                 p.tmax_ns / 1000
             ));
         }
     } else if p.period_set_ns.contains(&0) {
-        return bad(format!("{PERIODS_MS}: every period must be > 0"));
+        return bad(format!("{PERIODS}: every period must be > 0"));
     }
     if p.granularity_ns == 0 {
-        return bad(format!("{PERIOD_GRAN_US}: must be ≥ 1"));
+        return bad(format!("{PERIOD_GRAN}: must be ≥ 1"));
     }
     if !(0.0..=1.0).contains(&p.dmin_frac) {
         return bad(format!(
@@ -130,15 +130,12 @@ pub fn validate(p: &GenParams) -> Result<(), GenError> {
         // Every task gets C_min on top of its scaled share: n·C_min/T_min must leave room.
         if p.n as f64 * cmin as f64 / tmin as f64 >= p.utilisation {
             return bad(format!(
-                "{CMIN_US}: n·C_min/T_min = {}·{}/{} ≥ U = {}: C_min leaves no utilisation to share",
-                p.n,
-                cmin,
-                tmin,
-                p.utilisation
+                "{CMIN}: n·C_min/T_min = {}·{}/{} ≥ U = {}: C_min leaves no utilisation to share",
+                p.n, cmin, tmin, p.utilisation
             ));
         }
         if cmin as f64 / tmin as f64 > p.umax {
-            return bad(format!("{CMIN_US}: C_min/T_min exceeds {UMAX}"));
+            return bad(format!("{CMIN}: C_min/T_min exceeds {UMAX}"));
         }
     }
     Ok(())
@@ -272,7 +269,7 @@ pub fn generate(p: &GenParams) -> Result<TaskSet, GenError> {
     let share = p.utilisation - reserve;
     if share <= 0.0 {
         return Err(GenError::Invalid(format!(
-            "{CMIN_US}: Σ C_min/T_i = {reserve:.4} ≥ U = {}",
+            "{CMIN}: Σ C_min/T_i = {reserve:.4} ≥ U = {}",
             p.utilisation
         )));
     }

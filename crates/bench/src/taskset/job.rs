@@ -14,6 +14,7 @@ pub use crate::common::Values;
 use rtscope_analysis::sched::{Fit, KernelLimits, PriorityOrder};
 use rtscope_model::taskset::{AdmissionInfo, TaskSet, TasksetResult, TestResult};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 fn bad(s: String) -> TasksetError {
     TasksetError::Invalid(s)
@@ -26,11 +27,15 @@ pub struct GenFlags {
     pub utilisation: f64,
     /// randfixedsum | uunifast-discard | uunifast
     pub method: String,
-    pub tmin_ms: f64,
-    pub tmax_ms: f64,
-    pub periods_ms: Vec<f64>,
-    pub period_gran_us: u64,
-    pub cmin_us: Option<u64>,
+    /// Periods are log-uniform in [tmin, tmax] …
+    pub tmin: Duration,
+    pub tmax: Duration,
+    /// … or drawn from this list when it is not empty.
+    pub periods: Vec<Duration>,
+    /// Periods are rounded to this (≥ 1 µs).
+    pub period_gran: Duration,
+    /// C_min rescaling: every C at least this.
+    pub cmin: Option<Duration>,
     pub umax: f64,
     /// implicit | constrained
     pub deadlines: String,
@@ -115,18 +120,18 @@ pub fn gen_params(g: &GenFlags) -> Result<gen::GenParams, TasksetError> {
     if !["json", "toml"].contains(&g.format.as_str()) {
         return Err(bad(format!("{FORMAT}: json or toml, got '{}'", g.format)));
     }
-    let ms = |x: f64, name: &str| -> Result<u64, TasksetError> {
-        if !(x > 0.0 && x <= 3_600_000.0) {
-            return Err(bad(format!("{name}: must be in (0, 3600000] ms, got {x}")));
+    let period = |d: Duration, name: &str| -> Result<u64, TasksetError> {
+        if d.is_zero() || d > MAX_PERIOD {
+            return Err(bad(format!("{name}: must be in (0, 1h], got {}", human(d))));
         }
-        Ok((x * 1e6).round() as u64)
+        Ok(d.as_nanos() as u64)
     };
-    let tmin = ms(g.tmin_ms, &TMIN_MS.to_string())?;
-    let tmax = ms(g.tmax_ms, &TMAX_MS.to_string())?;
+    let tmin = period(g.tmin, &TMIN.to_string())?;
+    let tmax = period(g.tmax, &TMAX.to_string())?;
     let period_set = g
-        .periods_ms
+        .periods
         .iter()
-        .map(|&p| ms(p, &PERIODS_MS.to_string()))
+        .map(|&p| period(p, &PERIODS.to_string()))
         .collect::<Result<Vec<u64>, _>>()?;
     let cpus = match g.cpu_count {
         Some(c) => c,
@@ -143,8 +148,11 @@ pub fn gen_params(g: &GenFlags) -> Result<gen::GenParams, TasksetError> {
     if g.count < 1 || g.count > 100_000 {
         return Err(bad(format!("{COUNT}: must be 1..=100000, got {}", g.count)));
     }
-    if g.period_gran_us == 0 {
-        return Err(bad(format!("{PERIOD_GRAN_US}: must be ≥ 1")));
+    if g.period_gran < Duration::from_micros(1) || g.period_gran > MAX_PERIOD {
+        return Err(bad(format!(
+            "{PERIOD_GRAN}: must be in 1us ..= 1h, got {}",
+            human(g.period_gran)
+        )));
     }
     let p = gen::GenParams {
         n: g.n,
@@ -153,8 +161,8 @@ pub fn gen_params(g: &GenFlags) -> Result<gen::GenParams, TasksetError> {
         tmin_ns: tmin,
         tmax_ns: tmax,
         period_set_ns: period_set,
-        granularity_ns: g.period_gran_us * 1000,
-        cmin_ns: g.cmin_us.map(|c| c * 1000),
+        granularity_ns: g.period_gran.as_nanos() as u64,
+        cmin_ns: g.cmin.map(|c| c.as_nanos() as u64),
         umax: g.umax,
         constrained,
         dmin_frac: g.dmin_frac,
@@ -163,6 +171,17 @@ pub fn gen_params(g: &GenFlags) -> Result<gen::GenParams, TasksetError> {
     };
     gen::validate(&p).map_err(|e| bad(e.to_string()))?;
     Ok(p)
+}
+
+/// The longest period (and period granularity) a generated set may have.
+const MAX_PERIOD: Duration = Duration::from_secs(3600);
+
+/// The longest per-job allowance `margin_add` and overhead bound `inflate` (100 ms).
+pub const MAX_ALLOWANCE: Duration = Duration::from_millis(100);
+
+/// A duration in the grammar's words (`1.5ms`), for a refusal.
+pub fn human(d: Duration) -> String {
+    rtscope_model::duration::human(d.as_secs_f64())
 }
 
 /// How a set is placed and reserved (`taskset check` and `taskset run`), as given.
@@ -182,8 +201,10 @@ pub struct PlanFlags {
     /// `--cluster-by l2|l3|llc|numa`: clusters from the topology instead of `cluster_size`.
     pub cluster_by: Option<String>,
     pub margin: f64,
-    pub margin_us: u64,
-    pub inflate_us: f64,
+    /// SCHED_DEADLINE runtime allowance added after the margin (0 ..= 100 ms).
+    pub margin_add: Duration,
+    /// A measured overhead bound added to every C in the predictions (0 ..= 100 ms).
+    pub inflate: Duration,
     pub cpus: Option<String>,
     pub no_probe: bool,
 }
@@ -227,10 +248,10 @@ impl PlanFlags {
                 self.bin_test
             )));
         }
-        if self.margin_us > 100_000 {
+        if self.margin_add > MAX_ALLOWANCE {
             return Err(bad(format!(
-                "{MARGIN_US}: must be 0..=100000, got {}",
-                self.margin_us
+                "{MARGIN_ADD}: must be in 0 ..= 100ms, got {}",
+                human(self.margin_add)
             )));
         }
         if !(1.0..=2.0).contains(&self.margin) {
@@ -239,10 +260,10 @@ impl PlanFlags {
                 self.margin
             )));
         }
-        if !(0.0..=100_000.0).contains(&self.inflate_us) {
+        if self.inflate > MAX_ALLOWANCE {
             return Err(bad(format!(
-                "{INFLATE_US}: must be in [0, 100000], got {}",
-                self.inflate_us
+                "{INFLATE}: must be in 0 ..= 100ms, got {}",
+                human(self.inflate)
             )));
         }
         Ok((policy, placement))
@@ -251,13 +272,13 @@ impl PlanFlags {
     pub fn options(&self) -> super::plan::PlanOptions {
         super::plan::PlanOptions {
             margin: self.margin,
-            extra_runtime_ns: self.margin_us * 1000,
+            extra_runtime_ns: self.margin_add.as_nanos() as u64,
             same_bins: self.bin_test == "deadline",
         }
     }
 
     fn inflate_ns(&self) -> u64 {
-        (self.inflate_us * 1000.0) as u64
+        self.inflate.as_nanos() as u64
     }
 }
 
@@ -354,7 +375,7 @@ pub struct RunFlags {
     pub rt_app: Option<PathBuf>,
     pub plan: PlanFlags,
     /// 0.5 s ..= 10 min; rt-app files default to their global.duration, else 3 s.
-    pub duration: Option<String>,
+    pub duration: Option<Duration>,
     pub wss_kb: u64,
     /// seq | sequential | random
     pub access: String,
@@ -515,6 +536,17 @@ fn rt_app_result(
     }
 }
 
+/// One run's length in seconds: 0.5 s ..= 10 min (`taskset run` and `sweep`).
+pub fn run_length(d: Duration) -> Result<f64, TasksetError> {
+    if d < Duration::from_millis(500) || d > Duration::from_secs(600) {
+        return Err(bad(format!(
+            "{DURATION}: {} is out of range (500ms ..= 10m)",
+            human(d)
+        )));
+    }
+    Ok(d.as_secs_f64())
+}
+
 /// Resolve `r` into a planned run: the set (or rt-app workload) read, the placement computed, the
 /// duration and the privileges checked.
 pub fn prepare<V: Values>(r: &RunFlags, v: &V) -> Result<Prepared, V::Error>
@@ -580,10 +612,7 @@ where
                     )
                 }
                 Some(binary) => {
-                    let d = match &r.duration {
-                        Some(d) => Some(v.duration(&DURATION.to_string(), d, 0.5, 600.0)?),
-                        None => None,
-                    };
+                    let d = r.duration.map(run_length).transpose()?;
                     let (job, mut notes) = rtapp_engine::prepare(&text, path, binary, d)
                         .map_err(|e| bad(format!("{RT_APP} {}: {e}", path.display())))?;
                     // The native reading of a periodic file gives the predictions beside
@@ -623,12 +652,12 @@ where
         }
     };
     notes.extend(topology_note);
-    let duration = match &r.duration {
-        Some(d) => Some(v.duration(&DURATION.to_string(), d, 0.5, 600.0)?),
-        None => None,
-    }
-    .or(file_duration)
-    .unwrap_or(3.0);
+    let duration = r
+        .duration
+        .map(run_length)
+        .transpose()?
+        .or(file_duration)
+        .unwrap_or(3.0);
     if !(0.5..=600.0).contains(&duration) {
         return Err(bad(format!("{DURATION}: must be 0.5..=600 s, got {duration}")).into());
     }
@@ -826,10 +855,6 @@ mod tests {
         fn cpus(&self, _: &str, _: Option<&str>) -> Result<Vec<u32>, E> {
             Ok(vec![0, 1])
         }
-        fn duration(&self, flag: &str, s: &str, lo: f64, hi: f64) -> Result<f64, E> {
-            rtscope_model::duration::parse_secs_in(s, lo, hi)
-                .map_err(|e| E(bad(format!("{flag}: {e}"))))
-        }
         fn read(&self, _: &str, p: &Path) -> Result<String, E> {
             std::fs::read_to_string(p).map_err(|e| E(bad(e.to_string())))
         }
@@ -849,11 +874,11 @@ mod tests {
             n: 5,
             utilisation: 1.2,
             method: "randfixedsum".into(),
-            tmin_ms: 10.0,
-            tmax_ms: 100.0,
-            periods_ms: Vec::new(),
-            period_gran_us: 100,
-            cmin_us: None,
+            tmin: Duration::from_millis(10),
+            tmax: Duration::from_millis(100),
+            periods: Vec::new(),
+            period_gran: Duration::from_micros(100),
+            cmin: None,
             umax: 1.0,
             deadlines: "implicit".into(),
             dmin_frac: 0.5,
@@ -875,8 +900,8 @@ mod tests {
             cluster_size: 1,
             cluster_by: None,
             margin: 1.1,
-            margin_us: 50,
-            inflate_us: 0.0,
+            margin_add: Duration::from_micros(50),
+            inflate: Duration::ZERO,
             cpus: None,
             no_probe: true,
         }
@@ -906,8 +931,8 @@ mod tests {
         let f = GenFlags {
             method: "uunifast".into(),
             deadlines: "constrained".into(),
-            periods_ms: vec![10.0, 20.0],
-            cmin_us: Some(50),
+            periods: vec![Duration::from_millis(10), Duration::from_millis(20)],
+            cmin: Some(Duration::from_micros(50)),
             ..gen_flags()
         };
         let p = gen_params(&f).unwrap();
@@ -920,15 +945,18 @@ mod tests {
                 "⟨taskset.utilisation⟩: U = 3 exceeds the 2 CPUs the set is for (⟨taskset.cpu_count⟩): infeasible on any scheduler",
             ),
             (
-                GenFlags { tmin_ms: 0.0, ..gen_flags() },
-                "⟨taskset.tmin_ms⟩: must be in (0, 3600000] ms, got 0",
+                GenFlags { tmin: Duration::ZERO, ..gen_flags() },
+                "⟨taskset.tmin⟩: must be in (0, 1h], got 0ns",
             ),
             (
-                GenFlags { periods_ms: vec![-1.0], ..gen_flags() },
-                "⟨taskset.periods_ms⟩: must be in (0, 3600000] ms, got -1",
+                GenFlags { periods: vec![Duration::from_secs(7200)], ..gen_flags() },
+                "⟨taskset.periods⟩: must be in (0, 1h], got 2h",
             ),
             (GenFlags { count: 0, ..gen_flags() }, "⟨taskset.count⟩: must be 1..=100000, got 0"),
-            (GenFlags { period_gran_us: 0, ..gen_flags() }, "⟨taskset.period_gran_us⟩: must be ≥ 1"),
+            (
+                GenFlags { period_gran: Duration::from_nanos(500), ..gen_flags() },
+                "⟨taskset.period_gran⟩: must be in 1us ..= 1h, got 500ns",
+            ),
             (
                 GenFlags { method: "x".into(), ..gen_flags() },
                 "⟨taskset.method⟩: randfixedsum or uunifast-discard, got 'x'",
@@ -1039,17 +1067,17 @@ mod tests {
             ),
             (
                 PlanFlags {
-                    margin_us: 200_000,
+                    margin_add: Duration::from_millis(200),
                     ..plan_flags()
                 },
-                "⟨taskset.margin_us⟩: must be 0..=100000, got 200000",
+                "⟨taskset.margin_add⟩: must be in 0 ..= 100ms, got 200ms",
             ),
             (
                 PlanFlags {
-                    inflate_us: -1.0,
+                    inflate: Duration::from_millis(150),
                     ..plan_flags()
                 },
-                "⟨taskset.inflate_us⟩: must be in [0, 100000], got -1",
+                "⟨taskset.inflate⟩: must be in 0 ..= 100ms, got 150ms",
             ),
             (
                 PlanFlags {
@@ -1095,7 +1123,7 @@ mod tests {
         );
         assert!(notes.is_empty() && !o.probe_admission && o.dl_overrun_signal);
         let (o, _) = run(RunFlags {
-            duration: Some("2m".into()),
+            duration: Some(Duration::from_secs(120)),
             ..base.clone()
         })
         .unwrap();
@@ -1124,7 +1152,7 @@ mod tests {
             ),
             (
                 RunFlags {
-                    duration: Some("11m".into()),
+                    duration: Some(Duration::from_secs(660)),
                     ..base.clone()
                 },
                 "⟨taskset.duration⟩: 11m is out of range (500ms ..= 10m)".into(),

@@ -458,7 +458,7 @@ pub const DL_MIN_RUNTIME_NS: u64 = 1 << 10;
 /// (`__dl_overflow`): Σ to_ratio(P, Q) of the group's reservations + m × the fair server's
 /// to_ratio ≤ m × to_ratio(sched_rt_period, sched_rt_runtime), m = the group's CPUs (symmetric
 /// capacities: cap_scale(bw, 1024·m) = m·bw). The bin test works on C × margin in floating point
-/// with a rounding slack and without the absolute `--margin-us` allowance; this is the check that
+/// with a rounding slack and without the absolute `margin_add` allowance; this is the check that
 /// the runtimes actually sent will be admitted, done before anything starts.
 pub fn kernel_admits_groups(
     specs: &[TaskSpec],
@@ -488,7 +488,7 @@ pub fn kernel_admits_groups(
             .sum();
         if asked + m * fair > m * limit {
             return Err(format!(
-                "{}: the kernel would refuse these reservations: Σ to_ratio(P, Q) = {asked} + {m} × {fair} (fair server) > {m} × {limit} (sched_rt_runtime/sched_rt_period), in units of 2^-20 (BW_SHIFT = 20); runtimes are C × margin + margin-us: lower {MARGIN}/{MARGIN_US} or the load",
+                "{}: the kernel would refuse these reservations: Σ to_ratio(P, Q) = {asked} + {m} × {fair} (fair server) > {m} × {limit} (sched_rt_runtime/sched_rt_period), in units of 2^-20 (BW_SHIFT = 20); runtimes are C × margin + margin_add: lower {MARGIN}/{MARGIN_ADD} or the load",
                 scope_name(cpus)
             ));
         }

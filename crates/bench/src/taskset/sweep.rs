@@ -10,7 +10,7 @@
 //!
 //! The thesis' global loads (3.4–3.9 on 4 CPUs, up to 0.975 per CPU) exceed what Linux admits
 //! by default: sched_rt_runtime_us/sched_rt_period_us = 0.95 per CPU, minus the fair server's
-//! 50 ms/1 s on ≥ 6.12. `--rt-runtime-us` and `--fair-server-us` change those for the sweep and
+//! 50 ms/1 s on ≥ 6.12. The sweep's `rt_runtime` and `fair_server` change those for the sweep and
 //! write the old values back when it ends (also on error, SIGINT/SIGTERM and panic; not on
 //! SIGKILL); the record lists every setting with its before/during values.
 
@@ -25,6 +25,7 @@ use rtscope_model::taskset::{
 use rtscope_model::{WarningCode, Warnings};
 use rtscope_sys::knob::{Knob, KnobError};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 fn bad(s: String) -> TasksetError {
     TasksetError::Invalid(s)
@@ -41,21 +42,33 @@ pub struct SweepFlags {
     pub tasks_per_cpu: u32,
     /// deadline | other | cfs | fifo
     pub policies: Vec<String>,
-    pub duration: String,
+    /// Each run's length (0.5 s ..= 10 min).
+    pub duration: Duration,
     pub seed: u64,
     pub margin: f64,
-    pub margin_us: u64,
+    /// SCHED_DEADLINE runtime allowance added after the margin (0 ..= 100 ms).
+    pub margin_add: Duration,
     /// cputime | calibrated
     pub work: String,
-    pub cmin_us: u64,
-    pub tmin_ms: f64,
-    pub tmax_ms: f64,
+    /// C_min rescaling (zero: off).
+    pub cmin: Duration,
+    pub tmin: Duration,
+    pub tmax: Duration,
     pub wss_kb: u64,
     pub cpus: Option<String>,
-    /// Write this to /proc/sys/kernel/sched_rt_runtime_us for the sweep (-1 or 1..=period).
-    pub rt_runtime_us: Option<i64>,
-    /// Write this runtime (µs, per 1 s period) to every CPU's fair server for the sweep.
-    pub fair_server_us: Option<u64>,
+    /// The RT bandwidth (/proc/sys/kernel/sched_rt_runtime_us) for the sweep.
+    pub rt_runtime: Option<RtRuntime>,
+    /// Every CPU's fair-server runtime per its period for the sweep.
+    pub fair_server: Option<Duration>,
+}
+
+/// `sched_rt_runtime_us`: the RT tasks' runtime per `sched_rt_period_us`, or no limit (the
+/// kernel's -1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RtRuntime {
+    Unlimited,
+    /// Whole microseconds, 1 µs ..= the period.
+    Limit(Duration),
 }
 
 /// A sweep resolved: nothing has run and no setting has changed.
@@ -65,11 +78,12 @@ pub struct SweepJob {
     policies: Vec<PolicyKind>,
     gen: gen::GenParams,
     settings: Vec<(PathBuf, String)>,
+    margin_add: Duration,
 }
 
-const RT_RUNTIME: &str = "/proc/sys/kernel/sched_rt_runtime_us";
-const RT_PERIOD: &str = "/proc/sys/kernel/sched_rt_period_us";
-const FAIR_SERVER: &str = "/sys/kernel/debug/sched/fair_server";
+const RT_RUNTIME_FILE: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+const RT_PERIOD_FILE: &str = "/proc/sys/kernel/sched_rt_period_us";
+const FAIR_SERVER_DIR: &str = "/sys/kernel/debug/sched/fair_server";
 
 /// Check every flag; exit-2 errors name the flag and the accepted range.
 pub fn prepare<V: Values>(f: &SweepFlags, v: &V) -> Result<SweepJob, V::Error>
@@ -127,8 +141,8 @@ where
         cluster_size: 1,
         cluster_by: None,
         margin: f.margin,
-        margin_us: f.margin_us,
-        inflate_us: 0.0,
+        margin_add: f.margin_add,
+        inflate: Duration::ZERO,
         cpus: None,
         no_probe: true,
     }
@@ -139,7 +153,7 @@ where
     if !(1..=1024 * 1024).contains(&f.wss_kb) {
         return Err(bad(format!("{WSS_KB}: must be 1..=1048576, got {}", f.wss_kb)).into());
     }
-    let duration = v.duration(&DURATION.to_string(), &f.duration, 0.5, 600.0)?;
+    let duration = job::run_length(f.duration)?;
     // The generator's own rules (periods, C_min against the load) via `taskset gen`'s checks,
     // on the heaviest point.
     let top = f.loads.iter().copied().fold(0.0, f64::max);
@@ -151,11 +165,11 @@ where
         },
         utilisation: top,
         method: "randfixedsum".into(),
-        tmin_ms: f.tmin_ms,
-        tmax_ms: f.tmax_ms,
-        periods_ms: Vec::new(),
-        period_gran_us: 100,
-        cmin_us: (f.cmin_us > 0).then_some(f.cmin_us),
+        tmin: f.tmin,
+        tmax: f.tmax,
+        periods: Vec::new(),
+        period_gran: Duration::from_micros(100),
+        cmin: (!f.cmin.is_zero()).then_some(f.cmin),
         umax: if global { 1.0 } else { top },
         deadlines: "implicit".into(),
         dmin_frac: 0.5,
@@ -166,14 +180,15 @@ where
         format: "json".into(),
     };
     let gen = job::gen_params(&g)?;
-    if f.cmin_us as f64 >= f.tmin_ms * 1000.0 {
+    if f.cmin >= f.tmin {
         return Err(bad(format!(
-            "{CMIN_US}: must be below {TMIN_MS} ({} ms), got {} µs",
-            f.tmin_ms, f.cmin_us
+            "{CMIN}: must be below {TMIN} ({}), got {}",
+            job::human(f.tmin),
+            job::human(f.cmin)
         ))
         .into());
     }
-    let settings = kernel_settings(f.rt_runtime_us, f.fair_server_us, &cpus, Path::new("/"))?;
+    let settings = kernel_settings(f.rt_runtime, f.fair_server, &cpus, Path::new("/"))?;
     if policies.iter().any(|p| !matches!(p, PolicyKind::Other)) || !settings.is_empty() {
         v.require_realtime(
             "taskset sweep",
@@ -192,15 +207,16 @@ where
             duration_s: duration,
             work: f.work.clone(),
             margin: f.margin,
-            margin_us: f.margin_us,
-            cmin_us: f.cmin_us,
-            tmin_ms: f.tmin_ms,
-            tmax_ms: f.tmax_ms,
+            margin_us: f.margin_add.as_micros() as u64,
+            cmin_us: f.cmin.as_micros() as u64,
+            tmin_ms: f.tmin.as_secs_f64() * 1e3,
+            tmax_ms: f.tmax.as_secs_f64() * 1e3,
             wss_bytes: f.wss_kb * 1024,
         },
         policies,
         gen,
         settings,
+        margin_add: f.margin_add,
     })
 }
 
@@ -258,38 +274,47 @@ fn policy_name(p: PolicyKind) -> &'static str {
     }
 }
 
-/// The files and values `--rt-runtime-us`/`--fair-server-us` ask for, checked against the
-/// kernel's rules (`root` is `/` except in tests): sched_rt_runtime_us is -1 (no limit) or at
-/// most sched_rt_period_us; a fair server's runtime is at most its period.
+/// The files and values the sweep's `rt_runtime`/`fair_server` ask for, checked against the
+/// kernel's rules (`root` is `/` except in tests): sched_rt_runtime_us is -1 (no limit) or
+/// whole µs up to sched_rt_period_us; a fair server's runtime is at most its period.
 fn kernel_settings(
-    rt_runtime_us: Option<i64>,
-    fair_server_us: Option<u64>,
+    rt_runtime: Option<RtRuntime>,
+    fair_server: Option<Duration>,
     cpus: &[u32],
     root: &Path,
 ) -> Result<Vec<(PathBuf, String)>, TasksetError> {
     let at = |p: &str| root.join(p.trim_start_matches('/'));
     let mut out = Vec::new();
-    if let Some(rt) = rt_runtime_us {
-        let period: i64 = std::fs::read_to_string(at(RT_PERIOD))
+    if let Some(rt) = rt_runtime {
+        let period: u64 = std::fs::read_to_string(at(RT_PERIOD_FILE))
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| {
                 bad(format!(
-                    "{RT_RUNTIME_US}: {RT_PERIOD} unreadable: this kernel has no RT bandwidth sysctls"
+                    "{RT_RUNTIME}: {RT_PERIOD_FILE} unreadable: this kernel has no RT bandwidth sysctls"
                 ))
             })?;
-        if rt != -1 && !(1..=period).contains(&rt) {
-            return Err(bad(format!(
-                "{RT_RUNTIME_US}: must be -1 (no limit) or 1..={period} (sched_rt_period_us), got {rt}"
-            )));
-        }
-        out.push((at(RT_RUNTIME), rt.to_string()));
+        let value = match rt {
+            RtRuntime::Unlimited => "-1".to_string(),
+            RtRuntime::Limit(d) => {
+                let us = d.as_micros() as u64;
+                if !d.subsec_nanos().is_multiple_of(1000) || !(1..=period).contains(&us) {
+                    return Err(bad(format!(
+                        "{RT_RUNTIME}: must be -1 (no limit) or whole µs in 1us ..= {} (sched_rt_period_us), got {}",
+                        job::human(Duration::from_micros(period)),
+                        job::human(d)
+                    )));
+                }
+                us.to_string()
+            }
+        };
+        out.push((at(RT_RUNTIME_FILE), value));
     }
-    if let Some(us) = fair_server_us {
-        let dir = at(FAIR_SERVER);
+    if let Some(runtime) = fair_server {
+        let dir = at(FAIR_SERVER_DIR);
         if !dir.is_dir() {
             return Err(bad(format!(
-                "{FAIR_SERVER_US}: {} not found: the kernel has no fair server (Linux < 6.12) or debugfs is not mounted/readable",
+                "{FAIR_SERVER}: {} not found: the kernel has no fair server (Linux < 6.12) or debugfs is not mounted/readable",
                 dir.display()
             )));
         }
@@ -300,17 +325,19 @@ fn kernel_settings(
                 .and_then(|s| s.trim().parse().ok())
                 .ok_or_else(|| {
                     bad(format!(
-                        "{FAIR_SERVER_US}: {} unreadable",
+                        "{FAIR_SERVER}: {} unreadable",
                         d.join("period").display()
                     ))
                 })?;
-            if us * 1000 > period {
+            let ns = runtime.as_nanos() as u64;
+            if ns > period {
                 return Err(bad(format!(
-                    "{FAIR_SERVER_US}: must be 0..={} (the fair server's period on cpu{c}), got {us}",
-                    period / 1000
+                    "{FAIR_SERVER}: must be in 0 ..= {} (the fair server's period on cpu{c}), got {}",
+                    job::human(Duration::from_nanos(period)),
+                    job::human(runtime)
                 )));
             }
-            out.push((d.join("runtime"), (us * 1000).to_string()));
+            out.push((d.join("runtime"), ns.to_string()));
         }
     }
     Ok(out)
@@ -514,7 +541,7 @@ impl SweepJob {
         let c = &self.config;
         let o = plan::PlanOptions {
             margin: c.margin,
-            extra_runtime_ns: c.margin_us * 1000,
+            extra_runtime_ns: self.margin_add.as_nanos() as u64,
             same_bins: true,
         };
         let planned = if c.placement == "global" {
@@ -623,10 +650,6 @@ mod tests {
         fn cpus(&self, _: &str, _: Option<&str>) -> Result<Vec<u32>, TasksetError> {
             Ok(self.0.clone())
         }
-        fn duration(&self, flag: &str, s: &str, lo: f64, hi: f64) -> Result<f64, TasksetError> {
-            rtscope_model::duration::parse_secs_in(s, lo, hi)
-                .map_err(|e| bad(format!("{flag}: {e}")))
-        }
         fn read(&self, _: &str, _: &Path) -> Result<String, TasksetError> {
             Ok(String::new())
         }
@@ -653,18 +676,18 @@ mod tests {
             sets: 3,
             tasks_per_cpu: 3,
             policies: vec!["deadline".into(), "other".into()],
-            duration: "1".into(),
+            duration: Duration::from_secs(1),
             seed: 1,
             margin: 1.0,
-            margin_us: 50,
+            margin_add: Duration::from_micros(50),
             work: "cputime".into(),
-            cmin_us: 50,
-            tmin_ms: 10.0,
-            tmax_ms: 100.0,
+            cmin: Duration::from_micros(50),
+            tmin: Duration::from_millis(10),
+            tmax: Duration::from_millis(100),
             wss_kb: 16,
             cpus: None,
-            rt_runtime_us: None,
-            fair_server_us: None,
+            rt_runtime: None,
+            fair_server: None,
         }
     }
 
@@ -749,7 +772,7 @@ mod tests {
             ),
             (
                 SweepFlags {
-                    duration: "11m".into(),
+                    duration: Duration::from_secs(660),
                     ..flags()
                 },
                 "⟨taskset.duration⟩: 11m is out of range",
@@ -810,7 +833,8 @@ mod tests {
         let fs = d.join("sys/kernel/debug/sched/fair_server");
         std::fs::create_dir_all(d.join("proc/sys/kernel")).unwrap();
         std::fs::write(d.join("proc/sys/kernel/sched_rt_period_us"), "1000000\n").unwrap();
-        let s = kernel_settings(Some(1_000_000), None, &[0], &d).unwrap();
+        let lim = |us| Some(RtRuntime::Limit(Duration::from_micros(us)));
+        let s = kernel_settings(lim(1_000_000), None, &[0], &d).unwrap();
         assert_eq!(
             s,
             vec![(
@@ -819,30 +843,31 @@ mod tests {
             )]
         );
         assert_eq!(
-            kernel_settings(Some(-1), None, &[0], &d).unwrap()[0].1,
+            kernel_settings(Some(RtRuntime::Unlimited), None, &[0], &d).unwrap()[0].1,
             "-1"
         );
-        let e = kernel_settings(Some(1_000_001), None, &[0], &d).unwrap_err();
+        let e = kernel_settings(lim(1_000_001), None, &[0], &d).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "⟨taskset.rt_runtime_us⟩: must be -1 (no limit) or 1..=1000000 (sched_rt_period_us), got 1000001"
+            "⟨taskset.rt_runtime⟩: must be -1 (no limit) or whole µs in 1us ..= 1s (sched_rt_period_us), got 1.000001s"
         );
-        let e = kernel_settings(None, Some(10_000), &[0], &d).unwrap_err();
-        assert!(
-            e.to_string().starts_with("⟨taskset.fair_server_us⟩: "),
-            "{e}"
-        );
+        let half_us = Some(RtRuntime::Limit(Duration::from_nanos(1500)));
+        let e = kernel_settings(half_us, None, &[0], &d).unwrap_err();
+        assert!(e.to_string().ends_with("got 1.5us"), "{e}");
+        let fair = |us| Some(Duration::from_micros(us));
+        let e = kernel_settings(None, fair(10_000), &[0], &d).unwrap_err();
+        assert!(e.to_string().starts_with("⟨taskset.fair_server⟩: "), "{e}");
         for c in 0..2 {
             std::fs::create_dir_all(fs.join(format!("cpu{c}"))).unwrap();
             std::fs::write(fs.join(format!("cpu{c}/period")), "1000000000\n").unwrap();
             std::fs::write(fs.join(format!("cpu{c}/runtime")), "50000000\n").unwrap();
         }
-        let s = kernel_settings(None, Some(10_000), &[0, 1], &d).unwrap();
+        let s = kernel_settings(None, fair(10_000), &[0, 1], &d).unwrap();
         assert_eq!(s[1], (fs.join("cpu1/runtime"), "10000000".into()));
-        let e = kernel_settings(None, Some(2_000_000), &[0], &d).unwrap_err();
+        let e = kernel_settings(None, fair(2_000_000), &[0], &d).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "⟨taskset.fair_server_us⟩: must be 0..=1000000 (the fair server's period on cpu0), got 2000000"
+            "⟨taskset.fair_server⟩: must be in 0 ..= 1s (the fair server's period on cpu0), got 2s"
         );
         // Applied, then restored: the files read as before, the record says what was set.
         let mut a = Applied::apply(&s).unwrap();

@@ -23,6 +23,30 @@ pub fn run_time() -> impl TypedValueParser<Value = Duration> {
     duration(0.001, 30.0 * 86400.0)
 }
 
+/// `START:END`, two signed durations within `-limit..=limit` seconds (`-2us:800us`), as
+/// nanoseconds.
+pub fn offset_range(limit: f64) -> impl TypedValueParser<Value = (i64, i64)> {
+    StringValueParser::new().try_map(move |s| {
+        let (a, b) = s
+            .split_once(':')
+            .ok_or_else(|| format!("'{s}' is not START:END (two durations, e.g. -2us:800us)"))?;
+        let one = |x: &str| -> Result<i64, String> {
+            let x = x.trim();
+            let (sign, t) = match x.strip_prefix('-') {
+                Some(t) => (-1.0, t),
+                None => (1.0, x),
+            };
+            let secs = rtscope_model::duration::parse_secs(t)?;
+            if secs > limit {
+                let l = rtscope_model::duration::human(limit);
+                return Err(format!("{x} is out of range (-{l} ..= {l})"));
+            }
+            Ok((sign * secs * 1e9).round() as i64)
+        };
+        Ok::<_, String>((one(a)?, one(b)?))
+    })
+}
+
 /// Latencies and periods in whole microseconds, written as durations (a bare number is
 /// microseconds): the value parsers of `-i`, `--dl-*`, noise's periods, ….
 pub use rtscope_model::duration::{parse_micros as micros, parse_micros32 as micros32};

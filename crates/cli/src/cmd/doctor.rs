@@ -100,7 +100,7 @@ pub fn run(a: Args) -> Result<()> {
         html: a.html,
         fix,
         revert: a.revert,
-        target_us: a.target_us,
+        target: a.target,
         quiet: a.out.quiet,
     })?)
 }

@@ -31,11 +31,11 @@ pub fn run(a: Args) -> Result<()> {
         Sub::Run(a) => {
             let job = Job::Run {
                 cpus: a.cpus.spec(),
-                duration: common::duration_text(a.duration),
+                duration: a.duration,
                 mutex: value_name(&a.mutex),
                 scenario: value_name(&a.scenario),
-                tick_us: a.tick_us,
-                mechanism: a.mechanism.mechanism().name().to_string(),
+                tick: a.tick,
+                mechanism: a.mechanism.mechanism(),
             };
             (job, figs(a.fig), a.out)
         }

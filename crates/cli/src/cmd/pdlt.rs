@@ -17,20 +17,15 @@ pub fn run(a: Args) -> Result<()> {
         consumer_priority: a.consumer_priority,
         syscall: a.syscall.clone(),
         size: a.size.clone(),
-        step_us: a.step_us,
-        offsets_us: a.offsets_us.clone(),
+        step: a.step,
+        offsets_ns: a.offsets,
         repeats: a.repeats,
         scratch_dir: a.scratch_dir.clone(),
         compare_preempt: a.compare_preempt,
-        max_seconds: a.timeout.as_secs_f64(),
+        timeout: a.timeout,
         points: a.points,
     };
     let cfg = flags.resolve(&rtscope_verbs::bench::Rules)?;
     let files = (a.csv.as_deref(), a.svg.as_deref());
-    Ok(rtscope_verbs::bench::pdlt(
-        &cfg,
-        a.step_us,
-        files,
-        &a.out.lib(),
-    )?)
+    Ok(rtscope_verbs::bench::pdlt(&cfg, files, &a.out.lib())?)
 }

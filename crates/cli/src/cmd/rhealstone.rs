@@ -16,18 +16,14 @@ pub fn run(a: Args) -> Result<()> {
         cpus: a.cpu.cpu.map(|c| c.to_string()),
         priority: a.priority,
         iterations: a.iterations,
-        max_seconds: a.timeout.as_secs_f64(),
-        timer_interval_us: a.timer_interval_us,
+        timeout: a.timeout,
+        timer_interval: a.timer_interval,
         irq_iterations: a.irq_iterations,
-        medium_burst_us: a.medium_burst_us,
+        medium_burst: a.medium_burst,
         only: a.only,
         no_variants: a.no_variants,
         variants: a.variants,
     };
     let cfg = flags.resolve(&rtscope_verbs::bench::Rules)?;
-    Ok(rtscope_verbs::bench::rhealstone(
-        &cfg,
-        a.timeout.as_secs_f64(),
-        &a.out.lib(),
-    )?)
+    Ok(rtscope_verbs::bench::rhealstone(&cfg, &a.out.lib())?)
 }

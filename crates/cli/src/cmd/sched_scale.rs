@@ -16,18 +16,20 @@ pub fn run(a: Args) -> Result<()> {
         priority: a.priority,
         loads: a.loads.clone(),
         wakeups: a.wakeups,
-        sleep_ms: a.sleep.map(|d| d.as_secs_f64() * 1e3),
+        sleep: a.sleep,
         protocol: a.protocol.clone(),
         no_trace: a.no_trace,
-        sched_time: clap::ValueEnum::to_possible_value(&a.sched_time)
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_default(),
+        sched_time: match a.sched_time {
+            SchedTime::Auto => sched_scale::SchedTime::Auto,
+            SchedTime::On => sched_scale::SchedTime::On,
+            SchedTime::Preemptirq => sched_scale::SchedTime::Preemptirq,
+            SchedTime::Off => sched_scale::SchedTime::Off,
+        },
     };
     let cfg = flags.resolve(&rtscope_verbs::bench::Rules)?;
     let files = (a.csv.as_deref(), a.svg.as_deref());
     Ok(rtscope_verbs::bench::sched_scale(
         &cfg,
-        cfg.sleep_ns as f64 / 1e6,
         files,
         &a.out.lib(),
     )?)

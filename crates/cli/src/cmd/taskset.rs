@@ -3,6 +3,7 @@
 //! every flag resolved and checked before a thread is started or a cpuset created).
 
 use rtscope_bench::taskset::job::{self, Generated};
+use rtscope_bench::taskset::sweep;
 use rtscope_report::taskset as text;
 use rtscope_verbs::bench::Rules;
 use std::path::PathBuf;
@@ -19,11 +20,6 @@ fn name(v: impl clap::ValueEnum) -> String {
     v.to_possible_value()
         .map(|v| v.get_name().to_string())
         .unwrap_or_default()
-}
-
-/// A duration in the library's text (seconds, exactly as parsed).
-fn secs(d: Duration) -> String {
-    format!("{}s", d.as_secs_f64())
 }
 
 pub fn run(a: Args) -> anyhow::Result<()> {
@@ -66,11 +62,11 @@ impl GenArgs {
             n: self.n,
             utilisation: self.utilisation,
             method: name(self.method),
-            tmin_ms: self.periods.tmin_ms,
-            tmax_ms: self.periods.tmax_ms,
-            periods_ms: self.periods_ms.clone(),
-            period_gran_us: self.period_gran_us,
-            cmin_us: self.cmin_us,
+            tmin: self.periods.tmin,
+            tmax: self.periods.tmax,
+            periods: self.periods_list.clone(),
+            period_gran: self.period_gran,
+            cmin: self.cmin,
             umax: self.umax,
             deadlines: name(self.deadlines),
             dmin_frac: self.dmin_frac,
@@ -94,8 +90,8 @@ impl PlanArgs {
             cluster_size: self.cluster_size,
             cluster_by: self.cluster_by.map(name),
             margin: self.reserve.margin,
-            margin_us: self.reserve.margin_us,
-            inflate_us: self.inflate_us,
+            margin_add: self.reserve.margin_add,
+            inflate: self.inflate,
             cpus: self.cpus.spec(),
             no_probe: self.no_probe,
         }
@@ -108,7 +104,7 @@ impl RunArgs {
             set: self.set.clone(),
             rt_app: self.rt_app.clone(),
             plan: self.plan.lib(),
-            duration: self.duration.duration.map(secs),
+            duration: self.duration.duration,
             wss_kb: self.wss.wss_kb,
             access: name(self.access),
             seed: self.seed,
@@ -120,25 +116,28 @@ impl RunArgs {
 }
 
 impl SweepArgs {
-    fn lib(&self) -> rtscope_bench::taskset::sweep::SweepFlags {
-        rtscope_bench::taskset::sweep::SweepFlags {
+    fn lib(&self) -> sweep::SweepFlags {
+        sweep::SweepFlags {
             placement: name(self.placement),
             loads: self.loads.clone(),
             sets: self.sets,
             tasks_per_cpu: self.tasks_per_cpu,
             policies: self.policies.iter().copied().map(name).collect(),
-            duration: secs(self.duration.duration.unwrap_or(SWEEP_RUN)),
+            duration: self.duration.duration.unwrap_or(SWEEP_RUN),
             seed: self.seed,
             margin: self.reserve.margin,
-            margin_us: self.reserve.margin_us,
+            margin_add: self.reserve.margin_add,
             work: name(self.work),
-            cmin_us: self.cmin_us,
-            tmin_ms: self.periods.tmin_ms,
-            tmax_ms: self.periods.tmax_ms,
+            cmin: self.cmin,
+            tmin: self.periods.tmin,
+            tmax: self.periods.tmax,
             wss_kb: self.wss.wss_kb,
             cpus: self.cpus.spec(),
-            rt_runtime_us: self.rt_runtime_us,
-            fair_server_us: self.fair_server_us,
+            rt_runtime: self.rt_runtime.map(|r| match r {
+                RtRuntimeArg::Unlimited => sweep::RtRuntime::Unlimited,
+                RtRuntimeArg::Limit(d) => sweep::RtRuntime::Limit(d),
+            }),
+            fair_server: self.fair_server,
         }
     }
 }

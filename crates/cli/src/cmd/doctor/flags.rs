@@ -23,10 +23,10 @@ pub struct Args {
     /// Write back every value a --fix changed (and any a killed doctor left half-applied)
     #[arg(long, conflicts_with_all = ["fix", "run", "from"])]
     pub(super) revert: bool,
-    /// The idle-state exit latency above which a state is a finding, µs (1..=10000)
-    #[arg(long, default_value_t = rtscope_analysis::doctor::DEFAULT_TARGET_US, value_name = "US",
-          value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub(super) target_us: u32,
+    /// The idle-state exit latency above which a state is a finding (1us ..= 10ms; sysfs
+    /// counts whole µs)
+    #[arg(long, default_value = "10us", value_name = "TIME", value_parser = common::duration(1e-6, 0.01))]
+    pub(super) target: Duration,
     /// The report as a self-contained HTML page
     #[arg(long, value_name = "FILE")]
     pub(super) html: Option<PathBuf>,

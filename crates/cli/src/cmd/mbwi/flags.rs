@@ -87,9 +87,10 @@ pub(super) struct RunArgs {
     /// two-CPU one on the last two), or all of them
     #[arg(long, value_enum, default_value_t = ScenarioArg::All)]
     pub(super) scenario: ScenarioArg,
-    /// Budget enforcement granularity of the simulations, µs (0..=1000000; 0: exact)
-    #[arg(long, default_value_t = 0)]
-    pub(super) tick_us: u64,
+    /// Budget enforcement granularity of the simulations, whole µs (e.g. 4ms; 0 ..= 1s;
+    /// 0: exact)
+    #[arg(long, default_value = "0s", value_name = "TIME", value_parser = common::duration(0.0, 1.0))]
+    pub(super) tick: Duration,
     /// Schedule capture: auto, bpf, tracefs, off
     #[arg(long, value_enum, default_value_t = TraceArg::Auto)]
     pub(super) mechanism: TraceArg,

@@ -27,12 +27,15 @@ pub struct Args {
     /// spaced; `--syscall driver` only
     #[arg(long, default_value_t = 0)]
     pub(super) points: u32,
-    /// Offset step, µs (0.01..=1000000).
-    #[arg(long, default_value_t = 1.0)]
-    pub(super) step_us: f64,
-    /// Offsets START:END in µs [default: -2 to 1.25 × the calibrated call duration + 2]
-    #[arg(long, value_name = "START:END")]
-    pub(super) offsets_us: Option<String>,
+    /// Offset step (10ns ..= 1s)
+    #[arg(long, default_value = "1us", value_name = "TIME",
+          value_parser = crate::cmd::common::duration(1e-8, 1.0))]
+    pub(super) step: std::time::Duration,
+    /// Offsets START:END from the call's start, each -10s ..= 10s (e.g. -2us:800us)
+    /// [default: -2us to 1.25 × the calibrated call duration + 2us]
+    #[arg(long, value_name = "START:END", allow_hyphen_values = true,
+          value_parser = crate::cmd::common::offset_range(10.0))]
+    pub(super) offsets: Option<(i64, i64)>,
     /// Points per offset (1..=10000).
     #[arg(long, default_value_t = 1)]
     pub(super) repeats: u32,

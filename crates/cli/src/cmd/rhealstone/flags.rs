@@ -17,15 +17,17 @@ pub struct Args {
     /// Cap on each metric's run time (100ms..=1h).
     #[arg(long, default_value = "10s", value_name = "TIME", value_parser = crate::cmd::common::duration(0.1, 3600.0))]
     pub(super) timeout: std::time::Duration,
-    /// Timer period of the preemption and interrupt-response metrics, µs (10..=10000).
-    #[arg(long, default_value_t = 50)]
-    pub(super) timer_interval_us: u64,
+    /// Timer period of the preemption and interrupt-response metrics (10us ..= 10ms)
+    #[arg(long, default_value = "50us", value_name = "TIME",
+          value_parser = crate::cmd::common::duration(1e-5, 0.01))]
+    pub(super) timer_interval: std::time::Duration,
     /// Samples for interrupt response (1..=100000; each costs trace-buffer space).
     #[arg(long, default_value_t = 20_000)]
     pub(super) irq_iterations: u64,
-    /// Compute burst of the medium-priority thread in deadlock break, µs (1..=10000).
-    #[arg(long, default_value_t = 50)]
-    pub(super) medium_burst_us: u64,
+    /// Compute burst of the medium-priority thread in deadlock break (1us ..= 10ms)
+    #[arg(long, default_value = "50us", value_name = "TIME",
+          value_parser = crate::cmd::common::duration(1e-6, 0.01))]
+    pub(super) medium_burst: std::time::Duration,
     /// Run only these metrics (comma-separated): task_switch, preemption, intertask_message,
     /// semaphore_shuffle, deadlock_break, interrupt_response.
     #[arg(long, value_delimiter = ',')]

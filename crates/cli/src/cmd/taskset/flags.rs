@@ -2,7 +2,7 @@
 //! the parent module does the work.
 
 use super::*;
-use crate::cmd::common::{CpuListArg, JsonOut, OutArgs};
+use crate::cmd::common::{self, CpuListArg, JsonOut, OutArgs};
 
 /// `--policy` and `--policies`: the policy a task set runs under (`cfs` is another name of
 /// `other`).
@@ -156,29 +156,51 @@ pub(super) struct RunTimeArg {
     pub(super) duration: Option<Duration>,
 }
 
-/// `--margin` and `--margin-us`: the SCHED_DEADLINE reservation, the same in `taskset check`,
+/// `--margin` and `--margin-add`: the SCHED_DEADLINE reservation, the same in `taskset check`,
 /// `run` and `sweep`.
 #[derive(clap::Args, Debug, Clone)]
 pub(super) struct ReserveArgs {
-    /// SCHED_DEADLINE runtime = C × margin + margin-us, 1..=2 (Lelli 2014 §2.3: "slightly
+    /// SCHED_DEADLINE runtime = C × margin + margin-add, 1..=2 (Lelli 2014 §2.3: "slightly
     /// larger than C")
     #[arg(long, default_value_t = 1.1)]
     pub(super) margin: f64,
-    /// SCHED_DEADLINE runtime allowance added after the margin (µs, 0..=100000): per-job
-    /// overhead
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(..=100_000))]
-    pub(super) margin_us: u64,
+    /// SCHED_DEADLINE runtime allowance added after the margin: per-job overhead (0 ..= 100ms)
+    #[arg(long, default_value = "50us", value_name = "TIME",
+          value_parser = common::duration(0.0, 0.1))]
+    pub(super) margin_add: Duration,
 }
 
-/// `--tmin-ms` and `--tmax-ms`: the range of the generated periods (`taskset gen|sweep`).
+/// A period of a generated set: 1us ..= 1h.
+fn period() -> impl clap::builder::TypedValueParser<Value = Duration> {
+    common::duration(1e-6, 3600.0)
+}
+
+/// `--tmin` and `--tmax`: the range of the generated periods (`taskset gen|sweep`).
 #[derive(clap::Args, Debug, Clone)]
 pub(super) struct PeriodRangeArgs {
-    /// Shortest period (ms): periods are log-uniform in [tmin, tmax]
-    #[arg(long, default_value_t = 10.0)]
-    pub(super) tmin_ms: f64,
-    /// Longest period (ms)
-    #[arg(long, default_value_t = 100.0)]
-    pub(super) tmax_ms: f64,
+    /// Shortest period: periods are log-uniform in [tmin, tmax] (1us ..= 1h)
+    #[arg(long, default_value = "10ms", value_name = "TIME", value_parser = period())]
+    pub(super) tmin: Duration,
+    /// Longest period (1us ..= 1h)
+    #[arg(long, default_value = "100ms", value_name = "TIME", value_parser = period())]
+    pub(super) tmax: Duration,
+}
+
+/// `--rt-runtime`: the RT tasks' runtime per sched_rt_period_us, or `-1` (`unlimited`): no
+/// limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RtRuntimeArg {
+    Unlimited,
+    Limit(Duration),
+}
+
+fn rt_runtime(s: &str) -> Result<RtRuntimeArg, String> {
+    match s.trim() {
+        "-1" | "unlimited" => Ok(RtRuntimeArg::Unlimited),
+        t => rtscope_model::duration::parse_secs_in(t, 1e-6, 3600.0)
+            .map(|secs| RtRuntimeArg::Limit(Duration::from_secs_f64(secs)))
+            .map_err(|e| format!("{e}; or -1 (unlimited): no limit")),
+    }
 }
 
 /// `--wss-kb`: each task's working set (`taskset run|sweep`).
@@ -222,23 +244,25 @@ pub(super) struct SweepArgs {
     /// Job work
     #[arg(long, value_enum, default_value_t = WorkArg::Cputime)]
     pub(super) work: WorkArg,
-    /// Every C ≥ this (µs; C_min rescaling, thesis §3.5.1; 0 = off).
-    #[arg(long, default_value_t = 50)]
-    pub(super) cmin_us: u64,
+    /// Every C ≥ this (C_min rescaling, thesis §3.5.1; 0 = off; 0 ..= 10s)
+    #[arg(long, default_value = "50us", value_name = "TIME",
+          value_parser = common::duration(0.0, 10.0))]
+    pub(super) cmin: Duration,
     #[command(flatten)]
     pub(super) periods: PeriodRangeArgs,
     #[command(flatten)]
     pub(super) wss: WssArg,
     #[command(flatten)]
     pub(super) cpus: CpuListArg,
-    /// Set /proc/sys/kernel/sched_rt_runtime_us to this for the sweep (-1 or up to
-    /// sched_rt_period_us); the old value is written back at the end.
-    #[arg(long, value_name = "US", allow_negative_numbers = true)]
-    pub(super) rt_runtime_us: Option<i64>,
-    /// Set every CPU's fair-server runtime (debugfs, Linux ≥ 6.12) to this many µs per its
-    /// period for the sweep; the old values are written back at the end.
-    #[arg(long, value_name = "US")]
-    pub(super) fair_server_us: Option<u64>,
+    /// Set /proc/sys/kernel/sched_rt_runtime_us to this for the sweep: whole µs up to
+    /// sched_rt_period_us (e.g. 950ms), or -1 (unlimited); the old value is written back at
+    /// the end.
+    #[arg(long, value_name = "TIME|-1", allow_hyphen_values = true, value_parser = rt_runtime)]
+    pub(super) rt_runtime: Option<RtRuntimeArg>,
+    /// Set every CPU's fair-server runtime (debugfs, Linux ≥ 6.12) to this per its period for
+    /// the sweep (0 ..= the period, e.g. 50ms); the old values are written back at the end.
+    #[arg(long, value_name = "TIME", value_parser = common::duration(0.0, 3600.0))]
+    pub(super) fair_server: Option<Duration>,
     /// Output and store flags; `-q` prints only the table.
     #[command(flatten)]
     pub(super) out: OutArgs,
@@ -257,15 +281,16 @@ pub(super) struct GenArgs {
     pub(super) method: MethodArg,
     #[command(flatten)]
     pub(super) periods: PeriodRangeArgs,
-    /// Draw periods from this list (ms, comma separated) instead of log-uniform [tmin, tmax].
-    #[arg(long, value_delimiter = ',')]
-    pub(super) periods_ms: Vec<f64>,
-    /// Periods are rounded to this granularity (µs).
-    #[arg(long, default_value_t = 100)]
-    pub(super) period_gran_us: u64,
-    /// C_min rescaling (Lelli 2014 §3.5.1): every C ≥ this many µs (e.g. 50).
-    #[arg(long)]
-    pub(super) cmin_us: Option<u64>,
+    /// Draw periods from this list (comma separated, e.g. 10ms,20ms; each 1us ..= 1h) instead
+    /// of log-uniform [tmin, tmax].
+    #[arg(long = "periods", value_delimiter = ',', value_name = "TIME,…", value_parser = period())]
+    pub(super) periods_list: Vec<Duration>,
+    /// Periods are rounded to this granularity (1us ..= 1h)
+    #[arg(long, default_value = "100us", value_name = "TIME", value_parser = period())]
+    pub(super) period_gran: Duration,
+    /// C_min rescaling (Lelli 2014 §3.5.1): every C ≥ this (e.g. 50us; 0 ..= 10s)
+    #[arg(long, value_name = "TIME", value_parser = common::duration(0.0, 10.0))]
+    pub(super) cmin: Option<Duration>,
     /// Per-task utilisation cap.
     #[arg(long, default_value_t = 1.0)]
     pub(super) umax: f64,
@@ -319,9 +344,10 @@ pub(super) struct PlanArgs {
     pub(super) cluster_by: Option<ClusterByArg>,
     #[command(flatten)]
     pub(super) reserve: ReserveArgs,
-    /// Add this measured overhead bound (µs) to every C in the predictions.
-    #[arg(long, default_value_t = 0.0)]
-    pub(super) inflate_us: f64,
+    /// Add this measured overhead bound to every C in the predictions (0 ..= 100ms)
+    #[arg(long, default_value = "0s", value_name = "TIME",
+          value_parser = common::duration(0.0, 0.1))]
+    pub(super) inflate: Duration,
     #[command(flatten)]
     pub(super) cpus: CpuListArg,
     /// Do not bisect the kernel's free DEADLINE bandwidth (fair-server detection).

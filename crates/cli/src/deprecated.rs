@@ -48,6 +48,32 @@ const RENAMED: &[Renamed] = &[
     r("taskset gen", "--cpus", "--cpu-count"),
     r("practise test", "--cpus-emulated", "--emulated-cpus"),
     r("practise perf", "--cpus-emulated", "--emulated-cpus"),
+    // The durations of the offline verbs whose unit was in their name: the bare number keeps
+    // its unit, the new flag takes any suffix.
+    Renamed {
+        verb: "analyze",
+        old: "--gap-threshold-us",
+        new: "--gap-threshold",
+        unit: Some("us"),
+    },
+    Renamed {
+        verb: "analyze",
+        old: "--busy-gap-threshold-us",
+        new: "--busy-gap-threshold",
+        unit: Some("us"),
+    },
+    Renamed {
+        verb: "analyze",
+        old: "--threshold-us",
+        new: "--tail-threshold",
+        unit: Some("us"),
+    },
+    Renamed {
+        verb: "bound",
+        old: "--assume-thread-ns",
+        new: "--assume-thread",
+        unit: Some("ns"),
+    },
 ];
 
 use std::ffi::OsString;

@@ -94,6 +94,17 @@ const RENAMED: &[Renamed] = &[
     ),
     u("rhealstone", "--medium-burst-us", "--medium-burst", "us"),
     u("doctor", "--target-us", "--target", "us"),
+    // The durations of the offline verbs whose unit was in their name: the bare number keeps
+    // its unit, the new flag takes any suffix.
+    u("analyze", "--gap-threshold-us", "--gap-threshold", "us"),
+    u(
+        "analyze",
+        "--busy-gap-threshold-us",
+        "--busy-gap-threshold",
+        "us",
+    ),
+    u("analyze", "--threshold-us", "--tail-threshold", "us"),
+    u("bound", "--assume-thread-ns", "--assume-thread", "ns"),
 ];
 
 /// `unit` appended to every bare number of `v` (an optional sign, digits, one dot) between

@@ -25,8 +25,8 @@ pub fn analyze(f: analyze::Field) -> &'static str {
     match f {
         F::Json => "--json",
         F::Worst => "--worst",
-        F::GapThresholdUs => "--gap-threshold-us",
-        F::BusyGapThresholdUs => "--busy-gap-threshold-us",
+        F::GapThreshold => "--gap-threshold",
+        F::BusyGapThreshold => "--busy-gap-threshold",
         // The recording's settings (`measure`, `trace record`) a warning or a hint advises.
         F::TraceKeep => "--trace-keep",
         F::TraceFileMode => "--trace-file-mode",

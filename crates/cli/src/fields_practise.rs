@@ -6,7 +6,6 @@ use rtscope_practise::modes::Field;
 pub fn flag(f: Field) -> &'static str {
     match f {
         Field::Structure => "--structure",
-        Field::Queue => "--queue",
         Field::Svg => "--svg",
         Field::EmulatedCpus => "--emulated-cpus",
         Field::PArrival => "--p-arrival",
@@ -15,7 +14,6 @@ pub fn flag(f: Field) -> &'static str {
         Field::Duration => "-D/--duration",
         Field::CheckEvery => "--check-every",
         Field::Policy => "--policy",
-        Field::Load => "--load",
         Field::Cpus => "--cpus",
         Field::TraceKeep => "--trace-keep",
     }

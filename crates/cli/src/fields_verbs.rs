@@ -10,7 +10,7 @@ pub fn bound(f: bound::Field) -> &'static str {
         F::Input => "--input",
         F::Trace => "--trace",
         F::Samples => "--samples",
-        F::AssumeThreadNs => "--assume-thread-ns",
+        F::AssumeThread => "--assume-thread",
         F::Series => "--series",
         F::Cap => "--cap",
         F::MaxIterations => "--max-iterations",

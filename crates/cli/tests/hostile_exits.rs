@@ -127,11 +127,11 @@ fn verb_refusals_name_the_flag() {
         (vec!["bound", "--trace", m], &["--trace ", "no such file"]),
         (
             vec!["bound", "--trace", m, "--cap", "5000"],
-            &["--cap: '5000' has no unit", "write 5000ns"],
+            &["'--cap <TIME>': '5000' has no unit", "write 5000ns"],
         ),
         (
-            vec!["bound", "--trace", m, "--assume-thread-ns", "0"],
-            &["--assume-thread-ns: must be 1..=1000000000 ns, got 0"],
+            vec!["bound", "--trace", m, "--assume-thread", "0ns"],
+            &["'--assume-thread <TIME>': 0ns is out of range (1ns ..= 1s)"],
         ),
         (
             vec!["bound", "--trace", m, "--max-iterations", "0"],
@@ -143,16 +143,19 @@ fn verb_refusals_name_the_flag() {
         ),
         (
             vec!["monitor", "--listen", "nowhere"],
-            &["--listen: 'nowhere' is not ADDRESS:PORT"],
+            &["'--listen <ADDRESS:PORT>': 'nowhere' is not ADDRESS:PORT"],
         ),
-        (vec!["monitor", "--window", "0s"], &["--window: "]),
+        (
+            vec!["monitor", "--window", "0s"],
+            &["'--window <TIME>': 0s is out of range (1s ..= 1d)"],
+        ),
         (
             vec!["monitor", "--trace-burst", "0s/5s"],
-            &["--trace-burst LENGTH: "],
+            &["'--trace-burst <LENGTH/EVERY>': LENGTH 0s is out of range (1s ..= 1h)"],
         ),
         (
             vec!["monitor", "--trace-burst", "5s/5s"],
-            &["--trace-burst: '5s/5s': expected LENGTH/EVERY"],
+            &["'--trace-burst <LENGTH/EVERY>': EVERY 5s is not longer than LENGTH 5s"],
         ),
         (
             vec!["monitor", "--checkpoint", "1m"],

@@ -449,9 +449,9 @@ fn tracing_in_bursts_explains_only_what_a_burst_saw() {
 fn a_bad_burst_is_bad_input() {
     for (v, what) in [
         ("10s", "expected LENGTH/EVERY"),
-        ("5s/5s", "expected LENGTH/EVERY"),
-        ("0s/5s", "--trace-burst LENGTH"),
-        ("1s/2d", "--trace-burst EVERY"),
+        ("5s/5s", "EVERY 5s is not longer than LENGTH 5s"),
+        ("0s/5s", "LENGTH 0s is out of range (1s ..= 1h)"),
+        ("1s/2d", "EVERY 2d is out of range (1s ..= 1d)"),
     ] {
         let d = tmp();
         let o = Command::new(rtscope_testkit::bin!())
@@ -471,7 +471,9 @@ fn a_bad_burst_is_bad_input() {
         assert_eq!(o.status.code(), Some(2), "{v}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
-            err.trim().lines().count() == 1 && err.contains(what),
+            err.trim().lines().count() == 1
+                && err.contains("'--trace-burst <LENGTH/EVERY>'")
+                && err.contains(what),
             "{v}: {err}"
         );
     }

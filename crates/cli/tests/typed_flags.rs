@@ -1,9 +1,13 @@
-//! The typed flags of `trace`, `mbwi` and `practise`: clap parses every duration, CPU list and
-//! choice, so a bad value is refused in one line that names the flag and what it accepts (the
-//! range, or the possible values), exit 2, before anything starts; a good value reaches the run
-//! unchanged; the old spelling `--cpus-emulated` still works with one notice.
+//! The typed flags of `trace`, `mbwi`, `practise`, `analyze`, `bound` and `monitor`: clap parses
+//! every duration, CPU list, address and choice, so a bad value is refused in one line that names
+//! the flag and what it accepts (the range, or the possible values), exit 2, before anything
+//! starts; a good value reaches the run unchanged; the old spellings (`--cpus-emulated`, the
+//! durations whose unit was in their name) still work with one notice.
 
 use rtscope_testkit::{bin, run_measured, Measured};
+
+/// A verb, its old spelling and value, the new one, and the exit both give.
+type Renamed<'a> = (&'a [&'a str], [&'a str; 2], [&'a str; 2], i32);
 use std::process::Command;
 use std::time::Duration;
 
@@ -428,7 +432,7 @@ fn unit_named_durations_still_work_with_one_notice() {
     let rh: &[&str] = &["rhealstone", "--no-store"];
     let doctor: &[&str] = &["doctor", "--no-store"];
     // (verb, old flag and value, new flag and value): the exit code each gives.
-    let rows: &[(&[&str], [&str; 2], [&str; 2], i32)] = &[
+    let rows: &[Renamed] = &[
         (gen_, ["--tmin-ms", "5"], ["--tmin", "5ms"], 0),
         (gen_, ["--tmax-ms", "50"], ["--tmax", "50ms"], 0),
         (
@@ -538,4 +542,204 @@ fn unit_named_durations_still_work_with_one_notice() {
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n\n"));
+}
+
+/// The first non-empty stderr line is the one notice for `old`, and no other line repeats it.
+fn one_notice(o: &Measured, verb: &str, old: &str, new: &str) {
+    let want = format!(
+        "rtscope: warning: {verb} {old} is deprecated, use {new} (the old spelling goes in a \
+         later release)"
+    );
+    let lines: Vec<&str> = o.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.first().copied(), Some(want.as_str()), "{}", o.stderr);
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("deprecated")).count(),
+        1,
+        "{}",
+        o.stderr
+    );
+}
+
+/// The offline verbs' and the monitor's durations and address: typed, suffixed, each refused in
+/// one line naming the flag and the range; no output file is written.
+#[test]
+fn offline_and_monitor_refuse_bad_values_naming_the_flag() {
+    let d = tempfile::tempdir().expect("tmp");
+    let json = d.path().join("out.json");
+    let j = json.to_str().expect("utf-8");
+    let rtt = d.path().join("t.rtt");
+    let t = rtt.to_str().expect("utf-8");
+    std::fs::write(&rtt, b"").expect("an empty trace");
+    let analyze = |extra: &'static [&'static str]| -> Vec<&str> {
+        [&["analyze", t, "--json", j][..], extra].concat()
+    };
+    let bound = |extra: &'static [&'static str]| -> Vec<&str> {
+        [&["bound", "--trace", t, "--json", j][..], extra].concat()
+    };
+    let monitor = |extra: &'static [&'static str]| -> Vec<&str> {
+        [
+            &["monitor", "--no-store", "-D", "5s", "--json", j][..],
+            extra,
+        ]
+        .concat()
+    };
+    let rows: Vec<(Vec<&str>, &[&str])> = vec![
+        (
+            analyze(&["--gap-threshold", "0us"]),
+            &["'--gap-threshold <TIME>': 0us is out of range (1us ..= 1s)"],
+        ),
+        (
+            analyze(&["--gap-threshold", "100"]),
+            &["'--gap-threshold <TIME>': 100 is out of range (1us ..= 1s)"],
+        ),
+        (
+            analyze(&["--busy-gap-threshold", "2s"]),
+            &["'--busy-gap-threshold <TIME>': 2s is out of range (1us ..= 1s)"],
+        ),
+        (
+            analyze(&["--tail-threshold", "2h"]),
+            &["'--tail-threshold <TIME>': 2h is out of range (0ns ..= 1h)"],
+        ),
+        (
+            analyze(&["--tail-threshold", "x"]),
+            &[
+                "invalid value 'x' for '--tail-threshold <TIME>'",
+                "'x' is not a duration",
+            ],
+        ),
+        (
+            bound(&["--assume-thread", "2s"]),
+            &["'--assume-thread <TIME>': 2s is out of range (1ns ..= 1s)"],
+        ),
+        (
+            bound(&["--cap", "5000"]),
+            &["'--cap <TIME>': '5000' has no unit", "write 5000ns"],
+        ),
+        (
+            bound(&["--cap", "2h"]),
+            &["'--cap <TIME>': 2h is out of range (1us ..= 1h)"],
+        ),
+        (
+            monitor(&["--window", "500ms"]),
+            &["'--window <TIME>': 500ms is out of range (1s ..= 1d)"],
+        ),
+        (
+            monitor(&["--window", "2d"]),
+            &["'--window <TIME>': 2d is out of range (1s ..= 1d)"],
+        ),
+        (
+            monitor(&["--listen", "localhost:9464"]),
+            &["'--listen <ADDRESS:PORT>': 'localhost:9464' is not ADDRESS:PORT"],
+        ),
+        (
+            monitor(&["--trace-burst", "10s"]),
+            &["'--trace-burst <LENGTH/EVERY>': expected LENGTH/EVERY"],
+        ),
+        (
+            monitor(&["--trace-burst", "2h/3h"]),
+            &["'--trace-burst <LENGTH/EVERY>': LENGTH 2h is out of range (1s ..= 1h)"],
+        ),
+    ];
+    let bad: Vec<String> = rows
+        .iter()
+        .filter_map(|(args, want)| refused(args, want).err())
+        .collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    assert!(!json.exists(), "a refused verb wrote its output");
+}
+
+/// `analyze`'s µs flags and `bound --assume-thread-ns` still work: the bare number keeps its old
+/// unit (the run is the new spelling's, figure for figure), with one notice each.
+#[test]
+fn unit_named_durations_still_work_with_a_notice() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../session/tests/corpus/rtt/record-1s.rtt"
+    );
+    let json = |o: &Measured| -> serde_json::Value {
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        serde_json::from_str(&o.stdout).expect("stdout is JSON")
+    };
+    for (old, value, new, typed, field) in [
+        (
+            "--gap-threshold-us",
+            "50",
+            "--gap-threshold",
+            "50us",
+            "/attribution/gap_threshold_ns",
+        ),
+        (
+            "--busy-gap-threshold-us",
+            "3000",
+            "--busy-gap-threshold",
+            "3ms",
+            "/attribution/busy_gap_threshold_ns",
+        ),
+        (
+            "--threshold-us",
+            "20",
+            "--tail-threshold",
+            "20us",
+            "/attribution/summary/tail_threshold_ns",
+        ),
+    ] {
+        let o = run(&["analyze", file, old, value, "--json", "-"]);
+        one_notice(&o, "analyze", old, new);
+        let n = run(&["analyze", file, new, typed, "--json", "-"]);
+        assert!(!n.stderr.contains("deprecated"), "{}", n.stderr);
+        let (o, n) = (json(&o), json(&n));
+        let ns = rtscope_model::duration::parse_secs(typed).expect(typed) * 1e9;
+        assert_eq!(
+            o.pointer(field),
+            Some(&serde_json::json!(ns.round() as u64)),
+            "{old}"
+        );
+        assert_eq!(o.pointer(field), n.pointer(field), "{old}");
+        assert_eq!(
+            o["attribution"]["summary"], n["attribution"]["summary"],
+            "{old}"
+        );
+    }
+    // The glued form (`--flag=VALUE`) too.
+    let o = run(&["analyze", file, "--gap-threshold-us=5"]);
+    one_notice(&o, "analyze", "--gap-threshold-us", "--gap-threshold");
+    assert!(
+        o.stdout
+            .contains("warning: --gap-threshold 5us: below the relevance filter's 10 us split"),
+        "{}",
+        o.stdout
+    );
+
+    let o = run(&[
+        "bound",
+        "--trace",
+        file,
+        "--assume-thread-ns",
+        "20000",
+        "--json",
+        "-",
+    ]);
+    one_notice(&o, "bound", "--assume-thread-ns", "--assume-thread");
+    let n = run(&[
+        "bound",
+        "--trace",
+        file,
+        "--assume-thread",
+        "20us",
+        "--json",
+        "-",
+    ]);
+    let (o, n) = (json(&o), json(&n));
+    assert_eq!(o, n);
+    assert!(o.to_string().contains("20000"), "{o}");
+    // A bad old value is refused as the new flag's, after the notice.
+    let o = run(&["bound", "--trace", file, "--assume-thread-ns", "0"]);
+    one_notice(&o, "bound", "--assume-thread-ns", "--assume-thread");
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("'--assume-thread <TIME>': 0ns is out of range (1ns ..= 1s)"),
+        "{}",
+        o.stderr
+    );
 }

@@ -237,3 +237,26 @@ mod lab {
         assert_eq!(work(&["measure", "--help"]).unwrap(), VerbWork::default());
     }
 }
+
+mod bound {
+    use rtscope_cli::cmd::bound::cap;
+    use std::time::Duration;
+
+    /// `--cap` takes a duration within 1us ..= 1h; a bare number is refused with the spelling
+    /// in ns.
+    #[test]
+    fn cap_parsing() {
+        assert_eq!(cap("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(cap("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(cap("5000ns").unwrap(), Duration::from_nanos(5_000));
+        assert_eq!(cap("1.5ms").unwrap(), Duration::from_micros(1_500));
+        let e = cap("5000").unwrap_err();
+        assert!(e.contains("write 5000ns"), "{e}");
+        assert_eq!(
+            cap("10ns").unwrap_err(),
+            "10ns is out of range (1us ..= 1h)"
+        );
+        assert!(cap("2h").is_err());
+        assert!(cap("-1s").is_err());
+    }
+}

@@ -209,12 +209,30 @@ mod verbs {
 
     #[test]
     fn a_refusal_reads_with_the_flag() {
-        let e = bound::parse_cap("5000").unwrap_err().to_string();
-        assert!(render(&e).starts_with("--cap: '5000' has no unit"), "{e}");
-        let e = monitor::trace_bursts("10s/5s").unwrap_err().to_string();
-        assert!(render(&e).starts_with("--trace-burst: '10s/5s'"), "{e}");
-        let e = monitor::bind("nowhere").unwrap_err();
-        assert!(render(&e).starts_with("--listen: 'nowhere'"), "{e}");
+        use std::time::Duration;
+        let f = bound::BoundFlags {
+            input: None,
+            rtsl_db: Vec::new(),
+            trace: Some("/nonexistent/t.rtt".into()),
+            assume_thread: Some(Duration::from_secs(2)),
+            samples: None,
+            series: None,
+            cap: Duration::from_secs(1),
+            max_iterations: 100,
+        };
+        let json = rtscope_session::outputs::JsonDest(None);
+        let e = bound::run(&f, &json).unwrap_err().to_string();
+        assert_eq!(
+            render(&e),
+            "--assume-thread: 2s is out of range (1ns ..= 1s)"
+        );
+        let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = busy.local_addr().unwrap();
+        let e = monitor::bind(addr).unwrap_err();
+        assert_eq!(
+            render(&e),
+            format!("--listen {addr}: the address is in use")
+        );
     }
 
     /// What the monitor serves to scrapers and says when it starts, and what `noise` and

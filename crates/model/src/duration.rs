@@ -80,6 +80,23 @@ pub fn parse_micros32(s: &str) -> Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("'{s}' is out of range (at most {} us)", u32::MAX))
 }
 
+/// A typed duration checked against `range`; the error reads as [`parse_secs_in`]'s (the value
+/// and the range in the units a user would write).
+pub fn within(
+    d: std::time::Duration,
+    range: &std::ops::RangeInclusive<std::time::Duration>,
+) -> Result<std::time::Duration, String> {
+    if !range.contains(&d) {
+        return Err(format!(
+            "{} is out of range ({} ..= {})",
+            human(d.as_secs_f64()),
+            human(range.start().as_secs_f64()),
+            human(range.end().as_secs_f64())
+        ));
+    }
+    Ok(d)
+}
+
 /// A duration the way the grammar writes it (`1ms`, `30d`, `2.5s`).
 pub fn human(secs: f64) -> String {
     for (u, m) in [
@@ -171,5 +188,19 @@ mod tests {
         assert!(parse_secs_in("0s", 0.001, 10.0).is_err());
         assert_eq!(human(0.0005), "500us");
         assert_eq!(human(1.5), "1.5s");
+        use std::time::Duration;
+        let r = Duration::from_micros(1)..=Duration::from_secs(1);
+        assert_eq!(
+            within(Duration::from_micros(1), &r),
+            Ok(Duration::from_micros(1))
+        );
+        assert_eq!(
+            within(Duration::ZERO, &r).unwrap_err(),
+            "0ns is out of range (1us ..= 1s)"
+        );
+        assert_eq!(
+            within(Duration::from_millis(1500), &r).unwrap_err(),
+            "1.5s is out of range (1us ..= 1s)"
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! random events on emulated CPUs with checkers (`test`) or per-operation costs (`perf`), a
 //! recorded trace's event order (`replay`), and the kernel's own cpudl/cpupri costs timed with
 //! fentry/fexit under a small task-set load (`kernel`, §2.3.9, Fig. 2.24). Every value is checked
-//! before a thread starts; each refusal names its flag.
+//! before a thread starts; each refusal names its field.
 
 use crate::{queue::QueueKind, structures as st};
 use rtscope_bench::taskset::{job, PolicyKind, PriorityOrder};
@@ -13,13 +13,13 @@ use rtscope_session::outputs::RecordOutputs;
 use rtscope_session::privilege::Need;
 use rtscope_session::tool::{run_once, Begin, Made, Work};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 rtscope_model::request_fields! {
     /// The fields of a scheduler-lab request as its errors name them; the caller renders each
     /// token ([`rtscope_model::field::render`]).
     pub enum Field in "practise" {
         Structure = "structure" => STRUCTURE,
-        Queue = "queue" => QUEUE,
         Svg = "svg" => SVG,
         EmulatedCpus = "emulated_cpus" => EMULATED_CPUS,
         PArrival = "p_arrival" => P_ARRIVAL,
@@ -28,7 +28,6 @@ rtscope_model::request_fields! {
         Duration = "duration" => DURATION,
         CheckEvery = "check_every" => CHECK_EVERY,
         Policy = "policy" => POLICY,
-        Load = "load" => LOAD,
         Cpus = "cpus" => CPUS,
         /// `trace record`'s event filter, named in the hint for a trace without scheduling events.
         TraceKeep = "trace_keep" => TRACE_KEEP,
@@ -39,34 +38,56 @@ macro_rules! bad {
     ($($t:tt)*) => { VerbError::BadInput(format!($($t)*)) };
 }
 
-/// The flags every mode but `kernel` shares, as given.
+/// What every mode but `kernel` shares, typed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Common {
-    /// cpudl | pullheap | cpupri | flat | all
-    pub structure: String,
-    /// heap | btree
-    pub queue: String,
+    /// The structures serving push() and pull(), each run in turn (`st::ALL_STRUCTURES`: all).
+    pub structures: Vec<st::StructureKind>,
+    pub queue: QueueKind,
     /// A deliberately broken structure (checker self-test).
-    pub inject_fault: Option<String>,
+    pub inject_fault: Option<st::Fault>,
     /// The modify/query boxplots as SVG.
     pub svg: Option<PathBuf>,
 }
 
-/// `test` and `perf`'s flags as given.
+/// `test` and `perf`'s request, typed; the ranges are the lab's (`crate::Config::validate`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Random {
-    /// M values: a count or a list (2, 1-2, 2,4,8); default the online CPUs.
-    pub emulated_cpus: Option<String>,
-    pub duration: String,
-    pub cycle: String,
+    /// M values, one set of runs each; default the online CPUs.
+    pub emulated_cpus: Option<Vec<u32>>,
+    /// Of each run ([`crate::DURATION_NS`]).
+    pub duration: Duration,
+    /// One random event per CPU per cycle ([`crate::CYCLE_NS`]).
+    pub cycle: Duration,
     pub p_arrival: f64,
     pub p_finish: f64,
-    /// auto | edf | fp
-    pub policy: String,
+    pub policy: crate::PolicyChoice,
     /// Random when absent (stored in the result).
     pub seed: Option<u64>,
-    /// How often the checker runs (testing mode).
-    pub check_every: String,
+    /// How often the checker runs (testing mode, [`crate::CHECK_EVERY_NS`]).
+    pub check_every: Duration,
+}
+
+/// `kernel`'s task-set load while the kernel's functions are timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelLoad {
+    /// A SCHED_DEADLINE set: the kernel's cpudl.
+    Deadline,
+    /// A SCHED_FIFO set: the kernel's cpupri.
+    Fifo,
+    /// Whatever the machine runs.
+    None,
+}
+
+impl KernelLoad {
+    /// The name stored in the result.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelLoad::Deadline => "deadline",
+            KernelLoad::Fifo => "fifo",
+            KernelLoad::None => "none",
+        }
+    }
 }
 
 type Setup = (Vec<st::StructureKind>, QueueKind, Option<st::Fault>);
@@ -75,16 +96,16 @@ fn setup(
     c: &Common,
     out: &RecordOutputs,
 ) -> Result<(Setup, std::collections::BTreeMap<String, String>), VerbError> {
-    let kinds = match c.structure.as_str() {
-        "all" => st::ALL_STRUCTURES.to_vec(),
-        s => vec![st::StructureKind::parse(s).ok_or_else(|| bad!("{STRUCTURE}: unknown '{s}'"))?],
-    };
-    let queue = QueueKind::parse(&c.queue).ok_or_else(|| bad!("{QUEUE}: unknown '{}'", c.queue))?;
-    let fault = c.inject_fault.as_deref().and_then(st::Fault::parse);
+    if c.structures.is_empty() {
+        return Err(config_err(crate::ConfigError::NoStructures));
+    }
     c.svg
         .as_ref()
         .map_or(Ok(()), |p| input::output(&SVG.to_string(), p))?;
-    Ok(((kinds, queue, fault), out.validate()?))
+    Ok((
+        (c.structures.clone(), c.queue, c.inject_fault),
+        out.validate()?,
+    ))
 }
 
 /// The lab's refusals name no field: the request's are added here.
@@ -134,32 +155,31 @@ fn config(
     online: &[u32],
 ) -> Result<crate::Config, VerbError> {
     let ms = match &a.emulated_cpus {
-        Some(s) => rtscope_model::cpus::parse_cpu_list(s)
-            .map_err(|e| bad!("{EMULATED_CPUS}: {e} (a count or a list: 2, 1-2, 2,4,8)"))?
-            .into_iter()
-            .map(|m| m as usize)
-            .collect(),
+        Some(m) => m.iter().map(|&m| m as usize).collect(),
         None => vec![online.len().min(crate::MAX_TEST_CPUS)],
     };
-    let ns =
-        |flag, s, lo, hi| input::duration_in(flag, s, lo, hi).map(|s| (s * 1e9).round() as u64);
     let cfg = crate::Config {
         mode,
         emulated_cpus: ms,
         structures,
         queue,
-        policy: crate::PolicyChoice::parse(&a.policy).unwrap_or(crate::PolicyChoice::Auto),
-        cycle_ns: ns(&CYCLE.to_string(), &a.cycle, 1e-5, 10.0)?,
+        policy: a.policy,
+        cycle_ns: ns(a.cycle),
         p_arrival: a.p_arrival,
         p_finish: a.p_finish,
-        duration_ns: ns(&DURATION.to_string(), &a.duration, 0.01, 86_400.0)?,
+        duration_ns: ns(a.duration),
         seed: a.seed.unwrap_or_else(rand_seed),
-        check_every_ns: ns(&CHECK_EVERY.to_string(), &a.check_every, 1e-4, 10.0)?,
+        check_every_ns: ns(a.check_every),
         pin_cpus: online.to_vec(),
         fault,
     };
     cfg.validate().map_err(config_err)?;
     Ok(cfg)
+}
+
+/// Nanoseconds of a duration, saturating (then out of every range the lab takes).
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn rand_seed() -> u64 {
@@ -225,19 +245,21 @@ fn made(
 
 /// Time for `duration` under `load`: deadline (a SCHED_DEADLINE set: cpudl), fifo (a SCHED_FIFO
 /// set: cpupri) or none (whatever the machine runs).
-pub fn kernel(duration: &str, load: &str, out: &RecordOutputs) -> Result<(), VerbError> {
-    let d_s = input::duration_in(&DURATION.to_string(), duration, 0.01, 86_400.0)?;
+pub fn kernel(duration: Duration, load: KernelLoad, out: &RecordOutputs) -> Result<(), VerbError> {
+    let duration_ns = ns(duration);
+    let (lo, hi) = crate::DURATION_NS;
+    if !(lo..=hi).contains(&duration_ns) {
+        return Err(config_err(crate::ConfigError::Duration { ns: duration_ns }));
+    }
     let tags = out.validate()?;
     let policy = match load {
-        "deadline" => Some(PolicyKind::Deadline),
-        "fifo" => Some(PolicyKind::Fifo(PriorityOrder::RateMonotonic)),
-        "none" => None,
-        l => return Err(bad!("{LOAD}: unknown '{l}' (deadline, fifo, none)")),
+        KernelLoad::Deadline => Some(PolicyKind::Deadline),
+        KernelLoad::Fifo => Some(PolicyKind::Fifo(PriorityOrder::RateMonotonic)),
+        KernelLoad::None => None,
     };
     let cpus = input::cpus(&CPUS.to_string(), None)?;
     let timing = rtscope_trace::kfuncs::attach().map_err(VerbError::failed)?;
     run_once(Begin::live("practise", Need::Nothing, ""), out, |clock| {
-        let duration_ns = (d_s * 1e9) as u64;
         let mut notes = vec![
             "durations are fentry to fexit: they include the BPF trampolines and the timing programs, not only the kernel function"
                 .to_string(),
@@ -253,7 +275,7 @@ pub fn kernel(duration: &str, load: &str, out: &RecordOutputs) -> Result<(), Ver
         }
         let res = PractiseKernelResult {
             duration_ns,
-            load: load.to_string(),
+            load: load.name().to_string(),
             functions: timing.read(),
             notes,
         };
@@ -275,21 +297,21 @@ mod tests {
 
     fn random() -> Random {
         Random {
-            emulated_cpus: Some("2,4".into()),
-            duration: "1s".into(),
-            cycle: "10ms".into(),
+            emulated_cpus: Some(vec![2, 4]),
+            duration: Duration::from_secs(1),
+            cycle: Duration::from_millis(10),
             p_arrival: 0.2,
             p_finish: 0.1,
-            policy: "auto".into(),
+            policy: crate::PolicyChoice::Auto,
             seed: Some(7),
-            check_every: "1ms".into(),
+            check_every: Duration::from_millis(1),
         }
     }
 
     fn common() -> Common {
         Common {
-            structure: "flat".into(),
-            queue: "btree".into(),
+            structures: vec![st::StructureKind::Flat],
+            queue: QueueKind::Btree,
             inject_fault: None,
             svg: None,
         }
@@ -316,7 +338,7 @@ mod tests {
         );
         assert_eq!(c.pin_cpus, vec![0, 1]);
         let all = Common {
-            structure: "all".into(),
+            structures: st::ALL_STRUCTURES.to_vec(),
             ..common()
         };
         let c = resolve(crate::Mode::Test, &random(), &all).unwrap();
@@ -334,9 +356,9 @@ mod tests {
             ),
             (
                 crate::Mode::Test,
-                Random { emulated_cpus: Some("x".into()), ..random() },
+                Random { emulated_cpus: Some(Vec::new()), ..random() },
                 common(),
-                "⟨practise.emulated_cpus⟩: ",
+                "⟨practise.emulated_cpus⟩: no number of emulated CPUs given",
             ),
             (
                 crate::Mode::Test,
@@ -352,21 +374,27 @@ mod tests {
             ),
             (
                 crate::Mode::Test,
-                Random { cycle: "1us".into(), ..random() },
+                Random { cycle: Duration::from_micros(1), ..random() },
                 common(),
-                "⟨practise.cycle⟩: 1us is out of range",
+                "⟨practise.cycle⟩: 1000 ns is out of range",
             ),
             (
                 crate::Mode::Test,
-                Random { policy: "edf".into(), ..random() },
-                Common { structure: "cpupri".into(), ..common() },
+                Random { check_every: Duration::from_secs(20), ..random() },
+                common(),
+                "⟨practise.check_every⟩: 20000000000 ns is out of range",
+            ),
+            (
+                crate::Mode::Test,
+                Random { policy: crate::PolicyChoice::Edf, ..random() },
+                Common { structures: vec![st::StructureKind::Cpupri], ..common() },
                 "⟨practise.policy⟩ edf with ⟨practise.structure⟩ cpupri: cpupri tracks fixed priorities",
             ),
             (
                 crate::Mode::Test,
                 random(),
-                Common { queue: "list".into(), ..common() },
-                "⟨practise.queue⟩: unknown 'list'",
+                Common { structures: Vec::new(), ..common() },
+                "⟨practise.structure⟩: no structure given",
             ),
         ];
         for (mode, a, c, want) in rows {

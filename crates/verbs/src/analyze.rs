@@ -13,8 +13,9 @@ use crate::outputs::JsonDest;
 use crate::tool::{run_tool, Flow, Tool, Work};
 use rtscope_analysis::attribution::{self, AttributionOptions};
 use rtscope_report::analyze as text;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Version of the analysis JSON (docs/trace-format.md, "analyze JSON").
 pub const ANALYZE_SCHEMA_VERSION: u32 = 1;
@@ -25,26 +26,31 @@ rtscope_model::request_fields! {
     pub enum Field in "analyze" {
         Json = "json" => JSON,
         Worst = "worst" => WORST,
-        GapThresholdUs = "gap_threshold_us" => GAP_THRESHOLD_US,
-        BusyGapThresholdUs = "busy_gap_threshold_us" => BUSY_GAP_THRESHOLD_US,
+        GapThreshold = "gap_threshold" => GAP_THRESHOLD,
+        BusyGapThreshold = "busy_gap_threshold" => BUSY_GAP_THRESHOLD,
         TraceKeep = "trace_keep" => TRACE_KEEP,
         TraceFileMode = "trace_file_mode" => TRACE_FILE_MODE,
     }
 }
 
-/// The verb's flags as given.
+/// The range of both gap thresholds: below 1 µs every pair of events is a gap; above 1 s no
+/// stretch of a latency window is.
+pub const GAP_THRESHOLD_RANGE: RangeInclusive<Duration> =
+    Duration::from_micros(1)..=Duration::from_secs(1);
+
+/// The verb's request, typed.
 #[derive(Clone, Debug)]
 pub struct AnalyzeFlags {
     /// The trace; absent, the error says what `--json` took.
     pub file: Option<PathBuf>,
     /// Worst samples shown with their timeline (0..=10000).
     pub top: usize,
-    /// Eventless stretches this long count as "no guest activity" (1..=1000000 µs).
-    pub gap_threshold_us: u64,
-    /// The same while another thread holds the CPU (1..=1000000 µs).
-    pub busy_gap_threshold_us: u64,
+    /// Eventless stretches this long count as "no guest activity" ([`GAP_THRESHOLD_RANGE`]).
+    pub gap_threshold: Duration,
+    /// The same while another thread holds the CPU ([`GAP_THRESHOLD_RANGE`]).
+    pub busy_gap_threshold: Duration,
     /// Also the share of samples above this latency each cause explains.
-    pub threshold_us: Option<u64>,
+    pub tail_threshold: Option<Duration>,
     /// How the caller names each field: the analysis's warnings (printed and in its JSON)
     /// refer to fields through it.
     pub field_names: fn(Field) -> &'static str,
@@ -70,17 +76,12 @@ pub fn file(a: &AnalyzeFlags, json: &JsonDest) -> Result<(), VerbError> {
     if a.top > 10_000 {
         return Err(bad!("{WORST}: must be 0..=10000, got {}", a.top));
     }
-    if !(1..=1_000_000).contains(&a.gap_threshold_us) {
-        return Err(bad!(
-            "{GAP_THRESHOLD_US}: must be 1..=1000000, got {}",
-            a.gap_threshold_us
-        ));
-    }
-    if !(1..=1_000_000).contains(&a.busy_gap_threshold_us) {
-        return Err(bad!(
-            "{BUSY_GAP_THRESHOLD_US}: must be 1..=1000000, got {}",
-            a.busy_gap_threshold_us
-        ));
+    for (field, d) in [
+        (GAP_THRESHOLD, a.gap_threshold),
+        (BUSY_GAP_THRESHOLD, a.busy_gap_threshold),
+    ] {
+        rtscope_model::duration::within(d, &GAP_THRESHOLD_RANGE)
+            .map_err(|e| bad!("{field}: {e}"))?;
     }
     rtscope_files::check_input(&file).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => bad!("FILE: {} is not a readable file", file.display()),
@@ -123,9 +124,9 @@ impl Tool for Analyze<'_> {
         let f = rtscope_trace::read_rtt(file).map_err(|e| bad!("FILE {}: {e}", file.display()))?;
         let read_s = t_read.elapsed().as_secs_f64();
         let opts = AttributionOptions {
-            gap_threshold_ns: a.gap_threshold_us * 1000,
-            busy_gap_threshold_ns: a.busy_gap_threshold_us * 1000,
-            tail_threshold_ns: a.threshold_us.map(|t| t * 1000),
+            gap_threshold_ns: ns(a.gap_threshold),
+            busy_gap_threshold_ns: ns(a.busy_gap_threshold),
+            tail_threshold_ns: a.tail_threshold.map(ns),
             top_n: a.top,
             lost_per_cpu: f.meta.lost_per_cpu.iter().map(|(c, n)| (*c, *n)).collect(),
             steal_ns_per_cpu: f
@@ -157,8 +158,8 @@ impl Tool for Analyze<'_> {
         // gap thresholds could see gaps the full stream did not have.
         if f.meta.keep == "relevant" && opts.gap_threshold_ns < rtscope_trace::reduce::SPLIT_NS {
             let w = format!(
-                "{GAP_THRESHOLD_US} {}: below the relevance filter's 10 us split, \"no guest activity\" may include stretches where left-out SCHED_OTHER events ran (record with {TRACE_KEEP} all for finer gaps)",
-                a.gap_threshold_us
+                "{GAP_THRESHOLD} {}: below the relevance filter's 10 us split, \"no guest activity\" may include stretches where left-out SCHED_OTHER events ran (record with {TRACE_KEEP} all for finer gaps)",
+                rtscope_model::duration::human(a.gap_threshold.as_secs_f64())
             );
             r.warnings
                 .push(rtscope_model::field::render(&w, Field::ALL, a.field_names));
@@ -275,6 +276,11 @@ impl Tool for Analyze<'_> {
     }
 }
 
+/// Nanoseconds of a duration, saturating (a trace's clock counts in `u64` ns).
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,9 +290,9 @@ mod tests {
         let f = AnalyzeFlags {
             file: Some("/nonexistent/x.rtt".into()),
             top: 10,
-            gap_threshold_us: 100,
-            busy_gap_threshold_us: 6000,
-            threshold_us: None,
+            gap_threshold: Duration::from_micros(100),
+            busy_gap_threshold: Duration::from_millis(6),
+            tail_threshold: None,
             field_names: Field::key,
         };
         let rows: Vec<(AnalyzeFlags, JsonDest, String)> = vec![
@@ -302,14 +308,14 @@ mod tests {
             ),
             (AnalyzeFlags { top: 10_001, ..f.clone() }, JsonDest(None), format!("{WORST}: must be 0..=10000, got 10001")),
             (
-                AnalyzeFlags { gap_threshold_us: 0, ..f.clone() },
+                AnalyzeFlags { gap_threshold: Duration::ZERO, ..f.clone() },
                 JsonDest(None),
-                format!("{GAP_THRESHOLD_US}: must be 1..=1000000, got 0"),
+                format!("{GAP_THRESHOLD}: 0ns is out of range (1us ..= 1s)"),
             ),
             (
-                AnalyzeFlags { busy_gap_threshold_us: 2_000_000, ..f.clone() },
+                AnalyzeFlags { busy_gap_threshold: Duration::from_secs(2), ..f.clone() },
                 JsonDest(None),
-                format!("{BUSY_GAP_THRESHOLD_US}: must be 1..=1000000, got 2000000"),
+                format!("{BUSY_GAP_THRESHOLD}: 2s is out of range (1us ..= 1s)"),
             ),
             (f.clone(), JsonDest(None), "FILE: /nonexistent/x.rtt is not a readable file".into()),
         ];

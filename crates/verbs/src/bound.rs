@@ -8,7 +8,9 @@ use crate::tool::{run_tool, Flow, Tool, Work};
 use rtscope_analysis::bound::{self, BoundInput, Options};
 use rtscope_model::record::RawSample;
 use rtscope_store::RTSL_DB;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 rtscope_model::request_fields! {
     /// The fields of a bound request as its errors name them (rtsl's databases are the store's
@@ -17,38 +19,39 @@ rtscope_model::request_fields! {
         Input = "input" => INPUT,
         Trace = "trace" => TRACE,
         Samples = "samples" => SAMPLES,
-        AssumeThreadNs = "assume_thread_ns" => ASSUME_THREAD_NS,
+        AssumeThread = "assume_thread" => ASSUME_THREAD,
         Series = "series" => SERIES,
         Cap = "cap" => CAP,
         MaxIterations = "max_iterations" => MAX_ITERATIONS,
     }
 }
 
-/// The verb's flags as given.
+/// The verb's request, typed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BoundFlags {
     pub input: Option<PathBuf>,
     pub rtsl_db: Vec<PathBuf>,
     pub trace: Option<PathBuf>,
-    pub assume_thread_ns: Option<u64>,
+    /// The thread term assumed on CPUs a trace says nothing about ([`ASSUME_THREAD_RANGE`]).
+    pub assume_thread: Option<Duration>,
     pub samples: Option<PathBuf>,
     pub series: Option<u32>,
-    pub cap: String,
+    /// Where a fixed point stops unconverged ([`CAP_RANGE`]).
+    pub cap: Duration,
     pub max_iterations: u64,
 }
 
-/// `--cap` in the one duration grammar (`rtscope_model::duration`), 1 µs ..= 1 h. A bare number
-/// meant ns here before the grammar was shared (it means seconds everywhere now): refused, with
-/// the spelling that keeps the old meaning, instead of silently becoming a million times larger.
-pub fn parse_cap(s: &str) -> Result<u64, VerbError> {
-    let t = s.trim();
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad!(
-            "{CAP}: '{s}' has no unit; a bare number meant ns here before and means seconds in the shared grammar: write {t}ns (or {t}s)"
-        ));
-    }
-    let secs = crate::input::duration_in(&CAP.to_string(), s, 1e-6, 3600.0)?;
-    Ok((secs * 1e9).round() as u64)
+/// A thread term: at least a nanosecond, at most a second (no preemption-disabled section of a
+/// working kernel comes near).
+pub const ASSUME_THREAD_RANGE: RangeInclusive<Duration> =
+    Duration::from_nanos(1)..=Duration::from_secs(1);
+
+/// The fixed point's cap on L.
+pub const CAP_RANGE: RangeInclusive<Duration> =
+    Duration::from_micros(1)..=Duration::from_secs(3600);
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn read_json(p: &Path) -> Result<BoundInput, VerbError> {
@@ -111,7 +114,7 @@ fn read_samples_csv(p: &Path) -> Result<Vec<RawSample>, VerbError> {
 fn read_trace(
     p: &Path,
     samples_csv: Option<&Path>,
-    assume_thread_ns: Option<u64>,
+    assume_thread: Option<Duration>,
     series: Option<(u32, Options)>,
 ) -> Result<(BoundInput, Series), VerbError> {
     rtscope_files::check_input(p).map_err(|e| match e.kind() {
@@ -128,7 +131,7 @@ fn read_trace(
         &f.samples,
         (f.meta.start_ns, f.meta.end_ns),
         &f.meta.lost_per_cpu,
-        assume_thread_ns,
+        assume_thread.map(ns),
         series.map(|(n, _)| n),
         &series.map(|(_, o)| o).unwrap_or_default(),
     )
@@ -138,14 +141,13 @@ fn read_trace(
 /// The bound from exactly one input, as text or JSON (docs/schema/bound.schema.json).
 pub fn run(a: &BoundFlags, json: &JsonDest) -> Result<(), VerbError> {
     // Validate everything before reading anything.
-    let cap_ns = parse_cap(&a.cap)?;
+    let within = |field: Field, d: Duration, r: &RangeInclusive<Duration>| {
+        rtscope_model::duration::within(d, r).map_err(|e| bad!("{field}: {e}"))
+    };
+    let cap_ns = ns(within(CAP, a.cap, &CAP_RANGE)?);
     json.check()?;
-    if let Some(t) = a.assume_thread_ns {
-        if !(1..=1_000_000_000).contains(&t) {
-            return Err(bad!(
-                "{ASSUME_THREAD_NS}: must be 1..=1000000000 ns, got {t}"
-            ));
-        }
+    if let Some(t) = a.assume_thread {
+        within(ASSUME_THREAD, t, &ASSUME_THREAD_RANGE)?;
     }
     if !(1..=10_000_000).contains(&a.max_iterations) {
         return Err(bad!(
@@ -210,7 +212,7 @@ impl Tool for Bound<'_> {
                 let (i, s) = read_trace(
                     p,
                     a.samples.as_deref(),
-                    a.assume_thread_ns,
+                    a.assume_thread,
                     a.series.map(|n| (n, self.opts)),
                 )?;
                 (i, "trace", s)
@@ -238,24 +240,6 @@ impl Tool for Bound<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::parse_cap;
-
-    #[test]
-    fn cap_parsing() {
-        assert_eq!(parse_cap("1s").unwrap(), 1_000_000_000);
-        assert_eq!(parse_cap("250us").unwrap(), 250_000);
-        assert_eq!(parse_cap("5000ns").unwrap(), 5_000);
-        assert_eq!(parse_cap("1.5ms").unwrap(), 1_500_000);
-        let e = parse_cap("5000").unwrap_err().to_string();
-        assert!(e.contains("write 5000ns"), "{e}");
-        assert!(parse_cap("10ns").is_err());
-        assert!(parse_cap("2h").is_err());
-        assert!(parse_cap("-1s").is_err());
-    }
-}
-
-#[cfg(test)]
 mod flag_tests {
     use super::*;
 
@@ -265,19 +249,26 @@ mod flag_tests {
             input: None,
             rtsl_db: Vec::new(),
             trace: Some("/nonexistent/t.rtt".into()),
-            assume_thread_ns: None,
+            assume_thread: None,
             samples: None,
             series: None,
-            cap: "1s".into(),
+            cap: Duration::from_secs(1),
             max_iterations: 100,
         };
         let rows: Vec<(BoundFlags, &str)> = vec![
             (
                 BoundFlags {
-                    assume_thread_ns: Some(0),
+                    assume_thread: Some(Duration::ZERO),
                     ..f.clone()
                 },
-                "⟨bound.assume_thread_ns⟩: must be 1..=1000000000 ns, got 0",
+                "⟨bound.assume_thread⟩: 0ns is out of range (1ns ..= 1s)",
+            ),
+            (
+                BoundFlags {
+                    cap: Duration::from_nanos(10),
+                    ..f.clone()
+                },
+                "⟨bound.cap⟩: 10ns is out of range (1us ..= 1h)",
             ),
             (
                 BoundFlags {

@@ -8,26 +8,31 @@ use crate::input::{self, bad, VerbError};
 use crate::outputs::RecordOutputs;
 use crate::tool::{run_tool, Begin, Flow, Tool, Work};
 use rtscope_model::{RunRecord, Warning, WarningCode, Warnings};
-use rtscope_trace::{Mechanism, TraceSession};
+use rtscope_trace::{Keep, Mechanism, TraceSession};
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// `trace record`'s flags as given.
+/// `trace record`'s request, typed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
-    /// 1ms ..= 24h.
-    pub duration: String,
-    /// Every online CPU when absent.
-    pub cpus: Option<String>,
-    /// auto | bpf | tracefs
-    pub mechanism: String,
+    /// [`DURATION_RANGE`].
+    pub duration: Duration,
+    /// The online CPUs to trace.
+    pub cpus: Vec<u32>,
+    /// auto, bpf or tracefs (`off` is refused).
+    pub mechanism: Mechanism,
     pub output: PathBuf,
-    /// relevant | all (None: relevant, or all with `preemptirq`)
-    pub keep: Option<String>,
+    /// None: relevant, or all with `preemptirq`.
+    pub keep: Option<Keep>,
     /// Record the preemptirq events too (tracefs only; the kernel must have them).
     pub preemptirq: bool,
 }
+
+/// How long a capture may run: every event stays in memory until its end.
+pub const DURATION_RANGE: RangeInclusive<Duration> =
+    Duration::from_millis(1)..=Duration::from_secs(86_400);
 
 rtscope_model::request_fields! {
     /// The fields of a `trace record` request, as its refusals name them.
@@ -93,31 +98,28 @@ pub fn summary_warnings(s: &CaptureSummary) -> Vec<Warning> {
 /// run and write `--json` (`out`).
 pub fn record(a: &Record, out: &RecordOutputs) -> Result<(), VerbError> {
     // Validate everything before touching the kernel.
-    let dur = Duration::from_secs_f64(input::duration_in(
-        &DURATION.to_string(),
-        &a.duration,
-        0.001,
-        86400.0,
-    )?);
-    let cpus = input::cpus(&CPUS.to_string(), a.cpus.as_deref())?;
-    let mech: Mechanism = a.mechanism.parse().map_err(|e| bad!("{MECHANISM}: {e}"))?;
+    let dur = rtscope_model::duration::within(a.duration, &DURATION_RANGE)
+        .map_err(|e| bad!("{DURATION}: {e}"))?;
+    if a.cpus.is_empty() {
+        return Err(bad!("{CPUS}: empty CPU list"));
+    }
+    let cpus = a.cpus.clone();
+    let mech = a.mechanism;
     if mech == Mechanism::Off {
         return Err(bad!(
             "{MECHANISM}: must be one of auto, bpf, tracefs for 'trace record'"
         ));
     }
-    let keep = match a.keep.as_deref() {
-        None if a.preemptirq => rtscope_trace::Keep::All,
-        None => rtscope_trace::Keep::Relevant,
-        Some(k) => k
-            .parse::<rtscope_trace::Keep>()
-            .map_err(|e| bad!("{KEEP}: {e}"))?,
+    let keep = match a.keep {
+        None if a.preemptirq => Keep::All,
+        None => Keep::Relevant,
+        Some(k) => k,
     };
     // The preemptirq events go to the thread analysis (`rtscope bound --trace`), which follows
     // every switch: the relevance filter would take some away. The eBPF capture has no
     // programs for them (its in-kernel reduction of them is `trace thread-vars`).
     let mech = if a.preemptirq {
-        if keep == rtscope_trace::Keep::Relevant {
+        if keep == Keep::Relevant {
             return Err(bad!(
                 "{KEEP} relevant: {PREEMPTIRQ} needs every switch (the thread analysis follows \
                  each one): use {KEEP} all or leave {KEEP} out"
@@ -316,41 +318,41 @@ mod tests {
     #[test]
     fn flags_are_checked_before_the_kernel_is_touched() {
         let r = Record {
-            duration: "5s".into(),
-            cpus: None,
-            mechanism: "auto".into(),
+            duration: Duration::from_secs(5),
+            cpus: vec![0],
+            mechanism: Mechanism::Auto,
             output: "/proc/x.rtt".into(),
-            keep: Some("relevant".into()),
+            keep: Some(Keep::Relevant),
             preemptirq: false,
         };
         let rows = [
             (
                 Record {
-                    duration: "x".into(),
+                    duration: Duration::from_secs(2 * 86_400),
                     ..r.clone()
                 },
-                format!("{DURATION}: 'x' is not a duration"),
+                format!("{DURATION}: 2d is out of range (1ms ..= 1d)"),
             ),
             (
                 Record {
-                    cpus: Some("4095".into()),
+                    duration: Duration::ZERO,
                     ..r.clone()
                 },
-                format!("{CPUS}: CPU 4095 is not online"),
+                format!("{DURATION}: 0ns is out of range (1ms ..= 1d)"),
             ),
             (
                 Record {
-                    mechanism: "off".into(),
+                    cpus: Vec::new(),
+                    ..r.clone()
+                },
+                format!("{CPUS}: empty CPU list"),
+            ),
+            (
+                Record {
+                    mechanism: Mechanism::Off,
                     ..r.clone()
                 },
                 format!("{MECHANISM}: must be one of auto, bpf, tracefs for 'trace record'"),
-            ),
-            (
-                Record {
-                    keep: Some("some".into()),
-                    ..r.clone()
-                },
-                format!("{KEEP}: "),
             ),
             (
                 Record {
@@ -363,7 +365,7 @@ mod tests {
                 Record {
                     preemptirq: true,
                     keep: None,
-                    mechanism: "bpf".into(),
+                    mechanism: Mechanism::Bpf,
                     ..r.clone()
                 },
                 format!("{PREEMPTIRQ}: the eBPF capture does not record preemptirq events"),
@@ -386,11 +388,11 @@ mod tests {
     fn output_flags_are_checked_before_the_kernel_is_touched() {
         let d = tempfile::tempdir().unwrap();
         let r = Record {
-            duration: "5s".into(),
-            cpus: None,
-            mechanism: "auto".into(),
+            duration: Duration::from_secs(5),
+            cpus: vec![0],
+            mechanism: Mechanism::Auto,
             output: d.path().join("t.rtt"),
-            keep: Some("relevant".into()),
+            keep: Some(Keep::Relevant),
             preemptirq: false,
         };
         let out = RecordOutputs {

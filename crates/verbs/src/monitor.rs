@@ -25,9 +25,11 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram as PromHistogram;
 use prometheus_client::registry::Registry;
+use rtscope_model::duration::{human, within};
 use rtscope_model::{Histogram, RawSample, RunRecord};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener};
+use std::ops::RangeInclusive;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -558,12 +560,9 @@ pub const MAX_CONNECTIONS: usize = 256;
 const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
 /// Bind the metrics endpoint before anything runs: an address in use or not local to this
-/// machine is bad input, named with its flag.
-pub fn bind(addr: &str) -> Result<TcpListener, String> {
-    let sa: SocketAddr = addr.parse().map_err(|_| {
-        format!("{LISTEN}: '{addr}' is not ADDRESS:PORT (e.g. 127.0.0.1:9464, [::1]:9464)")
-    })?;
-    TcpListener::bind(sa).map_err(|e| match e.kind() {
+/// machine is bad input, named with its field.
+pub fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+    TcpListener::bind(addr).map_err(|e| match e.kind() {
         std::io::ErrorKind::AddrInUse => format!("{LISTEN} {addr}: the address is in use"),
         std::io::ErrorKind::AddrNotAvailable => {
             format!("{LISTEN} {addr}: not an address of this machine")
@@ -732,30 +731,51 @@ fn answer<B>(
     r
 }
 
-/// `rtscope monitor`'s own flags as given (the measurement's are `measure`'s).
+/// `rtscope monitor`'s own request, typed (the measurement's is `measure`'s).
 #[derive(Clone, Debug)]
 pub struct MonitorFlags {
-    pub listen: String,
-    pub window: String,
+    /// Where `GET /metrics` is served.
+    pub listen: SocketAddr,
+    /// The gauges' window and the checkpoint interval ([`WINDOW_RANGE`]).
+    pub window: Duration,
     pub expose_names: bool,
-    /// `LENGTH/EVERY`: trace in bursts.
-    pub trace_burst: Option<String>,
+    /// Trace in bursts ([`trace_bursts`]).
+    pub trace_burst: Option<rtscope_model::TraceBursts>,
     /// How the caller names each field: the metrics' help texts name fields through it.
     pub field_names: fn(Field) -> &'static str,
 }
 
-/// `--trace-burst LENGTH/EVERY`: LENGTH 1s..=1h, EVERY up to 1d and longer than LENGTH.
-pub fn trace_bursts(v: &str) -> Result<rtscope_model::TraceBursts, crate::input::VerbError> {
-    let shape = || {
-        bad!("{TRACE_BURST}: '{v}': expected LENGTH/EVERY, e.g. 10s/5m (LENGTH 1s..=1h, shorter than EVERY, EVERY at most 1d)")
-    };
-    let (l, e) = v.split_once('/').ok_or_else(shape)?;
-    let length_s = crate::input::duration_in(&format!("{TRACE_BURST} LENGTH"), l, 1.0, 3600.0)?;
-    let every_s = crate::input::duration_in(&format!("{TRACE_BURST} EVERY"), e, 1.0, 86_400.0)?;
-    if every_s <= length_s {
-        return Err(shape());
+/// A window: at least a second (a scrape interval), at most a day.
+pub const WINDOW_RANGE: RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(86_400);
+
+/// A tracing burst's length: long enough to catch a tail, short enough to stay a burst.
+pub const BURST_LENGTH_RANGE: RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(3600);
+
+/// The interval between the bursts' starts (also longer than the length).
+pub const BURST_EVERY_RANGE: RangeInclusive<Duration> =
+    Duration::from_secs(1)..=Duration::from_secs(86_400);
+
+/// Bursts of `length` every `every`: each within its range, `every` longer than `length`; the
+/// error names LENGTH or EVERY, the caller the field.
+pub fn trace_bursts(
+    length: Duration,
+    every: Duration,
+) -> Result<rtscope_model::TraceBursts, String> {
+    let length = within(length, &BURST_LENGTH_RANGE).map_err(|e| format!("LENGTH {e}"))?;
+    let every = within(every, &BURST_EVERY_RANGE).map_err(|e| format!("EVERY {e}"))?;
+    if every <= length {
+        return Err(format!(
+            "EVERY {} is not longer than LENGTH {}",
+            human(every.as_secs_f64()),
+            human(length.as_secs_f64())
+        ));
     }
-    Ok(rtscope_model::TraceBursts { length_s, every_s })
+    Ok(rtscope_model::TraceBursts {
+        length_s: length.as_secs_f64(),
+        every_s: every.as_secs_f64(),
+    })
 }
 
 /// The line said once the endpoint listens; `field_names` names the measurement's fields.
@@ -788,34 +808,43 @@ pub fn run(
             checkpoint = crate::input::Field::Checkpoint
         ));
     }
-    let window = crate::input::duration_in(&WINDOW.to_string(), &mf.window, 1.0, 86_400.0)?;
+    let window = within(mf.window, &WINDOW_RANGE).map_err(|e| bad!("{WINDOW}: {e}"))?;
     let mut f = flags.clone();
     if !f.no_store {
-        f.checkpoint = Some(crate::resolve::Checkpoint::Every(Duration::from_secs_f64(
-            window,
-        )));
+        f.checkpoint = Some(crate::resolve::Checkpoint::Every(window));
     }
-    let bursts = mf.trace_burst.as_deref().map(trace_bursts).transpose()?;
+    let bursts = mf
+        .trace_burst
+        .map(|b| {
+            let d = Duration::from_secs_f64;
+            trace_bursts(d(b.length_s), d(b.every_s)).map_err(|e| bad!("{TRACE_BURST}: {e}"))
+        })
+        .transpose()?;
     if bursts.is_some() && f.trace == rtscope_trace::Mechanism::Off {
         f.trace = rtscope_trace::Mechanism::Auto;
     }
     let mut plan = crate::resolve::measure(&f, "monitor", None)?;
     plan.config.trace_bursts = bursts;
-    let listener = bind(&mf.listen).map_err(crate::input::VerbError::BadInput)?;
+    let listener = bind(mf.listen).map_err(crate::input::VerbError::BadInput)?;
     let metrics = Arc::new(Metrics::new(mf.field_names));
     let server = Server::start(listener, metrics.clone())
         .map_err(|e| crate::input::VerbError::failed(format!("{LISTEN} {}: {e}", mf.listen)))?;
     if !flags.quiet {
         eprintln!(
             "{}",
-            started_line(server.addr, window, f.no_store, flags.field_names)
+            started_line(
+                server.addr,
+                window.as_secs_f64(),
+                f.no_store,
+                flags.field_names
+            )
         );
     }
     let total = plan.config.duration_s.map(Duration::from_secs_f64);
     let mut view = MonitorView::new(
         metrics,
         MonitorOptions {
-            window: Duration::from_secs_f64(window),
+            window,
             expose_names: mf.expose_names,
         },
         crate::live::default_view(flags.quiet, total),
@@ -846,6 +875,20 @@ mod tests {
         ];
         for (method, target, want) in rows {
             assert_eq!(route(method, target), want, "{method} {target}");
+        }
+    }
+
+    #[test]
+    fn bursts_within_their_ranges_and_every_longer_than_length() {
+        let s = Duration::from_secs;
+        let b = trace_bursts(s(10), s(300)).unwrap();
+        assert_eq!((b.length_s, b.every_s), (10.0, 300.0));
+        for (l, e, want) in [
+            (s(0), s(5), "LENGTH 0ns is out of range (1s ..= 1h)"),
+            (s(1), s(2 * 86_400), "EVERY 2d is out of range (1s ..= 1d)"),
+            (s(5), s(5), "EVERY 5s is not longer than LENGTH 5s"),
+        ] {
+            assert_eq!(trace_bursts(l, e).unwrap_err(), want);
         }
     }
 

@@ -3,6 +3,7 @@
 //! (text, or JSON with `--json`).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 mod flags;
 pub use flags::*;
@@ -14,10 +15,15 @@ pub fn run(mut a: Args) -> anyhow::Result<()> {
     let f = rtscope_verbs::analyze::AnalyzeFlags {
         file: a.file,
         top: a.worst,
-        gap_threshold_us: a.gap_threshold_us,
-        busy_gap_threshold_us: a.busy_gap_threshold_us,
-        threshold_us: a.threshold_us,
+        gap_threshold: a.gap_threshold,
+        busy_gap_threshold: a.busy_gap_threshold,
+        tail_threshold: a.tail_threshold,
         field_names: crate::fields_offline::analyze,
     };
     Ok(rtscope_verbs::analyze::file(&f, &a.json.dest())?)
+}
+
+/// `--gap-threshold` and `--busy-gap-threshold`: the analysis's own range.
+fn gap_threshold() -> impl clap::builder::TypedValueParser<Value = Duration> {
+    super::common::duration_within(rtscope_verbs::analyze::GAP_THRESHOLD_RANGE)
 }

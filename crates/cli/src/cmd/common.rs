@@ -18,6 +18,13 @@ pub fn duration(lo: f64, hi: f64) -> impl TypedValueParser<Value = Duration> {
     })
 }
 
+/// [`duration`] within a library's own range.
+pub fn duration_within(
+    range: std::ops::RangeInclusive<Duration>,
+) -> impl TypedValueParser<Value = Duration> {
+    duration(range.start().as_secs_f64(), range.end().as_secs_f64())
+}
+
 /// A duration of 1 ms ..= 30 days (`-D` of every verb).
 pub fn run_time() -> impl TypedValueParser<Value = Duration> {
     duration(0.001, 30.0 * 86400.0)

@@ -4,9 +4,11 @@
 //! (`replay`); and the kernel's own cpudl/cpupri costs, timed with fentry/fexit (`kernel`,
 //! §2.3.9).
 
-use super::common::{self, duration_text, value_name, OutArgs};
+use super::common::{self, OutArgs};
 use anyhow::Result;
-use rtscope_practise::{self as pr, modes};
+use clap::builder::TypedValueParser;
+use rtscope_practise::structures::{Fault, StructureKind, ALL_STRUCTURES};
+use rtscope_practise::{self as pr, modes, queue::QueueKind};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,8 +25,13 @@ pub fn run(a: Args) -> Result<()> {
             duration,
             load,
             out,
-        } => modes::kernel(&duration_text(duration), &value_name(&load), &out.lib()),
+        } => modes::kernel(duration, load.lib(), &out.lib()),
     }?)
+}
+
+/// A duration flag within one of the lab's ranges (ns, `rtscope_practise::DURATION_NS`, …).
+fn lab_range((lo, hi): (u64, u64)) -> impl TypedValueParser<Value = Duration> {
+    common::duration(lo as f64 / 1e9, hi as f64 / 1e9)
 }
 
 /// `--emulated-cpus`: M values, as a count or a list (`2`, `1-2`, `2,4,8`); the range is the
@@ -51,16 +58,18 @@ fn random(
     check_every: Duration,
 ) -> Result<(), rtscope_session::VerbError> {
     let r = modes::Random {
-        emulated_cpus: a
-            .emulated_cpus
-            .map(|m| m.0.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
-        duration: duration_text(a.duration),
-        cycle: duration_text(a.cycle),
+        emulated_cpus: a.emulated_cpus.map(|m| m.0),
+        duration: a.duration,
+        cycle: a.cycle,
         p_arrival: a.p_arrival,
         p_finish: a.p_finish,
-        policy: value_name(&a.policy),
+        policy: match a.policy {
+            PolicyArg::Auto => pr::PolicyChoice::Auto,
+            PolicyArg::Edf => pr::PolicyChoice::Edf,
+            PolicyArg::Fp => pr::PolicyChoice::Fp,
+        },
         seed: a.seed,
-        check_every: duration_text(check_every),
+        check_every,
     };
     modes::random(mode, &r, &a.common.lib(), &a.common.out.lib())
 }
@@ -68,10 +77,31 @@ fn random(
 impl Common {
     fn lib(&self) -> modes::Common {
         modes::Common {
-            structure: value_name(&self.structure),
-            queue: value_name(&self.queue),
-            inject_fault: self.inject_fault.as_ref().map(value_name),
+            structures: match self.structure {
+                StructureArg::Cpudl => vec![StructureKind::Cpudl],
+                StructureArg::Pullheap => vec![StructureKind::PullHeap],
+                StructureArg::Cpupri => vec![StructureKind::Cpupri],
+                StructureArg::Flat => vec![StructureKind::Flat],
+                StructureArg::All => ALL_STRUCTURES.to_vec(),
+            },
+            queue: match self.queue {
+                QueueArg::Heap => QueueKind::Heap,
+                QueueArg::Btree => QueueKind::Btree,
+            },
+            inject_fault: self.inject_fault.map(|f| match f {
+                FaultArg::CpudlLeftOnly => Fault::CpudlLeftOnly,
+            }),
             svg: self.svg.clone(),
+        }
+    }
+}
+
+impl KernelLoadArg {
+    fn lib(self) -> modes::KernelLoad {
+        match self {
+            KernelLoadArg::Deadline => modes::KernelLoad::Deadline,
+            KernelLoadArg::Fifo => modes::KernelLoad::Fifo,
+            KernelLoadArg::NoLoad => modes::KernelLoad::None,
         }
     }
 }

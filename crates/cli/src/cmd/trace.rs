@@ -37,13 +37,24 @@ fn thread_vars(a: ThreadVarsArgs) -> anyhow::Result<()> {
     )?)
 }
 
+impl MechanismArg {
+    /// The capture's mechanism.
+    fn lib(self) -> rtscope_trace::Mechanism {
+        match self {
+            MechanismArg::Auto => rtscope_trace::Mechanism::Auto,
+            MechanismArg::Bpf => rtscope_trace::Mechanism::Bpf,
+            MechanismArg::Tracefs => rtscope_trace::Mechanism::Tracefs,
+        }
+    }
+}
+
 fn record(a: RecordArgs) -> anyhow::Result<()> {
     let r = rtscope_verbs::capture::Record {
-        duration: common::duration_text(a.duration),
-        cpus: a.cpus.spec(),
-        mechanism: common::value_name(&a.mechanism),
+        duration: a.duration,
+        cpus: a.cpus.resolve()?,
+        mechanism: a.mechanism.lib(),
         output: a.output,
-        keep: a.trace_keep.map(|k| k.keep().name().to_string()),
+        keep: a.trace_keep.map(|k| k.keep()),
         preemptirq: a.preemptirq,
     };
     Ok(rtscope_verbs::capture::record(&r, &a.out.lib())?)

@@ -15,10 +15,12 @@ pub struct Args {
     /// events or, where the kernel has none, the estimate fallback.
     #[arg(long, value_name = "FILE.rtt")]
     pub(super) trace: Option<PathBuf>,
-    /// With --trace: the thread term (ns) to assume on CPUs that have neither preemptirq events
-    /// nor samples in the trace. The result is labelled an estimate, not a sound bound.
-    #[arg(long, value_name = "NS", requires = "trace")]
-    pub(super) assume_thread_ns: Option<u64>,
+    /// With --trace: the thread term to assume on CPUs that have neither preemptirq events nor
+    /// samples in the trace, e.g. 20us (1ns..=1s). The result is labelled an estimate, not a
+    /// sound bound.
+    #[arg(long, value_name = "TIME", requires = "trace",
+          value_parser = common::duration_within(bound::ASSUME_THREAD_RANGE))]
+    pub(super) assume_thread: Option<Duration>,
     /// With --trace: latency samples recorded beside the trace (`rtscope measure --raw FILE`
     /// CSV: cpu,tid,cycle,expected_ns,latency_ns on CLOCK_MONOTONIC, like the trace), added to
     /// any samples stored in the .rtt.
@@ -31,11 +33,11 @@ pub struct Args {
     /// The bound report as JSON (docs/schema/bound.schema.json): FILE, or stdout instead of the
     /// text with `-`
     #[command(flatten)]
-    pub(super) json: crate::cmd::common::JsonOut,
+    pub(super) json: common::JsonOut,
     /// Stop a fixed point (not converged) once L exceeds this: 1us ..= 1h, with a unit (ns, us,
     /// ms, s, m, h)
-    #[arg(long, default_value = "1s")]
-    pub(super) cap: String,
+    #[arg(long, default_value = "1s", value_name = "TIME", value_parser = cap)]
+    pub(super) cap: Duration,
     /// Stop a fixed point (not converged) after this many iterations (1 ..= 10000000).
     #[arg(long, default_value_t = rtscope_analysis::bound::DEFAULT_MAX_ITERATIONS)]
     pub(super) max_iterations: u64,

@@ -17,7 +17,7 @@ pub(super) enum Mode {
         #[command(flatten)]
         run: RunArgs,
         /// How often the checker runs (100us..=10s)
-        #[arg(long, default_value = "1ms", value_name = "TIME", value_parser = common::duration(1e-4, 10.0))]
+        #[arg(long, default_value = "1ms", value_name = "TIME", value_parser = lab_range(pr::CHECK_EVERY_NS))]
         check_every: Duration,
     },
     /// Performance mode: one thread pinned per online CPU, memory locked, per-operation costs.
@@ -36,7 +36,7 @@ pub(super) enum Mode {
     /// small task-set load (§2.3.9, Fig. 2.24). Needs a kernel without lockdown.
     Kernel {
         /// How long to time (10ms..=1d)
-        #[arg(short = 'D', long, default_value = "5s", value_name = "TIME", value_parser = common::duration(0.01, 86_400.0))]
+        #[arg(short = 'D', long, default_value = "5s", value_name = "TIME", value_parser = lab_range(pr::DURATION_NS))]
         duration: Duration,
         /// Load while timing: deadline (SCHED_DEADLINE set: cpudl), fifo (SCHED_FIFO set:
         /// cpupri), none (whatever the machine runs)
@@ -112,10 +112,10 @@ pub(super) struct RunArgs {
     #[arg(long = "emulated-cpus", value_name = "LIST")]
     pub(super) emulated_cpus: Option<EmulatedCpus>,
     /// Duration of each run (each structure at each M), 10ms..=1d
-    #[arg(short = 'D', long, default_value = "5s", value_name = "TIME", value_parser = common::duration(0.01, 86_400.0))]
+    #[arg(short = 'D', long, default_value = "5s", value_name = "TIME", value_parser = lab_range(pr::DURATION_NS))]
     pub(super) duration: Duration,
     /// Thread cycle, one random event per CPU per cycle (thesis §2.3.9: 10 ms), 10us..=10s
-    #[arg(long, default_value = "10ms", value_name = "TIME", value_parser = common::duration(1e-5, 10.0))]
+    #[arg(long, default_value = "10ms", value_name = "TIME", value_parser = lab_range(pr::CYCLE_NS))]
     pub(super) cycle: Duration,
     /// Probability of an activation per cycle (thesis: 0.2)
     #[arg(long, default_value_t = 0.2, allow_negative_numbers = true)]

@@ -50,7 +50,7 @@ pub(super) struct ThreadVarsArgs {
 #[derive(clap::Args)]
 pub(super) struct RecordArgs {
     /// How long to record, e.g. 5s, 500ms, 2m (1ms..=24h).
-    #[arg(short = 'D', long = "duration", value_name = "TIME", default_value = "5s", value_parser = common::duration(0.001, 86400.0))]
+    #[arg(short = 'D', long = "duration", value_name = "TIME", default_value = "5s", value_parser = common::duration_within(rtscope_verbs::capture::DURATION_RANGE))]
     pub(super) duration: Duration,
     /// CPUs to trace: a list like 0,1 or 0-3 (default: all online CPUs).
     #[command(flatten)]

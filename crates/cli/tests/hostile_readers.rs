@@ -637,9 +637,9 @@ fn special_files_are_refused_before_they_are_read() {
     assert!(!db.exists(), "a refused campaign created its database");
 }
 
-/// Records read together share one budget: twelve stored runs of 100 threads each fit one by
-/// one (`show` reads each), but `report` and `compare` over all twelve would hold ~500 MiB of
-/// histograms and are refused, naming the threads, within the limits.
+/// Records read together share one budget: twelve stored runs of 8 threads with wide linear
+/// histograms each fit one by one (`show` reads each), but `report` and `compare` over all twelve
+/// would hold 77 MB of counters and are refused, naming the threads, within the limits.
 #[test]
 fn records_read_together_share_one_budget() {
     let d = dir("together");
@@ -656,7 +656,11 @@ fn records_read_together_share_one_budget() {
         .as_array()
         .expect("threads")
         .clone();
-    let many: Vec<serde_json::Value> = (0..100).map(|_| threads[0].clone()).collect();
+    // 8 threads each with a 100 000-µs linear histogram (800 KB of counters each): 6.4 MB per
+    // record, well inside one read's budget, and 77 MB for 12 read together, over it.
+    let mut wide = threads[0].clone();
+    wide["linear"]["max_us"] = serde_json::json!(100_000);
+    let many: Vec<serde_json::Value> = (0..8).map(|_| wide.clone()).collect();
     v["kind"]["measurement"]["threads"] = serde_json::Value::Array(many);
     let json = serde_json::to_string(&v).expect("JSON");
     let db = fresh(d.path().join("results.db"));
@@ -676,7 +680,7 @@ fn records_read_together_share_one_budget() {
     }
     drop(c);
     within(
-        "show, one record of 100 threads",
+        "show, one record of 8 wide threads",
         &run(&["show", &ids[0], "--db", s(&db)]),
         None,
     );

@@ -218,6 +218,13 @@ fn start_time(pid: u32) -> Option<u64> {
 /// offset). `read_to_string` follows a short first read with one sized to its buffer's spare
 /// room: after `0-1\n` (4 bytes, in 8 allocated) it asks for 4, which that file refuses.
 fn read_value(r: &mut impl io::Read) -> io::Result<String> {
+    let out = read_large(r)?;
+    String::from_utf8(out).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// All of `r`, each read asking for 64 KiB (kernel text files that refuse or truncate the small
+/// reads `read_to_string` makes: see [`read_value`]).
+pub fn read_large(r: &mut impl io::Read) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -228,7 +235,7 @@ fn read_value(r: &mut impl io::Read) -> io::Result<String> {
             Err(e) => return Err(e),
         }
     }
-    String::from_utf8(out).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    Ok(out)
 }
 
 /// Write `value` to an existing file (a knob is never created: a missing one is NotFound).

@@ -755,17 +755,7 @@ pub struct TracefsSession {
 /// Read a tracefs text file with large reads: some (header_page) misbehave on the small probe
 /// read `read_to_string` starts with and then return only part of their text.
 pub(crate) fn read_text(path: &Path) -> std::io::Result<String> {
-    let mut f = File::open(path)?;
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    let out = rtscope_sys::knob::read_large(&mut File::open(path)?)?;
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
